@@ -1,0 +1,48 @@
+// CPU matrix products of a quantised weight matrix with fp32 activations.
+//
+//   Y[t][r] = round( scale_r * sum_k W[r][k] * X[t][k] )     r in [r0, r1), t in [0, n_tok)
+//
+// W is `rows` rows of `k` elements of type `type`, `row_bytes` apart. The scale
+// (per-row vector or a scalar, the NVFP4 second-level `.scale`) is applied to the fp32
+// accumulator before anything is stored, then the result is rounded to `round`
+// (the activation dtype) -- so a tiny scale never meets an fp16 store unscaled.
+//
+// matmul() picks the fastest kernel this CPU has (AVX-512, AVX2, scalar) at run time;
+// matmul_ref() dequantises each row with dequantize_row_ref and accumulates in order,
+// and is the twin that tests diff the fast kernels against. Callers parallelise by
+// splitting [r0, r1) across threads; the kernels know nothing of threads or models.
+#pragma once
+
+#include <cstdint>
+
+#include "format/ggml_type.h"
+
+namespace ft::quant {
+
+enum class Round { kNone, kBF16, kF16 };
+
+struct MatmulArgs {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* w = nullptr;  // first row
+  int64_t row_bytes = 0;       // stride between rows
+  int64_t k = 0;               // elements per row (multiple of the block size)
+  const float* x = nullptr;    // X[t][k] at x + t*ldx
+  int64_t ldx = 0;
+  int64_t n_tok = 1;
+  float* y = nullptr;  // Y[t][r] at y + t*ldy + r
+  int64_t ldy = 0;
+  const float* row_scale = nullptr;  // per-row fp32 scale, indexed by r (nullptr: none)
+  float scale = 1.0f;                // scalar fp32 scale, multiplied with row_scale
+  Round round = Round::kNone;
+};
+
+// True when matmul/matmul_ref support this weight type.
+bool matmul_supported(GgmlType t);
+
+void matmul(const MatmulArgs& a, int64_t r0, int64_t r1);
+void matmul_ref(const MatmulArgs& a, int64_t r0, int64_t r1);
+
+// Name of the kernel family matmul() dispatches to on this CPU ("avx512", "avx2", "scalar").
+const char* matmul_isa();
+
+}  // namespace ft::quant
