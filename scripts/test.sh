@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds (Release, build/) and runs the test suite, parity against llama.cpp included.
+# GPU tests (ctest label gpu) are excluded here; run them with `ctest --preset gpu` on a GPU machine.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+./scripts/setup-oracle.sh
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)"
+ctest --preset release -j "$(nproc)" "$@"
