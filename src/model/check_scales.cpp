@@ -22,17 +22,17 @@ std::string_view role_of(std::string_view base) {
 }
 
 // Roles for which llama.cpp's generic pass loads a `.scale` (src/llama-model.cpp).
-constexpr std::array<std::string_view, 21> kDenseRoles = {
+constexpr std::array<std::string_view, 19> kDenseRoles = {
     "attn_q",         "attn_k",         "attn_v",          "attn_output",   "attn_qkv",
     "attn_gate",      "ffn_gate",       "ffn_up",          "ffn_down",      "ffn_gate_shexp",
     "ffn_up_shexp",   "ffn_down_shexp", "ssm_in",          "ssm_out",       "ssm_alpha",
-    "ssm_beta",       "nextn.eh_proj",  "nextn.shared_head_head", "output", "", ""};
+    "ssm_beta",       "nextn.eh_proj",  "nextn.shared_head_head", "output"};
 constexpr std::array<std::string_view, 3> kExpertRoles = {"ffn_gate_exps", "ffn_up_exps",
                                                           "ffn_down_exps"};
 
 bool is_dense_role(std::string_view r) {
   for (auto x : kDenseRoles)
-    if (!x.empty() && x == r) return true;
+    if (x == r) return true;
   return false;
 }
 bool is_expert_role(std::string_view r) {
