@@ -2,7 +2,10 @@
 // one line naming the file/tensor/option, never a signal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
