@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "format/ggml_type.h"
 
 namespace ft::gguf {
