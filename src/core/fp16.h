@@ -37,7 +37,10 @@ inline float f16_to_f32(uint16_t h) {
     float v = static_cast<float>(man) * (1.0f / 16777216.0f);
     return sign ? -v : v;
   }
-  if (exp == 31) return bits_to_f32(sign | 0x7f800000 | (man << 13));
+  if (exp == 31) {
+    // inf, or NaN made quiet with its payload kept, as F16C's vcvtph2ps does
+    return bits_to_f32(sign | 0x7f800000 | (man != 0 ? 0x00400000u : 0u) | (man << 13));
+  }
   return bits_to_f32(sign | ((exp + 112) << 23) | (man << 13));
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "core/cpu_features.h"
 #include "format/ggml_type.h"
 
 namespace ft::quant {
@@ -41,6 +42,10 @@ bool matmul_supported(GgmlType t);
 
 void matmul(const MatmulArgs& a, int64_t r0, int64_t r1);
 void matmul_ref(const MatmulArgs& a, int64_t r0, int64_t r1);
+
+// matmul() with an explicit kernel family (tests and benchmarks compare them); throws
+// ft::Error when this CPU cannot run `isa`. Isa::kScalar is matmul_ref.
+void matmul_on(Isa isa, const MatmulArgs& a, int64_t r0, int64_t r1);
 
 // Name of the kernel family matmul() dispatches to on this CPU ("avx512", "avx2", "scalar").
 const char* matmul_isa();

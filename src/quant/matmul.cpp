@@ -1,0 +1,45 @@
+// Run-time choice of the matmul kernel family (see core/cpu_features.h).
+#include "quant/matmul.h"
+
+#include "core/error.h"
+#include "quant/dequant.h"
+#include "quant/matmul_kernels.h"
+
+namespace ft::quant {
+namespace {
+
+void check_args(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (!matmul_supported(a.type)) fail("matmul: no kernel for weight type {}", type_name(a.type));
+  const auto& tr = traits(a.type);
+  if (a.k <= 0 || a.k % tr.block_size != 0) {
+    fail("matmul: k = {} is not a positive multiple of the {} block size {}", a.k, type_name(a.type), tr.block_size);
+  }
+  if (a.row_bytes < row_bytes(a.type, a.k)) {
+    fail("matmul: row stride {} B is shorter than a {} row of {} elements", a.row_bytes, type_name(a.type), a.k);
+  }
+  if (r0 < 0 || r1 < r0 || a.n_tok < 0) fail("matmul: bad row range [{}, {}) or n_tok {}", r0, r1, a.n_tok);
+}
+
+}  // namespace
+
+bool matmul_supported(GgmlType t) { return has_ref_dequant(t); }
+
+void matmul_on(Isa isa, const MatmulArgs& a, int64_t r0, int64_t r1) {
+  check_args(a, r0, r1);
+  if (r1 == r0 || a.n_tok == 0) return;
+  if (!isa_supported(isa)) fail("matmul: this CPU cannot run the {} kernels", isa_name(isa));
+  switch (isa) {
+    case Isa::kAvx512:
+      return detail::matmul_avx512(a, r0, r1);
+    case Isa::kAvx2:
+      return detail::matmul_avx2(a, r0, r1);
+    case Isa::kScalar:
+      return matmul_ref(a, r0, r1);
+  }
+}
+
+void matmul(const MatmulArgs& a, int64_t r0, int64_t r1) { matmul_on(active_isa(), a, r0, r1); }
+
+const char* matmul_isa() { return isa_name(active_isa()); }
+
+}  // namespace ft::quant
