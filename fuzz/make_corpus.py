@@ -104,9 +104,9 @@ write("fuzz/corpus/valid_empty.gguf", gguf([], []))
 
 # ---- broken files (seed corpus and the CLI test) --------------------------------
 BAD = {
-    "truncated_kv.gguf": (gguf(META, TENSORS, cut=70),
+    "truncated_kv.gguf": (gguf(META, TENSORS, cut=100),
                           "cut off in the middle of metadata key 'general.name'"),
-    "truncated_data.gguf": (gguf(META, TENSORS)[:-100],
+    "truncated_data.gguf": (gguf(META, TENSORS)[:-60],
                             "last tensor 'output.weight' data runs past the end of the file"),
     "bad_magic.gguf": (gguf(META, TENSORS, magic=b"GGML"), "magic is 'GGML', expected 'GGUF'"),
     "version1.gguf": (gguf(META, [], version=1), "GGUF version 1 (no longer supported)"),

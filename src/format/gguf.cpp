@@ -130,13 +130,16 @@ class Parser {
     // type 4, offset 8).
     const uint64_t left = c_.remaining();
     if (static_cast<uint64_t>(n_kv) > left / 13)
-      fail("{}: truncated file: header says {} metadata keys (at least {} bytes each) but only {} "
-           "bytes follow the header",
-           path_, n_kv, 13, left);
+      fail("{}: truncated file: header says {} metadata keys, which need at least {} bytes at "
+           "offset {}, file has {}",
+           path_, n_kv, static_cast<uint64_t>(n_kv) > UINT64_MAX / 13 ? UINT64_MAX : n_kv * 13,
+           c_.pos(), c_.size());
     if (static_cast<uint64_t>(n_tensors) > left / 24)
-      fail("{}: truncated file: header says {} tensors (at least {} bytes each) but only {} bytes "
-           "follow the header",
-           path_, n_tensors, 24, left);
+      fail("{}: truncated file: header says {} tensors, which need at least {} bytes at offset "
+           "{}, file has {}",
+           path_, n_tensors,
+           static_cast<uint64_t>(n_tensors) > UINT64_MAX / 24 ? UINT64_MAX : n_tensors * 24,
+           c_.pos(), c_.size());
   }
 
   void parse_kv(int64_t n_kv, std::vector<std::pair<std::string, Value>>& kv) {
