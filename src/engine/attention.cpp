@@ -1,0 +1,172 @@
+#include "engine/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace ft::engine {
+
+KvCache::KvCache(ActType type, int64_t n_ctx, const std::vector<int64_t>& kv_dim)
+    : type_(type), n_ctx_(n_ctx), esize_(type == ActType::kF32 ? 4 : 2), kv_dim_(kv_dim) {
+  k_.resize(kv_dim.size());
+  v_.resize(kv_dim.size());
+  for (size_t il = 0; il < kv_dim.size(); ++il) {
+    k_[il].assign(static_cast<size_t>(n_ctx * kv_dim[il] * esize_), 0);
+    v_[il].assign(static_cast<size_t>(n_ctx * kv_dim[il] * esize_), 0);
+  }
+}
+
+size_t KvCache::bytes() const {
+  size_t b = 0;
+  for (size_t il = 0; il < k_.size(); ++il) b += k_[il].size() + v_[il].size();
+  return b;
+}
+
+namespace {
+
+void put_row(ActType t, const float* src, int64_t n, uint8_t* dst) {
+  switch (t) {
+    case ActType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
+    case ActType::kBF16: {
+      auto* d = reinterpret_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+    } break;
+    case ActType::kF16: {
+      auto* d = reinterpret_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
+    } break;
+  }
+}
+
+void get_row(ActType t, const uint8_t* src, int64_t n, float* dst) {
+  switch (t) {
+    case ActType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
+    case ActType::kBF16: {
+      const auto* s = reinterpret_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+    } break;
+    case ActType::kF16: {
+      const auto* s = reinterpret_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+    } break;
+  }
+}
+
+}  // namespace
+
+void KvCache::store(int64_t il, int64_t pos0, int64_t n_tok, const float* k, int64_t ldk,
+                    const float* v, int64_t ldv) {
+  const int64_t d = kv_dim_[il];
+  for (int64_t t = 0; t < n_tok; ++t) {
+    put_row(type_, k + t * ldk, d, k_[il].data() + (pos0 + t) * d * esize_);
+    put_row(type_, v + t * ldv, d, v_[il].data() + (pos0 + t) * d * esize_);
+  }
+}
+
+void KvCache::load_k(int64_t il, int64_t pos, int64_t off, int64_t n, float* dst) const {
+  get_row(type_, k_[il].data() + (pos * kv_dim_[il] + off) * esize_, n, dst);
+}
+void KvCache::load_v(int64_t il, int64_t pos, int64_t off, int64_t n, float* dst) const {
+  get_row(type_, v_[il].data() + (pos * kv_dim_[il] + off) * esize_, n, dst);
+}
+
+void AttnScratch::reserve(int n_threads, int64_t n_ctx, int64_t head_dim) {
+  const size_t need = static_cast<size_t>(n_threads) * static_cast<size_t>(n_ctx + 2 * head_dim);
+  if (buf.size() < need) buf.resize(need);
+}
+
+namespace {
+
+// One (token, head): scores over keys [0, n_kv), softmax, weighted sum of V.
+// `tmp` holds n_kv scores followed by head_dim_k + head_dim_v floats of conversion space.
+void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* q, int64_t n_kv,
+                int64_t g, float* o, float* tmp, ActType act) {
+  float* score = tmp;
+  float* row = tmp + n_kv;
+  const int64_t dk = s.head_dim_k, dv = s.head_dim_v;
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n_kv; ++j) {
+    float d = 0.0f;
+    if (kv.type() == ActType::kF32) {
+      const float* k = static_cast<const float*>(kv.k_row(il, j)) + g * dk;
+      for (int64_t i = 0; i < dk; ++i) d += q[i] * k[i];
+    } else {
+      kv.load_k(il, j, g * dk, dk, row);
+      for (int64_t i = 0; i < dk; ++i) d += q[i] * row[i];
+    }
+    score[j] = d * s.scale;
+    mx = std::max(mx, score[j]);
+  }
+  double sum = 0.0;
+  for (int64_t j = 0; j < n_kv; ++j) {
+    score[j] = std::exp(score[j] - mx);
+    sum += score[j];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < dv; ++i) o[i] = 0.0f;
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const float a = score[j] * inv;
+    const float* v;
+    if (kv.type() == ActType::kF32) {
+      v = static_cast<const float*>(kv.v_row(il, j)) + g * dv;
+    } else {
+      kv.load_v(il, j, g * dv, dv, row);
+      v = row;
+    }
+    for (int64_t i = 0; i < dv; ++i) o[i] += a * v[i];
+  }
+  for (int64_t i = 0; i < dv; ++i) o[i] = round_act(act, o[i]);
+}
+
+}  // namespace
+
+void attention(const Exec& ex, const AttnShape& s, const KvCache& kv, int64_t il, const float* q,
+               int64_t ldq, int64_t n_tok, int64_t pos0, float* out, int64_t ldo, AttnScratch& sc) {
+  const int64_t group = s.n_head / s.n_head_kv;
+  const int64_t per_thread = kv.n_ctx() + s.head_dim_k + s.head_dim_v;
+  sc.reserve(ex.pool->size(), kv.n_ctx(), std::max(s.head_dim_k, s.head_dim_v));
+  const int64_t n = n_tok * s.n_head;
+  const ActType act = ex.act;
+  ex.pool->parallel_for(n, 1, [&](int64_t i0, int64_t i1, int tid) {
+    float* tmp = sc.buf.data() + tid * per_thread;
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t t = i / s.n_head, h = i % s.n_head;
+      attend_one(s, kv, il, q + t * ldq + h * s.head_dim_k, pos0 + t + 1, h / group,
+                 out + t * ldo + h * s.head_dim_v, tmp, act);
+    }
+  });
+}
+
+void attention_ref(const AttnShape& s, const KvCache& kv, int64_t il, const float* q, int64_t ldq,
+                   int64_t n_tok, int64_t pos0, float* out, int64_t ldo, ActType act) {
+  const int64_t group = s.n_head / s.n_head_kv;
+  std::vector<float> k(static_cast<size_t>(s.head_dim_k)), v(static_cast<size_t>(s.head_dim_v));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const int64_t n_kv = pos0 + t + 1;
+    for (int64_t h = 0; h < s.n_head; ++h) {
+      const int64_t g = h / group;
+      const float* qh = q + t * ldq + h * s.head_dim_k;
+      std::vector<double> p(static_cast<size_t>(n_kv));
+      double mx = -1e300;
+      for (int64_t j = 0; j < n_kv; ++j) {
+        kv.load_k(il, j, g * s.head_dim_k, s.head_dim_k, k.data());
+        double d = 0.0;
+        for (int64_t i = 0; i < s.head_dim_k; ++i) d += static_cast<double>(qh[i]) * k[i];
+        p[j] = d * s.scale;
+        mx = std::max(mx, p[j]);
+      }
+      double sum = 0.0;
+      for (auto& x : p) sum += (x = std::exp(x - mx));
+      float* o = out + t * ldo + h * s.head_dim_v;
+      std::vector<double> acc(static_cast<size_t>(s.head_dim_v), 0.0);
+      for (int64_t j = 0; j < n_kv; ++j) {
+        kv.load_v(il, j, g * s.head_dim_v, s.head_dim_v, v.data());
+        for (int64_t i = 0; i < s.head_dim_v; ++i) acc[i] += p[j] / sum * v[i];
+      }
+      for (int64_t i = 0; i < s.head_dim_v; ++i) o[i] = round_act(act, static_cast<float>(acc[i]));
+    }
+  }
+}
+
+}  // namespace ft::engine

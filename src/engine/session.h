@@ -1,0 +1,52 @@
+// One sequence being generated: a thread pool, a KV cache and the activation buffers over a
+// loaded model. eval() runs the prompt as batches of up to n_ubatch tokens (GEMMs with rows
+// split over threads) and then one token at a time for decode.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/threadpool.h"
+#include "engine/exec.h"
+#include "engine/state.h"
+
+namespace ft::model {
+struct Model;
+}
+
+namespace ft::engine {
+
+struct SessionOptions {
+  int64_t n_ctx = 0;      // 0: min(context_length, 4096)
+  int n_threads = 0;      // 0: physical cores
+  ActType act = ActType::kF32;
+  int64_t n_ubatch = 512;  // largest batch of one forward pass
+};
+
+class Session {
+ public:
+  Session(const model::Model& m, const SessionOptions& o);
+
+  // Appends tokens to the sequence and returns the logits after the last one (n_vocab
+  // floats), or, with all_logits, n rows of n_vocab (row i predicts the token after
+  // tokens[i]). The pointer stays valid until the next eval. Throws ft::Error when the
+  // context is full or a token id is out of range.
+  const float* eval(const int32_t* tokens, int64_t n, bool all_logits = false);
+
+  int64_t n_past() const { return n_past_; }
+  int64_t n_ctx() const { return st_->n_ctx; }
+  int64_t n_vocab() const;
+  int n_threads() const { return pool_->size(); }
+  ActType act() const { return st_->ex.act; }
+  const KvCache& kv() const { return st_->kv; }
+
+ private:
+  const model::Model& m_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<State> st_;
+  std::vector<float> logits_;
+  int64_t n_past_ = 0;
+};
+
+}  // namespace ft::engine

@@ -1,0 +1,116 @@
+#include "model/decoder.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "engine/attention.h"
+#include "engine/ffn.h"
+#include "engine/norm.h"
+#include "quant/dequant.h"
+
+namespace ft::model {
+
+using engine::Exec;
+
+void embed(const Model& m, const int32_t* tokens, int64_t n_tok, float* x) {
+  const Tensor& te = m.token_embd;
+  const int64_t n_embd = te.ne[0];
+  for (int64_t t = 0; t < n_tok; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= te.ne[1])
+      fail("token id {} is out of range [0, {})", tokens[t], te.ne[1]);
+    const uint8_t* row = te.data + tokens[t] * te.row_bytes();
+    if (te.type == GgmlType::F32)
+      std::memcpy(x + t * n_embd, row, sizeof(float) * n_embd);
+    else
+      quant::dequantize_row_ref(te.type, row, x + t * n_embd, n_embd);
+  }
+}
+
+namespace {
+
+void add_rows(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+void attention_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok, int64_t pos0) {
+  const HParams& hp = m.hp;
+  const Layer& L = m.layers[il];
+  auto& s = st.s;
+  const Exec& ex = st.ex;
+  const int64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
+  const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
+  const int64_t q_dim = nh * hd, kv_dim = nkv * hd, ld = L.qkv.rows();
+
+  engine::rmsnorm(ex, s.x.data(), n_embd, L.attn_norm.f32(), n_embd, hp.rms_eps, n_tok,
+                  s.h.data(), n_embd);
+  engine::linear(ex, L.qkv, s.h.data(), n_embd, n_tok, s.qkv.data(), ld);
+  float* q = s.qkv.data();
+  float* k = q + q_dim;
+  float* v = k + kv_dim;
+  if (L.attn_q_norm) engine::rmsnorm_heads(ex, q, ld, n_tok, nh, hd, L.attn_q_norm.f32(), hp.rms_eps);
+  if (L.attn_k_norm) engine::rmsnorm_heads(ex, k, ld, n_tok, nkv, hd, L.attn_k_norm.f32(), hp.rms_eps);
+  engine::rope_apply(ex, st.rope, q, ld, n_tok, nh, hd);
+  engine::rope_apply(ex, st.rope, k, ld, n_tok, nkv, hd);
+  st.kv.store(il, pos0, n_tok, k, ld, v, ld);
+
+  const engine::AttnShape shape{nh, nkv, hd, hp.head_dim_v, hp.attn_scale};
+  const int64_t o_dim = nh * hp.head_dim_v;
+  engine::attention(ex, shape, st.kv, il, q, ld, n_tok, pos0, s.attn.data(), o_dim, st.attn);
+  engine::linear(ex, L.wo, s.attn.data(), o_dim, n_tok, s.branch.data(), n_embd);
+  add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
+}
+
+void ffn_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
+  const HParams& hp = m.hp;
+  const Layer& L = m.layers[il];
+  auto& s = st.s;
+  const Exec& ex = st.ex;
+  const int64_t n_embd = hp.n_embd;
+  engine::rmsnorm(ex, s.x.data(), n_embd, L.ffn_norm.f32(), n_embd, hp.rms_eps, n_tok, s.h.data(),
+                  n_embd);
+  if (!L.is_moe()) {
+    engine::ffn_swiglu(ex, L.ffn_gate_up, L.ffn_down, s.h.data(), n_embd, n_tok, s.branch.data(),
+                       n_embd, {s.ffn_gu.data(), s.ffn_h.data()});
+  } else {
+    // Router logits stay fp32 in every dtype: routing decisions should not move with the
+    // activation rounding (llama.cpp's router logits are fp32 too).
+    const Exec ex32{ex.pool, engine::ActType::kF32};
+    const int64_t n_expert = hp.n_expert;
+    const int n_used = static_cast<int>(hp.n_expert_used[il]);
+    engine::linear(ex32, L.router, s.h.data(), n_embd, n_tok, s.router.data(), n_expert);
+    for (int64_t t = 0; t < n_tok; ++t)
+      engine::moe_route(s.router.data() + t * n_expert, n_expert, n_used, s.probs.data(),
+                        s.order.data(), s.moe_ids.data() + t * n_used, s.moe_w.data() + t * n_used);
+    L.moe->forward(ex, s.h.data(), n_embd, n_tok, s.moe_ids.data(), s.moe_w.data(), n_used,
+                   s.branch.data(), n_embd);
+  }
+  add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
+}
+
+void output_head(const Model& m, engine::State& st, int64_t n_tok, float* logits, bool all_logits) {
+  const HParams& hp = m.hp;
+  auto& s = st.s;
+  const int64_t n_embd = hp.n_embd;
+  // Only the rows whose logits are wanted go through the norm and the head (as llama.cpp's
+  // inp_out_ids); the head output stays fp32 whatever the activation dtype.
+  const int64_t first = all_logits ? 0 : n_tok - 1, rows = n_tok - first;
+  engine::rmsnorm(st.ex, s.x.data() + first * n_embd, n_embd, m.output_norm.f32(), n_embd,
+                  hp.rms_eps, rows, s.h.data(), n_embd);
+  const Exec ex32{st.ex.pool, engine::ActType::kF32};
+  engine::linear(ex32, m.output, s.h.data(), n_embd, rows, logits, m.output.rows());
+}
+
+void decoder_forward(const Model& m, engine::State& st, const int32_t* tokens, int64_t n_tok,
+                     int64_t pos0, float* logits, bool all_logits) {
+  embed(m, tokens, n_tok, st.s.x.data());
+  st.rope.build(m.hp.rope, m.rope_freqs ? m.rope_freqs.f32() : nullptr, pos0, n_tok);
+  for (int64_t il = 0; il < m.hp.n_layer; ++il) {
+    attention_block(m, il, st, n_tok, pos0);
+    ffn_block(m, il, st, n_tok);
+  }
+  output_head(m, st, n_tok, logits, all_logits);
+}
+
+}  // namespace ft::model

@@ -1,0 +1,34 @@
+// The shared layer loop of pre-norm decoder-only transformers (llama, qwen3, qwen3moe):
+//
+//   x = token_embd[tokens]
+//   per layer: x += Wo · attention(rope(norm_qk(W_qkv · rmsnorm(x))))
+//              x += ffn(rmsnorm(x))        (dense SwiGLU or routed experts)
+//   logits = W_out · rmsnorm(x)
+//
+// Each step is a block that a later arch (gemma4, qwen35) can reuse or replace.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/state.h"
+#include "model/model.h"
+
+namespace ft::model {
+
+// x[t] = token_embd[tokens[t]] as fp32 rows. Throws on an id outside the vocabulary.
+void embed(const Model& m, const int32_t* tokens, int64_t n_tok, float* x);
+
+// x += attention block of layer il for n_tok tokens at positions pos0.. (uses st.rope).
+void attention_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok, int64_t pos0);
+
+// x += FFN block of layer il (dense or MoE).
+void ffn_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok);
+
+// logits for the last row (or all rows) of st.s.x.
+void output_head(const Model& m, engine::State& st, int64_t n_tok, float* logits, bool all_logits);
+
+// The whole forward pass built from the blocks above.
+void decoder_forward(const Model& m, engine::State& st, const int32_t* tokens, int64_t n_tok,
+                     int64_t pos0, float* logits, bool all_logits);
+
+}  // namespace ft::model

@@ -1,0 +1,62 @@
+// Hyper-parameters of a decoder-only transformer, read from GGUF metadata
+// (shared/spec/arch/README.md §C.2). read_hparams() reads the generic `<arch>.` keys every
+// arch shares; an arch builder then checks and completes what is specific to it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/gguf.h"
+
+namespace ft::model {
+
+enum class RopeType { kNorm, kNeox };
+
+// Everything ggml's rope needs (README §C.4), already resolved from the scaling keys.
+struct RopeParams {
+  RopeType type = RopeType::kNorm;
+  int n_rot = 0;
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;   // 1 / rope.scaling.factor
+  float ext_factor = 0.0f;   // 1 for yarn
+  float attn_factor = 1.0f;  // rope.scaling.attn_factor
+  int n_ctx_orig = 0;        // rope.scaling.original_context_length or context_length
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+};
+
+struct HParams {
+  std::string arch;
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  std::vector<int64_t> n_head;     // per layer
+  std::vector<int64_t> n_head_kv;  // per layer
+  std::vector<int64_t> n_ff;       // per layer (dense FFN width)
+  int64_t head_dim_k = 0;
+  int64_t head_dim_v = 0;
+  int64_t n_expert = 0;
+  std::vector<int64_t> n_expert_used;  // per layer
+  int64_t n_ff_exp = 0;                // expert FFN width
+  float rms_eps = 1e-5f;
+  float attn_scale = 1.0f;  // set by the arch (1/sqrt(head_dim) for llama/qwen3)
+  bool causal = true;
+  RopeParams rope;
+
+  int64_t q_dim(int64_t il) const { return n_head[il] * head_dim_k; }
+  int64_t kv_dim(int64_t il) const { return n_head_kv[il] * head_dim_k; }
+  int64_t max_of(const std::vector<int64_t>& v) const;
+};
+
+// Reads the generic keys of README §C.2 for `arch` (rms eps included, required).
+// Throws ft::Error naming the key on a missing required key or an out-of-range value.
+HParams read_hparams(const gguf::File& f, const std::string& arch);
+
+// A key that may be a scalar (broadcast) or an array of n_layer values.
+std::vector<int64_t> read_per_layer(const gguf::File& f, const std::string& key, int64_t n_layer,
+                                    std::optional<int64_t> fallback);
+
+}  // namespace ft::model
