@@ -1,0 +1,92 @@
+// Random-weight GGUF test models for llama, qwen3 and qwen3moe that llama.cpp
+// loads (shared/spec/arch/*.md "Tiny test config"), deterministic from a seed.
+//
+// Besides the model file it can write
+//  * the "F32 twin": every weight dequantised (quant::dequantize_row_ref) to F32
+//    with its NVFP4 second-level .scale folded into the rows, no .scale tensors —
+//    the exact-math reference for llama.cpp;
+//  * the "no-scale copy": the model file minus its .scale tensors (must give
+//    different logits: proves the scales matter).
+//
+// Weight statistics (see model_gen.cpp): logits have a spread of order 10, the
+// residual branches are scaled ~1/sqrt(n_layer), routers spread tokens over the
+// experts. With `scale_spread`, function-preserving magnitude factors (v*a with
+// o/a, up*a with down/a per expert, output*a with output_norm/a) make the NVFP4
+// second-level scales differ by orders of magnitude between tensors and experts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "format/ggml_type.h"
+
+namespace ft::testgen {
+
+enum class Arch { kLlama, kQwen3, kQwen3Moe };
+std::string_view arch_name(Arch a);
+Arch parse_arch(std::string_view s);  // throws ft::Error
+
+// Weight roles whose storage type can be chosen. Norms and rope_freqs are always F32.
+enum class Role { kEmbd, kOutput, kAttn, kMlp, kExperts, kRouter };
+inline constexpr int kRoleCount = 6;
+std::string_view role_name(Role r);
+Role parse_role(std::string_view s);  // "embd"/"embedding"/"token_embd", "output", "attn", "mlp", "experts", "router"
+
+struct ModelSpec {
+  Arch arch = Arch::kQwen3Moe;
+  int64_t n_vocab = 256;  // ignored with bpe_vocab (then = vocab size)
+  int64_t n_embd = 128;
+  int64_t n_layer = 2;
+  int64_t n_head = 4;
+  int64_t n_head_kv = 2;
+  int64_t head_dim = 64;
+  int64_t n_ff = 256;      // dense FFN width (qwen3moe: feed_forward_length key only)
+  int64_t n_expert = 4;    // qwen3moe (llama: >0 makes a Mixtral-style MoE)
+  int64_t n_expert_used = 2;
+  int64_t n_ff_exp = 64;   // expert width
+  int64_t n_ctx_train = 256;
+  float rms_eps = 1e-6f;
+  float rope_base = 1e6f;
+  bool tied_output = false;
+  bool rope_freqs = false;  // llama: write rope_freqs.weight {head_dim/2}
+  bool bpe_vocab = false;   // byte-level BPE vocab (gpt2/qwen2) instead of model "none"
+  int n_merges = 300;
+  std::array<GgmlType, kRoleCount> role_type{GgmlType::F32, GgmlType::F32, GgmlType::F32,
+                                             GgmlType::F32, GgmlType::F32, GgmlType::F32};
+  bool nvfp4_scales = true;  // NVFP4 tensors of roles attn/mlp/experts/output(untied) get .scale
+  bool scale_spread = true;  // function-preserving magnitude factors (see above)
+  uint64_t seed = 1;
+  // statistics knobs
+  float logit_std = 3.0f;     // std of the logits (order-10 spread over the vocab)
+  float branch_rel = 1.5f;    // residual-branch RMS relative to the embedding RMS, x 1/sqrt(n_layer)
+  float resid_scale = 4.0f;   // RMS of the embeddings / residual stream
+  float router_std = 2.5f;    // std of router logits
+  std::string name = "ft-testmodel";
+
+  GgmlType type(Role r) const { return role_type[static_cast<int>(r)]; }
+  void set_type(Role r, GgmlType t) { role_type[static_cast<int>(r)] = t; }
+};
+
+// Presets: "tiny" (the arch spec's tiny test config), "default" (a few-MB qwen3moe
+// with a byte-BPE vocab, the README's default model). Throws on unknown names.
+ModelSpec preset(std::string_view name, Arch arch);
+
+struct GenerateResult {
+  int64_t n_tensors = 0;         // in the model file (incl. .scale)
+  int64_t n_scale_tensors = 0;
+  int64_t file_bytes = 0;
+  float min_scale = 0, max_scale = 0;  // over all .scale values (0 when none)
+  int64_t n_vocab = 0;
+  int32_t eos_id = -1;
+};
+
+// Writes the model (and the twin / no-scale copy when the paths are non-empty).
+// `progress`: print one line per tensor to stderr (for big models).
+GenerateResult generate_model(const ModelSpec& spec, const std::string& path,
+                              const std::string& twin_path = "", const std::string& noscale_path = "",
+                              bool progress = false);
+
+}  // namespace ft::testgen
