@@ -216,15 +216,16 @@ void Tokenizer::finish() {
       attrs_[id] |= kAttrControl;
     }
   };
-  // The lowest id among the tokens spelled like one of `texts`. (llama.cpp takes
-  // the first in its hash map's order; the vocabularies we target have at most one.)
+  // The token spelled like the first of `texts` the vocabulary has. llama.cpp
+  // takes the first match in its hash map's iteration order; list order gives the
+  // same choice on the target vocabularies (Llama 3: <|eot_id|> over
+  // <|end_of_text|>, Qwen: <|im_end|> over <|endoftext|>; checked by the oracle test).
   auto first_of = [&](std::initializer_list<std::string_view> texts) {
-    int32_t best = kNull;
     for (std::string_view s : texts) {
       const int32_t id = find_token(s);
-      if (id != kNull && (best == kNull || id < best)) best = id;
+      if (id != kNull) return id;
     }
-    return best;
+    return kNull;
   };
   struct Detect {
     int32_t* id;
