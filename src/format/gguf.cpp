@@ -148,7 +148,7 @@ class Parser {
       c_.what = fmt::format("metadata key #{}", i);
       const std::string_view key = c_.string();
       if (key.empty()) fail("{}: metadata key #{} is empty, expected a name", path_, i);
-      c_.what = fmt::format("metadata key '{}'", key);
+      c_.what = fmt::format("metadata key '{}'", display_name(key));
       kv.emplace_back(std::string(key), Value{});
       const ValueType t = read_value_type(c_.what);
       read_value(t, kv.back().second, 0);
@@ -163,31 +163,32 @@ class Parser {
       fail("{}: tensor #{} name is {} bytes long, expected at most {}", path_, i, name_len,
            kMaxNameLength);
     t.name = c_.bytes(name_len);
-    c_.what = fmt::format("tensor '{}'", t.name);
+    const std::string name = display_name(t.name);
+    c_.what = fmt::format("tensor '{}'", name);
 
     const uint32_t n_dims = c_.read<uint32_t>();
-    if (n_dims > 4) fail("{}: tensor '{}' has {} dimensions, expected at most 4", path_, t.name, n_dims);
+    if (n_dims > 4) fail("{}: tensor '{}' has {} dimensions, expected at most 4", path_, name, n_dims);
     t.n_dims = static_cast<int>(n_dims);
     for (uint32_t d = 0; d < n_dims; ++d) {
       t.ne[d] = c_.read<int64_t>();
       if (t.ne[d] < 0)
-        fail("{}: tensor '{}' dimension {} is {}, expected >= 0", path_, t.name, d, t.ne[d]);
+        fail("{}: tensor '{}' dimension {} is {}, expected >= 0", path_, name, d, t.ne[d]);
     }
 
     const int32_t type_id = c_.read<int32_t>();
     const auto tr = ggml_type_traits(type_id);
     if (!tr) {
       if (type_id >= 0 && type_id < kGgmlTypeCount)
-        fail("{}: tensor '{}' has ggml type id {}, which was removed from ggml", path_, t.name,
+        fail("{}: tensor '{}' has ggml type id {}, which was removed from ggml", path_, name,
              type_id);
-      fail("{}: tensor '{}' has unknown ggml type id {}, expected 0..{}", path_, t.name, type_id,
+      fail("{}: tensor '{}' has unknown ggml type id {}, expected 0..{}", path_, name, type_id,
            kGgmlTypeCount - 1);
     }
     t.type = static_cast<GgmlType>(type_id);
     if (t.ne[0] % tr->block_size != 0)
       fail("{}: tensor '{}' of type {} has {} elements per row, expected a multiple of the block "
            "size {}",
-           path_, t.name, tr->name, t.ne[0], tr->block_size);
+           path_, name, tr->name, t.ne[0], tr->block_size);
 
     int64_t n_el = 1;
     uint64_t nbytes = static_cast<uint64_t>(tr->type_size);
@@ -195,11 +196,13 @@ class Parser {
     for (int d = 0; d < 4; ++d) overflow |= __builtin_mul_overflow(n_el, t.ne[d], &n_el);
     const int64_t dims[4] = {t.ne[0] / tr->block_size, t.ne[1], t.ne[2], t.ne[3]};
     for (int64_t d : dims) overflow |= __builtin_mul_overflow(nbytes, static_cast<uint64_t>(d), &nbytes);
-    // Byte sizes are handled as int64 elsewhere (row_bytes), and PAD must not wrap.
+    // Byte sizes are handled as int64 elsewhere (row_bytes), and PAD must not wrap. Unlike
+    // llama.cpp we also refuse overflowing shapes that contain a zero dim ([2^40, 2^40, 0]):
+    // TensorInfo::n_elements() would overflow on them.
     if (overflow || nbytes > static_cast<uint64_t>(INT64_MAX))
       fail("{}: tensor '{}' with shape {} and type {} is too large (element count or byte size "
            "overflows 64 bits)",
-           path_, t.name, t.shape_string(), tr->name);
+           path_, name, t.shape_string(), tr->name);
     t.nbytes = nbytes;
     t.offset = c_.read<uint64_t>();
     return t;
@@ -287,7 +290,8 @@ void File::parse() {
 
   kv_index_ = sorted_index(kv_, [](const auto& kv) { return std::string_view(kv.first); });
   if (auto d = find_duplicate(kv_index_))
-    fail("{}: duplicate metadata key '{}' (keys #{} and #{})", path_, kv_[d->second].first,
+    fail("{}: duplicate metadata key '{}' (keys #{} and #{})", path_,
+         display_name(kv_[d->second].first),
          std::min(d->first, d->second), std::max(d->first, d->second));
 
   alignment_ = 32;
@@ -304,7 +308,8 @@ void File::parse() {
   for (int64_t i = 0; i < n_tensors; ++i) tensors_.push_back(p.parse_tensor_info(i));
   tensor_index_ = sorted_index(tensors_, [](const TensorInfo& t) { return std::string_view(t.name); });
   if (auto d = find_duplicate(tensor_index_))
-    fail("{}: duplicate tensor name '{}' (tensors #{} and #{})", path_, tensors_[d->second].name,
+    fail("{}: duplicate tensor name '{}' (tensors #{} and #{})", path_,
+         display_name(tensors_[d->second].name),
          std::min(d->first, d->second), std::max(d->first, d->second));
 
   // llama.cpp pads to the alignment only when there are tensors.
@@ -317,11 +322,12 @@ void File::parse() {
   uint64_t expected = 0;
   for (auto& t : tensors_) {
     if (t.offset != expected)
-      fail("{}: tensor '{}' has offset {}, expected {}", path_, t.name, t.offset, expected);
+      fail("{}: tensor '{}' has offset {}, expected {}", path_, display_name(t.name), t.offset,
+           expected);
     const uint64_t room = size_ - data_offset_;
     if (t.offset > room || t.nbytes > room - t.offset)
       fail("{}: truncated file: tensor '{}' data needs {} bytes at offset {}, file has {}", path_,
-           t.name, t.nbytes, data_offset_ + t.offset, size_);
+           display_name(t.name), t.nbytes, data_offset_ + t.offset, size_);
     t.data = base_ + data_offset_ + t.offset;
     // nbytes <= INT64_MAX and it fits in the file, so this cannot wrap.
     expected += pad(t.nbytes, alignment_);

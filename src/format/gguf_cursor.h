@@ -17,6 +17,23 @@ namespace ft::gguf {
 static_assert(std::endian::native == std::endian::little,
               "the GGUF reader assumes a little-endian host (GGUF files are little-endian)");
 
+// A key or tensor name as shown in an error message: control bytes escaped (a file must
+// not be able to write terminal escapes through our errors) and long names shortened.
+inline std::string display_name(std::string_view s) {
+  constexpr size_t kMaxShown = 128;
+  std::string out;
+  for (size_t k = 0; k < s.size() && k < kMaxShown; ++k) {
+    const unsigned char ch = static_cast<unsigned char>(s[k]);
+    if (ch < 0x20 || ch == 0x7f || ch == '\\') {
+      out += fmt::format("\\x{:02x}", ch);
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  if (s.size() > kMaxShown) out += fmt::format("...({} bytes)", s.size());
+  return out;
+}
+
 class Cursor {
  public:
   Cursor(const uint8_t* data, uint64_t size, const std::string& path)

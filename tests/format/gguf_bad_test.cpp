@@ -228,6 +228,16 @@ TEST(GgufBad, TensorNames) {
   EXPECT_GGUF_ERROR(dup.b, "duplicate tensor name 'w' (tensors #0 and #2)");
 }
 
+// Names come from the file: control bytes are escaped and long names shortened in errors.
+TEST(GgufBad, NamesInErrorsAreEscaped) {
+  auto r = with_tensors([](Raw& r) { r.tensor("w\x1b[31m", {4, -1}, kF32, 0); }, 1, 32);
+  EXPECT_GGUF_ERROR(r.b, "tensor 'w\\x1b[31m' dimension 1 is -1");
+  Raw k;
+  k.header(0, 1).str(std::string(1000, 'k')).put<int32_t>(4).put<uint16_t>(0);
+  EXPECT_GGUF_ERROR(k.b, "truncated file: metadata key '" + std::string(128, 'k') +
+                             "...(1000 bytes)' needs 4 bytes at offset 1036, file has 1038");
+}
+
 TEST(GgufBad, TensorShapes) {
   EXPECT_GGUF_ERROR(with_tensors([](Raw& r) { r.tensor("w", {1, 1, 1, 1, 1}, kF32, 0); }, 1, 32).b,
                     "tensor 'w' has 5 dimensions, expected at most 4");
