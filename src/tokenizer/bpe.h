@@ -13,6 +13,7 @@ namespace ft::tok {
 // Merge table from tokenizer.ggml.merges: the pair (left, right) -> rank.
 class BpeRanks {
  public:
+  void reserve(size_t n) { map_.reserve(n); }
   // Keeps the first rank when a pair is listed twice (as llama.cpp's emplace).
   void add(std::string_view left, std::string_view right, int rank);
   // Rank of the pair, or -1.

@@ -125,6 +125,45 @@ TEST(TokenizerLoad, AddBosOverridesAndGemma4ForcesIt) {
   }
 }
 
+// tokenizer.ggml.model "gpt2" with pre "gemma4" (what the project's generator
+// may write) behaves like a Gemma-4 file: ▁ escaping, raw UTF-8, <0xXX> fallback,
+// newline runs looked up whole, forced BOS.
+TEST(TokenizerLoad, Gemma4PreOnGpt2Model) {
+  std::vector<std::string> toks = {"<pad>", "<eos>", "<bos>"};
+  std::vector<int32_t> types = {3, 3, 3};
+  for (int b = 0; b < 256; ++b) {
+    toks.push_back(fmt::format("<0x{:02X}>", b));
+    types.push_back(6);
+  }
+  const int32_t base = static_cast<int32_t>(toks.size());
+  for (const char* s : {"▁", "h", "i", "▁h", "▁hi", "hi", "\n", "\n\n\n", "<turn|>"}) {
+    toks.push_back(s);
+    types.push_back(1);
+  }
+  types.back() = 3;
+  gguf::Writer w;
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", "gemma4");
+  w.set_string_array("tokenizer.ggml.tokens", toks);
+  w.set_i32_array("tokenizer.ggml.token_type", types);
+  w.set_string_array("tokenizer.ggml.merges", {"▁ h", "▁h i", "h i"});
+  w.set_u32("tokenizer.ggml.bos_token_id", 2);
+  w.set_u32("tokenizer.ggml.eos_token_id", 1);
+  w.set_bool("tokenizer.ggml.add_bos_token", false);
+  const auto bytes = w.to_bytes();
+  const auto f = gguf::File::from_memory(bytes.data(), bytes.size(), "g4.gguf");
+  const auto t = Tokenizer::from_gguf(*f);
+  EXPECT_TRUE(t->add_bos());
+  const int32_t hi = base + 4, nl3 = base + 7, turn_end = base + 8;
+  const auto ids = t->encode(" hi\n\n\nx", true, false);
+  EXPECT_EQ(ids, (std::vector<int32_t>{2, hi, nl3, 3 + 'x'}));
+  EXPECT_EQ(t->decode(ids, false), " hi\n\n\nx");
+  EXPECT_EQ(t->decode(ids, true), "<bos> hi\n\n\nx");
+  EXPECT_TRUE(t->is_eog(turn_end));
+  EXPECT_TRUE(t->is_eog(1));
+  EXPECT_EQ(t->nl_id(), base + 6);
+}
+
 TEST(TokenizerLoad, OutOfRangeSpecialIdKeepsDefault) {
   Synthetic s;
   s.w.set_u32("tokenizer.ggml.bos_token_id", 100000);
