@@ -51,6 +51,7 @@ struct Config {
   ModelSpec spec;
   bool check_noscale = false;  // scaled NVFP4: no-scale copy must fail rule (a)
   bool check_dtypes = false;   // bf16 / f16 activations on the scaled file
+  int prompt_len = 12;
 };
 
 struct RunResult {
@@ -180,6 +181,15 @@ std::vector<Config> configs() {
     s.seed = 8;
     out.push_back({"nvfp4-attn-mlp-tied-norope", s, true, false});
   }
+  out.push_back({"q4_0", all(base(Arch::kLlama), GgmlType::Q4_0)});
+  {
+    // Mixtral-style MoE (llama with experts), NVFP4 experts with per-expert scales.
+    auto s = base(Arch::kLlama);
+    s.n_expert = 4;
+    s.n_expert_used = 2;
+    s.n_ff_exp = 64;
+    out.push_back({"moe-nvfp4-experts", with(all(s, GgmlType::BF16), {Role::kExperts}, GgmlType::NVFP4), true, false});
+  }
   // ---- qwen3 ----
   out.push_back({"bf16", all(base(Arch::kQwen3), GgmlType::BF16)});
   out.push_back({"nvfp4-attn-mlp-output",
@@ -206,6 +216,13 @@ std::vector<Config> configs() {
                  true, true});
   out.push_back({"mxfp4-experts", with(all(base(Arch::kQwen3Moe), GgmlType::BF16), {Role::kExperts}, GgmlType::MXFP4)});
   out.push_back({"q8_0", all(base(Arch::kQwen3Moe), GgmlType::Q8_0)});
+  {
+    // The README's default model (byte-BPE vocab, NVFP4 attention + experts), 100-token prompt.
+    auto s = ft::testgen::preset("default", Arch::kQwen3Moe);
+    Config c{"default-preset", s, true, false};
+    c.prompt_len = 100;
+    out.push_back(c);
+  }
   return out;
 }
 
@@ -215,6 +232,8 @@ std::string test_name(const Config& c) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
 }
+
+void PrintTo(const Config& c, std::ostream* os) { *os << test_name(c); }
 
 class Parity : public ::testing::TestWithParam<Config> {};
 
@@ -231,7 +250,7 @@ TEST_P(Parity, MatchesLlamaCpp) {
   }
 
   std::vector<int> prompt;
-  for (int i = 0; i < 12; ++i) prompt.push_back(static_cast<int>((37 * i + 11 * c.spec.seed + 5) % gen.n_vocab));
+  for (int i = 0; i < c.prompt_len; ++i) prompt.push_back(static_cast<int>((37 * i + 11 * c.spec.seed + 5) % gen.n_vocab));
 
   // ---- (a) exact math ----
   const Oracle ref = run_oracle(twin, prompt);
@@ -263,7 +282,8 @@ TEST_P(Parity, MatchesLlamaCpp) {
   ASSERT_TRUE(q.ok) << "llama.cpp failed on the quantised file " << model;
   const float dq = max_abs_diff(q.logits, free.logits);
   const int q_same = common_prefix(free.tokens, q.tokens);
-  const float q_margin = q_same < kTokens ? q.margins[q_same] : 0.0f;
+  char q_margin[32] = "-";
+  if (q_same < kTokens) std::snprintf(q_margin, sizeof q_margin, "%.3g", q.margins[q_same]);
   EXPECT_LE(dq, kQuantFileSanity) << "ours vs llama.cpp on the quantised file: prompt logits too far apart";
 
   std::string extra;
@@ -292,11 +312,10 @@ TEST_P(Parity, MatchesLlamaCpp) {
   char line[512];
   std::snprintf(line, sizeof line,
                 "PARITY arch=%s cfg=%s exact: max|dlogit|=%.2g tf %d/%d free %d/%d | quantized-file: identical %d/%d, "
-                "margin %.3g, max|dlogit|=%.2g%s\n",
+                "margin %s, max|dlogit|=%.2g%s\n",
                 arch.c_str(), c.cfg.c_str(), dlogit, tf_ok, kTokens, free_same, kTokens, q_same, kTokens, q_margin, dq,
                 extra.c_str());
   std::fputs(line, stdout);
-  std::ofstream(fs::path(FT_BINARY_DIR) / "parity-summary.txt", std::ios::app) << line;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Parity, ::testing::ValuesIn(configs()),
