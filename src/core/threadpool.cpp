@@ -77,7 +77,9 @@ void ThreadPool::work(int tid) {
 }
 
 void ThreadPool::worker(int tid) {
-  uint32_t seen = gen_.load(std::memory_order_acquire);
+  // Generation 0 is the one before any loop: a worker that starts late must still run
+  // the first loop, so it must not take its starting point from gen_ itself.
+  uint32_t seen = 0;
   for (;;) {
     uint32_t g = gen_.load(std::memory_order_acquire);
     for (int i = 0; g == seen; ++i) {
