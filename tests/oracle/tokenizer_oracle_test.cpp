@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "format/gguf_writer.h"
 #include "ggml-backend.h"
 #include "llama.h"
 #include "tokenizer/tokenizer.h"
@@ -216,6 +217,24 @@ std::vector<std::string> special_corpus(const Tokenizer& tok) {
   return out;
 }
 
+// Compares encode under the three flag combinations a server uses; returns mismatches.
+int compare_encode_with(const Tokenizer& tok, const LlamaVocab& llama, const std::vector<std::string>& texts,
+                        const std::string& what) {
+  int bad = 0;
+  for (const std::string& text : texts) {
+    for (auto [add, parse] : {std::pair{false, false}, std::pair{true, true}, std::pair{true, false}}) {
+      const auto want = llama.tokenize(text, add, parse);
+      const auto got = tok.encode(text, add, parse);
+      if (got != want && ++bad <= 5) {
+        ADD_FAILURE() << what << " add_special=" << add << " parse_special=" << parse << " text "
+                      << fmt::format("{:?}", text.substr(0, 200)) << "\n  got " << fmt::format("{}", got)
+                      << "\n want " << fmt::format("{}", want);
+      }
+    }
+  }
+  return bad;
+}
+
 class TokenizerOracle : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -229,23 +248,8 @@ class TokenizerOracle : public ::testing::TestWithParam<const char*> {
     ASSERT_NE(llama_->vocab, nullptr) << "llama.cpp failed to load " << path;
   }
 
-  // Compares encode under the three flag combinations a server uses; returns mismatches.
   int compare_encode(const std::vector<std::string>& texts, const char* what) {
-    int bad = 0;
-    for (const std::string& text : texts) {
-      for (auto [add, parse] : {std::pair{false, false}, std::pair{true, true}, std::pair{true, false}}) {
-        const auto want = llama_->tokenize(text, add, parse);
-        const auto got = tok_->encode(text, add, parse);
-        if (got != want) {
-          if (++bad <= 5) {
-            ADD_FAILURE() << GetParam() << " " << what << " add_special=" << add << " parse_special=" << parse
-                          << " text " << fmt::format("{:?}", text.substr(0, 200)) << "\n  got "
-                          << fmt::format("{}", got) << "\n want " << fmt::format("{}", want);
-          }
-        }
-      }
-    }
-    return bad;
+    return compare_encode_with(*tok_, *llama_, texts, fmt::format("{} {}", GetParam(), what));
   }
 
   std::unique_ptr<gguf::File> file_;
@@ -329,6 +333,42 @@ TEST_P(TokenizerOracle, Detokenize) {
     }
   }
   EXPECT_EQ(bad, 0);
+}
+
+// Pre types without a llama.cpp test vocabulary of their own (missing pre ->
+// DEFAULT, "default", the llama3 alias "llama-v3", "megrez"), checked on the
+// Qwen2 vocabulary re-written with that tokenizer.ggml.pre.
+TEST(TokenizerOracleRewritten, OtherPreTypes) {
+  const std::string src_path = vocab_path("qwen2");
+  if (!std::filesystem::exists(src_path)) GTEST_FAIL() << src_path << " is missing: run scripts/setup-oracle.sh";
+  const auto src = gguf::File::open(src_path);
+  for (const std::string pre : {"", "default", "llama-v3", "megrez"}) {
+    gguf::Writer w;
+    for (const auto& [key, value] : src->metadata()) {
+      if (key != "tokenizer.ggml.pre") w.set(key, value);
+    }
+    if (!pre.empty()) w.set_string("tokenizer.ggml.pre", pre);
+    const std::string path = std::string(FT_BINARY_DIR) + "/tokenizer_oracle_pre_" + (pre.empty() ? "none" : pre) + ".gguf";
+    w.write(path);
+    const auto file = gguf::File::open(path);
+    const auto tok = Tokenizer::from_gguf(*file);
+    const tok::PreType want_pre = pre == "llama-v3" ? tok::PreType::kLlama3
+                                  : pre == "megrez"  ? tok::PreType::kQwen2
+                                                     : tok::PreType::kDefault;
+    EXPECT_EQ(tok->pre_type(), want_pre) << pre;
+    const LlamaVocab llama(path);
+    ASSERT_NE(llama.vocab, nullptr) << path;
+    std::vector<std::string> texts = base_corpus();
+    for (auto& t : random_corpus(300)) texts.push_back(std::move(t));
+    EXPECT_EQ(compare_encode_with(*tok, llama, texts, "pre '" + pre + "'"), 0);
+    int bad = 0;
+    for (const std::string& text : texts) {
+      const auto ids = llama.tokenize(text, true, true);
+      bad += tok->decode(ids, false) != llama.detokenize(ids, false);
+    }
+    EXPECT_EQ(bad, 0) << "decode, pre '" << pre << "'";
+    std::filesystem::remove(path);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, TokenizerOracle, ::testing::ValuesIn(kVocabs), [](const auto& info) {
