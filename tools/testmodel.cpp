@@ -57,7 +57,9 @@ int main(int argc, char** argv) {
   app.add_flag("--tied", tied, "no output.weight (tied to token_embd)");
   app.add_flag("--bpe", bpe, "byte-level BPE vocab (gpt2/qwen2) instead of tokenizer model 'none'");
   app.add_flag("--no-rope-freqs", no_rope_freqs, "llama: no rope_freqs.weight");
-  app.add_flag("--progress", progress, "print each tensor as it is generated");
+  app.add_flag("--progress", progress, "print each tensor as it is generated (automatic above 20M parameters)");
+  bool router_tie = false;
+  app.add_flag("--router-tie", router_tie, "MoE: experts 0 and 1 get identical router rows (exact ties)");
   app.add_option("--n-vocab", n_vocab);
   app.add_option("--n-embd", n_embd);
   app.add_option("--n-layer", n_layer);
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
     if (tied) spec.tied_output = true;
     if (bpe) spec.bpe_vocab = true;
     if (no_rope_freqs) spec.rope_freqs = false;
+    if (router_tie) spec.router_tie = true;
     auto set_if = [](int64_t v, int64_t& dst) {
       if (v >= 0) dst = v;
     };
@@ -101,6 +104,9 @@ int main(int argc, char** argv) {
     set_if(n_expert_used, spec.n_expert_used);
     set_if(n_ff_exp, spec.n_ff_exp);
     set_if(n_ctx, spec.n_ctx_train);
+    const int64_t n_params = ft::testgen::count_params(spec);
+    if (n_params > 20'000'000) progress = true;
+    if (progress) std::fprintf(stderr, "ft-testmodel: %lld parameters\n", static_cast<long long>(n_params));
     const auto r = ft::testgen::generate_model(spec, out, twin, noscale, progress);
     fmt::print("{}: {} tensors ({} .scale, range {:.3g} .. {:.3g}), {} bytes, vocab {}\n", out, r.n_tensors,
                r.n_scale_tensors, r.min_scale, r.max_scale, r.file_bytes, r.n_vocab);

@@ -58,6 +58,8 @@ struct ModelSpec {
                                              GgmlType::F32, GgmlType::F32, GgmlType::F32};
   bool nvfp4_scales = true;  // NVFP4 tensors of roles attn/mlp/experts/output(untied) get .scale
   bool scale_spread = true;  // function-preserving magnitude factors (see above)
+  bool router_tie = false;   // MoE: router row 1 = row 0, so experts 0 and 1 always tie exactly
+                             // (exercises the top-k tie order of llama.cpp's argsort)
   uint64_t seed = 1;
   // statistics knobs
   float logit_std = 3.0f;     // std of the logits (order-10 spread over the vocab)
@@ -82,6 +84,9 @@ struct GenerateResult {
   int64_t n_vocab = 0;
   int32_t eos_id = -1;
 };
+
+// Weight parameters of the spec (for progress decisions and reports).
+int64_t count_params(const ModelSpec& spec);
 
 // Writes the model (and the twin / no-scale copy when the paths are non-empty).
 // `progress`: print one line per tensor to stderr (for big models).
