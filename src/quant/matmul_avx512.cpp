@@ -82,16 +82,6 @@ struct DecQ8_0 {
   }
 };
 
-inline void k4_scale_min(int j, const uint8_t* sc, int& scale, int& min) {
-  if (j < 4) {
-    scale = sc[j] & 63;
-    min = sc[j + 4] & 63;
-  } else {
-    scale = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
-    min = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-  }
-}
-
 struct DecQ4_K {
   static constexpr int kBlock = 256, kBytes = 144, kChunks = 16;
   struct St {
@@ -101,13 +91,14 @@ struct DecQ4_K {
   static St load(const uint8_t* b) {
     St s;
     s.qs = b + 16;
-    const float d = load_f16(b), dmin = load_f16(b + 2);
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      k4_scale_min(j, b + 4, sc, m);
-      s.d[j] = d * static_cast<float>(sc);
-      s.m[j] = dmin * static_cast<float>(m);
-    }
+    // 8 scales and 8 mins in one vector pass; the scalar loop was ~100 instructions per
+    // block, as many as the 256 weights' own decode.
+    alignas(16) uint8_t sm[16];
+    k4_unpack_scales(b + 4, sm);
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sm));
+    const __m256 dd = _mm256_set1_ps(load_f16(b)), dm = _mm256_set1_ps(load_f16(b + 2));
+    _mm256_storeu_ps(s.d, _mm256_mul_ps(dd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))));
+    _mm256_storeu_ps(s.m, _mm256_mul_ps(dm, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)))));
     return s;
   }
   static __m512 chunk(const St& s, int c) {
@@ -130,7 +121,8 @@ struct DecQ6_K {
     St s;
     s.b = b;
     const float d = load_f16(b + 208);
-    for (int j = 0; j < 16; ++j) s.ds[j] = d * static_cast<float>(static_cast<int8_t>(b[192 + j]));
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
+    _mm512_storeu_ps(s.ds, _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
     return s;
   }
   static __m512 chunk(const St& s, int c) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "core/fp16.h"
 #include "quant/matmul.h"
@@ -13,6 +14,20 @@ namespace ft::quant::detail {
 // reference decoder into an L1/L2 buffer for the rest.
 void matmul_avx2(const MatmulArgs& a, int64_t r0, int64_t r1);
 void matmul_avx512(const MatmulArgs& a, int64_t r0, int64_t r1);
+
+// Q4_K/Q5_K packed 6-bit scales and mins (12 bytes, gguf-format.md §3.4) unpacked with
+// word operations: out[0..7] = scales, out[8..15] = mins. Bytes 0-3 hold sc[0..3] in bits
+// 0-5 and the top bits of sc[4..7] in bits 6-7; bytes 4-7 likewise for the mins; bytes
+// 8-11 hold the low nibbles of sc[4..7] (low) and m[4..7] (high).
+inline void k4_unpack_scales(const uint8_t* s12, uint8_t out[16]) {
+  uint32_t a, b, c;
+  std::memcpy(&a, s12, 4);
+  std::memcpy(&b, s12 + 4, 4);
+  std::memcpy(&c, s12 + 8, 4);
+  const uint32_t w[4] = {a & 0x3f3f3f3fu, (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4), b & 0x3f3f3f3fu,
+                         ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4)};
+  std::memcpy(out, w, 16);
+}
 
 // The scale meets the fp32 accumulator before any rounding (see matmul.h).
 inline float matmul_finish(const MatmulArgs& a, int64_t r, float acc) {
