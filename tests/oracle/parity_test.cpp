@@ -197,6 +197,7 @@ std::vector<Config> configs() {
                  with(all(base(Arch::kQwen3), GgmlType::BF16), {Role::kAttn, Role::kMlp, Role::kOutput}, GgmlType::NVFP4),
                  true, true});
   out.push_back({"q8_0", all(base(Arch::kQwen3), GgmlType::Q8_0)});
+  out.push_back({"f16", all(base(Arch::kQwen3), GgmlType::F16)});
   {
     auto s = base(Arch::kQwen3);
     s.n_embd = 256;
