@@ -11,7 +11,13 @@
 namespace ft {
 namespace {
 
-inline void cpu_relax() {
+// Spin step i: mostly pause; every 256th step yields, so an oversubscribed machine (more
+// threads than free cores) hands the core to the thread we are waiting for.
+inline void cpu_relax(int i) {
+  if ((i & 255) == 255) {
+    std::this_thread::yield();
+    return;
+  }
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
@@ -84,7 +90,7 @@ void ThreadPool::worker(int tid) {
     uint32_t g = gen_.load(std::memory_order_acquire);
     for (int i = 0; g == seen; ++i) {
       if (i < kSpinIters) {
-        cpu_relax();
+        cpu_relax(i);
       } else {
         gen_.wait(seen, std::memory_order_acquire);
       }
@@ -111,7 +117,7 @@ void ThreadPool::run(int64_t n, int64_t grain, Body body, void* ctx) {
     const int b = busy_.load(std::memory_order_acquire);
     if (b == 0) break;
     if (i < kSpinIters)
-      cpu_relax();
+      cpu_relax(i);
     else
       busy_.wait(b, std::memory_order_acquire);
   }

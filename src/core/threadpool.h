@@ -29,8 +29,9 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Calls fn(i0, i1, thread_id) for chunks [i0, i1) covering [0, n), chunks of `grain`
-  // items handed out dynamically. Returns when all chunks are done. Not reentrant:
+  // Calls fn(i0, i1, thread_id) for chunks [i0, i1) covering [0, n), chunks of at most
+  // `grain` items handed out dynamically (a one-thread pool, or n <= grain, gets a single
+  // call over [0, n)). Returns when all chunks are done. Not reentrant:
   // a body must not call parallel_for on the same pool.
   template <class Fn>
   void parallel_for(int64_t n, int64_t grain, Fn&& fn) {
