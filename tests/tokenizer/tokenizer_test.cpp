@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <optional>
+#include <thread>
 
 #include "core/error.h"
 #include "format/gguf_writer.h"
@@ -311,6 +312,27 @@ TEST(StreamDecoder, ByteFallbackEmojiComesOutWhole) {
   // A truncated character is handed out by flush.
   EXPECT_EQ(dec.feed(ids[0]), "");
   EXPECT_EQ(dec.flush(), "\xF0");
+}
+
+// encode is const and shares the tokenizer across threads (the server does):
+// four threads must get what one thread gets.
+TEST(TokenizerThreads, ConcurrentEncodeAgrees) {
+  if (!test::require_vocab("qwen2")) return;
+  const auto v = test::load_vocab("qwen2");
+  const auto vectors = test::read_vectors("qwen2");
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& [text, ids] : vectors) want.push_back(v.tok->encode(text, true, true));
+  std::vector<int> bad(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 20; ++rep) {
+        for (size_t i = 0; i < vectors.size(); ++i) bad[t] += v.tok->encode(vectors[i].first, true, true) != want[i];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
 }
 
 // 100 KB of mixed text must tokenise well under a second.
