@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -97,7 +98,8 @@ int run_inspect(const InspectOptions& o) {
     j["nvfp4"] = ps;
     j["check_scales"] = verdict.ok ? "ok" : verdict.message;
     fmt::print("{}\n", j.dump(2));
-    return verdict.ok ? 0 : 2;
+    if (!verdict.ok) fail("{}: {}", o.path, verdict.message);
+    return 0;
   }
 
   fmt::print("file:        {}\n", o.path);
@@ -121,7 +123,9 @@ int run_inspect(const InspectOptions& o) {
                  p.input_scale.empty() ? "absent" : p.input_scale + " (unused)");
   }
   fmt::print("\ncheck_scales: {}\n", verdict.ok ? "ok" : "REFUSED: " + verdict.message);
-  return verdict.ok ? 0 : 2;
+  std::fflush(stdout);
+  if (!verdict.ok) fail("{}: {}", o.path, verdict.message);
+  return 0;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The `ft` binary's contract for people: --help works, bad input gives exit code 2 and
 // one line naming the file/tensor/option, never a signal.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -26,7 +27,12 @@ std::string tmp_dir() {
 }
 
 ft::test::RunResult ft_run(const std::string& args) {
-  return run_command(kFt + " " + args, tmp_dir() + "/run");
+  // ctest runs tests in parallel processes: keep their capture files apart.
+  static int n = 0;
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string tag = std::string(info ? info->name() : "x") + "-" + std::to_string(getpid()) +
+                          "-" + std::to_string(n++);
+  return run_command(kFt + " " + args, tmp_dir() + "/run-" + tag);
 }
 
 void expect_user_error(const ft::test::RunResult& r, const std::string& must_mention) {
