@@ -11,6 +11,11 @@
 // matmul_ref() dequantises each row with dequantize_row_ref and accumulates in order,
 // and is the twin that tests diff the fast kernels against. Callers parallelise by
 // splitting [r0, r1) across threads; the kernels know nothing of threads or models.
+// Give each call at least 4 rows (ideally a multiple of 4): with one token the kernels
+// work on 4 rows at once to hide FMA latency, and a lone row runs one accumulator chain.
+// Any type with has_ref_dequant() works; F32, F16, BF16, Q8_0, Q4_K, Q6_K, MXFP4 and
+// NVFP4 have SIMD decoders, the others are decoded by the reference decoder into an
+// L1/L2 buffer first. Results differ from matmul_ref only by fp32 summation order.
 #pragma once
 
 #include <cstdint>
