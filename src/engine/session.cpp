@@ -29,9 +29,8 @@ const float* Session::eval(const int32_t* tokens, int64_t n, bool all_logits) {
   if (logits_.size() < need) logits_.resize(need);
   for (int64_t i0 = 0; i0 < n; i0 += st_->n_ubatch) {
     const int64_t nb = std::min(st_->n_ubatch, n - i0);
-    // Without all_logits only the last batch's last row is wanted; earlier batches still
-    // compute one row of logits (cheap) into the same buffer.
-    float* out = all_logits ? logits_.data() + i0 * V : logits_.data();
+    // Without all_logits only the last batch's last row is wanted.
+    float* out = all_logits ? logits_.data() + i0 * V : (i0 + nb == n ? logits_.data() : nullptr);
     m_.forward(*st_, tokens + i0, nb, n_past_, out, all_logits);
     n_past_ += nb;
   }

@@ -110,7 +110,7 @@ void decoder_forward(const Model& m, engine::State& st, const int32_t* tokens, i
     attention_block(m, il, st, n_tok, pos0);
     ffn_block(m, il, st, n_tok);
   }
-  output_head(m, st, n_tok, logits, all_logits);
+  if (logits) output_head(m, st, n_tok, logits, all_logits);
 }
 
 }  // namespace ft::model

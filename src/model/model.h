@@ -44,7 +44,8 @@ struct Layer {
 struct Model;
 
 // One forward pass over n_tok tokens at positions pos0..: fills logits for the last token
-// (or for every token when all_logits) into `logits` (n_vocab floats per row).
+// (or for every token when all_logits) into `logits` (n_vocab floats per row); a null
+// `logits` skips the output head (earlier micro-batches of a prompt).
 using ForwardFn = void (*)(const Model& m, engine::State& st, const int32_t* tokens,
                            int64_t n_tok, int64_t pos0, float* logits, bool all_logits);
 
