@@ -51,6 +51,11 @@ uint64_t min_encoded_size(ValueType t) {
   return 1;
 }
 
+uint64_t saturating_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 class Parser {
  public:
   Parser(const uint8_t* data, uint64_t size, const std::string& path)
@@ -132,13 +137,13 @@ class Parser {
     if (static_cast<uint64_t>(n_kv) > left / 13)
       fail("{}: truncated file: header says {} metadata keys, which need at least {} bytes at "
            "offset {}, file has {}",
-           path_, n_kv, static_cast<uint64_t>(n_kv) > UINT64_MAX / 13 ? UINT64_MAX : n_kv * 13,
+           path_, n_kv, saturating_mul(static_cast<uint64_t>(n_kv), 13),
            c_.pos(), c_.size());
     if (static_cast<uint64_t>(n_tensors) > left / 24)
       fail("{}: truncated file: header says {} tensors, which need at least {} bytes at offset "
            "{}, file has {}",
            path_, n_tensors,
-           static_cast<uint64_t>(n_tensors) > UINT64_MAX / 24 ? UINT64_MAX : n_tensors * 24,
+           saturating_mul(static_cast<uint64_t>(n_tensors), 24),
            c_.pos(), c_.size());
   }
 

@@ -35,6 +35,9 @@ void check_value(const std::string& key, const Value& v, int depth) {
   if (static_cast<int32_t>(v.type) < 0 || static_cast<int32_t>(v.type) > 12)
     fail("gguf writer: metadata key '{}' has unknown value type {}", key, static_cast<int>(v.type));
   if (!v.is_array()) return;
+  if (static_cast<int32_t>(v.elem_type) < 0 || static_cast<int32_t>(v.elem_type) > 12)
+    fail("gguf writer: metadata key '{}' has unknown array element type {}", key,
+         static_cast<int>(v.elem_type));
   if (depth >= 8) fail("gguf writer: metadata key '{}' has arrays nested too deep", key);
   for (const auto& e : v.arr) {
     if (e.type != v.elem_type)
@@ -256,16 +259,27 @@ void write_all(const Sink& out, uint32_t alignment,
 
 }  // namespace
 
+// Writes PATH.tmp and renames it, so a failed or interrupted write never leaves a
+// truncated PATH behind.
 void Writer::write(const std::string& path) const {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f) fail("{}: cannot open for writing: {}", path, std::strerror(errno));
-  write_all(
-      [&](const void* p, size_t n) {
-        if (n && std::fwrite(p, 1, n, f.get()) != n)
-          fail("{}: write failed: {}", path, std::strerror(errno));
-      },
-      alignment_, kv_, tensors_);
-  if (std::fclose(f.release()) != 0) fail("{}: write failed: {}", path, std::strerror(errno));
+  const std::string tmp = path + ".tmp";
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
+  if (!f) fail("{}: cannot open for writing: {}", tmp, std::strerror(errno));
+  try {
+    write_all(
+        [&](const void* p, size_t n) {
+          if (n && std::fwrite(p, 1, n, f.get()) != n)
+            fail("{}: write failed: {}", tmp, std::strerror(errno));
+        },
+        alignment_, kv_, tensors_);
+    if (std::fclose(f.release()) != 0) fail("{}: write failed: {}", tmp, std::strerror(errno));
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      fail("{}: cannot rename {} to it: {}", path, tmp, std::strerror(errno));
+  } catch (...) {
+    f.reset();
+    std::remove(tmp.c_str());
+    throw;
+  }
 }
 
 std::vector<uint8_t> Writer::to_bytes() const {
