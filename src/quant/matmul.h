@@ -16,12 +16,19 @@
 // Any type with has_ref_dequant() works; F32, F16, BF16, Q8_0, Q4_K, Q6_K, MXFP4 and
 // NVFP4 have SIMD decoders, the others are decoded by the reference decoder into an
 // L1/L2 buffer first. Results differ from matmul_ref only by fp32 summation order.
+//
+// With act_quant = kQ8 matmul_ref is the fp32 product with X replaced by
+// round_trip_act(X) (dequant(quant(X)), bit-identical to what ggml's quantiser yields);
+// the AVX2 integer kernels (NVFP4, MXFP4, Q4_0, Q8_0, Q4_K, Q6_K; AVX-512 CPUs run them
+// too) equal it up to fp32 summation order, and other types run the fp32 kernels on
+// round_trip_act(X).
 #pragma once
 
 #include <cstdint>
 
 #include "core/cpu_features.h"
 #include "format/ggml_type.h"
+#include "quant/act_quant.h"
 
 namespace ft::quant {
 
@@ -40,6 +47,10 @@ struct MatmulArgs {
   const float* row_scale = nullptr;  // per-row fp32 scale, indexed by r (nullptr: none)
   float scale = 1.0f;                // scalar fp32 scale, multiplied with row_scale
   Round round = Round::kNone;
+  // kQ8: round X to act_dot_type(type) first, exactly as llama.cpp's CPU backend does
+  // (act_quant.h), then integer dot products with fp32 block-scale accumulation. X is
+  // quantised once per call, into a thread-local buffer. F32 weights are unaffected.
+  ActQuant act_quant = ActQuant::kNone;
 };
 
 // True when matmul/matmul_ref support this weight type.

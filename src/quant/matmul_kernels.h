@@ -15,6 +15,11 @@ namespace ft::quant::detail {
 void matmul_avx2(const MatmulArgs& a, int64_t r0, int64_t r1);
 void matmul_avx512(const MatmulArgs& a, int64_t r0, int64_t r1);
 
+// The q8 route's integer kernels (AVX2; AVX-512 CPUs run them too) for the types where
+// matmul_q8_avx2_has(); a.act_quant is taken to be kQ8.
+bool matmul_q8_avx2_has(GgmlType t);
+void matmul_q8_avx2(const MatmulArgs& a, int64_t r0, int64_t r1);
+
 // Q4_K/Q5_K packed 6-bit scales and mins (12 bytes, gguf-format.md §3.4) unpacked with
 // word operations: out[0..7] = scales, out[8..15] = mins. Bytes 0-3 hold sc[0..3] in bits
 // 0-5 and the top bits of sc[4..7] in bits 6-7; bytes 4-7 likewise for the mins; bytes

@@ -2,6 +2,7 @@
 // W[r] . X[t] in fp32, element by element in order.
 #include <vector>
 
+#include "quant/act_quant.h"
 #include "quant/dequant.h"
 #include "quant/matmul.h"
 #include "quant/matmul_kernels.h"
@@ -9,6 +10,17 @@
 namespace ft::quant {
 
 void matmul_ref(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (a.act_quant == ActQuant::kQ8 && act_dot_type(a.type) != GgmlType::F32) {
+    // The q8 route by definition: the fp32 product with X rounded as ggml rounds it.
+    const GgmlType dot = act_dot_type(a.type);
+    std::vector<float> xr(static_cast<size_t>(a.n_tok * a.k));
+    for (int64_t t = 0; t < a.n_tok; ++t) round_trip_act(dot, a.x + t * a.ldx, xr.data() + t * a.k, a.k);
+    MatmulArgs b = a;
+    b.x = xr.data();
+    b.ldx = a.k;
+    b.act_quant = ActQuant::kNone;
+    return matmul_ref(b, r0, r1);
+  }
   std::vector<float> wrow(static_cast<size_t>(a.k));
   for (int64_t r = r0; r < r1; ++r) {
     dequantize_row_ref(a.type, a.w + r * a.row_bytes, wrow.data(), a.k);
