@@ -4,6 +4,7 @@
 // the type's vec_dot_type, then one vec_dot per row and token) for comparison.
 //   ft-bench-matmul --types q4_K,nvfp4 --shapes 4096x4096 --ntok 1,64
 //   ft-bench-matmul --ggml-cpu-lib .deps/llama/lib/libggml-cpu-haswell.so
+//   ft-bench-matmul --act q8      (the q8 route only; default: both routes, "avx2" and "avx2-q8")
 // Shapes are ROWSxK (output rows x input length). Weights are cycled through enough
 // copies to exceed the last-level cache, so GEMV numbers are DRAM numbers.
 #include <CLI/CLI.hpp>
@@ -140,6 +141,7 @@ int main(int argc, char** argv) {
   std::string ntoks = "1,64";
   std::string isas;
   std::string ggml_lib;
+  std::string acts = "f32,q8";
   double min_time = 0.3;
   int64_t cache_bytes = int64_t{512} << 20;
   app.add_option("--types", types, "comma-separated ggml type names");
@@ -147,6 +149,7 @@ int main(int argc, char** argv) {
   app.add_option("--ntok", ntoks, "comma-separated token counts");
   app.add_option("--isa", isas, "kernel families to time (default: every one this CPU has except scalar)");
   app.add_option("--ggml-cpu-lib", ggml_lib, "a libggml-cpu-*.so to time ggml's vec_dot path beside ours");
+  app.add_option("--act", acts, "activation routes to time: f32 (exact fp32), q8 (llama.cpp's rounding)");
   app.add_option("--min-time", min_time, "seconds per measurement");
   app.add_option("--flush-bytes", cache_bytes, "total bytes of weight copies cycled through (beats the LLC)");
   CLI11_PARSE(app, argc, argv);
@@ -202,15 +205,19 @@ int main(int argc, char** argv) {
                        static_cast<double>(bytes) / sec / 1e9, flops / sec / 1e9);
             std::fflush(stdout);
           };
-          for (ft::Isa isa : isa_list) {
-            size_t c = 0;
-            const double sec = time_per_call(
-                [&] {
-                  a.w = ws[c++ % ws.size()].data();
-                  ft::quant::matmul_on(isa, a, 0, rows);
-                },
-                min_time);
-            report(ft::isa_name(isa), sec);
+          for (const auto& act : split(acts, ',')) {
+            if (act != "f32" && act != "q8") ft::fail("--act {}: expected f32 or q8", act);
+            a.act_quant = act == "q8" ? ft::quant::ActQuant::kQ8 : ft::quant::ActQuant::kNone;
+            for (ft::Isa isa : isa_list) {
+              size_t c = 0;
+              const double sec = time_per_call(
+                  [&] {
+                    a.w = ws[c++ % ws.size()].data();
+                    ft::quant::matmul_on(isa, a, 0, rows);
+                  },
+                  min_time);
+              report(std::string(ft::isa_name(isa)) + (act == "q8" ? "-q8" : ""), sec);
+            }
           }
           if (ggml) {
             const GgmlTypeTraitsCpu* tt = ggml.traits(static_cast<int>(*t));
