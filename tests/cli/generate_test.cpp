@@ -105,7 +105,9 @@ TEST(Generate, TextPromptAndStreaming) {
   while (!streamed.empty() && streamed.back() == '\n') streamed.pop_back();
   EXPECT_FALSE(streamed.empty());
   const std::string text = j["text"].get<std::string>();
-  if (text.find("\xEF\xBF\xBD") == std::string::npos) EXPECT_EQ(streamed, text);
+  if (text.find("\xEF\xBF\xBD") == std::string::npos) {
+    EXPECT_EQ(streamed, text);
+  }
 }
 
 TEST(Generate, DtypesRun) {
