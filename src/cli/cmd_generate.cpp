@@ -45,7 +45,7 @@ struct GenerateOptions {
   float repeat_penalty = 1.0f;
   uint64_t seed = 0;
   int threads = 0;
-  std::string dtype = "float32";
+  std::string dtype = "auto";
   std::string device = "cpu";
   int64_t ctx_size = 0;
   bool json = false;
@@ -98,8 +98,12 @@ void write_logits(const std::string& path, const float* logits, int64_t n) {
 int run_generate(const GenerateOptions& o) {
   if (o.prompt.has_value() == o.prompt_tokens.has_value())
     fail("give exactly one of --prompt TEXT or --prompt-tokens ID,ID,...");
-  const auto act = engine::act_type_from_name(o.dtype);
-  if (!act) fail("--dtype '{}' is not one of float32, bfloat16, float16", o.dtype);
+  // auto: llama.cpp's CPU numerics -- fp32 activations, rounded to Q8 blocks (or fp16/bf16
+  // for half-precision weights) before each quantised-weight matmul, as ggml-cpu does.
+  const bool dtype_auto = o.dtype == "auto";
+  const auto act = dtype_auto ? std::optional<engine::ActType>(engine::ActType::kF32)
+                              : engine::act_type_from_name(o.dtype);
+  if (!act) fail("--dtype '{}' is not one of auto, float32, bfloat16, float16", o.dtype);
   if (o.device != "cpu") fail("--device '{}' is not available in this build (cpu)", o.device);
   if (o.max_tokens < 0) fail("--max-tokens must be >= 0, got {}", o.max_tokens);
   if (o.threads < 0) fail("--threads must be >= 0, got {}", o.threads);
@@ -151,6 +155,7 @@ int run_generate(const GenerateOptions& o) {
   so.n_ctx = o.ctx_size;
   so.n_threads = o.threads;
   so.act = *act;
+  so.act_quant = dtype_auto ? quant::ActQuant::kQ8 : quant::ActQuant::kNone;
   engine::Session sess(*m, so);
   if (static_cast<int64_t>(prompt.size()) > sess.n_ctx())
     fail("the prompt has {} tokens, more than --ctx-size {}", prompt.size(), sess.n_ctx());
@@ -250,7 +255,8 @@ Command register_generate(CLI::App& app) {
   sub->add_option("--repeat-penalty", o->repeat_penalty, "repetition penalty (default 1 = off)");
   sub->add_option("--seed", o->seed, "sampling seed (default 0)");
   sub->add_option("--threads", o->threads, "threads (default: physical cores)");
-  sub->add_option("--dtype", o->dtype, "activation dtype: float32 (default), bfloat16, float16");
+  sub->add_option("--dtype", o->dtype, "activation dtype: auto (default: llama.cpp's CPU numerics, fp32 with Q8-rounded "
+                  "matmul inputs), float32 (exact fp32), bfloat16, float16");
   sub->add_option("--device", o->device, "device (cpu)");
   sub->add_option("--ctx-size", o->ctx_size, "KV cache size in tokens (default min(context_length, 4096))");
   sub->add_flag("--json", o->json, "print one JSON object with tokens, text and timings");

@@ -46,6 +46,9 @@ inline void round_act(ActType t, float* x, int64_t n) {
 struct Exec {
   ThreadPool* pool = nullptr;
   ActType act = ActType::kF32;
+  // kQ8 (--dtype auto): activations of quantised-weight matmuls are rounded as llama.cpp's
+  // CPU backend rounds them (quant/act_quant.h) and multiplied with integer kernels.
+  quant::ActQuant act_quant = quant::ActQuant::kNone;
   quant::Round round() const { return round_of(act); }
 };
 

@@ -39,7 +39,7 @@ namespace {
 
 // Computes output rows [r0, r1) of part p (rows relative to the part).
 template <bool kRef>
-void run_part(const LinearPart& p, ActType act, const float* x, int64_t ldx, int64_t n_tok,
+void run_part(const LinearPart& p, ActType act, quant::ActQuant aq, const float* x, int64_t ldx, int64_t n_tok,
               float* y, int64_t ldy, int64_t r0, int64_t r1) {
   quant::MatmulArgs a;
   a.type = p.w.type;
@@ -54,6 +54,7 @@ void run_part(const LinearPart& p, ActType act, const float* x, int64_t ldx, int
   a.scale = p.scale;
   // With a bias the rounding waits until the bias is added (one rounding, not two).
   a.round = p.bias ? quant::Round::kNone : round_of(act);
+  a.act_quant = aq;
   if constexpr (kRef)
     quant::matmul_ref(a, r0, r1);
   else
@@ -68,11 +69,11 @@ void run_part(const LinearPart& p, ActType act, const float* x, int64_t ldx, int
 
 // Calls run_part for every part overlapping the global row range [r0, r1).
 template <bool kRef>
-void run_rows(const Linear& l, ActType act, const float* x, int64_t ldx, int64_t n_tok, float* y,
+void run_rows(const Linear& l, ActType act, quant::ActQuant aq, const float* x, int64_t ldx, int64_t n_tok, float* y,
               int64_t ldy, int64_t r0, int64_t r1) {
   for (const auto& p : l.parts()) {
     const int64_t a = std::max(r0, p.row0), b = std::min(r1, p.row0 + p.rows());
-    if (a < b) run_part<kRef>(p, act, x, ldx, n_tok, y, ldy, a - p.row0, b - p.row0);
+    if (a < b) run_part<kRef>(p, act, aq, x, ldx, n_tok, y, ldy, a - p.row0, b - p.row0);
   }
 }
 
@@ -85,13 +86,13 @@ void linear(const Exec& ex, const Linear& l, const float* x, int64_t ldx, int64_
   // thread even out threads that were descheduled.
   const int64_t grain = ex.pool->grain_for(l.rows(), 16);
   ex.pool->parallel_for(l.rows(), grain, [&](int64_t r0, int64_t r1, int) {
-    run_rows<false>(l, act, x, ldx, n_tok, y, ldy, r0, r1);
+    run_rows<false>(l, act, ex.act_quant, x, ldx, n_tok, y, ldy, r0, r1);
   });
 }
 
 void linear_ref(ActType act, const Linear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
                 int64_t ldy) {
-  run_rows<true>(l, act, x, ldx, n_tok, y, ldy, 0, l.rows());
+  run_rows<true>(l, act, quant::ActQuant::kNone, x, ldx, n_tok, y, ldy, 0, l.rows());
 }
 
 }  // namespace ft::engine

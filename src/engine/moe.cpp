@@ -37,7 +37,8 @@ namespace {
 
 quant::MatmulArgs expert_args(const model::ExpertTensor& t, int64_t e, int64_t row_off,
                               const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
-                              float scale, quant::Round round) {
+                              float scale, quant::Round round,
+                              quant::ActQuant aq = quant::ActQuant::kNone) {
   quant::MatmulArgs a;
   a.type = t.w.type;
   a.row_bytes = t.w.row_bytes();
@@ -50,13 +51,15 @@ quant::MatmulArgs expert_args(const model::ExpertTensor& t, int64_t e, int64_t r
   a.ldy = ldy;
   a.scale = scale;
   a.round = round;
+  a.act_quant = aq;
   return a;
 }
 
 // Rows [r0, r1) of the 2*n_ff gate|up output of expert e for n_tok tokens.
 template <bool kRef>
 void gate_up_rows(const ExpertWeights& w, int64_t e, const float* x, int64_t ldx, int64_t n_tok,
-                  float* y, int64_t r0, int64_t r1, quant::Round round) {
+                  float* y, int64_t r0, int64_t r1, quant::Round round,
+                  quant::ActQuant aq = quant::ActQuant::kNone) {
   const int64_t n_ff = w.n_ff, ldy = 2 * n_ff;
   auto run = [&](const quant::MatmulArgs& a, int64_t a0, int64_t a1) {
     if constexpr (kRef)
@@ -65,14 +68,14 @@ void gate_up_rows(const ExpertWeights& w, int64_t e, const float* x, int64_t ldx
       quant::matmul(a, a0, a1);
   };
   if (w.gate_up) {
-    run(expert_args(w.gate_up, e, 0, x, ldx, n_tok, y, ldy, 1.0f, round), r0, r1);
+    run(expert_args(w.gate_up, e, 0, x, ldx, n_tok, y, ldy, 1.0f, round, aq), r0, r1);
     return;
   }
   if (r0 < n_ff)
-    run(expert_args(w.gate, e, 0, x, ldx, n_tok, y, ldy, w.gate.scale_of(e), round), r0,
+    run(expert_args(w.gate, e, 0, x, ldx, n_tok, y, ldy, w.gate.scale_of(e), round, aq), r0,
         std::min(r1, n_ff));
   if (r1 > n_ff)
-    run(expert_args(w.up, e, 0, x, ldx, n_tok, y + n_ff, ldy, w.up.scale_of(e), round),
+    run(expert_args(w.up, e, 0, x, ldx, n_tok, y + n_ff, ldy, w.up.scale_of(e), round, aq),
         std::max(r0, n_ff) - n_ff, r1 - n_ff);
 }
 
@@ -121,7 +124,7 @@ class CpuMoeExperts final : public MoeExperts {
         const int32_t e = active_[i / ngu];
         const int64_t r0 = (i % ngu) * cgu, r1 = std::min(2 * n_ff, r0 + cgu);
         gate_up_rows<false>(w_, e, xg_.data() + start_[e] * n_embd, n_embd, count_[e],
-                            gu_.data() + start_[e] * 2 * n_ff, r0, r1, round);
+                            gu_.data() + start_[e] * 2 * n_ff, r0, r1, round, ex.act_quant);
       }
     });
     swiglu(ex, gu_.data(), 2 * n_ff, n_ff, n_slots, h_.data(), n_ff);
@@ -133,7 +136,7 @@ class CpuMoeExperts final : public MoeExperts {
         const int64_t r0 = (i % nd) * cd, r1 = std::min(n_embd, r0 + cd);
         const auto a = expert_args(w_.down, e, 0, h_.data() + start_[e] * n_ff, n_ff, count_[e],
                                    yd_.data() + start_[e] * n_embd, n_embd, w_.down.scale_of(e),
-                                   round);
+                                   round, ex.act_quant);
         quant::matmul(a, r0, r1);
       }
     });

@@ -13,6 +13,7 @@ Session::Session(const model::Model& m, const SessionOptions& o) : m_(m) {
   const int n_threads = o.n_threads > 0 ? o.n_threads : physical_cores();
   pool_ = std::make_unique<ThreadPool>(n_threads);
   st_ = std::make_unique<State>(m, *pool_, o.act, n_ctx, o.n_ubatch);
+  st_->ex.act_quant = o.act_quant;
   logits_.resize(static_cast<size_t>(m.hp.n_vocab));
 }
 

@@ -21,6 +21,7 @@ struct SessionOptions {
   int64_t n_ctx = 0;      // 0: min(context_length, 4096)
   int n_threads = 0;      // 0: physical cores
   ActType act = ActType::kF32;
+  quant::ActQuant act_quant = quant::ActQuant::kNone;  // kQ8: llama.cpp's CPU numerics (Exec)
   int64_t n_ubatch = 512;  // largest batch of one forward pass
 };
 

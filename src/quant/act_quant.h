@@ -59,7 +59,8 @@ void quantize_q8_0_ref(const float* x, BlockQ8_0* y, int64_t k);
 void quantize_q8_1_ref(const float* x, BlockQ8_1* y, int64_t k);
 void quantize_q8_K_ref(const float* x, BlockQ8_K* y, int64_t k);
 
-// x -> the value llama.cpp's dot product sees for it: dequant(quant(x)) for the Q8 types,
+// x -> the value llama.cpp's dot product sees for it: dequant(quant(x)) for the Q8 types
+// (for Q8_1 the dot product also uses the block's fp16 sum: see matmul_q8_1.cpp),
 // fp16/bf16 rounding for F16/BF16, x itself for F32. This is the q8 route's definition
 // (matmul_ref uses it); k must be a multiple of dot's block size.
 void round_trip_act(GgmlType dot, const float* x, float* y, int64_t k);

@@ -18,7 +18,8 @@
 // L1/L2 buffer first. Results differ from matmul_ref only by fp32 summation order.
 //
 // With act_quant = kQ8 matmul_ref is the fp32 product with X replaced by
-// round_trip_act(X) (dequant(quant(X)), bit-identical to what ggml's quantiser yields);
+// round_trip_act(X) (dequant(quant(X)), bit-identical to what ggml's quantiser yields;
+// Q4_1/Q5_1 instead use ggml's Q8_1 formula with its stored fp16 block sum, scalar);
 // the AVX2 integer kernels (NVFP4, MXFP4, Q4_0, Q8_0, Q4_K, Q6_K; AVX-512 CPUs run them
 // too) equal it up to fp32 summation order, and other types run the fp32 kernels on
 // round_trip_act(X).

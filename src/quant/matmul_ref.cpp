@@ -10,6 +10,7 @@
 namespace ft::quant {
 
 void matmul_ref(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (a.act_quant == ActQuant::kQ8 && act_dot_type(a.type) == GgmlType::Q8_1) return detail::matmul_q8_1(a, r0, r1);
   if (a.act_quant == ActQuant::kQ8 && act_dot_type(a.type) != GgmlType::F32) {
     // The q8 route by definition: the fp32 product with X rounded as ggml rounds it.
     const GgmlType dot = act_dot_type(a.type);

@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "../quant/act_test_data.h"
+#include "../quant/random_blocks.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "quant/act_quant.h"
+#include "quant/dequant.h"
+#include "quant/matmul.h"
 
 namespace ft::quant {
 namespace {
@@ -137,6 +140,54 @@ TEST_F(ActQuantOracle, DotTypesMatchGgml) {
                      GgmlType::IQ3_XXS, GgmlType::MXFP4, GgmlType::NVFP4}) {
     const auto* tr = haswell_traits()(static_cast<ggml_type>(static_cast<int>(t)));
     EXPECT_EQ(static_cast<int>(act_dot_type(t)), static_cast<int>(tr->vec_dot_type)) << type_name(t);
+  }
+}
+
+// Whole q8-route products: matmul(kQ8) against ggml's from_float + vec_dot on the same
+// rows, for every type. Only fp32 summation order may differ.
+TEST_F(ActQuantOracle, MatmulQ8MatchesGgmlVecDot) {
+  for (GgmlType t : testing::first_types()) {
+    if (t == GgmlType::F32) continue;
+    std::mt19937 rng(40 + static_cast<int>(t));
+    const int64_t k = 1024, rows = 16, n_tok = 3;
+    std::vector<uint8_t> w;
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto row = testing::random_row(t, k, rng);
+      w.insert(w.end(), row.begin(), row.end());
+    }
+    const int64_t rb = row_bytes(t, k);
+    const auto x = testing::act_rows_with_corners(k * n_tok, rng);
+    std::vector<float> y(static_cast<size_t>(rows * n_tok));
+    MatmulArgs a;
+    a.type = t;
+    a.w = w.data();
+    a.row_bytes = rb;
+    a.k = k;
+    a.x = x.data();
+    a.ldx = k;
+    a.n_tok = n_tok;
+    a.y = y.data();
+    a.ldy = rows;
+    a.act_quant = ActQuant::kQ8;
+    matmul(a, 0, rows);
+    const auto* tr = haswell_traits()(static_cast<ggml_type>(static_cast<int>(t)));
+    const auto* vt = haswell_traits()(tr->vec_dot_type);
+    const int64_t qrow = row_bytes(static_cast<GgmlType>(tr->vec_dot_type), k);
+    std::vector<uint8_t> xq(static_cast<size_t>(qrow));
+    std::vector<float> wrow(static_cast<size_t>(k)), xr(static_cast<size_t>(k));
+    for (int64_t tk = 0; tk < n_tok; ++tk) {
+      vt->from_float(x.data() + tk * k, xq.data(), k);
+      round_trip_act(act_dot_type(t), x.data() + tk * k, xr.data(), k);
+      for (int64_t r = 0; r < rows; ++r) {
+        float theirs = 0.0f;
+        tr->vec_dot(static_cast<int>(k), &theirs, 0, w.data() + r * rb, 0, xq.data(), 0, 1);
+        dequantize_row_ref(t, w.data() + r * rb, wrow.data(), k);
+        double abs_sum = 0;
+        for (int64_t e = 0; e < k; ++e) abs_sum += std::fabs(static_cast<double>(wrow[e]) * xr[e]);
+        EXPECT_LE(std::fabs(static_cast<double>(y[tk * rows + r]) - theirs), 2e-6 * abs_sum + 1e-30)
+            << type_name(t) << " row " << r << " token " << tk << ": ours " << y[tk * rows + r] << ", ggml " << theirs;
+      }
+    }
   }
 }
 
