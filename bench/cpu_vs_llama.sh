@@ -3,6 +3,8 @@
 # on a small qwen3moe NVFP4 model and a llama NVFP4 model, same thread count, same run.
 # Usage: bench/cpu_vs_llama.sh [BUILD_DIR] [THREADS] [REPS]   -> prints a table; with
 # BENCH_OUT=FILE also appends it there (benches/cpu.md keeps the reference runs).
+# FT_DTYPE=float32 times ft's exact-fp32 route instead of the default (auto: llama.cpp's
+# numerics, Q8-rounded activations and integer kernels).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -34,7 +36,7 @@ for m in "$qwen" "$llama"; do
   ftp=(); ftd=(); lp=(); ld=()
   for ((r = 0; r < reps; r++)); do
     j=$("$build/ft" generate --model "$m" --prompt-tokens "$prompt" --max-tokens 128 --temperature 0 \
-          --ignore-eos --threads "$threads" --json 2>/dev/null)
+          --ignore-eos --threads "$threads" --dtype "${FT_DTYPE:-auto}" --json 2>/dev/null)
     ftp+=("$(echo "$j" | python3 -c "import json,sys; print(json.load(sys.stdin)['timings']['prefill_tok_s'])")")
     ftd+=("$(echo "$j" | python3 -c "import json,sys; print(json.load(sys.stdin)['timings']['decode_tok_s'])")")
     j=$("$build/llama-bench-cpu" --model "$m" --threads "$threads" --prompt-len 64 --gen 128 2>/dev/null)
@@ -48,5 +50,5 @@ for m in "$qwen" "$llama"; do
 done
 echo "$table"
 if [ -n "${BENCH_OUT:-}" ]; then
-  { echo; echo "### $(date -u +%Y-%m-%d) $(git -C "$root" rev-parse --short HEAD), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), best of $reps"; echo; echo "$table"; } >> "$BENCH_OUT"
+  { echo; echo "### $(date -u +%Y-%m-%d) $(git -C "$root" rev-parse --short HEAD), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), best of $reps, ft --dtype ${FT_DTYPE:-auto}"; echo; echo "$table"; } >> "$BENCH_OUT"
 fi
