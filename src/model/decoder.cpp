@@ -76,7 +76,7 @@ void ffn_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
   } else {
     // Router logits stay fp32 in every dtype: routing decisions should not move with the
     // activation rounding (llama.cpp's router logits are fp32 too).
-    const Exec ex32{ex.pool, engine::ActType::kF32};
+    const Exec ex32{ex.pool, engine::ActType::kF32, ex.act_quant};  // llama.cpp: Q8 input too
     const int64_t n_expert = hp.n_expert;
     const int n_used = static_cast<int>(hp.n_expert_used[il]);
     engine::linear(ex32, L.router, s.h.data(), n_embd, n_tok, s.router.data(), n_expert);
@@ -98,7 +98,7 @@ void output_head(const Model& m, engine::State& st, int64_t n_tok, float* logits
   const int64_t first = all_logits ? 0 : n_tok - 1, rows = n_tok - first;
   engine::rmsnorm(st.ex, s.x.data() + first * n_embd, n_embd, m.output_norm.f32(), n_embd,
                   hp.rms_eps, rows, s.h.data(), n_embd);
-  const Exec ex32{st.ex.pool, engine::ActType::kF32};
+  const Exec ex32{st.ex.pool, engine::ActType::kF32, st.ex.act_quant};  // llama.cpp: Q8 input too
   engine::linear(ex32, m.output, s.h.data(), n_embd, rows, logits, m.output.rows());
 }
 
