@@ -11,10 +11,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <random>
 
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
@@ -246,6 +248,104 @@ TEST(GgufCompat, SameVerdictOnCorpus) {
     if (g) gguf_free(g);
     EXPECT_NO_THROW(File::open(path)) << name;
   }
+}
+
+// Differential fuzzing against llama.cpp: thousands of mutants of valid files (bit flips,
+// interesting integers, truncations) must get the same verdict from both readers. Ours
+// accepts a file iff llama.cpp's gguf reader does and every tensor's data lies inside the
+// file (llama.cpp's model loader check). Known, intended differences: we accept nested
+// arrays; we refuse overflowing shapes even when a dim is 0.
+TEST(GgufCompat, SameVerdictAsLlamaCppOnMutants) {
+  ggml_log_set([](ggml_log_level, const char*, void*) {}, nullptr);  // llama.cpp is chatty
+  std::vector<std::vector<uint8_t>> seeds;
+  seeds.push_back(our_writer().to_bytes());
+  for (const char* name : {"valid_tiny.gguf", "valid_align64.gguf", "valid_v2_no_tensors.gguf"})
+    seeds.push_back(read_all(std::string(FT_SOURCE_DIR) + "/fuzz/corpus/" + name));
+  const uint64_t interesting[] = {0, 1, 2, 3, 4, 8, 9, 12, 13, 31, 32, 33, 43, 63, 64, 255,
+                                  0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, uint64_t{1} << 30,
+                                  (uint64_t{1} << 30) + 1, uint64_t{1} << 32, INT64_MAX,
+                                  UINT64_MAX};
+  // FT_GGUF_MUTANTS=N runs N mutants per seed (default 10000, ~2 s under ASan).
+  const char* env = std::getenv("FT_GGUF_MUTANTS");
+  const int n_mutants = env ? std::atoi(env) : 10000;
+  std::mt19937_64 rng(1234);
+  int ours_ok = 0, ours_refused = 0, allowed = 0;
+  for (const auto& seed : seeds) {
+    auto meta_end = File::from_memory(seed.data(), seed.size(), "seed")->data_offset();
+    for (int iter = 0; iter < n_mutants; ++iter) {
+      auto b = seed;
+      const int n_mut = 1 + static_cast<int>(rng() % 3);
+      for (int m = 0; m < n_mut && !b.empty(); ++m) {
+        // Mutate mostly the header/metadata/infos, where the checks are.
+        const size_t span = rng() % 8 == 0 ? b.size() : std::min<size_t>(b.size(), meta_end);
+        const size_t at = rng() % span;
+        switch (rng() % 4) {
+          case 0: b[at] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
+          case 1: b[at] = static_cast<uint8_t>(rng()); break;
+          case 2: {
+            const uint64_t v = interesting[rng() % std::size(interesting)];
+            const size_t w = rng() % 2 ? 8 : 4;
+            for (size_t k = 0; k < w && at + k < b.size(); ++k) b[at + k] = static_cast<uint8_t>(v >> (8 * k));
+            break;
+          }
+          default: b.resize(at); break;
+        }
+      }
+      std::string our_error;
+      std::unique_ptr<File> ours;
+      try {
+        ours = File::from_memory(b.data(), b.size(), "mutant");
+      } catch (const ft::Error& e) {
+        our_error = e.what();
+      }
+      gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
+      gguf_context* g = gguf_init_from_buffer(b.data(), b.size(), params);
+      bool theirs_ok = g != nullptr;
+      bool zero_dim = false;
+      if (g) {
+        for (int64_t k = 0; k < gguf_get_n_tensors(g); ++k) {
+          // Exact size from ne, not gguf_get_tensor_size: ggml_nbytes computes ne[0]*nb[0]
+          // before dividing by the block size, which wraps for huge quantized rows (a
+          // llama.cpp quirk: such a file passes its bounds check; ours refuses it).
+          const int64_t* ne = gguf_get_tensor_ne(g, k);
+          const auto& tr = traits(static_cast<GgmlType>(gguf_get_tensor_type(g, k)));
+          unsigned __int128 nbytes = static_cast<unsigned __int128>(ne[0] / tr.block_size) *
+                                     static_cast<uint64_t>(tr.type_size);
+          for (int d = 1; d < 4; ++d) {
+            nbytes *= static_cast<uint64_t>(ne[d]);
+            if (nbytes > (static_cast<unsigned __int128>(1) << 64)) nbytes = static_cast<unsigned __int128>(1) << 64;
+          }
+          const unsigned __int128 end = static_cast<unsigned __int128>(gguf_get_data_offset(g)) +
+                                        gguf_get_tensor_offset(g, k) + nbytes;
+          if (end > b.size()) theirs_ok = false;
+          for (int d = 0; d < 4; ++d) zero_dim |= gguf_get_tensor_ne(g, k)[d] == 0;
+        }
+        gguf_free(g);
+      }
+      bool nested = false;
+      if (ours)
+        for (const auto& [key, v] : ours->metadata()) nested |= v.is_array() && v.elem_type == ValueType::ARRAY;
+      const bool ok = ours != nullptr;
+      ok ? ++ours_ok : ++ours_refused;
+      if (ok && !theirs_ok && nested) {
+        ++allowed;
+        continue;
+      }
+      if (!ok && theirs_ok && zero_dim && our_error.find("is too large") != std::string::npos) {
+        ++allowed;
+        continue;
+      }
+      ASSERT_EQ(ok, theirs_ok) << "ours: " << (ok ? "accepted" : our_error) << "; llama.cpp "
+                               << (theirs_ok ? "accepted" : "refused") << " (seed of "
+                               << seed.size() << " bytes, mutant " << iter << ")";
+    }
+  }
+  ggml_log_set(nullptr, nullptr);
+  // Both outcomes must be well represented, or the test checks nothing.
+  EXPECT_GT(ours_ok, n_mutants / 2);
+  EXPECT_GT(ours_refused, n_mutants);
+  std::printf("mutants: %d accepted, %d refused, %d intended differences\n", ours_ok,
+              ours_refused, allowed);
 }
 
 // A vocab-only llama model written by us loads in llama.cpp, which tokenizes with it.
