@@ -193,6 +193,7 @@ struct Avx2 {
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) s[r][t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
+      prefetch_next_rows<R, D::kBytes>(w, row_bytes, b);
       typename D::St st[R];
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) st[r] = D::load(w + r * row_bytes + b * D::kBytes);

@@ -22,6 +22,17 @@
 
 namespace ft::quant::detail {
 
+// Prefetches block b of the next tile's R rows while a tile reads block b of its own:
+// rows are short (a 1024-element NVFP4 row is 9 cache lines), too short for the hardware
+// prefetcher to lock on to R interleaved streams. Measured on the 2-core EPYC (Zen 3):
+// NVFP4 q8 GEMV 1024x1024 from DRAM 173 -> 79 us.
+template <int R, int kBytes>
+inline void prefetch_next_rows(const uint8_t* w, int64_t row_bytes, int64_t b) {
+  const uint8_t* p = w + R * row_bytes + b * kBytes;
+  for (int r = 0; r < R; ++r)
+    for (int off = 0; off < kBytes; off += 64) __builtin_prefetch(p + r * row_bytes + off, 0, 3);
+}
+
 // Elements of k per chunk when there are more tokens than one tile holds: 64 tokens x
 // 1024 x 4 B = 256 KiB of activations, inside L2 on the CPUs we target.
 inline constexpr int64_t kChunkElems = 1024;

@@ -19,6 +19,7 @@
 
 #include "quant/act_quant.h"
 #include "quant/dequant.h"
+#include "quant/matmul_driver.h"
 #include "quant/matmul_kernels.h"
 
 namespace ft::quant::detail {
@@ -56,17 +57,6 @@ inline __m256i lut_e2m1() {
 inline __m256i lut_q4_0() {
   return _mm256_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1, 0, 1,
                           2, 3, 4, 5, 6, 7);
-}
-
-// Prefetches block b of the next tile's R rows while this tile reads block b of its own.
-// Rows are short (a 1024-element NVFP4 row is 9 cache lines), so a tile's R row streams
-// are too short for the hardware prefetcher to lock on; measured on the EPYC here, NVFP4
-// GEMV 1024x1024 from DRAM took 173 us without this and ggml's row-at-a-time loop 97 us.
-template <int R, int kBytes>
-inline void prefetch_next_rows(const uint8_t* w, int64_t row_bytes, int64_t b) {
-  const uint8_t* p = w + R * row_bytes + b * kBytes;
-  for (int r = 0; r < R; ++r)
-    for (int off = 0; off < kBytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + r * row_bytes + off), _MM_HINT_T0);
 }
 
 // ---- Q8_0-activation decoders: chunk(block, c, w, s) gives 32 int8 weights in element
@@ -301,7 +291,7 @@ __attribute__((noinline)) void tile_q6_K(const uint8_t* w, int64_t row_bytes, co
 // Tile functions by family, selected at compile time.
 template <class D>
 struct Q8_0Family {
-  static constexpr int kBlock = D::kBlock;
+  static constexpr int kBlock = D::kBlock, kGemvRows = 4;
   static constexpr GgmlType kDot = GgmlType::Q8_0;
   template <int R, int T>
   static void tile(const uint8_t* w, int64_t rb, const ActRows& x, int t0, int64_t b0, int64_t nb, float* acc,
@@ -310,7 +300,7 @@ struct Q8_0Family {
   }
 };
 struct Q4_KFamily {
-  static constexpr int kBlock = 256;
+  static constexpr int kBlock = 256, kGemvRows = 4;
   static constexpr GgmlType kDot = GgmlType::Q8_K;
   template <int R, int T>
   static void tile(const uint8_t* w, int64_t rb, const ActRows& x, int t0, int64_t b0, int64_t nb, float* acc,
@@ -319,7 +309,7 @@ struct Q4_KFamily {
   }
 };
 struct Q6_KFamily {
-  static constexpr int kBlock = 256;
+  static constexpr int kBlock = 256, kGemvRows = 4;
   static constexpr GgmlType kDot = GgmlType::Q8_K;
   template <int R, int T>
   static void tile(const uint8_t* w, int64_t rb, const ActRows& x, int t0, int64_t b0, int64_t nb, float* acc,
@@ -366,11 +356,13 @@ void run_q8(const MatmulArgs& a, int64_t r0, int64_t r1) {
   for (int64_t c0 = 0; c0 < n_blocks; c0 += chunk) {
     const int64_t nb = std::min(chunk, n_blocks - c0);
     int64_t r = r0;
-    const int rmax = n_tok == 1 ? 4 : 2;  // one token: 4 rows of independent chains
-    if (rmax == 4)
+    // One token: kGemvRows rows of independent chains (R = 1 measured no faster for Q6_K).
+    const int rmax = n_tok == 1 ? F::kGemvRows : 2;
+    if (rmax >= 4)
       for (; r + 4 <= r1; r += 4) row_tile<F, 4>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0), n_rows);
-    for (; r + 2 <= r1; r += 2) row_tile<F, 2>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0), n_rows);
-    if (r < r1) row_tile<F, 1>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0), n_rows);
+    if (rmax >= 2)
+      for (; r + 2 <= r1; r += 2) row_tile<F, 2>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0), n_rows);
+    for (; r < r1; ++r) row_tile<F, 1>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0), n_rows);
   }
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t r = r0; r < r1; ++r) a.y[t * a.ldy + r] = matmul_finish(a, r, acc[t * n_rows + (r - r0)]);
