@@ -169,6 +169,9 @@ class Parser {
            kMaxNameLength);
     t.name = c_.bytes(name_len);
     const std::string name = display_name(t.name);
+    // ggml keeps names as C strings: llama.cpp would silently cut "a\0b" to "a".
+    if (t.name.find('\0') != std::string::npos)
+      fail("{}: tensor #{} name '{}' contains a NUL byte", path_, i, name);
     c_.what = fmt::format("tensor '{}'", name);
 
     const uint32_t n_dims = c_.read<uint32_t>();

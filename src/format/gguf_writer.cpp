@@ -93,6 +93,8 @@ uint64_t tensor_nbytes(const std::string& name, GgmlType type, const std::vector
   if (name.size() > kMaxNameLength)
     fail("gguf writer: tensor name '{}' is {} bytes long, expected at most {}", name, name.size(),
          kMaxNameLength);
+  if (name.find('\0') != std::string::npos)
+    fail("gguf writer: tensor name contains a NUL byte");
   if (ne.size() > 4)
     fail("gguf writer: tensor '{}' has {} dimensions, expected at most 4", name, ne.size());
   const auto& tr = traits(type);

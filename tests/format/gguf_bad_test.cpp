@@ -220,6 +220,8 @@ TEST(GgufBad, TensorNames) {
   EXPECT_GGUF_ERROR(r.b, "tensor #0 name is 64 bytes long, expected at most 63");
   auto ok = with_tensors([](Raw& r) { r.tensor(std::string(63, 'x'), {4}, kF32, 0); }, 1, 32);
   EXPECT_EQ(parse_error(ok.b), "");
+  auto nul = with_tensors([](Raw& r) { r.tensor(std::string("a\0b", 3), {4}, kF32, 0); }, 1, 32);
+  EXPECT_GGUF_ERROR(nul.b, "tensor #0 name 'a\\x00b' contains a NUL byte");
   auto dup = with_tensors(
       [](Raw& r) {
         r.tensor("w", {8}, kF32, 0).tensor("v", {8}, kF32, 32).tensor("w", {8}, kF32, 64);
