@@ -3,6 +3,12 @@
 //
 // Every error is an ft::Error whose message starts with the file name and names
 // the key, tensor or offset that is wrong and what was expected.
+//
+// Where we differ from llama.cpp's reader (tests/oracle/gguf_compat_test.cpp checks the
+// rest is the same verdict): nested arrays are accepted (depth <= 8); tensor names with a
+// NUL byte and overflowing shapes are refused even when llama.cpp would take them; every
+// tensor's data must lie inside the file (llama.cpp's model loader check), but the
+// padding after the last tensor may be missing.
 #pragma once
 
 #include <cstdint>
