@@ -1,0 +1,26 @@
+#include "cuda/device.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "cuda/check.h"
+
+namespace ft::cuda {
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device"/"no driver" error
+    return 0;
+  }
+  return n;
+}
+
+std::string device_summary(int dev) {
+  cudaDeviceProp p{};
+  FT_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
+  return fmt::format("{}, sm_{}{}, {} SMs, {:.1f} GiB, L2 {} MiB", p.name, p.major, p.minor, p.multiProcessorCount,
+                     static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024 * 1024), p.l2CacheSize >> 20);
+}
+
+}  // namespace ft::cuda

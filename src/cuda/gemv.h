@@ -1,0 +1,63 @@
+// Decode GEMV on the GPU: the CUDA twin of quant::matmul_ref for 1..8 tokens.
+//
+//   Y[t][r] = round( (sum_k W[r][k] * X[t][k]) * s_r )      r < rows, t < n_tok
+//   s_r     = (row_scale ? row_scale[r] : 1) * scale * (bank ? bank[e*4 + bank_col] : 1)
+//
+// Weights stay in their GGUF block format and are dequantised in registers; X and the
+// accumulators are fp32; the scale meets the fp32 sum before the optional rounding to the
+// activation dtype (same epilogue as quant::detail::matmul_finish).
+//
+// Grouped (MoE decode) mode, ids != nullptr: n_tok counts token-slots (any number). Slot s
+// multiplies expert ids[s] (read on the device) -- whose rows start at w + ids[s]*expert_bytes
+// -- by X row s / x_div (x_div = n_used for gate/up, whose slots share their token's input;
+// 1 for down, whose input is per slot), writes Y row s, and scales by column bank_col of the
+// per-expert scale bank [n_expert][4] = (gate, up, down, 1).
+//
+// Types: F32, F16, BF16, Q8_0, Q4_K, Q6_K, MXFP4, NVFP4 (gemv_supported). k must be a
+// multiple of 32 and of the block size; X must be 16-byte aligned with ldx % 4 == 0. Any
+// row stride works; 16-byte aligned rows take the vector-load path.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "format/ggml_type.h"
+
+namespace ft::cuda {
+
+inline constexpr int kGemvMaxTokens = 8;
+
+enum class GemvRound : int { kNone = 0, kBF16 = 1, kF16 = 2 };
+
+struct GemvArgs {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* w = nullptr;  // device: row 0 (of expert 0 in grouped mode)
+  int64_t row_bytes = 0;       // stride between rows
+  int64_t k = 0;               // elements per row
+  int64_t rows = 0;
+  const float* x = nullptr;  // device: X[t][k] at x + t*ldx
+  int64_t ldx = 0;
+  int64_t n_tok = 1;  // tokens (1..8), or token-slots in grouped mode
+  float* y = nullptr;  // device: Y[t][r] at y + t*ldy + r
+  int64_t ldy = 0;
+  const float* row_scale = nullptr;  // device, {rows}; nullptr: none
+  float scale = 1.0f;
+  GemvRound round = GemvRound::kNone;
+  // Grouped mode (MoE decode).
+  const int32_t* ids = nullptr;  // device, {n_tok}
+  int64_t expert_bytes = 0;      // stride between experts
+  int64_t x_div = 1;
+  const float* bank = nullptr;  // device, [n_expert][4]; nullptr: none
+  int bank_col = 0;
+};
+
+bool gemv_supported(GgmlType t);
+
+// Enqueues the product on `stream`; throws ft::Error for unsupported types/shapes.
+void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
+
+// Tuning knob for benchmarks: warps that split one row group's k (0 = automatic).
+void gemv_set_split_override(int warps);
+
+}  // namespace ft::cuda

@@ -1,0 +1,346 @@
+// CUDA decode GEMV (src/cuda/gemv.h) against its CPU twin quant::matmul_ref: every supported
+// type over k (odd block counts, partial 1024-element chunks), rows not a multiple of the
+// row tile, 1..8 tokens, scale modes (none, scalar, per-row, both), output roundings,
+// aligned and unaligned row strides, forced k-splits, and the grouped MoE entry with the
+// per-expert scale bank. Outputs are poisoned first; padding must stay poisoned.
+#include "cuda/gemv.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../quant/random_blocks.h"
+#include "core/error.h"
+#include "cuda/buffer.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "quant/dequant.h"
+#include "quant/matmul.h"
+
+namespace ft::cuda {
+namespace {
+
+#define FT_REQUIRE_GPU()                                        \
+  do {                                                          \
+    if (!has_device()) GTEST_SKIP() << "no CUDA device present"; \
+  } while (0)
+
+constexpr uint32_t kPoison = 0x7FC0DEADu;  // a NaN no kernel computes
+
+bool is_poison(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b == kPoison;
+}
+
+float poison() {
+  float v;
+  std::memcpy(&v, &kPoison, 4);
+  return v;
+}
+
+struct Case {
+  GgmlType type;
+  int64_t k, rows, n_tok;
+  int scale_mode;  // bit 0 scalar, bit 1 per-row
+  quant::Round round;
+  int64_t stride_pad;  // extra bytes per row (0: packed)
+};
+
+std::string describe(const Case& c) {
+  return std::string(type_name(c.type)) + " k=" + std::to_string(c.k) + " rows=" + std::to_string(c.rows) +
+         " n_tok=" + std::to_string(c.n_tok) + " scale=" + std::to_string(c.scale_mode) +
+         " round=" + std::to_string(static_cast<int>(c.round)) + " pad=" + std::to_string(c.stride_pad);
+}
+
+// Tolerance of the CPU fast-vs-ref tests: 1e-5 of sum |w*x| times the scale, plus one unit
+// of the output rounding.
+double tolerance(const std::vector<float>& wrow, const float* x, int64_t k, float s, quant::Round round, float ref) {
+  double abs_sum = 0;
+  for (int64_t e = 0; e < k; ++e) abs_sum += std::fabs(static_cast<double>(wrow[static_cast<size_t>(e)]) * x[e]);
+  const double ulp = round == quant::Round::kBF16 ? 1.0 / 128 : round == quant::Round::kF16 ? 1.0 / 1024 : 0.0;
+  const double sub = round == quant::Round::kF16 ? std::ldexp(1.0, -24) : 0.0;
+  return 1e-5 * abs_sum * std::fabs(s) + ulp * std::fabs(ref) + sub + 1e-30;
+}
+
+GemvRound to_gpu(quant::Round r) {
+  return r == quant::Round::kBF16 ? GemvRound::kBF16 : r == quant::Round::kF16 ? GemvRound::kF16 : GemvRound::kNone;
+}
+
+void check_dense(const Case& c, std::mt19937& rng) {
+  SCOPED_TRACE(describe(c));
+  const int64_t rb = row_bytes(c.type, c.k) + c.stride_pad;
+  std::vector<uint8_t> w(static_cast<size_t>(rb * c.rows), 0xAB);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const auto row = quant::testing::random_row(c.type, c.k, rng);
+    std::copy(row.begin(), row.end(), w.begin() + r * rb);
+  }
+  const int64_t ldx = c.k + 4, ldy = c.rows + 3;
+  std::vector<float> x(static_cast<size_t>(ldx * c.n_tok));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (auto& v : x) v = unit(rng);
+  std::vector<float> row_scale(static_cast<size_t>(c.rows));
+  for (auto& v : row_scale) v = 0.5f + unit(rng) * 0.25f;
+  const float scale = (c.scale_mode & 1) ? 3.0e-4f : 1.0f;
+
+  quant::MatmulArgs a;
+  a.type = c.type;
+  a.w = w.data();
+  a.row_bytes = rb;
+  a.k = c.k;
+  a.x = x.data();
+  a.ldx = ldx;
+  a.n_tok = c.n_tok;
+  a.ldy = ldy;
+  a.row_scale = (c.scale_mode & 2) ? row_scale.data() : nullptr;
+  a.scale = scale;
+  a.round = c.round;
+  std::vector<float> y_ref(static_cast<size_t>(ldy * c.n_tok), poison());
+  a.y = y_ref.data();
+  quant::matmul_ref(a, 0, c.rows);
+
+  DeviceBuffer dw = to_device(w), dx = to_device(x), ds = to_device(row_scale);
+  DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(ldy * kGemvMaxTokens), poison()));
+  GemvArgs g;
+  g.type = c.type;
+  g.w = dw.as<uint8_t>();
+  g.row_bytes = rb;
+  g.k = c.k;
+  g.rows = c.rows;
+  g.x = dx.as<float>();
+  g.ldx = ldx;
+  g.n_tok = c.n_tok;
+  g.y = dy.as<float>();
+  g.ldy = ldy;
+  g.row_scale = (c.scale_mode & 2) ? ds.as<float>() : nullptr;
+  g.scale = scale;
+  g.round = to_gpu(c.round);
+  gemv(g);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto y = to_host<float>(dy, static_cast<size_t>(ldy * kGemvMaxTokens));
+
+  std::vector<float> wrow(static_cast<size_t>(c.k));
+  for (int64_t r = 0; r < c.rows; ++r) {
+    quant::dequantize_row_ref(c.type, w.data() + r * rb, wrow.data(), c.k);
+    const float s = scale * ((c.scale_mode & 2) ? row_scale[static_cast<size_t>(r)] : 1.0f);
+    for (int64_t t = 0; t < c.n_tok; ++t) {
+      const float ref = y_ref[static_cast<size_t>(t * ldy + r)], got = y[static_cast<size_t>(t * ldy + r)];
+      ASSERT_FALSE(is_poison(got)) << "row " << r << " token " << t << " not written";
+      ASSERT_TRUE(std::isfinite(ref));
+      ASSERT_LE(std::fabs(static_cast<double>(got) - ref), tolerance(wrow, x.data() + t * ldx, c.k, s, c.round, ref))
+          << "row " << r << " token " << t << " got " << got << " want " << ref;
+    }
+  }
+  for (int64_t t = 0; t < kGemvMaxTokens; ++t)
+    for (int64_t r = 0; r < ldy; ++r) {
+      if (t >= c.n_tok || r >= c.rows) {
+        ASSERT_TRUE(is_poison(y[static_cast<size_t>(t * ldy + r)])) << "wrote outside: row " << r << " token " << t;
+      }
+    }
+}
+
+// k values per type: odd block counts, a partial last 1024-element chunk, several chunks.
+std::vector<int64_t> k_values(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K:
+      return {256, 768, 1280, 2304, 4352};
+    case GgmlType::NVFP4:
+      return {64, 192, 1088, 2240, 4160};
+    default:
+      return {32, 96, 1056, 2080, 4128};
+  }
+}
+
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
+                           GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::MXFP4, GgmlType::NVFP4};
+
+TEST(CudaGemv, MatchesMatmulRefOverTypesShapesTokensScales) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(1234);
+  int n = 0;
+  for (GgmlType t : kTypes) {
+    ASSERT_TRUE(gemv_supported(t));
+    for (int64_t k : k_values(t))
+      for (int64_t rows : {1, 7, 33, 130})
+        for (int64_t n_tok = 1; n_tok <= kGemvMaxTokens; ++n_tok) {
+          // Spread scale modes, roundings and strides over the sweep instead of a full product.
+          const int scale_mode = n % 4;
+          const quant::Round round = (n / 4) % 5 == 3 ? quant::Round::kBF16
+                                     : (n / 4) % 5 == 4 ? quant::Round::kF16
+                                                        : quant::Round::kNone;
+          const int64_t pad = (n % 3 == 0) ? 0 : (n % 3 == 1) ? 16 - row_bytes(t, k) % 16 + 16 : 2;
+          check_dense({t, k, rows, n_tok, scale_mode, round, pad}, rng);
+          if (::testing::Test::HasFatalFailure()) return;
+          ++n;
+        }
+  }
+}
+
+// Every k-split (1, 2, 4 warps per row group) computes the same function.
+TEST(CudaGemv, ForcedSplitsMatchRef) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(99);
+  for (int split : {1, 2, 4}) {
+    gemv_set_split_override(split);
+    for (GgmlType t : {GgmlType::NVFP4, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::BF16}) {
+      const int64_t k = t == GgmlType::Q4_K ? 5120 : 4160;
+      for (int64_t n_tok : {1, 3, 8}) {
+        check_dense({t, k, 37, n_tok, 3, quant::Round::kNone, 0}, rng);
+        if (::testing::Test::HasFatalFailure()) break;
+      }
+    }
+  }
+  gemv_set_split_override(0);
+}
+
+// Grouped (MoE decode) entry: slot s = token s / n_used, rank s % n_used, expert ids[s].
+void check_grouped(GgmlType type, int64_t k, int64_t rows, int64_t n_expert, int n_used, int64_t n_tokens,
+                   bool shared_input, int bank_col, bool with_bank, std::mt19937& rng) {
+  SCOPED_TRACE(std::string(type_name(type)) + " k=" + std::to_string(k) + " rows=" + std::to_string(rows) +
+               " shared_input=" + std::to_string(shared_input) + " bank_col=" + std::to_string(bank_col));
+  const int64_t rb = row_bytes(type, k);
+  const int64_t eb = rb * rows;
+  std::vector<uint8_t> w(static_cast<size_t>(eb * n_expert));
+  for (int64_t r = 0; r < rows * n_expert; ++r) {
+    const auto row = quant::testing::random_row(type, k, rng);
+    std::copy(row.begin(), row.end(), w.begin() + r * rb);
+  }
+  const int64_t n_slot = n_tokens * n_used;
+  std::vector<int32_t> ids(static_cast<size_t>(n_slot));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    std::vector<int32_t> all(static_cast<size_t>(n_expert));
+    for (int32_t e = 0; e < n_expert; ++e) all[static_cast<size_t>(e)] = e;
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int j = 0; j < n_used; ++j) ids[static_cast<size_t>(t * n_used + j)] = all[static_cast<size_t>(j)];
+  }
+  std::vector<float> bank(static_cast<size_t>(n_expert * 4));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (int64_t e = 0; e < n_expert; ++e) {
+    for (int c = 0; c < 3; ++c) bank[static_cast<size_t>(e * 4 + c)] = 0.25f + 0.5f * (unit(rng) + 1.0f);
+    bank[static_cast<size_t>(e * 4 + 3)] = 1.0f;
+  }
+  const int64_t x_rows = shared_input ? n_tokens : n_slot;
+  const int64_t ldx = k + 8, ldy = rows + 1;
+  std::vector<float> x(static_cast<size_t>(ldx * x_rows));
+  for (auto& v : x) v = unit(rng);
+
+  DeviceBuffer dw = to_device(w), dx = to_device(x), dids = to_device(ids), dbank = to_device(bank);
+  DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(ldy * n_slot), poison()));
+  GemvArgs g;
+  g.type = type;
+  g.w = dw.as<uint8_t>();
+  g.row_bytes = rb;
+  g.k = k;
+  g.rows = rows;
+  g.x = dx.as<float>();
+  g.ldx = ldx;
+  g.n_tok = n_slot;
+  g.y = dy.as<float>();
+  g.ldy = ldy;
+  g.ids = dids.as<int32_t>();
+  g.expert_bytes = eb;
+  g.x_div = shared_input ? n_used : 1;
+  g.bank = with_bank ? dbank.as<float>() : nullptr;
+  g.bank_col = bank_col;
+  gemv(g);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto y = to_host<float>(dy, static_cast<size_t>(ldy * n_slot));
+
+  std::vector<float> y_ref(static_cast<size_t>(rows)), wrow(static_cast<size_t>(k));
+  for (int64_t s = 0; s < n_slot; ++s) {
+    const int32_t e = ids[static_cast<size_t>(s)];
+    const float* xs = x.data() + (shared_input ? s / n_used : s) * ldx;
+    quant::MatmulArgs a;
+    a.type = type;
+    a.w = w.data() + e * eb;
+    a.row_bytes = rb;
+    a.k = k;
+    a.x = xs;
+    a.ldx = ldx;
+    a.n_tok = 1;
+    a.y = y_ref.data();
+    a.ldy = rows;
+    a.scale = with_bank ? bank[static_cast<size_t>(e * 4 + bank_col)] : 1.0f;
+    quant::matmul_ref(a, 0, rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      quant::dequantize_row_ref(type, a.w + r * rb, wrow.data(), k);
+      const float got = y[static_cast<size_t>(s * ldy + r)], ref = y_ref[static_cast<size_t>(r)];
+      ASSERT_FALSE(is_poison(got)) << "slot " << s << " row " << r << " not written";
+      ASSERT_LE(std::fabs(static_cast<double>(got) - ref), tolerance(wrow, xs, k, a.scale, quant::Round::kNone, ref))
+          << "slot " << s << " expert " << e << " row " << r << " got " << got << " want " << ref;
+    }
+    ASSERT_TRUE(is_poison(y[static_cast<size_t>(s * ldy + rows)])) << "slot " << s << " wrote past rows";
+  }
+}
+
+TEST(CudaGemv, GroupedExpertsWithScaleBankMatchRef) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(7);
+  for (GgmlType t : {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::BF16}) {
+    const int64_t k = t == GgmlType::Q4_K ? 768 : 1088;
+    // gate/up: slots share their token's input; down: one input per slot.
+    check_grouped(t, k, 45, 9, 3, 2, true, 0, true, rng);
+    check_grouped(t, k, 45, 9, 3, 2, true, 1, true, rng);
+    check_grouped(t, k, 70, 9, 3, 3, false, 2, true, rng);
+    check_grouped(t, k, 20, 5, 2, 1, false, 0, false, rng);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(CudaGemv, RefusesBadArguments) {
+  FT_REQUIRE_GPU();
+  GemvArgs g;
+  g.type = GgmlType::Q4_0;
+  g.k = 64;
+  g.rows = 4;
+  EXPECT_THROW(gemv(g), Error);
+  g.type = GgmlType::NVFP4;
+  g.k = 96;  // not a multiple of the 64-element block
+  EXPECT_THROW(gemv(g), Error);
+  g.k = 128;
+  g.n_tok = 9;
+  EXPECT_THROW(gemv(g), Error);
+}
+
+TEST(CudaCheck, MacroNamesCallAndError) {
+  FT_REQUIRE_GPU();
+  void* p = nullptr;
+  try {
+    FT_CUDA_CHECK(cudaMalloc(&p, size_t{1} << 62));
+    FAIL() << "cudaMalloc of 4 EiB succeeded";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("gemv_test.cpp"), std::string::npos) << m;
+    EXPECT_NE(m.find("cudaMalloc(&p, size_t{1} << 62)"), std::string::npos) << m;
+    EXPECT_NE(m.find("cudaErrorMemoryAllocation"), std::string::npos) << m;
+  }
+  cudaGetLastError();
+  try {
+    FT_CUDA_CHECK(CUBLAS_STATUS_NOT_SUPPORTED);
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUBLAS_STATUS_NOT_SUPPORTED"), std::string::npos) << e.what();
+  }
+  std::printf("device: %s\n", device_summary(0).c_str());
+}
+
+TEST(CudaBuffer, RoundTripsAndMoves) {
+  FT_REQUIRE_GPU();
+  std::vector<int32_t> v(1000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i * 7 - 3);
+  DeviceBuffer a = to_device(v);
+  DeviceBuffer b = std::move(a);
+  EXPECT_EQ(a.get(), nullptr);
+  EXPECT_EQ(b.bytes(), v.size() * 4);
+  EXPECT_EQ(to_host<int32_t>(b, v.size()), v);
+}
+
+}  // namespace
+}  // namespace ft::cuda

@@ -1,0 +1,274 @@
+// ft-bench-gemv-cuda: decode GEMV (src/cuda/gemv.h) weight-read bandwidth against the
+// measured HBM read bandwidth of the same run.
+//
+//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick]
+//
+// Every case cycles through copies of its weights spread over a pool much larger than L2
+// (default 2 GiB; the H200 has 50-60 MB of L2), so each launch reads from HBM. Launches are
+// captured into a CUDA graph (launch gaps would otherwise dominate the 2-10 us kernels) and
+// timed with events: median over 7 replays, per launch. Weights are random bytes written by
+// a device hash (never zeros). GB/s counts the weight bytes one launch must read; "% read BW"
+// divides it by the streaming-read kernel's rate measured at start-up.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/buffer.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "cuda/gemv.h"
+
+using namespace ft;
+using namespace ft::cuda;
+
+namespace {
+
+__global__ void fill_random(uint32_t* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed ^ static_cast<uint32_t>(i >> 32) * 0x85EBCA77u;
+    h ^= h >> 16;
+    h *= 0x7FEB352Du;
+    h ^= h >> 15;
+    h *= 0x846CA68Bu;
+    h ^= h >> 16;
+    p[i] = h;
+  }
+}
+
+// Streaming read: 4 independent 16-byte loads in flight per thread, XOR-folded.
+__global__ void read_stream(const uint4* p, size_t n, uint32_t* out) {
+  uint32_t acc = 0;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
+                d = __ldcs(p + i + 3 * stride);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < n; i += stride) {
+    const uint4 a = __ldcs(p + i);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  if (acc == 0x9E3779B9u) out[0] = acc;  // keeps the loads; practically never taken
+}
+
+void randomize(DeviceBuffer& b, uint32_t seed) {
+  fill_random<<<1024, 256>>>(b.as<uint32_t>(), b.bytes() / 4, seed);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median seconds per call of `body` (run `per_rep` times per timed replay) over 7 replays.
+template <class F>
+double time_graph(int per_rep, F&& body) {
+  cudaStream_t s;
+  FT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  FT_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < per_rep; ++i) body(i, s);
+  FT_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  FT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t e0, e1;
+  FT_CUDA_CHECK(cudaEventCreate(&e0));
+  FT_CUDA_CHECK(cudaEventCreate(&e1));
+  for (int w = 0; w < 2; ++w) FT_CUDA_CHECK(cudaGraphLaunch(exec, s));
+  std::vector<double> t;
+  for (int r = 0; r < 7; ++r) {
+    FT_CUDA_CHECK(cudaEventRecord(e0, s));
+    FT_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    FT_CUDA_CHECK(cudaEventRecord(e1, s));
+    FT_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    FT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms * 1e-3 / per_rep);
+  }
+  FT_CUDA_CHECK(cudaEventDestroy(e0));
+  FT_CUDA_CHECK(cudaEventDestroy(e1));
+  FT_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  FT_CUDA_CHECK(cudaGraphDestroy(graph));
+  FT_CUDA_CHECK(cudaStreamDestroy(s));
+  return median(t);
+}
+
+struct Case {
+  std::string name;
+  GgmlType type;
+  int64_t rows, k;
+  int64_t n_tok = 1;
+  // grouped (MoE): n_expert > 0
+  int64_t n_expert = 0;
+  int n_used = 0;
+  bool shared_input = false;
+  int split = 0;
+};
+
+double g_read_bw = 0;  // bytes/s
+
+void run_case(const Case& c, size_t pool_bytes, int launches) {
+  const int64_t rb = row_bytes(c.type, c.k);
+  const bool grouped = c.n_expert > 0;
+  const int64_t matrix_bytes = rb * c.rows * (grouped ? c.n_expert : 1);
+  const int64_t copies = std::max<int64_t>(2, static_cast<int64_t>(pool_bytes) / matrix_bytes);
+  DeviceBuffer w(static_cast<size_t>(matrix_bytes * copies));
+  randomize(w, 17);
+  const int64_t n_slot = grouped ? c.n_tok * c.n_used : c.n_tok;
+  const int64_t x_rows = grouped ? (c.shared_input ? c.n_tok : n_slot) : c.n_tok;
+  DeviceBuffer x(static_cast<size_t>(x_rows * c.k * 4));
+  {  // inputs in [-1, 1]
+    std::vector<float> hx(static_cast<size_t>(x_rows * c.k));
+    for (size_t i = 0; i < hx.size(); ++i) hx[i] = static_cast<float>((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
+    x.upload(hx.data(), hx.size() * 4);
+  }
+  DeviceBuffer y(static_cast<size_t>(n_slot * c.rows * 4));
+  DeviceBuffer bank(static_cast<size_t>(std::max<int64_t>(c.n_expert, 1) * 16));
+  {
+    std::vector<float> hb(static_cast<size_t>(std::max<int64_t>(c.n_expert, 1) * 4), 0.5f);
+    bank.upload(hb.data(), hb.size() * 4);
+  }
+  // Grouped: launch i takes experts (i*n_used + j) mod n_expert of copy (i*n_used / n_expert)
+  // mod copies, so a launch never re-reads what a recent one left in L2.
+  DeviceBuffer ids(static_cast<size_t>(std::max<int64_t>(launches * n_slot, 1) * 4));
+  if (grouped) {
+    std::vector<int32_t> h(static_cast<size_t>(launches * n_slot));
+    for (int i = 0; i < launches; ++i)
+      for (int64_t s = 0; s < n_slot; ++s)
+        h[static_cast<size_t>(i * n_slot + s)] = static_cast<int32_t>((i * n_slot + s) % c.n_expert);
+    ids.upload(h.data(), h.size() * 4);
+  }
+  gemv_set_split_override(c.split);
+  auto body = [&](int i, cudaStream_t s) {
+    GemvArgs a;
+    a.type = c.type;
+    a.row_bytes = rb;
+    a.k = c.k;
+    a.rows = c.rows;
+    a.x = x.as<float>();
+    a.ldx = c.k;
+    a.n_tok = n_slot;
+    a.y = y.as<float>();
+    a.ldy = c.rows;
+    if (grouped) {
+      const int64_t copy = (static_cast<int64_t>(i) * n_slot / c.n_expert) % copies;
+      a.w = w.as<uint8_t>() + copy * matrix_bytes;
+      a.ids = ids.as<int32_t>() + static_cast<int64_t>(i) * n_slot;
+      a.expert_bytes = rb * c.rows;
+      a.x_div = c.shared_input ? c.n_used : 1;
+      a.bank = bank.as<float>();
+      a.bank_col = c.shared_input ? 0 : 2;
+    } else {
+      a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
+    }
+    gemv(a, s);
+  };
+  const double t = time_graph(launches, body);
+  gemv_set_split_override(0);
+  const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
+  const double gbs = bytes / t * 1e-9;
+  char shape[64];
+  if (grouped)
+    std::snprintf(shape, sizeof shape, "%lldx%lld x%d of %lld", static_cast<long long>(c.rows),
+                  static_cast<long long>(c.k), c.n_used, static_cast<long long>(c.n_expert));
+  else
+    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(c.rows), static_cast<long long>(c.k));
+  std::printf("| %-22s | %-5s | %-18s | %4lld | %5s | %8.2f | %8.2f | %7.0f | %5.1f%% |\n", c.name.c_str(),
+              std::string(type_name(c.type)).c_str(), shape, static_cast<long long>(c.n_tok),
+              c.split == 0 ? "auto" : std::to_string(c.split).c_str(), bytes * 1e-6, t * 1e6, gbs,
+              100.0 * bytes / t / g_read_bw);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double pool_gib = 2.0;
+  int launches = 200;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
+    else if (a == "--launches" && i + 1 < argc) launches = std::atoi(argv[++i]);
+    else if (a == "--quick") quick = true;
+    else {
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick]\n");
+      return 2;
+    }
+  }
+  try {
+    if (!has_device()) {
+      std::printf("no CUDA device\n");
+      return 0;
+    }
+    std::printf("device: %s\n", device_summary(0).c_str());
+    const size_t pool = static_cast<size_t>(pool_gib * (1ull << 30));
+
+    // HBM read bandwidth: stream 4 GiB.
+    {
+      DeviceBuffer buf(size_t{4} << 30);
+      randomize(buf, 1);
+      DeviceBuffer out(16);
+      int sms = 0;
+      FT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      const size_t n = buf.bytes() / 16;
+      const double t = time_graph(5, [&](int, cudaStream_t s) {
+        read_stream<<<sms * 8, 512, 0, s>>>(buf.as<uint4>(), n, out.as<uint32_t>());
+        FT_CUDA_CHECK_LAUNCH();
+      });
+      g_read_bw = static_cast<double>(buf.bytes()) / t;
+      DeviceBuffer dst(buf.bytes() / 2);
+      const double tc = time_graph(5, [&](int, cudaStream_t s) {
+        FT_CUDA_CHECK(cudaMemcpyAsync(dst.get(), buf.get(), dst.bytes(), cudaMemcpyDeviceToDevice, s));
+      });
+      std::printf("HBM streaming read: %.0f GB/s (4 GiB, median of 7); D2D copy (read+write): %.0f GB/s\n",
+                  g_read_bw * 1e-9, 2.0 * static_cast<double>(dst.bytes()) / tc * 1e-9);
+    }
+
+    std::printf("\n| case                   | type  | rows x k           | ntok | split |     MB   |    us    |  GB/s   | %% read BW |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    std::vector<Case> cases;
+    cases.push_back({"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096});
+    cases.push_back({"llama8b ffn down", GgmlType::NVFP4, 4096, 14336});
+    cases.push_back({"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true});
+    cases.push_back({"qwen3moe expert down", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false});
+    for (GgmlType t : {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K,
+                       GgmlType::BF16, GgmlType::F16, GgmlType::F32})
+      cases.push_back({"square 4096", t, 4096, 4096});
+    if (!quick) {
+      for (int64_t nt : {2, 4, 8}) cases.push_back({"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096, nt});
+      for (int64_t nt : {2, 4, 8}) cases.push_back({"llama8b ffn down", GgmlType::NVFP4, 4096, 14336, nt});
+      for (int64_t nt : {2, 8}) cases.push_back({"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, nt, 128, 8, true});
+      for (int split : {1, 2, 4}) {
+        Case a{"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096};
+        a.split = split;
+        cases.push_back(a);
+        Case b{"llama8b ffn down", GgmlType::NVFP4, 4096, 14336};
+        b.split = split;
+        cases.push_back(b);
+        Case e{"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true};
+        e.split = split;
+        cases.push_back(e);
+        Case d{"qwen3moe expert down", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false};
+        d.split = split;
+        cases.push_back(d);
+      }
+      for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::BF16})
+        cases.push_back({"llama8b ffn gate/up", t, 14336, 4096});
+    }
+    for (const Case& c : cases) run_case(c, pool, launches);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
