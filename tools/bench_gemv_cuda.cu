@@ -112,6 +112,7 @@ struct Case {
   int n_used = 0;
   bool shared_input = false;
   int split = 0;
+  int stages = -1;
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -148,6 +149,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     ids.upload(h.data(), h.size() * 4);
   }
   gemv_set_split_override(c.split);
+  gemv_set_stages_override(c.stages);
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -174,6 +176,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   };
   const double t = time_graph(launches, body);
   gemv_set_split_override(0);
+  gemv_set_stages_override(-1);
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
   const double gbs = bytes / t * 1e-9;
   char shape[64];
@@ -182,9 +185,10 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
                   static_cast<long long>(c.k), c.n_used, static_cast<long long>(c.n_expert));
   else
     std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(c.rows), static_cast<long long>(c.k));
-  std::printf("| %-22s | %-5s | %-18s | %4lld | %5s | %8.2f | %8.2f | %7.0f | %5.1f%% |\n", c.name.c_str(),
+  std::printf("| %-22s | %-5s | %-18s | %4lld | %5s | %6s | %8.2f | %8.2f | %7.0f | %5.1f%% |\n", c.name.c_str(),
               std::string(type_name(c.type)).c_str(), shape, static_cast<long long>(c.n_tok),
-              c.split == 0 ? "auto" : std::to_string(c.split).c_str(), bytes * 1e-6, t * 1e6, gbs,
+              c.split == 0 ? "auto" : std::to_string(c.split).c_str(),
+              c.stages < 0 ? "auto" : std::to_string(c.stages).c_str(), bytes * 1e-6, t * 1e6, gbs,
               100.0 * bytes / t / g_read_bw);
   std::fflush(stdout);
 }
@@ -234,8 +238,8 @@ int main(int argc, char** argv) {
                   g_read_bw * 1e-9, 2.0 * static_cast<double>(dst.bytes()) / tc * 1e-9);
     }
 
-    std::printf("\n| case                   | type  | rows x k           | ntok | split |     MB   |    us    |  GB/s   | %% read BW |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("\n| case                   | type  | rows x k           | ntok | split | stages |     MB   |    us    |  GB/s   | %% read BW |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
     std::vector<Case> cases;
     cases.push_back({"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096});
     cases.push_back({"llama8b ffn down", GgmlType::NVFP4, 4096, 14336});
@@ -248,20 +252,21 @@ int main(int argc, char** argv) {
       for (int64_t nt : {2, 4, 8}) cases.push_back({"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096, nt});
       for (int64_t nt : {2, 4, 8}) cases.push_back({"llama8b ffn down", GgmlType::NVFP4, 4096, 14336, nt});
       for (int64_t nt : {2, 8}) cases.push_back({"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, nt, 128, 8, true});
-      for (int split : {1, 2, 4}) {
-        Case a{"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096};
-        a.split = split;
-        cases.push_back(a);
-        Case b{"llama8b ffn down", GgmlType::NVFP4, 4096, 14336};
-        b.split = split;
-        cases.push_back(b);
-        Case e{"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true};
-        e.split = split;
-        cases.push_back(e);
-        Case d{"qwen3moe expert down", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false};
-        d.split = split;
-        cases.push_back(d);
-      }
+      // Tuning sweep: k-split (1, 2, 4 warps per row group) x pipeline depth (0 = the
+      // synchronous register-staged copy, 1..4 cp.async stages).
+      for (int split : {0, 1, 2, 4})
+        for (int stages : {-1, 0, 1, 2, 4}) {
+          if (split == 0 && stages == -1) continue;  // the default, measured above
+          const Case key[] = {{"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096},
+                              {"llama8b ffn down", GgmlType::NVFP4, 4096, 14336},
+                              {"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true},
+                              {"qwen3moe expert down", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false}};
+          for (Case c : key) {
+            c.split = split;
+            c.stages = stages;
+            cases.push_back(c);
+          }
+        }
       for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::BF16})
         cases.push_back({"llama8b ffn gate/up", t, 14336, 4096});
     }

@@ -25,9 +25,12 @@
 
 #include "cuda/check.h"
 #include "cuda/gemv.h"
+#include "cuda/gemv_formats.cuh"
 
 namespace ft::cuda {
 namespace {
+
+using namespace gemv_detail;
 
 constexpr int kUnit = 32;              // elements per lane per row per chunk
 constexpr int kChunk = 32 * kUnit;     // elements per warp per row per chunk
@@ -36,6 +39,7 @@ constexpr float kX2e64 = 18446744073709551616.0f;  // 2^64
 constexpr float kX2e63 = 9223372036854775808.0f;   // 2^63
 
 int g_split_override = 0;
+int g_stages_override = -1;
 
 struct Params {
   const uint8_t* w;
@@ -52,176 +56,11 @@ struct Params {
   int64_t expert_bytes, x_div;
   const float* bank;
   int bank_col;
-  int ws;     // warps per row group (1, 2, 4)
-  int vec;    // rows (and expert bases) aligned to the vector width
+  int ws;      // warps per row group (1, 2, 4)
+  int vec;     // rows (and expert bases) aligned to the vector width
+  int stages;  // cp.async pipeline depth (1..4); 0: synchronous staging through registers
 };
 
-__device__ __forceinline__ float ld_f16(const uint8_t* p) {
-  return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
-}
-
-// ue4m3_half / e8m0_half of dequant.cpp, bit for bit.
-__device__ __forceinline__ float ue4m3_half(uint32_t x) {
-  if (x == 0 || x == 0x7F) return 0.0f;
-  const uint32_t e = (x >> 3) & 0xF, m = x & 7;
-  if (e == 0) return static_cast<float>(m) * (1.0f / 1024.0f);
-  return __uint_as_float(((e - 8 + 127) << 23) | (m << 20));
-}
-__device__ __forceinline__ float e8m0_half(uint32_t e) {
-  if (e < 2) return __uint_as_float(0x00200000u << e);
-  return __uint_as_float((e - 1) << 23);
-}
-
-// E2M1 nibble n -> E2M1(n) * 2^-126 (see the file comment).
-__device__ __forceinline__ float e2m1_scaled(uint32_t n) {
-  return __uint_as_float(((n & 7u) << 22) | ((n & 8u) << 28));
-}
-// The four nibbles at bits 0-3 of each byte of w.
-__device__ __forceinline__ void e2m1x4(uint32_t w, float* q) {
-  q[0] = __uint_as_float(((w & 7u) << 22) | ((w & 8u) << 28));
-  q[1] = __uint_as_float(((w & 0x700u) << 14) | ((w & 0x800u) << 20));
-  q[2] = __uint_as_float(((w & 0x70000u) << 6) | ((w & 0x80000u) << 12));
-  q[3] = __uint_as_float(((w & 0x7000000u) >> 2) | ((w & 0x8000000u) << 4));
-}
-
-// Each format: block geometry and piece(): the 8 raw values q of piece p (elements 8p..8p+7)
-// of unit u in a staged chunk c, with w = d*q - m for every element of the piece.
-struct FmtF32 {
-  static constexpr int kBlockElems = 1, kBlockBytes = 4;
-  static constexpr bool kE2M1 = false, kHasMin = false;
-  __device__ static void piece(const uint8_t* c, int u, int p, float* q, float& d, float& m) {
-    const float4* s = reinterpret_cast<const float4*>(c + 128 * u + 32 * p);
-    const float4 a = s[0], b = s[1];
-    q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w, q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
-    d = 1.0f, m = 0.0f;
-  }
-};
-
-struct FmtF16 {
-  static constexpr int kBlockElems = 1, kBlockBytes = 2;
-  static constexpr bool kE2M1 = false, kHasMin = false;
-  __device__ static void piece(const uint8_t* c, int u, int p, float* q, float& d, float& m) {
-    const uint4 v = *reinterpret_cast<const uint4*>(c + 64 * u + 16 * p);
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-      q[2 * i] = f.x, q[2 * i + 1] = f.y;
-    }
-    d = 1.0f, m = 0.0f;
-  }
-};
-
-struct FmtBF16 {
-  static constexpr int kBlockElems = 1, kBlockBytes = 2;
-  static constexpr bool kE2M1 = false, kHasMin = false;
-  __device__ static void piece(const uint8_t* c, int u, int p, float* q, float& d, float& m) {
-    const uint4 v = *reinterpret_cast<const uint4*>(c + 64 * u + 16 * p);
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      q[2 * i] = __uint_as_float(w[i] << 16);
-      q[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
-    }
-    d = 1.0f, m = 0.0f;
-  }
-};
-
-// Q8_0: d f16 | qs[32] int8; one block per unit.
-struct FmtQ8_0 {
-  static constexpr int kBlockElems = 32, kBlockBytes = 34;
-  static constexpr bool kE2M1 = false, kHasMin = false;
-  __device__ static void piece(const uint8_t* c, int u, int p, float* q, float& d, float& m) {
-    const uint8_t* b = c + 34 * u;
-    const unsigned short* qs = reinterpret_cast<const unsigned short*>(b + 2 + 8 * p);  // 2-aligned
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t v = qs[i];
-      q[2 * i] = static_cast<float>(static_cast<int8_t>(v & 0xFF));
-      q[2 * i + 1] = static_cast<float>(static_cast<int8_t>(v >> 8));
-    }
-    d = ld_f16(b), m = 0.0f;
-  }
-};
-
-// MXFP4: e8m0 | qs[16]; low nibble of byte j -> element j, high -> j+16; one block per unit.
-struct FmtMXFP4 {
-  static constexpr int kBlockElems = 32, kBlockBytes = 17;
-  static constexpr bool kE2M1 = true, kHasMin = false;
-  __device__ static void piece(const uint8_t* c, int u, int p, float* q, float& d, float& m) {
-    const uint8_t* b = c + 17 * u;
-    const uint8_t* qs = b + 1 + 8 * (p & 1);
-    const int shift = 4 * (p >> 1);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) q[i] = e2m1_scaled(static_cast<uint32_t>(qs[i]) >> shift);
-    d = e8m0_half(b[0]), m = 0.0f;
-  }
-};
-
-// NVFP4: d[4] ue4m3 | qs[32]; sub-block s = qs[8s..8s+7], low nibble -> 16s+j, high -> 16s+8+j.
-// A unit is half a block (sub-blocks 2h, 2h+1); pieces: s lo, s hi, s+1 lo, s+1 hi.
-struct FmtNVFP4 {
-  static constexpr int kBlockElems = 64, kBlockBytes = 36;
-  static constexpr bool kE2M1 = true, kHasMin = false;
-  __device__ static void piece(const uint8_t* c, int u, int p, float* q, float& d, float& m) {
-    const uint8_t* b = c + 36 * (u >> 1);
-    const int s = 2 * (u & 1) + (p >> 1);
-    const uint32_t* qw = reinterpret_cast<const uint32_t*>(b + 4 + 8 * s);  // 4-aligned
-    const int shift = 4 * (p & 1);
-    e2m1x4(qw[0] >> shift, q);
-    e2m1x4(qw[1] >> shift, q + 4);
-    d = ue4m3_half(b[s]), m = 0.0f;
-  }
-};
-
-// Q4_K: d f16 | dmin f16 | scales[12] | qs[128]; a unit is sub-block j = u % 8 of block u / 8:
-// qs[32*(j/2) + l], low nibble for even j, high for odd; w = d*sc_j * q - dmin*m_j.
-struct FmtQ4_K {
-  static constexpr int kBlockElems = 256, kBlockBytes = 144;
-  static constexpr bool kE2M1 = false, kHasMin = true;
-  __device__ static void piece(const uint8_t* c, int u, int p, float* q, float& d, float& m) {
-    const uint8_t* b = c + 144 * (u >> 3);
-    const int j = u & 7;
-    const uint8_t* sc = b + 4;
-    int s, mn;
-    if (j < 4) {
-      s = sc[j] & 63, mn = sc[j + 4] & 63;
-    } else {
-      s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4), mn = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-    }
-    const uint2 v = *reinterpret_cast<const uint2*>(b + 16 + 32 * (j >> 1) + 8 * p);  // 8-aligned
-    const int shift = 4 * (j & 1);
-    const uint32_t w0 = v.x >> shift, w1 = v.y >> shift;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      q[i] = static_cast<float>((w0 >> (8 * i)) & 0xF);
-      q[4 + i] = static_cast<float>((w1 >> (8 * i)) & 0xF);
-    }
-    d = ld_f16(b) * static_cast<float>(s);
-    m = ld_f16(b + 2) * static_cast<float>(mn);
-  }
-};
-
-// Q6_K: ql[128] | qh[64] | scales[16] int8 | d f16; a unit is 32 elements 128h + 32qq + l of
-// block u / 8 (h = j/4, qq = j%4), l = 8p + i; scale sc[8h + l/16 + 2qq]; w = d*sc * (q - 32).
-struct FmtQ6_K {
-  static constexpr int kBlockElems = 256, kBlockBytes = 210;
-  static constexpr bool kE2M1 = false, kHasMin = false;
-  __device__ static void piece(const uint8_t* c, int u, int p, float* q, float& d, float& m) {
-    const uint8_t* b = c + 210 * (u >> 3);
-    const int j = u & 7, h = j >> 2, qq = j & 3;
-    const uint8_t* ql = b + 64 * h + 32 * (qq & 1) + 8 * p;
-    const uint8_t* qh = b + 128 + 32 * h + 8 * p;
-    const int lshift = 4 * (qq >> 1), hshift = 2 * qq;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const int v = ((ql[i] >> lshift) & 0xF) | (((qh[i] >> hshift) & 3) << 4);
-      q[i] = static_cast<float>(v - 32);
-    }
-    d = ld_f16(b + 208) * static_cast<float>(static_cast<int8_t>(b[192 + 8 * h + (p >> 1) + 2 * qq]));
-    m = 0.0f;
-  }
-};
 
 template <class F>
 __host__ __device__ constexpr int chunk_bytes() {
@@ -236,13 +75,63 @@ template <class F>
 __host__ __device__ constexpr int vec_bytes() {
   return chunk_bytes<F>() % 16 == 0 ? 16 : 8;
 }
-// Rows per warp: enough X reuse, bounded registers (staging buffer and accumulators).
+// Rows per warp: enough X reuse, bounded registers (accumulators, X pieces).
 template <class F, int NT>
 __host__ __device__ constexpr int rows_per_warp() {
   return chunk_bytes<F>() >= 2048 ? (NT <= 2 ? 2 : 1) : (NT <= 2 ? 4 : 2);
 }
+// Pipeline depth: 4 chunks per warp (3 loading while one computes) keeps ~100+ KB in
+// flight per SM, what HBM latency needs; 2 for the big-chunk float types (shared memory).
+template <class F>
+__host__ __device__ constexpr int max_stages() {
+  return chunk_bytes<F>() >= 2048 ? 2 : 4;
+}
 
-// Copies bytes [off, off + nbytes) of R rows into the warp's staging buffer.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most n of this thread's groups are pending (n = 0..3).
+__device__ __forceinline__ void cp_async_wait(int n) {
+  switch (n) {
+    case 0: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
+  }
+}
+
+// Asynchronous copy of bytes [off, off + nbytes) of R rows into a staging buffer (vector
+// path only); the ragged tail (< one vector) is copied synchronously.
+template <class F, int R>
+__device__ __forceinline__ void stage_rows_async(uint8_t* stage, const uint8_t* w, const Params& p, int64_t row0,
+                                                 int64_t off, int nbytes, int lane) {
+  constexpr int CBP = chunk_pad<F>();
+  constexpr int VB = vec_bytes<F>();
+  const int nv = nbytes / VB;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (row0 + r < p.rows) {
+      const uint8_t* src = w + (row0 + r) * p.row_bytes + off;
+      uint8_t* dst = stage + r * CBP;
+      for (int i = lane; i < nv; i += 32) {
+        if constexpr (VB == 16) {
+          cp_async16(dst + 16 * i, src + 16 * i);
+        } else {
+          cp_async8(dst + 8 * i, src + 8 * i);
+        }
+      }
+      for (int i = nv * VB + lane; i < nbytes; i += 32) dst[i] = src[i];
+    }
+  }
+}
+
+// Synchronous copy (register-staged 16/8-byte loads, or bytes for unaligned rows).
 template <class F, int R>
 __device__ __forceinline__ void stage_rows(uint8_t* stage, const uint8_t* w, const Params& p, int64_t row0,
                                            int64_t off, int nbytes, int lane) {
@@ -288,6 +177,65 @@ __device__ __forceinline__ void stage_rows(uint8_t* stage, const uint8_t* w, con
   }
 }
 
+// acc[r][t] += chunk c of the R staged rows . X[t]. Lane l takes the 8-element pieces
+// l, l+32, l+64, l+96 of the chunk, so a warp's X loads are 1 KB contiguous and its shared
+// reads of a row are (nearly) conflict-free. Run 2 on the H200 had lane = one 32-element
+// unit: every X load instruction touched 32 different 128-byte lines, and F32/F16 staging
+// reads 8-/4-way bank conflicts; all types sat at 20-40% of HBM bandwidth.
+template <class F, int NT, int R>
+__device__ __forceinline__ void compute_chunk(float (&acc)[R][NT], const uint8_t* stage, const float* x,
+                                              const Params& p, int c, int lane) {
+  constexpr int CBP = chunk_pad<F>();
+  const int units =
+      static_cast<int>(min(static_cast<int64_t>(kUnit), (p.k - static_cast<int64_t>(c) * kChunk) / kUnit));
+  const float* xc = x + static_cast<int64_t>(c) * kChunk;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int pg = lane + 32 * j;  // piece of the chunk: elements 8*pg .. 8*pg+7
+    const int u = pg >> 2, pc = pg & 3;
+    if (u >= units) break;
+    float xv[NT][8];
+    [[maybe_unused]] float xsum[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (t < p.n_tok) {
+        const float4* s = reinterpret_cast<const float4*>(xc + t * p.ldx + 8 * pg);
+        const float4 a = __ldg(s), b = __ldg(s + 1);
+        xv[t][0] = a.x, xv[t][1] = a.y, xv[t][2] = a.z, xv[t][3] = a.w;
+        xv[t][4] = b.x, xv[t][5] = b.y, xv[t][6] = b.z, xv[t][7] = b.w;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) xv[t][i] = 0.0f;
+      }
+      if constexpr (F::kHasMin) {
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) s += xv[t][i];
+        xsum[t] = s;
+      }
+      if constexpr (F::kE2M1) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) xv[t][i] *= kX2e64;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float q[8], d;
+      [[maybe_unused]] float m;
+      F::piece(stage + r * CBP, u, pc, q, d, m);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float part = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) part = fmaf(q[i], xv[t][i], part);
+        if constexpr (F::kE2M1) part *= kX2e63;
+        acc[r][t] = fmaf(part, d, acc[r][t]);
+        if constexpr (F::kHasMin) acc[r][t] = fmaf(-m, xsum[t], acc[r][t]);
+      }
+    }
+  }
+}
+
 template <class F, int NT, int R>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
   extern __shared__ __align__(16) uint8_t smem[];
@@ -310,7 +258,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
     if (p.bank != nullptr) slot_scale *= p.bank[e * 4 + p.bank_col];
   }
 
-  uint8_t* stage = smem + warp * R * CBP;
+  const int n_stage = p.stages > 0 ? p.stages : 1;
+  uint8_t* stages = smem + warp * n_stage * R * CBP;
   float acc[R][NT];
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -319,62 +268,43 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
 
   const int64_t data_bytes = p.k / F::kBlockElems * F::kBlockBytes;
   const int n_chunks = static_cast<int>((p.k + kChunk - 1) / kChunk);
-  for (int c = ks; c < n_chunks; c += p.ws) {
-    const int64_t off = static_cast<int64_t>(c) * CB;
-    const int nbytes = static_cast<int>(min(static_cast<int64_t>(CB), data_bytes - off));
-    const int units = static_cast<int>(min(static_cast<int64_t>(kUnit), (p.k - static_cast<int64_t>(c) * kChunk) / kUnit));
-    stage_rows<F, R>(stage, w, p, row0, off, nbytes, lane);
-    __syncwarp();
-    if (lane < units) {
-      const float* xu = x + static_cast<int64_t>(c) * kChunk + lane * kUnit;
-#pragma unroll
-      for (int pc = 0; pc < 4; ++pc) {
-        float xv[NT][8];
-        [[maybe_unused]] float xsum[NT];
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          if (t < p.n_tok) {
-            const float4* s = reinterpret_cast<const float4*>(xu + t * p.ldx + 8 * pc);
-            const float4 a = __ldg(s), b = __ldg(s + 1);
-            xv[t][0] = a.x, xv[t][1] = a.y, xv[t][2] = a.z, xv[t][3] = a.w;
-            xv[t][4] = b.x, xv[t][5] = b.y, xv[t][6] = b.z, xv[t][7] = b.w;
-          } else {
-#pragma unroll
-            for (int i = 0; i < 8; ++i) xv[t][i] = 0.0f;
-          }
-          if constexpr (F::kHasMin) {
-            float s = 0.0f;
-#pragma unroll
-            for (int i = 0; i < 8; ++i) s += xv[t][i];
-            xsum[t] = s;
-          }
-          if constexpr (F::kE2M1) {
-#pragma unroll
-            for (int i = 0; i < 8; ++i) xv[t][i] *= kX2e64;
-          }
-        }
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          float q[8], d;
-          [[maybe_unused]] float m;
-          F::piece(stage + r * CBP, lane, pc, q, d, m);
-#pragma unroll
-          for (int t = 0; t < NT; ++t) {
-            float part = 0.0f;
-#pragma unroll
-            for (int i = 0; i < 8; ++i) part = fmaf(q[i], xv[t][i], part);
-            if constexpr (F::kE2M1) part *= kX2e63;
-            acc[r][t] = fmaf(part, d, acc[r][t]);
-            if constexpr (F::kHasMin) acc[r][t] = fmaf(-m, xsum[t], acc[r][t]);
-          }
-        }
-      }
+  // This warp's chunks: ks + i*ws for i < n_mine.
+  const int n_mine = ks < n_chunks ? (n_chunks - ks + p.ws - 1) / p.ws : 0;
+  auto chunk_off = [&](int i) { return static_cast<int64_t>(ks + i * p.ws) * CB; };
+  auto chunk_len = [&](int i) {
+    return static_cast<int>(min(static_cast<int64_t>(CB), data_bytes - chunk_off(i)));
+  };
+
+  if (p.vec && p.stages > 0) {
+    // Pipeline: chunk i lives in stage i % S, with S - 1 chunks in flight ahead of the one
+    // being computed. Every iteration commits one group (possibly empty), so waiting for
+    // "at most S - 1 pending" means chunk i has landed.
+    const int S = p.stages;
+    for (int i = 0; i < S - 1; ++i) {
+      if (i < n_mine) stage_rows_async<F, R>(stages + (i % S) * R * CBP, w, p, row0, chunk_off(i), chunk_len(i), lane);
+      cp_async_commit();
     }
-    __syncwarp();
+    for (int i = 0; i < n_mine; ++i) {
+      const int nxt = i + S - 1;
+      if (nxt < n_mine)
+        stage_rows_async<F, R>(stages + (nxt % S) * R * CBP, w, p, row0, chunk_off(nxt), chunk_len(nxt), lane);
+      cp_async_commit();
+      cp_async_wait(S - 1);
+      __syncwarp();
+      compute_chunk<F, NT, R>(acc, stages + (i % S) * R * CBP, x, p, ks + i * p.ws, lane);
+      __syncwarp();  // the stage is refilled in a later iteration
+    }
+  } else {
+    for (int i = 0; i < n_mine; ++i) {
+      stage_rows<F, R>(stages, w, p, row0, chunk_off(i), chunk_len(i), lane);
+      __syncwarp();
+      compute_chunk<F, NT, R>(acc, stages, x, p, ks + i * p.ws, lane);
+      __syncwarp();
+    }
   }
 
   // Warp sums, then the ws warps of the row group meet in shared memory (fixed order).
-  float* red = reinterpret_cast<float*>(smem + kWarps * R * CBP);  // [kWarps][R][NT]
+  float* red = reinterpret_cast<float*>(smem + kWarps * n_stage * R * CBP);  // [kWarps][R][NT]
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -405,14 +335,32 @@ void launch(Params p, int64_t n_slots, cudaStream_t stream) {
   constexpr int R = rows_per_warp<F, NT>();
   constexpr int VB = vec_bytes<F>();
   const int64_t n_chunks = (p.k + kChunk - 1) / kChunk;
-  int ws = n_chunks >= 4 ? 4 : n_chunks >= 2 ? 2 : 1;
+  const int64_t row_groups = (p.rows + R - 1) / R;
+  // Split k over more warps only while the grid is small (~32 warps per SM fill an H200).
+  int ws = 1;
+  while (ws < 4 && 2 * ws <= n_chunks && row_groups * n_slots * ws < 4096) ws *= 2;
   if (g_split_override == 1 || g_split_override == 2 || g_split_override == 4) ws = g_split_override;
   p.ws = ws;
   const uintptr_t base = reinterpret_cast<uintptr_t>(p.w);
   p.vec = (base % VB == 0 && p.row_bytes % VB == 0 && (p.ids == nullptr || p.expert_bytes % VB == 0)) ? 1 : 0;
+  const int chunks_per_warp = static_cast<int>((n_chunks + ws - 1) / ws);
+  int stages = g_stages_override >= 0 ? g_stages_override : max_stages<F>();
+  if (stages > 4) stages = 4;
+  if (stages > chunks_per_warp) stages = chunks_per_warp;  // no deeper than the work
+  if (!p.vec) stages = 0;
+  p.stages = stages;
+  const int n_stage = stages > 0 ? stages : 1;
   const int64_t rows_per_cta = static_cast<int64_t>(kWarps / ws) * R;
   const dim3 grid(static_cast<unsigned>((p.rows + rows_per_cta - 1) / rows_per_cta), static_cast<unsigned>(n_slots));
-  const size_t smem = static_cast<size_t>(kWarps) * R * chunk_pad<F>() + static_cast<size_t>(kWarps) * R * NT * 4;
+  const size_t red_bytes = static_cast<size_t>(kWarps) * R * NT * 4;
+  const size_t smem = static_cast<size_t>(kWarps) * n_stage * R * chunk_pad<F>() + red_bytes;
+  static const bool attr_set = [red_bytes] {
+    const size_t most = static_cast<size_t>(kWarps) * 4 * R * chunk_pad<F>() + red_bytes;
+    FT_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<F, NT, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(most)));
+    return true;
+  }();
+  (void)attr_set;
   gemv_kernel<F, NT, R><<<grid, kWarps * 32, smem, stream>>>(p);
   FT_CUDA_CHECK_LAUNCH();
 }
@@ -460,6 +408,7 @@ bool gemv_supported(GgmlType t) {
 }
 
 void gemv_set_split_override(int warps) { g_split_override = warps; }
+void gemv_set_stages_override(int stages) { g_stages_override = stages; }
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
   const std::string tn(type_name(a.type));

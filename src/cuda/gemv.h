@@ -57,7 +57,10 @@ bool gemv_supported(GgmlType t);
 // Enqueues the product on `stream`; throws ft::Error for unsupported types/shapes.
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
 
-// Tuning knob for benchmarks: warps that split one row group's k (0 = automatic).
+// Tuning knobs for tests and benchmarks (process-wide, not thread-safe): warps that split one
+// row group's k (1, 2, 4; 0 = automatic) and the cp.async pipeline depth (1..4; 0 = the
+// synchronous register-staged copy; -1 = automatic).
 void gemv_set_split_override(int warps);
+void gemv_set_stages_override(int stages);
 
 }  // namespace ft::cuda

@@ -183,21 +183,26 @@ TEST(CudaGemv, MatchesMatmulRefOverTypesShapesTokensScales) {
   }
 }
 
-// Every k-split (1, 2, 4 warps per row group) computes the same function.
-TEST(CudaGemv, ForcedSplitsMatchRef) {
+// Every k-split (1, 2, 4 warps per row group) and pipeline depth (0 = synchronous copy,
+// 1..4 cp.async stages) computes the same function.
+TEST(CudaGemv, ForcedSplitsAndStagesMatchRef) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(99);
-  for (int split : {1, 2, 4}) {
-    gemv_set_split_override(split);
-    for (GgmlType t : {GgmlType::NVFP4, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::BF16}) {
-      const int64_t k = t == GgmlType::Q4_K ? 5120 : 4160;
-      for (int64_t n_tok : {1, 3, 8}) {
-        check_dense({t, k, 37, n_tok, 3, quant::Round::kNone, 0}, rng);
-        if (::testing::Test::HasFatalFailure()) break;
+  for (int split : {1, 2, 4})
+    for (int stages : {0, 1, 2, 3, 4}) {
+      gemv_set_split_override(split);
+      gemv_set_stages_override(stages);
+      SCOPED_TRACE("split " + std::to_string(split) + " stages " + std::to_string(stages));
+      for (GgmlType t : {GgmlType::NVFP4, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::BF16}) {
+        const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 5120 : 4160;
+        for (int64_t n_tok : {1, 3, 8}) {
+          check_dense({t, k, 37, n_tok, 3, quant::Round::kNone, 0}, rng);
+          if (::testing::Test::HasFatalFailure()) break;
+        }
       }
     }
-  }
   gemv_set_split_override(0);
+  gemv_set_stages_override(-1);
 }
 
 // Grouped (MoE decode) entry: slot s = token s / n_used, rank s % n_used, expert ids[s].
