@@ -229,6 +229,7 @@ int run_generate(const GenerateOptions& o) {
     std::fprintf(stdout, "%s\n", s.c_str());
   } else {
     std::fputc('\n', stdout);
+    std::fflush(stdout);  // the text ends before the timing line on a terminal
     std::fprintf(stderr,
                  "load %.2f s | prefill %zu tokens, %.1f tok/s | decode %lld tokens, %.1f tok/s | "
                  "%d threads, %s\n",
