@@ -150,7 +150,7 @@ __attribute__((noinline)) void tile_q8_0(const uint8_t* w, int64_t row_bytes, co
         for (int t = 0; t < T; ++t) {
           const __m256i a = _mm256_sign_epi8(loadu256(xq[t] + e), wq);
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, a), ones);
-          s[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(ws, _mm256_broadcast_ss(xd[t] + e / 32)),
+          s[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(ws, _mm256_broadcast_ss(xd[t] + b * (D::kBlock / 32) + c)),
                                     s[r][t]);
         }
       }

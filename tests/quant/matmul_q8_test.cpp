@@ -128,6 +128,57 @@ TEST_P(MatmulQ8FastVsRef, Shapes) {
       }
 }
 
+// Enough tokens that the k loop is cut into chunks (256 KiB of int8 activations per
+// chunk: 600 tokens x 1024 -> 4 chunks of 256 elements), for each tile family.
+TEST(MatmulQ8, KChunksManyTokens) {
+  if (active_isa() == Isa::kScalar) GTEST_SKIP() << "no SIMD kernels";
+  std::mt19937 rng(14);
+  for (GgmlType t : {GgmlType::NVFP4, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    check({t, 1024, 3, 600}, rng);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// A row range that starts inside the matrix writes only its rows, with the right values.
+TEST(MatmulQ8, RowRangeOffset) {
+  std::mt19937 rng(15);
+  for (GgmlType t : {GgmlType::NVFP4, GgmlType::Q6_K, GgmlType::Q5_K}) {
+    const int64_t k = 512, rows = 11, n_tok = 3;
+    std::vector<uint8_t> w;
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto row = testing::random_row(t, k, rng);
+      w.insert(w.end(), row.begin(), row.end());
+    }
+    std::vector<float> x(static_cast<size_t>(k * n_tok));
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    for (auto& v : x) v = unit(rng);
+    std::vector<float> y_all(static_cast<size_t>(rows * n_tok)), y(y_all.size(), -5.0f);
+    MatmulArgs a;
+    a.type = t;
+    a.w = w.data();
+    a.row_bytes = row_bytes(t, k);
+    a.k = k;
+    a.x = x.data();
+    a.ldx = k;
+    a.n_tok = n_tok;
+    a.ldy = rows;
+    a.act_quant = ActQuant::kQ8;
+    a.y = y_all.data();
+    matmul_ref(a, 0, rows);
+    a.y = y.data();
+    matmul(a, 3, 10);
+    for (int64_t tk = 0; tk < n_tok; ++tk)
+      for (int64_t r = 0; r < rows; ++r) {
+        const float got = y[tk * rows + r], want = y_all[tk * rows + r];
+        if (r < 3 || r >= 10) {
+          EXPECT_EQ(got, -5.0f) << type_name(t) << " row " << r;
+        } else {
+          EXPECT_NEAR(got, want, 1e-4f * std::fabs(want) + 1e-4f) << type_name(t) << " row " << r;
+        }
+      }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulQ8FastVsRef, ::testing::ValuesIn(testing::first_types()),
                          [](const ::testing::TestParamInfo<GgmlType>& i) { return std::string(type_name(i.param)); });
 
