@@ -106,7 +106,8 @@ void quantize_q8_K_ref(const float* x, BlockQ8_K* y, int64_t k) {
       continue;
     }
     const float iscale = -127.0f / max;
-    for (int i = 0; i < 256; ++i) y[b].qs[i] = static_cast<int8_t>(std::min(127, round_even(iscale * x[i])));
+    for (int i = 0; i < 256; ++i)
+      y[b].qs[i] = static_cast<int8_t>(std::min(127, round_even(iscale * x[i])));
     for (int j = 0; j < 16; ++j) {
       int s = 0;
       for (int i = 0; i < 16; ++i) s += y[b].qs[16 * j + i];
@@ -177,7 +178,8 @@ PackedActRow packed_act_view(GgmlType dot, const void* p, int64_t k) {
   PackedActRow r;
   r.qs = reinterpret_cast<const int8_t*>(b);
   r.d = reinterpret_cast<const float*>(b + k);
-  r.bsums = dot == GgmlType::Q8_K ? reinterpret_cast<const int16_t*>(b + k + 4 * (k / 256)) : nullptr;
+  r.bsums =
+      dot == GgmlType::Q8_K ? reinterpret_cast<const int16_t*>(b + k + 4 * (k / 256)) : nullptr;
   return r;
 }
 
@@ -209,7 +211,8 @@ void pack_act_ref(GgmlType dot, const float* x, void* p, int64_t k) {
 void pack_act(GgmlType dot, const float* x, void* p, int64_t k) {
   // Q8_K stays scalar: ggml's x86 build uses the scalar quantiser too, and at one block
   // per 256 weights x n_rows it is a small share of a matmul.
-  if (dot == GgmlType::Q8_0 && active_isa() != Isa::kScalar) return detail::pack_act_q8_0_avx2(x, p, k);
+  if (dot == GgmlType::Q8_0 && active_isa() != Isa::kScalar)
+    return detail::pack_act_q8_0_avx2(x, p, k);
   pack_act_ref(dot, x, p, k);
 }
 

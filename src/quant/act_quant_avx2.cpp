@@ -24,13 +24,18 @@ void pack_act_q8_0_avx2(const float* x, void* p, int64_t k) {
     const float d = amax / 127.0f;
     dd[b] = _cvtsh_ss(_cvtss_sh(d, 0));
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-    const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT));
-    const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT));
-    const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), _MM_FROUND_TO_NEAREST_INT));
-    const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), _MM_FROUND_TO_NEAREST_INT));
+    const __m256i i0 =
+        _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT));
+    const __m256i i1 =
+        _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT));
+    const __m256i i2 =
+        _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), _MM_FROUND_TO_NEAREST_INT));
+    const __m256i i3 =
+        _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), _MM_FROUND_TO_NEAREST_INT));
     // packs work within 128-bit lanes; the dword permutation restores element order.
     const __m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), _mm256_permutevar8x32_epi32(q, perm));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b),
+                        _mm256_permutevar8x32_epi32(q, perm));
   }
 }
 

@@ -44,23 +44,27 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m256i loadu256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
 
 // 16 bytes of nibbles -> 32 int8 through a 16-entry table: low nibbles in the low
 // 128-bit half, high nibbles in the high half.
 inline __m256i nibbles_lut(const uint8_t* p, __m256i lut) {
-  const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  const __m256i n = _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
-                                     _mm256_set1_epi8(0x0F));
+  const __m256i v =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i n = _mm256_and_si256(
+      _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
   return _mm256_shuffle_epi8(lut, n);
 }
 
 inline __m256i lut_e2m1() {
-  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kE2M1Doubled)));
+  return _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kE2M1Doubled)));
 }
 inline __m256i lut_q4_0() {
-  return _mm256_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1, 0, 1,
-                          2, 3, 4, 5, 6, 7);
+  return _mm256_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5,
+                          -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
 }
 
 // ---- Q8_0-activation decoders: chunk(block, c, w, s) gives 32 int8 weights in element
@@ -123,8 +127,8 @@ struct ActRows {
 
 // acc[t*ld + r] += W[r] . X[t] over weight blocks [b0, b0 + nb), r < R, t < T.
 template <class D, int R, int T>
-__attribute__((noinline)) void tile_q8_0(const uint8_t* w, int64_t row_bytes, const ActRows& x, int t0, int64_t b0,
-                                          int64_t nb, float* acc, int64_t ld) {
+__attribute__((noinline)) void tile_q8_0(const uint8_t* w, int64_t row_bytes, const ActRows& x,
+                                         int t0, int64_t b0, int64_t nb, float* acc, int64_t ld) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 s[R][T];
   for (int r = 0; r < R; ++r)
@@ -150,8 +154,8 @@ __attribute__((noinline)) void tile_q8_0(const uint8_t* w, int64_t row_bytes, co
         for (int t = 0; t < T; ++t) {
           const __m256i a = _mm256_sign_epi8(loadu256(xq[t] + e), wq);
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, a), ones);
-          s[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(ws, _mm256_broadcast_ss(xd[t] + b * (D::kBlock / 32) + c)),
-                                    s[r][t]);
+          const __m256 da = _mm256_broadcast_ss(xd[t] + b * (D::kBlock / 32) + c);
+          s[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(ws, da), s[r][t]);
         }
       }
     }
@@ -170,7 +174,9 @@ inline int32_t hsum_i32(__m256i v) {
 }
 
 // pshufb control that copies int16 word i of each 128-bit lane to all of that lane.
-inline __m256i word_bcast(int i) { return _mm256_set1_epi16(static_cast<int16_t>((2 * i + 1) << 8 | (2 * i))); }
+inline __m256i word_bcast(int i) {
+  return _mm256_set1_epi16(static_cast<int16_t>((2 * i + 1) << 8 | (2 * i)));
+}
 // ... word lo of the low lane and word hi of the high lane.
 inline __m256i word_pair(int lo, int hi) {
   return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>((2 * hi + 1) << 8 | (2 * hi))),
@@ -181,8 +187,8 @@ inline __m256i word_pair(int lo, int hi) {
 // 64 elements is qs[32j..32j+31], low nibbles sub-block 2j, high nibbles 2j+1.
 //   sum = d*da * sum_g sc[g]*(q.a)_g  -  dmin*da * sum_g m[g]*(bsums[2g] + bsums[2g+1])
 template <int R, int T>
-__attribute__((noinline)) void tile_q4_K(const uint8_t* w, int64_t row_bytes, const ActRows& x, int t0, int64_t b0,
-                                          int64_t nb, float* acc, int64_t ld) {
+__attribute__((noinline)) void tile_q4_K(const uint8_t* w, int64_t row_bytes, const ActRows& x,
+                                         int t0, int64_t b0, int64_t nb, float* acc, int64_t ld) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   __m256 s[R][T];
   for (int r = 0; r < R; ++r)
@@ -235,8 +241,8 @@ __attribute__((noinline)) void tile_q4_K(const uint8_t* w, int64_t row_bytes, co
 // ql[64h + 32(g&1) + l]; high: bits 2g of qh[32h + l]) and scale sc[element / 16]; the
 // value is d*sc*(q - 32). The -32 is applied once per block: 32 * sum_j sc[j]*bsums[j].
 template <int R, int T>
-__attribute__((noinline)) void tile_q6_K(const uint8_t* w, int64_t row_bytes, const ActRows& x, int t0, int64_t b0,
-                                          int64_t nb, float* acc, int64_t ld) {
+__attribute__((noinline)) void tile_q6_K(const uint8_t* w, int64_t row_bytes, const ActRows& x,
+                                         int t0, int64_t b0, int64_t nb, float* acc, int64_t ld) {
   const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
   __m256 s[R][T];
   for (int r = 0; r < R; ++r)
@@ -253,13 +259,15 @@ __attribute__((noinline)) void tile_q6_K(const uint8_t* w, int64_t row_bytes, co
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
       const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
       // Scales 8h..8h+7 as int16 in both lanes, for word_pair.
-      const __m256i sch[2] = {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc8)),
-                              _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sc8, 8)))};
+      const __m256i sch[2] = {
+          _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc8)),
+          _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sc8, 8)))};
       __m256i sumi[T];
       for (int t = 0; t < T; ++t) {
         // Start from -32 * sum_j sc[j] * bsums[j].
         const __m256i bs = loadu256(x.bsums(t0 + t) + 16 * b);
-        sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+        sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                   _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
       }
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
@@ -268,14 +276,16 @@ __attribute__((noinline)) void tile_q6_K(const uint8_t* w, int64_t row_bytes, co
 #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
           const __m256i lowsrc = (g & 1) ? ql1 : ql0;
-          const __m256i low = _mm256_and_si256((g >> 1) ? _mm256_srli_epi16(lowsrc, 4) : lowsrc, m4);
+          const __m256i low =
+              _mm256_and_si256((g >> 1) ? _mm256_srli_epi16(lowsrc, 4) : lowsrc, m4);
           const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh_v, 2 * g), m3);
           const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
           const __m256i scv = _mm256_shuffle_epi8(sch[h], word_pair(2 * g, 2 * g + 1));
 #pragma GCC unroll 4
           for (int t = 0; t < T; ++t) {
             const int8_t* a = x.qs(t0 + t) + b * 256 + 128 * h + 32 * g;
-            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, loadu256(a)), scv));
+            sumi[t] = _mm256_add_epi32(
+                sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, loadu256(a)), scv));
           }
         }
       }
@@ -298,8 +308,8 @@ struct Q8_0Family {
   static constexpr int kBlock = D::kBlock, kGemvRows = 4;
   static constexpr GgmlType kDot = GgmlType::Q8_0;
   template <int R, int T>
-  static void tile(const uint8_t* w, int64_t rb, const ActRows& x, int t0, int64_t b0, int64_t nb, float* acc,
-                   int64_t ld) {
+  static void tile(const uint8_t* w, int64_t rb, const ActRows& x, int t0, int64_t b0, int64_t nb,
+                   float* acc, int64_t ld) {
     tile_q8_0<D, R, T>(w, rb, x, t0, b0, nb, acc, ld);
   }
 };
@@ -307,8 +317,8 @@ struct Q4_KFamily {
   static constexpr int kBlock = 256, kGemvRows = 4;
   static constexpr GgmlType kDot = GgmlType::Q8_K;
   template <int R, int T>
-  static void tile(const uint8_t* w, int64_t rb, const ActRows& x, int t0, int64_t b0, int64_t nb, float* acc,
-                   int64_t ld) {
+  static void tile(const uint8_t* w, int64_t rb, const ActRows& x, int t0, int64_t b0, int64_t nb,
+                   float* acc, int64_t ld) {
     tile_q4_K<R, T>(w, rb, x, t0, b0, nb, acc, ld);
   }
 };
@@ -316,18 +326,19 @@ struct Q6_KFamily {
   static constexpr int kBlock = 256, kGemvRows = 4;
   static constexpr GgmlType kDot = GgmlType::Q8_K;
   template <int R, int T>
-  static void tile(const uint8_t* w, int64_t rb, const ActRows& x, int t0, int64_t b0, int64_t nb, float* acc,
-                   int64_t ld) {
+  static void tile(const uint8_t* w, int64_t rb, const ActRows& x, int t0, int64_t b0, int64_t nb,
+                   float* acc, int64_t ld) {
     tile_q6_K<R, T>(w, rb, x, t0, b0, nb, acc, ld);
   }
 };
 
 // All token groups of one row tile: 4 tokens at a time, then 2, then 1.
 template <class F, int R>
-void row_tile(const uint8_t* w, int64_t rb, const ActRows& x, int64_t n_tok, int64_t b0, int64_t nb, float* acc,
-              int64_t ld) {
+void row_tile(const uint8_t* w, int64_t rb, const ActRows& x, int64_t n_tok, int64_t b0, int64_t nb,
+              float* acc, int64_t ld) {
   int64_t t = 0;
-  for (; t + 4 <= n_tok; t += 4) F::template tile<R, 4>(w, rb, x, static_cast<int>(t), b0, nb, acc + t * ld, ld);
+  for (; t + 4 <= n_tok; t += 4)
+    F::template tile<R, 4>(w, rb, x, static_cast<int>(t), b0, nb, acc + t * ld, ld);
   if (t + 2 <= n_tok) {
     F::template tile<R, 2>(w, rb, x, static_cast<int>(t), b0, nb, acc + t * ld, ld);
     t += 2;
@@ -355,21 +366,27 @@ void run_q8(const MatmulArgs& a, int64_t r0, int64_t r1) {
   // k chunks keep the chunk's int8 activations of all tokens within ~256 KiB of L2, so a
   // row tile's weights are read from memory once and its activations from L2.
   const int64_t n_blocks = k / F::kBlock;
-  const int64_t chunk = std::max<int64_t>(256 / F::kBlock, (256 * 1024 / std::max<int64_t>(n_tok, 1)) / 256 * 256 /
-                                                                F::kBlock);
+  const int64_t chunk = std::max<int64_t>(
+      256 / F::kBlock, (256 * 1024 / std::max<int64_t>(n_tok, 1)) / 256 * 256 / F::kBlock);
   for (int64_t c0 = 0; c0 < n_blocks; c0 += chunk) {
     const int64_t nb = std::min(chunk, n_blocks - c0);
     int64_t r = r0;
     // One token: kGemvRows rows of independent chains (R = 1 measured no faster for Q6_K).
     const int rmax = n_tok == 1 ? F::kGemvRows : 2;
     if (rmax >= 4)
-      for (; r + 4 <= r1; r += 4) row_tile<F, 4>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0), n_rows);
+      for (; r + 4 <= r1; r += 4)
+        row_tile<F, 4>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0),
+                       n_rows);
     if (rmax >= 2)
-      for (; r + 2 <= r1; r += 2) row_tile<F, 2>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0), n_rows);
-    for (; r < r1; ++r) row_tile<F, 1>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0), n_rows);
+      for (; r + 2 <= r1; r += 2)
+        row_tile<F, 2>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0),
+                       n_rows);
+    for (; r < r1; ++r)
+      row_tile<F, 1>(a.w + r * a.row_bytes, a.row_bytes, x, n_tok, c0, nb, acc + (r - r0), n_rows);
   }
   for (int64_t t = 0; t < n_tok; ++t)
-    for (int64_t r = r0; r < r1; ++r) a.y[t * a.ldy + r] = matmul_finish(a, r, acc[t * n_rows + (r - r0)]);
+    for (int64_t r = r0; r < r1; ++r)
+      a.y[t * a.ldy + r] = matmul_finish(a, r, acc[t * n_rows + (r - r0)]);
 }
 
 }  // namespace
@@ -390,13 +407,20 @@ bool matmul_q8_avx2_has(GgmlType t) {
 
 void matmul_q8_avx2(const MatmulArgs& a, int64_t r0, int64_t r1) {
   switch (a.type) {
-    case GgmlType::NVFP4: return run_q8<Q8_0Family<QNvfp4>>(a, r0, r1);
-    case GgmlType::MXFP4: return run_q8<Q8_0Family<QMxfp4>>(a, r0, r1);
-    case GgmlType::Q4_0: return run_q8<Q8_0Family<QQ4_0>>(a, r0, r1);
-    case GgmlType::Q8_0: return run_q8<Q8_0Family<QQ8_0>>(a, r0, r1);
-    case GgmlType::Q4_K: return run_q8<Q4_KFamily>(a, r0, r1);
-    case GgmlType::Q6_K: return run_q8<Q6_KFamily>(a, r0, r1);
-    default: break;
+    case GgmlType::NVFP4:
+      return run_q8<Q8_0Family<QNvfp4>>(a, r0, r1);
+    case GgmlType::MXFP4:
+      return run_q8<Q8_0Family<QMxfp4>>(a, r0, r1);
+    case GgmlType::Q4_0:
+      return run_q8<Q8_0Family<QQ4_0>>(a, r0, r1);
+    case GgmlType::Q8_0:
+      return run_q8<Q8_0Family<QQ8_0>>(a, r0, r1);
+    case GgmlType::Q4_K:
+      return run_q8<Q4_KFamily>(a, r0, r1);
+    case GgmlType::Q6_K:
+      return run_q8<Q6_KFamily>(a, r0, r1);
+    default:
+      break;
   }
 }
 

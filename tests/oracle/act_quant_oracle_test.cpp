@@ -135,11 +135,12 @@ TEST_F(ActQuantOracle, HalfRoundingBitIdentical) {
 
 // Our weight-type -> activation-type table is ggml's vec_dot_type.
 TEST_F(ActQuantOracle, DotTypesMatchGgml) {
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                     GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                     GgmlType::IQ3_XXS, GgmlType::MXFP4, GgmlType::NVFP4}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
+                     GgmlType::Q6_K, GgmlType::IQ3_XXS, GgmlType::MXFP4, GgmlType::NVFP4}) {
     const auto* tr = haswell_traits()(static_cast<ggml_type>(static_cast<int>(t)));
-    EXPECT_EQ(static_cast<int>(act_dot_type(t)), static_cast<int>(tr->vec_dot_type)) << type_name(t);
+    EXPECT_EQ(static_cast<int>(act_dot_type(t)), static_cast<int>(tr->vec_dot_type))
+        << type_name(t);
   }
 }
 
@@ -185,7 +186,8 @@ TEST_F(ActQuantOracle, MatmulQ8MatchesGgmlVecDot) {
         double abs_sum = 0;
         for (int64_t e = 0; e < k; ++e) abs_sum += std::fabs(static_cast<double>(wrow[e]) * xr[e]);
         EXPECT_LE(std::fabs(static_cast<double>(y[tk * rows + r]) - theirs), 2e-6 * abs_sum + 1e-30)
-            << type_name(t) << " row " << r << " token " << tk << ": ours " << y[tk * rows + r] << ", ggml " << theirs;
+            << type_name(t) << " row " << r << " token " << tk << ": ours " << y[tk * rows + r]
+            << ", ggml " << theirs;
       }
     }
   }

@@ -29,7 +29,8 @@ TEST(ActQuant, PackedQ8_0FastEqualsRef) {
     std::vector<uint8_t> a(static_cast<size_t>(nb), 0xAA), b(static_cast<size_t>(nb), 0xAA);
     pack_act_ref(GgmlType::Q8_0, x.data(), a.data(), k);
     pack_act(GgmlType::Q8_0, x.data(), b.data(), k);
-    ASSERT_EQ(std::memcmp(a.data(), b.data(), static_cast<size_t>(k + 4 * (k / 32))), 0) << "rep " << rep;
+    ASSERT_EQ(std::memcmp(a.data(), b.data(), static_cast<size_t>(k + 4 * (k / 32))), 0)
+        << "rep " << rep;
   }
 }
 
@@ -92,7 +93,8 @@ void check(const Problem& p, std::mt19937& rng) {
 
   // Q4_1/Q5_1 run one scalar routine on every ISA (matmul_q8_1.cpp): identical output.
   if (act_dot_type(p.type) == GgmlType::Q8_1) {
-    for (size_t i = 0; i < y_ref.size(); ++i) ASSERT_EQ(y_ref[i], y_fast[i]) << type_name(p.type) << " " << i;
+    for (size_t i = 0; i < y_ref.size(); ++i)
+      ASSERT_EQ(y_ref[i], y_fast[i]) << type_name(p.type) << " " << i;
     return;
   }
   const GgmlType dot = act_dot_type(p.type);
@@ -105,8 +107,8 @@ void check(const Problem& p, std::mt19937& rng) {
       for (int64_t e = 0; e < p.k; ++e) abs_sum += std::fabs(static_cast<double>(wrow[e]) * xr[e]);
       const float ref = y_ref[t * ldy + r], got = y_fast[t * ldy + r];
       ASSERT_LE(std::fabs(static_cast<double>(got) - ref), 2e-6 * abs_sum * a.scale + 1e-30)
-          << type_name(p.type) << " k=" << p.k << " rows=" << p.rows << " n_tok=" << p.n_tok << " r=" << r
-          << " t=" << t << " ref=" << ref << " got=" << got;
+          << type_name(p.type) << " k=" << p.k << " rows=" << p.rows << " n_tok=" << p.n_tok
+          << " r=" << r << " t=" << t << " ref=" << ref << " got=" << got;
     }
     ASSERT_EQ(y_fast[t * ldy + p.rows], -1.0f);  // padding untouched
   }
@@ -180,7 +182,9 @@ TEST(MatmulQ8, RowRangeOffset) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulQ8FastVsRef, ::testing::ValuesIn(testing::first_types()),
-                         [](const ::testing::TestParamInfo<GgmlType>& i) { return std::string(type_name(i.param)); });
+                         [](const ::testing::TestParamInfo<GgmlType>& i) {
+                           return std::string(type_name(i.param));
+                         });
 
 // kQ8 really rounds the activations of quantised weights, and leaves F32 weights alone.
 TEST(MatmulQ8, ChangesQuantisedLeavesF32) {
