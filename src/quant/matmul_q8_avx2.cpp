@@ -243,7 +243,7 @@ __attribute__((noinline)) void tile_q4_K(const uint8_t* w, int64_t row_bytes, co
 template <int R, int T>
 __attribute__((noinline)) void tile_q6_K(const uint8_t* w, int64_t row_bytes, const ActRows& x,
                                          int t0, int64_t b0, int64_t nb, float* acc, int64_t ld) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   __m256 s[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) s[r][t] = _mm256_setzero_ps();
@@ -278,8 +278,11 @@ __attribute__((noinline)) void tile_q6_K(const uint8_t* w, int64_t row_bytes, co
           const __m256i lowsrc = (g & 1) ? ql1 : ql0;
           const __m256i low =
               _mm256_and_si256((g >> 1) ? _mm256_srli_epi16(lowsrc, 4) : lowsrc, m4);
-          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh_v, 2 * g), m3);
-          const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+          // Bits 2g..2g+1 of qh moved to bits 4..5 with one shift (none for g = 2).
+          const __m256i hs = g < 2    ? _mm256_slli_epi16(qh_v, 4 - 2 * g)
+                             : g == 2 ? qh_v
+                                      : _mm256_srli_epi16(qh_v, 2);
+          const __m256i q = _mm256_or_si256(low, _mm256_and_si256(hs, m30));
           const __m256i scv = _mm256_shuffle_epi8(sch[h], word_pair(2 * g, 2 * g + 1));
 #pragma GCC unroll 4
           for (int t = 0; t < T; ++t) {
