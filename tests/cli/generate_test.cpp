@@ -16,7 +16,8 @@ namespace {
 const std::string kFt = std::string(FT_BINARY_DIR) + "/ft";
 
 std::string dir() {
-  fs::path d = fs::path(FT_BINARY_DIR) / "test-tmp" / "cli-generate";
+  // ctest runs each test in its own process, in parallel: keep their files apart.
+  fs::path d = fs::path(FT_BINARY_DIR) / "test-tmp" / "cli-generate" / std::to_string(getpid());
   fs::create_directories(d);
   return d.string();
 }

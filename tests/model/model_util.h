@@ -2,6 +2,8 @@
 // rewritten copies of a GGUF (extra / renamed / dropped tensors) for the loader's refusals.
 #pragma once
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -13,7 +15,8 @@
 namespace ft::test {
 
 inline std::string tmp_path(const std::string& name) {
-  const auto d = std::filesystem::path(FT_BINARY_DIR) / "test-tmp" / "model";
+  // ctest runs each test in its own process, in parallel: keep their files apart.
+  const auto d = std::filesystem::path(FT_BINARY_DIR) / "test-tmp" / "model" / std::to_string(::getpid());
   std::filesystem::create_directories(d);
   return (d / name).string();
 }
