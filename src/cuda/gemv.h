@@ -22,13 +22,14 @@
 
 #include <cstdint>
 
+#include "cuda/round.h"
 #include "format/ggml_type.h"
 
 namespace ft::cuda {
 
 inline constexpr int kGemvMaxTokens = 8;
 
-enum class GemvRound : int { kNone = 0, kBF16 = 1, kF16 = 2 };
+using GemvRound = Round;  // cuda/round.h
 
 struct GemvArgs {
   GgmlType type = GgmlType::F32;
