@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/runner_factory.h"
 #include "core/error.h"
 #include "core/threadpool.h"
 #include "engine/sampler.h"
@@ -46,7 +47,8 @@ struct GenerateOptions {
   uint64_t seed = 0;
   int threads = 0;
   std::string dtype = "auto";
-  std::string device = "cpu";
+  std::string device = "auto";
+  std::string moe_backend = "auto";
   int64_t ctx_size = 0;
   bool json = false;
   std::optional<std::string> force_tokens;
@@ -98,13 +100,6 @@ void write_logits(const std::string& path, const float* logits, int64_t n) {
 int run_generate(const GenerateOptions& o) {
   if (o.prompt.has_value() == o.prompt_tokens.has_value())
     fail("give exactly one of --prompt TEXT or --prompt-tokens ID,ID,...");
-  // auto: llama.cpp's CPU numerics -- fp32 activations, rounded to Q8 blocks (or fp16/bf16
-  // for half-precision weights) before each quantised-weight matmul, as ggml-cpu does.
-  const bool dtype_auto = o.dtype == "auto";
-  const auto act = dtype_auto ? std::optional<engine::ActType>(engine::ActType::kF32)
-                              : engine::act_type_from_name(o.dtype);
-  if (!act) fail("--dtype '{}' is not one of auto, float32, bfloat16, float16", o.dtype);
-  if (o.device != "cpu") fail("--device '{}' is not available in this build (cpu)", o.device);
   if (o.max_tokens < 0) fail("--max-tokens must be >= 0, got {}", o.max_tokens);
   if (o.threads < 0) fail("--threads must be >= 0, got {}", o.threads);
   if (o.ctx_size < 0) fail("--ctx-size must be >= 0, got {}", o.ctx_size);
@@ -113,15 +108,18 @@ int run_generate(const GenerateOptions& o) {
   const double t_load0 = now_s();
   model::LoadOptions lo;
   double last_report = 0.0;
-  lo.progress = [&](uint64_t done, uint64_t total) {
-    if (total < (512ull << 20)) return;
-    const double t = now_s();
-    if (done != total && t - last_report < 0.5) return;
-    last_report = t;
-    std::fprintf(stderr, "\rloading %s: %llu / %llu MiB", o.model.c_str(),
-                 static_cast<unsigned long long>(done >> 20), static_cast<unsigned long long>(total >> 20));
-    if (done == total) std::fputc('\n', stderr);
+  auto progress = [&](const char* what) {
+    return [&, what](uint64_t done, uint64_t total) {
+      if (total < (512ull << 20)) return;
+      const double t = now_s();
+      if (done != total && t - last_report < 0.5) return;
+      last_report = t;
+      std::fprintf(stderr, "\r%s %s: %llu / %llu MiB", what, o.model.c_str(),
+                   static_cast<unsigned long long>(done >> 20), static_cast<unsigned long long>(total >> 20));
+      if (done == total) std::fputc('\n', stderr);
+    };
   };
+  lo.progress = progress("loading");
   auto m = model::load_model(o.model, lo);
   std::unique_ptr<Tokenizer> tok;
   std::string tok_error;
@@ -151,12 +149,17 @@ int run_generate(const GenerateOptions& o) {
   for (int32_t id : forced)
     if (id >= n_vocab) fail("--force-tokens: token id {} is out of range [0, {})", id, n_vocab);
 
-  engine::SessionOptions so;
-  so.n_ctx = o.ctx_size;
-  so.n_threads = o.threads;
-  so.act = *act;
-  so.act_quant = dtype_auto ? quant::ActQuant::kQ8 : quant::ActQuant::kNone;
-  engine::Session sess(*m, so);
+  RunnerOptions ro;
+  ro.device = o.device;
+  ro.moe_backend = o.moe_backend;
+  ro.dtype = o.dtype;
+  ro.n_ctx = o.ctx_size;
+  ro.threads = o.threads;
+  ro.progress = progress("uploading");
+  const double t_up0 = now_s();
+  std::unique_ptr<engine::Runner> runner = make_runner(*m, ro);
+  engine::Runner& sess = *runner;
+  const double load_total_s = load_s + (now_s() - t_up0);
   if (static_cast<int64_t>(prompt.size()) > sess.n_ctx())
     fail("the prompt has {} tokens, more than --ctx-size {}", prompt.size(), sess.n_ctx());
 
@@ -170,8 +173,17 @@ int run_generate(const GenerateOptions& o) {
   engine::Sampler sampler(sp);
   for (int32_t id : prompt) sampler.accept(id);
 
+  // Greedy without penalties needs only the argmax, which a GPU computes on the device.
+  const bool teacher = o.force_tokens.has_value();
+  const bool argmax_only = o.temperature <= 0.0f && o.repeat_penalty == 1.0f && !teacher &&
+                           o.logits_out.empty();
   const double t_pf0 = now_s();
-  const float* logits = sess.eval(prompt.data(), static_cast<int64_t>(prompt.size()));
+  const float* logits = nullptr;
+  int32_t next = -1;
+  if (argmax_only)
+    next = sess.eval_argmax(prompt.data(), static_cast<int64_t>(prompt.size()));
+  else
+    logits = sess.eval(prompt.data(), static_cast<int64_t>(prompt.size()));
   const double prefill_s = now_s() - t_pf0;
   if (!o.logits_out.empty()) write_logits(o.logits_out, logits, n_vocab);
 
@@ -179,7 +191,6 @@ int run_generate(const GenerateOptions& o) {
   if (tok) stream = std::make_unique<Tokenizer::StreamDecoder>(*tok);
   std::string text;
   std::vector<int32_t> out, tf;
-  const bool teacher = o.force_tokens.has_value();
   const int64_t n_gen = teacher ? static_cast<int64_t>(forced.size()) : o.max_tokens;
   int64_t n_decode = 0;
   double decode_s = 0.0;
@@ -188,6 +199,8 @@ int run_generate(const GenerateOptions& o) {
     if (teacher) {
       tf.push_back(engine::argmax(logits, static_cast<int32_t>(n_vocab)));
       id = forced[i];
+    } else if (argmax_only) {
+      id = next;
     } else {
       id = sampler.sample(logits, static_cast<int32_t>(n_vocab));
     }
@@ -204,7 +217,10 @@ int run_generate(const GenerateOptions& o) {
     if (!teacher && !o.ignore_eos && tok && tok->is_eog(id)) break;
     if (i + 1 == n_gen || sess.n_past() >= sess.n_ctx()) break;
     const double t0 = now_s();
-    logits = sess.eval(&id, 1);
+    if (argmax_only)
+      next = sess.eval_argmax(&id, 1);
+    else
+      logits = sess.eval(&id, 1);
     decode_s += now_s() - t0;
     ++n_decode;
   }
@@ -223,7 +239,8 @@ int run_generate(const GenerateOptions& o) {
     j["prompt_tokens"] = prompt;
     j["timings"] = {{"prefill_tokens", prompt.size()}, {"prefill_tok_s", prefill_tps},
                     {"decode_tokens", n_decode},       {"decode_tok_s", decode_tps},
-                    {"load_s", load_s}};
+                    {"load_s", load_total_s}};
+    j["runner"] = sess.describe();
     if (teacher) j["tf_tokens"] = tf;
     const std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::fprintf(stdout, "%s\n", s.c_str());
@@ -232,9 +249,9 @@ int run_generate(const GenerateOptions& o) {
     std::fflush(stdout);  // the text ends before the timing line on a terminal
     std::fprintf(stderr,
                  "load %.2f s | prefill %zu tokens, %.1f tok/s | decode %lld tokens, %.1f tok/s | "
-                 "%d threads, %s\n",
-                 load_s, prompt.size(), prefill_tps, static_cast<long long>(n_decode), decode_tps,
-                 sess.n_threads(), o.dtype.c_str());
+                 "%s\n",
+                 load_total_s, prompt.size(), prefill_tps, static_cast<long long>(n_decode), decode_tps,
+                 sess.describe().c_str());
   }
   return 0;
 }
@@ -243,7 +260,7 @@ int run_generate(const GenerateOptions& o) {
 
 Command register_generate(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
-  auto* sub = app.add_subcommand("generate", "Generate text from a GGUF model on the CPU");
+  auto* sub = app.add_subcommand("generate", "Generate text from a GGUF model (CPU or GPU)");
   sub->add_option("--model", o->model, "GGUF model file")->required();
   sub->add_option("--prompt", o->prompt, "prompt text (tokenised with BOS and special tokens)");
   sub->add_option("--prompt-tokens", o->prompt_tokens, "prompt token ids, comma-separated (fed as is)");
@@ -256,9 +273,10 @@ Command register_generate(CLI::App& app) {
   sub->add_option("--repeat-penalty", o->repeat_penalty, "repetition penalty (default 1 = off)");
   sub->add_option("--seed", o->seed, "sampling seed (default 0)");
   sub->add_option("--threads", o->threads, "threads (default: physical cores)");
-  sub->add_option("--dtype", o->dtype, "activation dtype: auto (default: llama.cpp's CPU numerics, fp32 with Q8-rounded "
-                  "matmul inputs), float32 (exact fp32), bfloat16, float16");
-  sub->add_option("--device", o->device, "device (cpu)");
+  sub->add_option("--dtype", o->dtype, "activation dtype: auto (default: llama.cpp's numerics, fp32 with Q8-rounded "
+                  "matmul inputs; f16 KV on the GPU), float32 (exact fp32), bfloat16, float16");
+  sub->add_option("--device", o->device, "device: auto (default: cuda when a GPU answers), cpu, cuda");
+  sub->add_option("--moe-backend", o->moe_backend, "MoE experts: auto (default), fused (GPU), cpu (with --device cpu)");
   sub->add_option("--ctx-size", o->ctx_size, "KV cache size in tokens (default min(context_length, 4096))");
   sub->add_flag("--json", o->json, "print one JSON object with tokens, text and timings");
   sub->add_option("--force-tokens", o->force_tokens, "teacher forcing: feed these ids, report argmaxes");

@@ -1,5 +1,7 @@
 #include "engine/session.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -18,6 +20,11 @@ Session::Session(const model::Model& m, const SessionOptions& o) : m_(m) {
 }
 
 int64_t Session::n_vocab() const { return m_.hp.n_vocab; }
+
+std::string Session::describe() const {
+  return fmt::format("cpu, {} threads, {}{}", pool_->size(), act_type_name(st_->ex.act),
+                     st_->ex.act_quant == quant::ActQuant::kQ8 ? " with Q8 matmul inputs" : "");
+}
 
 const float* Session::eval(const int32_t* tokens, int64_t n, bool all_logits) {
   if (n <= 0) fail("eval needs at least one token");

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/threadpool.h"
 #include "engine/exec.h"
+#include "engine/runner.h"
 #include "engine/state.h"
 
 namespace ft::model {
@@ -25,7 +27,7 @@ struct SessionOptions {
   int64_t n_ubatch = 512;  // largest batch of one forward pass
 };
 
-class Session {
+class Session : public Runner {
  public:
   Session(const model::Model& m, const SessionOptions& o);
 
@@ -33,11 +35,12 @@ class Session {
   // floats), or, with all_logits, n rows of n_vocab (row i predicts the token after
   // tokens[i]). The pointer stays valid until the next eval. Throws ft::Error when the
   // context is full or a token id is out of range.
-  const float* eval(const int32_t* tokens, int64_t n, bool all_logits = false);
+  const float* eval(const int32_t* tokens, int64_t n, bool all_logits = false) override;
 
-  int64_t n_past() const { return n_past_; }
-  int64_t n_ctx() const { return st_->n_ctx; }
-  int64_t n_vocab() const;
+  int64_t n_past() const override { return n_past_; }
+  int64_t n_ctx() const override { return st_->n_ctx; }
+  int64_t n_vocab() const override;
+  std::string describe() const override;
   int n_threads() const { return pool_->size(); }
   ActType act() const { return st_->ex.act; }
   const KvCache& kv() const { return st_->kv; }

@@ -1,0 +1,67 @@
+#include "cli/runner_factory.h"
+
+#include "core/error.h"
+#include "engine/session.h"
+#include "model/model.h"
+
+#if defined(FT_HAVE_CUDA) && __has_include("gpu/session.h")
+#define FT_GPU_SESSION 1
+#endif
+#ifdef FT_GPU_SESSION
+#include "cuda/device.h"
+#include "gpu/session.h"
+#endif
+
+namespace ft::cli {
+
+std::string resolve_device(const std::string& device) {
+#ifdef FT_GPU_SESSION
+  const bool gpu = cuda::has_device();
+#else
+  const bool gpu = false;
+#endif
+  if (device == "auto") return gpu ? "cuda" : "cpu";
+  if (device == "cpu") return device;
+  if (device == "cuda") {
+#ifdef FT_GPU_SESSION
+    if (!gpu) fail("--device cuda: no CUDA device answers (is the NVIDIA driver loaded?)");
+    return device;
+#else
+    fail("--device cuda: this build has no CUDA backend (configure with -DFT_CUDA=ON)");
+#endif
+  }
+  fail("--device '{}' is not one of auto, cpu, cuda", device);
+}
+
+std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerOptions& o) {
+  const std::string dev = resolve_device(o.device);
+  if (dev == "cpu") {
+    if (o.moe_backend != "auto" && o.moe_backend != "cpu")
+      fail("--moe-backend '{}' needs --device cuda (on the CPU the experts run on the CPU)", o.moe_backend);
+    // auto: llama.cpp's CPU numerics -- fp32 activations, rounded to Q8 blocks (or fp16/bf16
+    // for half-precision weights) before each quantised-weight matmul, as ggml-cpu does.
+    const bool dtype_auto = o.dtype == "auto";
+    const auto act = dtype_auto ? std::optional<engine::ActType>(engine::ActType::kF32)
+                                : engine::act_type_from_name(o.dtype);
+    if (!act) fail("--dtype '{}' is not one of auto, float32, bfloat16, float16", o.dtype);
+    engine::SessionOptions so;
+    so.n_ctx = o.n_ctx;
+    so.n_threads = o.threads;
+    so.act = *act;
+    so.act_quant = dtype_auto ? quant::ActQuant::kQ8 : quant::ActQuant::kNone;
+    return std::make_unique<engine::Session>(m, so);
+  }
+#ifdef FT_GPU_SESSION
+  if (o.moe_backend != "auto" && o.moe_backend != "fused")
+    fail("--moe-backend '{}' is not available on the GPU yet (auto, fused)", o.moe_backend);
+  gpu::GpuSessionOptions go;
+  go.n_ctx = o.n_ctx;
+  go.dtype = o.dtype;
+  go.progress = o.progress;
+  return std::make_unique<gpu::GpuSession>(m, go);
+#else
+  fail("--device cuda: this build has no CUDA backend");
+#endif
+}
+
+}  // namespace ft::cli

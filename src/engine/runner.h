@@ -1,0 +1,30 @@
+// The one interface in front of a running sequence, whatever device computes it: the CPU
+// engine (engine::Session) and the CUDA backend (gpu::GpuSession) both implement it, so the
+// CLI and the server never know where the model runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ft::engine {
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+
+  // Appends tokens and returns the logits after the last one (n_vocab floats, host memory),
+  // or with all_logits n rows of them. Valid until the next call. Throws ft::Error when the
+  // context is full or an id is out of range.
+  virtual const float* eval(const int32_t* tokens, int64_t n, bool all_logits = false) = 0;
+  // Appends tokens and returns the argmax of the last logits (first index on ties). A device
+  // backend computes it where the logits are and copies back one integer.
+  virtual int32_t eval_argmax(const int32_t* tokens, int64_t n);
+
+  virtual int64_t n_past() const = 0;
+  virtual int64_t n_ctx() const = 0;
+  virtual int64_t n_vocab() const = 0;
+  // One line for logs: device, dtype, threads or GPU name.
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace ft::engine
