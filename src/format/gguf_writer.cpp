@@ -213,7 +213,8 @@ void Writer::add_tensor_stream(const std::string& name, GgmlType type,
 namespace {
 
 void write_all(const Sink& out, uint32_t alignment,
-               const std::vector<std::pair<std::string, Value>>& kv, const auto& tensors) {
+               const std::vector<std::pair<std::string, Value>>& kv, const auto& tensors,
+               bool with_data = true) {
   uint64_t pos = 0;
   const Sink counted = [&](const void* p, size_t n) {
     out(p, n);
@@ -247,6 +248,7 @@ void write_all(const Sink& out, uint32_t alignment,
     offset += pad(t.nbytes, alignment);
   }
   put_padding(pos);
+  if (!with_data) return;
   for (const auto& t : tensors) {
     if (t.fill) {
       std::vector<uint8_t> buf(static_cast<size_t>(t.nbytes));
@@ -293,6 +295,23 @@ std::vector<uint8_t> Writer::to_bytes() const {
       },
       alignment_, kv_, tensors_);
   return out;
+}
+
+Writer::Layout Writer::layout() const {
+  Layout l;
+  write_all(
+      [&](const void* p, size_t n) {
+        const auto* b = static_cast<const uint8_t*>(p);
+        l.head.insert(l.head.end(), b, b + n);
+      },
+      alignment_, kv_, tensors_, false);
+  uint64_t off = l.head.size();
+  for (const auto& t : tensors_) {
+    l.offsets.push_back(off);
+    off += pad(t.nbytes, alignment_);
+  }
+  l.file_size = off;
+  return l;
 }
 
 }  // namespace ft::gguf

@@ -43,6 +43,17 @@ class Writer {
   void write(const std::string& path) const;  // throws ft::Error
   std::vector<uint8_t> to_bytes() const;
 
+  // Where write() puts everything, for tools that fill the tensor data themselves at
+  // computed offsets (ft-bigmodel writes tens of GB from many threads): the bytes before
+  // the data (header, KVs, tensor infos, padding), each tensor's absolute file offset in
+  // add order, and the file size. Tensor data and its padding are not produced.
+  struct Layout {
+    std::vector<uint8_t> head;
+    std::vector<uint64_t> offsets;
+    uint64_t file_size = 0;
+  };
+  Layout layout() const;
+
  private:
   struct PendingTensor {
     std::string name;

@@ -1,0 +1,629 @@
+// ft-bigmodel: writes realistic-size GGUF models (real Llama-3.1-8B and Qwen3-30B-A3B
+// shapes) with random but valid weights, fast enough for tens of GB in a minute or two:
+// the quantised blocks are drawn directly (random E2M1 codes, UE4M3 block scales chosen
+// for a target RMS) instead of quantising floats, each tensor is cut into ~16 MiB row
+// chunks filled by all cores and written with pwrite at offsets computed up front.
+//
+//   ft-bigmodel --preset llama8b-nvfp4 --out /tmp/llama8b.gguf
+//   ft-bigmodel --preset qwen3moe-30b-nvfp4 --out /tmp/qwen30b.gguf --layers 2 --type q4_K
+//
+// The weights keep activations bounded through every layer: each input projection
+// preserves RMS (weight RMS 1/sqrt(k)), the residual branches (attn_output, ffn_down)
+// add ~1.5/sqrt(n_layer) of the stream's RMS, norms are ~1, logits have a std of ~3.
+// NVFP4 second-level scales s2 are log-uniform in [0.5, 2] (never ~1) per tensor and per
+// expert and the block scales are divided by s2, so a reader that forgets the `.scale`
+// tensors computes with weights off by 1/s2 and gets different logits.
+//
+// The file is a function of (preset, overrides, seed) only, not of --threads: every
+// chunk has its own random stream keyed by tensor name and first row.
+//
+// Prints on stdout the file size and the weight bytes a batch-1 decode step reads
+// (every tensor except token_embd, of which one row; n_expert_used/n_expert of each
+// expert tensor; the KV cache is not counted).
+#include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "format/ggml_type.h"
+#include "format/gguf_writer.h"
+#include "quant/quantize.h"
+#include "testgen/bpe_vocab.h"
+#include "testgen/rng.h"
+
+namespace {
+
+using ft::GgmlType;
+using ft::testgen::Rng;
+
+// ---- model shapes ---------------------------------------------------------------------
+
+struct Shape {
+  std::string arch;  // llama | qwen3moe
+  std::string name;
+  int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+  int64_t n_ff = 0;                                 // dense FFN (qwen3moe: the key only)
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  int64_t n_vocab = 0, n_ctx_train = 0;
+  float rope_base = 0, rms_eps = 0;
+  bool rope_freqs = false;  // llama3 rope factors tensor
+  bool qk_norm = false;
+  std::string tokenizer_pre;
+  GgmlType quant = GgmlType::NVFP4;  // attention, MLP, experts
+  GgmlType embd = GgmlType::BF16, output = GgmlType::BF16, router = GgmlType::F32;
+};
+
+Shape preset(const std::string& name) {
+  Shape s;
+  if (name == "llama8b-nvfp4") {  // Llama-3.1-8B config.json
+    s.arch = "llama";
+    s.name = "ft-bigmodel Llama-3.1-8B-shaped";
+    s.n_layer = 32, s.n_embd = 4096, s.n_head = 32, s.n_head_kv = 8, s.head_dim = 128;
+    s.n_ff = 14336, s.n_vocab = 128256, s.n_ctx_train = 131072;
+    s.rope_base = 500000.0f, s.rms_eps = 1e-5f, s.rope_freqs = true;
+    s.tokenizer_pre = "llama-bpe";
+  } else if (name == "qwen3moe-30b-nvfp4") {  // Qwen3-30B-A3B config.json
+    s.arch = "qwen3moe";
+    s.name = "ft-bigmodel Qwen3-30B-A3B-shaped";
+    s.n_layer = 48, s.n_embd = 2048, s.n_head = 32, s.n_head_kv = 4, s.head_dim = 128;
+    s.n_ff = 6144, s.n_expert = 128, s.n_expert_used = 8, s.n_ff_exp = 768;
+    s.n_vocab = 151936, s.n_ctx_train = 40960;
+    s.rope_base = 1e6f, s.rms_eps = 1e-6f, s.qk_norm = true;
+    s.tokenizer_pre = "qwen2";
+  } else {
+    ft::fail("unknown preset '{}' (expected llama8b-nvfp4 or qwen3moe-30b-nvfp4)", name);
+  }
+  return s;
+}
+
+// ---- tensor plan ------------------------------------------------------------------------
+
+enum class Fill {
+  kBytes,    // `bytes` precomputed (scales, rope factors)
+  kUniform,  // F32/BF16 values uniform in [lo, hi]
+  kWeight,   // a random matmul weight of RMS `rms` (per matrix divided by s2) in `type`
+};
+
+struct Planned {
+  std::string name;
+  GgmlType type = GgmlType::F32;
+  std::vector<int64_t> ne;
+  Fill fill = Fill::kUniform;
+  float lo = 0, hi = 0;        // kUniform
+  float rms = 0;               // kWeight: RMS of the effective (s2-scaled) weight
+  std::vector<float> s2;       // kWeight, NVFP4: one per matrix (expert); empty = 1
+  std::vector<uint8_t> bytes;  // kBytes
+  double read_fraction = 1.0;  // share of the tensor one decode step reads
+  int64_t cols() const { return ne[0]; }
+  int64_t rows() const {
+    int64_t r = 1;
+    for (size_t d = 1; d < ne.size(); ++d) r *= ne[d];
+    return r;
+  }
+  int64_t rows_per_matrix() const { return ne.size() > 1 ? ne[1] : 1; }
+};
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// log-uniform in [lo, hi], at least 5% away from 1 so that forgetting it shows.
+float draw_s2(Rng& rng, float lo, float hi) {
+  for (;;) {
+    const float s = std::exp(rng.uniform(std::log(lo), std::log(hi)));
+    if (std::fabs(s - 1.0f) >= 0.05f) return s;
+  }
+}
+
+// Llama-3.1 "llama3" rope factors as convert_hf_to_gguf writes them (factor 8, low 1,
+// high 4, original context 8192); shared/spec/arch/llama.md §2.
+std::vector<float> llama3_rope_factors(int64_t head_dim, float base) {
+  const double factor = 8, low = 1, high = 4, L = 8192;
+  std::vector<float> f(static_cast<size_t>(head_dim / 2));
+  for (size_t i = 0; i < f.size(); ++i) {
+    const double freq = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < L / high) {
+      f[i] = 1.0f;
+    } else if (wavelen > L / low) {
+      f[i] = static_cast<float>(factor);
+    } else {
+      const double smooth = (L / wavelen - low) / (high - low);
+      f[i] = static_cast<float>(1.0 / ((1 - smooth) / factor + smooth));
+    }
+  }
+  return f;
+}
+
+struct Options {
+  uint64_t seed = 1;
+  float s2_lo = 0.5f, s2_hi = 2.0f;
+  float resid_rms = 1.0f;   // RMS of the embeddings (the residual stream)
+  float branch_rel = 1.5f;  // branch RMS = branch_rel * resid_rms / sqrt(n_layer)
+  float logit_std = 3.0f;
+};
+
+std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
+  std::vector<Planned> out;
+  Rng srng(Rng::mix(o.seed, ft::testgen::hash_name("s2")));
+  const bool moe = s.n_expert > 0;
+  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
+  const float E = o.resid_rms;
+  const float branch = o.branch_rel * E / std::sqrt(static_cast<float>(s.n_layer));
+  auto inv_sqrt = [](int64_t k) { return 1.0f / std::sqrt(static_cast<float>(k)); };
+
+  auto uniform = [&](const std::string& name, GgmlType t, std::vector<int64_t> ne, float lo, float hi) {
+    Planned p;
+    p.name = name, p.type = t, p.ne = std::move(ne), p.fill = Fill::kUniform, p.lo = lo, p.hi = hi;
+    out.push_back(std::move(p));
+  };
+  auto bytes = [&](const std::string& name, std::vector<int64_t> ne, std::vector<float> v) {
+    Planned p;
+    p.name = name, p.type = GgmlType::F32, p.ne = std::move(ne), p.fill = Fill::kBytes, p.bytes = f32_bytes(v);
+    out.push_back(std::move(p));
+  };
+  // A matmul weight; NVFP4 ones get their `.scale` companion right after.
+  auto weight = [&](const std::string& base, GgmlType t, std::vector<int64_t> ne, float rms, bool scaled,
+                    double read_fraction = 1.0) {
+    Planned p;
+    p.name = base + ".weight", p.type = t, p.ne = std::move(ne), p.fill = Fill::kWeight, p.rms = rms;
+    p.read_fraction = read_fraction;
+    const int64_t n_mat = p.ne.size() > 2 ? p.ne[2] : 1;
+    if (t == GgmlType::NVFP4 && scaled)
+      for (int64_t m = 0; m < n_mat; ++m) p.s2.push_back(draw_s2(srng, o.s2_lo, o.s2_hi));
+    std::vector<float> s2 = p.s2;
+    const bool expert = p.ne.size() > 2;
+    out.push_back(std::move(p));
+    if (!s2.empty()) bytes(base + ".scale", {expert ? n_mat : 1}, s2);
+  };
+
+  // Embeddings: uniform of RMS E (uniform in [-a, a] has RMS a/sqrt(3)).
+  const float ea = E * std::sqrt(3.0f);
+  out.push_back(Planned{"token_embd.weight", s.embd, {s.n_embd, s.n_vocab}, Fill::kUniform, -ea, ea, 0, {}, {},
+                        1.0 / static_cast<double>(s.n_vocab)});
+  if (s.rope_freqs) bytes("rope_freqs.weight", {s.head_dim / 2}, llama3_rope_factors(s.head_dim, s.rope_base));
+  uniform("output_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+  // The head is BF16 in the presets (no .scale: llama.cpp loads output.scale only next
+  // to an NVFP4 output).
+  weight("output", s.output, {s.n_embd, s.n_vocab}, o.logit_std * inv_sqrt(s.n_embd), true);
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    uniform(p + "attn_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    weight(p + "attn_q", s.quant, {s.n_embd, q_dim}, inv_sqrt(s.n_embd), true);
+    weight(p + "attn_k", s.quant, {s.n_embd, kv_dim}, inv_sqrt(s.n_embd), true);
+    weight(p + "attn_v", s.quant, {s.n_embd, kv_dim}, inv_sqrt(s.n_embd), true);
+    // The attention output has about the RMS of v (a convex mix of v rows, ~1 early on).
+    weight(p + "attn_output", s.quant, {q_dim, s.n_embd}, branch * inv_sqrt(q_dim), true);
+    if (s.qk_norm) {
+      uniform(p + "attn_q_norm.weight", GgmlType::F32, {s.head_dim}, 0.8f, 1.2f);
+      uniform(p + "attn_k_norm.weight", GgmlType::F32, {s.head_dim}, 0.8f, 1.2f);
+    }
+    uniform(p + "ffn_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    // silu(g) * u of unit-RMS g, u has RMS ~0.6, hence down's 1/0.6.
+    if (!moe) {
+      weight(p + "ffn_gate", s.quant, {s.n_embd, s.n_ff}, inv_sqrt(s.n_embd), true);
+      weight(p + "ffn_up", s.quant, {s.n_embd, s.n_ff}, inv_sqrt(s.n_embd), true);
+      weight(p + "ffn_down", s.quant, {s.n_ff, s.n_embd}, branch / 0.6f * inv_sqrt(s.n_ff), true);
+    } else {
+      // Router logits with a std of ~2.5 spread the tokens over the experts.
+      weight(p + "ffn_gate_inp", s.router, {s.n_embd, s.n_expert}, 2.5f * inv_sqrt(s.n_embd), false);
+      const double used = static_cast<double>(s.n_expert_used) / static_cast<double>(s.n_expert);
+      weight(p + "ffn_gate_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd), true, used);
+      weight(p + "ffn_up_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd), true, used);
+      weight(p + "ffn_down_exps", s.quant, {s.n_ff_exp, s.n_embd, s.n_expert},
+             branch / 0.6f * inv_sqrt(s.n_ff_exp), true, used);
+    }
+  }
+  return out;
+}
+
+// ---- random blocks ------------------------------------------------------------------------
+// Each filler writes `n_rows` rows starting at global row `row0` (rows of all matrices
+// counted together) of tensor `t` into dst.
+
+constexpr float kE2m1Rms = 2.9261f;   // sqrt(mean of E2M1 value^2) over the 16 codes = sqrt(68.5/8)
+constexpr float kNib4Rms = 4.6098f;   // RMS of (q - 7.5), q uniform in 0..15
+constexpr float kInt8Rms = 73.616f;   // RMS of a uniform integer in [-127, 127]
+
+float matrix_rms(const Planned& t, int64_t row) {
+  const float s2 = t.s2.empty() ? 1.0f : t.s2[static_cast<size_t>(row / t.rows_per_matrix())];
+  return t.rms / s2;
+}
+
+// 16 UE4M3 block-scale codes around `target` (x 2^u, u in [-0.5, 0.5]): real block
+// scales follow the local amax, so they vary from block to block.
+std::array<uint8_t, 16> e4m3_choices(float target) {
+  std::array<uint8_t, 16> c{};
+  for (int i = 0; i < 16; ++i) {
+    const float v = target * std::exp2((static_cast<float>(i) - 7.5f) / 15.0f);
+    c[static_cast<size_t>(i)] = std::max<uint8_t>(1, ft::quant::e4m3_encode_rne(v));
+  }
+  return c;
+}
+
+void fill_nvfp4(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, Rng& rng) {
+  const int64_t blocks = t.cols() / 64;
+  int64_t cur_m = -1;
+  std::array<uint8_t, 16> choice{};
+  for (int64_t r = row0; r < row0 + n_rows; ++r) {
+    const int64_t m = t.s2.empty() ? 0 : r / t.rows_per_matrix();
+    if (m != cur_m) {
+      choice = e4m3_choices(matrix_rms(t, r) / kE2m1Rms);
+      cur_m = m;
+    }
+    for (int64_t b = 0; b < blocks; ++b, dst += 36) {
+      const uint64_t sc = rng.next_u64();
+      for (int i = 0; i < 4; ++i) dst[i] = choice[(sc >> (4 * i)) & 15];
+      for (int i = 0; i < 4; ++i) {
+        const uint64_t q = rng.next_u64();
+        std::memcpy(dst + 4 + 8 * i, &q, 8);
+      }
+    }
+  }
+}
+
+void fill_mxfp4(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, Rng& rng) {
+  const int64_t blocks = t.cols() / 32;
+  for (int64_t r = row0; r < row0 + n_rows; ++r) {
+    // value = E2M1 * 2^(e - 127); e jitters by +-1 around the target.
+    const int e0 = 127 + static_cast<int>(std::lround(std::log2(matrix_rms(t, r) / kE2m1Rms)));
+    for (int64_t b = 0; b < blocks; ++b, dst += 17) {
+      const uint64_t a = rng.next_u64(), c = rng.next_u64();
+      dst[0] = static_cast<uint8_t>(std::clamp(e0 + static_cast<int>(a % 3) - 1, 1, 254));
+      std::memcpy(dst + 1, &c, 8);
+      const uint64_t d = rng.next_u64();
+      std::memcpy(dst + 9, &d, 8);
+    }
+  }
+}
+
+// Q4_K: value = d*sc*q - dmin*m. With dmin = 7.5*d and m = sc per sub-block, the weight
+// is d*sc*(q - 7.5): zero mean, and sc in 32..63 varies the sub-block magnitude.
+void fill_q4_k(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, Rng& rng) {
+  const int64_t blocks = t.cols() / 256;
+  for (int64_t r = row0; r < row0 + n_rows; ++r) {
+    const float d = matrix_rms(t, r) / (kNib4Rms * 48.5f);  // 48.5 = RMS of 32..63
+    const uint16_t dh = ft::f32_to_f16(d), mh = ft::f32_to_f16(7.5f * d);
+    for (int64_t b = 0; b < blocks; ++b, dst += 144) {
+      std::memcpy(dst, &dh, 2);
+      std::memcpy(dst + 2, &mh, 2);
+      uint8_t sc[8];
+      const uint64_t a = rng.next_u64();
+      for (int j = 0; j < 8; ++j) sc[j] = static_cast<uint8_t>(32 + ((a >> (5 * j)) & 31));
+      uint8_t* s = dst + 4;  // ggml's 12-byte packing of 8 six-bit (sc, m) pairs
+      for (int j = 0; j < 4; ++j) {
+        s[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+        s[j + 4] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));  // m = sc
+        s[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | ((sc[j + 4] & 15) << 4));
+      }
+      for (int i = 0; i < 16; ++i) {
+        const uint64_t q = rng.next_u64();
+        std::memcpy(dst + 16 + 8 * i, &q, 8);
+      }
+    }
+  }
+}
+
+void fill_q8_0(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, Rng& rng) {
+  const int64_t blocks = t.cols() / 32;
+  for (int64_t r = row0; r < row0 + n_rows; ++r) {
+    const uint16_t dh = ft::f32_to_f16(matrix_rms(t, r) / kInt8Rms);
+    for (int64_t b = 0; b < blocks; ++b, dst += 34) {
+      std::memcpy(dst, &dh, 2);
+      for (int i = 0; i < 4; ++i) {
+        uint64_t q = rng.next_u64();
+        for (int k = 0; k < 8; ++k, q >>= 8) dst[2 + 8 * i + k] = static_cast<uint8_t>((q & 0xFF) == 0x80 ? 0x81 : q & 0xFF);
+      }
+    }
+  }
+}
+
+// F32 / F16 / BF16 values uniform in [lo, hi].
+void fill_float(const Planned& t, float lo, float hi, int64_t n, uint8_t* dst, Rng& rng) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = rng.uniform(lo, hi);
+    if (t.type == GgmlType::F32) {
+      std::memcpy(dst + 4 * i, &v, 4);
+    } else {
+      const uint16_t h = t.type == GgmlType::BF16 ? ft::f32_to_bf16(v) : ft::f32_to_f16(v);
+      std::memcpy(dst + 2 * i, &h, 2);
+    }
+  }
+}
+
+void fill_rows(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, uint64_t seed) {
+  Rng rng(Rng::mix(seed, ft::testgen::hash_name(t.name.c_str()) ^ (static_cast<uint64_t>(row0) * 0x9E3779B97F4A7C15ull)));
+  const int64_t rb = ft::row_bytes(t.type, t.cols());
+  switch (t.fill) {
+    case Fill::kBytes: std::memcpy(dst, t.bytes.data() + row0 * rb, static_cast<size_t>(n_rows * rb)); return;
+    case Fill::kUniform: fill_float(t, t.lo, t.hi, n_rows * t.cols(), dst, rng); return;
+    case Fill::kWeight: break;
+  }
+  switch (t.type) {
+    case GgmlType::NVFP4: fill_nvfp4(t, row0, n_rows, dst, rng); return;
+    case GgmlType::MXFP4: fill_mxfp4(t, row0, n_rows, dst, rng); return;
+    case GgmlType::Q4_K: fill_q4_k(t, row0, n_rows, dst, rng); return;
+    case GgmlType::Q8_0: fill_q8_0(t, row0, n_rows, dst, rng); return;
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16: {
+      // Rows of one matrix share the RMS; a uniform in [-a, a] has RMS a/sqrt(3).
+      for (int64_t r = row0; r < row0 + n_rows; ++r) {
+        const float a = matrix_rms(t, r) * std::sqrt(3.0f);
+        fill_float(t, -a, a, t.cols(), dst + (r - row0) * rb, rng);
+      }
+      return;
+    }
+    default: ft::fail("ft-bigmodel: no random filler for type {}", ft::type_name(t.type));
+  }
+}
+
+// ---- metadata --------------------------------------------------------------------------------
+
+uint32_t file_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::NVFP4: return 39;  // MOSTLY_NVFP4
+    case GgmlType::MXFP4: return 38;  // MOSTLY_MXFP4_MOE
+    case GgmlType::Q4_K: return 15;   // MOSTLY_Q4_K_M
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::BF16: return 32;
+    case GgmlType::F16: return 1;
+    default: return 0;
+  }
+}
+
+// The test generator's byte-level BPE vocab (256 bytes, a few hundred merges, the Qwen
+// specials) grown to the real vocab size with unique NORMAL tokens "Ġ<letters>": every
+// character is in GPT-2's byte map, so llama.cpp's token-to-piece cache accepts them.
+ft::testgen::BpeVocab full_vocab(int64_t n_vocab) {
+  auto v = ft::testgen::build_byte_bpe_vocab(400);
+  if (static_cast<int64_t>(v.tokens.size()) > n_vocab)
+    ft::fail("--vocab {} is smaller than the base BPE vocabulary ({} tokens)", n_vocab, v.tokens.size());
+  std::unordered_set<std::string> seen(v.tokens.begin(), v.tokens.end());
+  const std::string g = "\xC4\xA0";  // U+0120 'Ġ' = the space byte
+  for (uint64_t j = 0; static_cast<int64_t>(v.tokens.size()) < n_vocab; ++j) {
+    std::string s;
+    for (uint64_t x = j;; x = x / 26 - 1) {
+      s.insert(s.begin(), static_cast<char>('a' + x % 26));
+      if (x < 26) break;
+    }
+    s = g + s;
+    if (!seen.insert(s).second) continue;
+    v.tokens.push_back(s);
+    v.token_types.push_back(1);
+  }
+  return v;
+}
+
+const char* kChatTemplate =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+void set_metadata(ft::gguf::Writer& w, const Shape& s) {
+  const std::string A = s.arch;
+  auto key = [&](const char* k) { return A + "." + k; };
+  w.set_string("general.architecture", A);
+  w.set_string("general.name", s.name);
+  w.set_u32("general.file_type", file_type(s.quant));
+  w.set_u32("general.quantization_version", 2);
+  w.set_u32(key("context_length"), static_cast<uint32_t>(s.n_ctx_train));
+  w.set_u32(key("embedding_length"), static_cast<uint32_t>(s.n_embd));
+  w.set_u32(key("block_count"), static_cast<uint32_t>(s.n_layer));
+  w.set_u32(key("feed_forward_length"), static_cast<uint32_t>(s.n_ff));
+  w.set_u32(key("attention.head_count"), static_cast<uint32_t>(s.n_head));
+  w.set_u32(key("attention.head_count_kv"), static_cast<uint32_t>(s.n_head_kv));
+  w.set_u32(key("attention.key_length"), static_cast<uint32_t>(s.head_dim));
+  w.set_u32(key("attention.value_length"), static_cast<uint32_t>(s.head_dim));
+  w.set_u32(key("rope.dimension_count"), static_cast<uint32_t>(s.head_dim));
+  w.set_f32(key("attention.layer_norm_rms_epsilon"), s.rms_eps);
+  w.set_f32(key("rope.freq_base"), s.rope_base);
+  w.set_u32(key("vocab_size"), static_cast<uint32_t>(s.n_vocab));
+  if (s.n_expert > 0) {
+    w.set_u32(key("expert_count"), static_cast<uint32_t>(s.n_expert));
+    w.set_u32(key("expert_used_count"), static_cast<uint32_t>(s.n_expert_used));
+    w.set_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(s.n_ff_exp));
+  }
+  const auto v = full_vocab(s.n_vocab);
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", s.tokenizer_pre);
+  w.set_string_array("tokenizer.ggml.tokens", v.tokens);
+  w.set_i32_array("tokenizer.ggml.token_type", v.token_types);
+  w.set_string_array("tokenizer.ggml.merges", v.merges);
+  w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
+  w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
+  w.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(v.pad_id));
+  w.set_bool("tokenizer.ggml.add_bos_token", false);
+  w.set_string("tokenizer.chat_template", kChatTemplate);
+}
+
+// ---- parallel writer ---------------------------------------------------------------------------
+
+struct Chunk {
+  size_t tensor;
+  int64_t row0, n_rows;
+  uint64_t offset, nbytes;
+};
+
+// ~16 MiB of whole rows: large sequential pwrites, and enough chunks to keep 16 cores busy
+// on the smallest preset tensor stacks. Depends on the row size only (never on --threads),
+// so the random streams and hence the file do not either.
+constexpr uint64_t kChunkBytes = 16ull << 20;
+
+class Progress {
+ public:
+  explicit Progress(uint64_t total) : total_(total), tty_(isatty(STDERR_FILENO) != 0), t0_(clock::now()) {}
+  void show(uint64_t done, bool final = false) {
+    const double s = std::chrono::duration<double>(clock::now() - t0_).count();
+    const double frac = total_ ? static_cast<double>(done) / static_cast<double>(total_) : 1.0;
+    const int pct = static_cast<int>(frac * 100);
+    if (!tty_ && !final && pct < next_pct_) return;  // logs: one line per 10%
+    next_pct_ = pct / 10 * 10 + 10;
+    const int w = 30, filled = static_cast<int>(frac * w);
+    const double rate = s > 0 ? static_cast<double>(done) / s / 1e9 : 0;
+    const double eta = rate > 0 ? static_cast<double>(total_ - done) / 1e9 / rate : 0;
+    std::fprintf(stderr, "%s[%s%s] %3d%% %.2f/%.2f GB %.2f GB/s %s %.0fs%s", tty_ ? "\r" : "",
+                 std::string(static_cast<size_t>(filled), '#').c_str(), std::string(static_cast<size_t>(w - filled), '.').c_str(),
+                 pct, static_cast<double>(done) / 1e9, static_cast<double>(total_) / 1e9, rate, final ? "in" : "eta",
+                 final ? s : eta, tty_ && !final ? "" : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  uint64_t total_;
+  bool tty_;
+  clock::time_point t0_;
+  int next_pct_ = 0;
+};
+
+void write_model(const std::string& path, const ft::gguf::Writer& w, const std::vector<Planned>& ts, uint64_t seed,
+                 int n_threads, bool quiet) {
+  const auto layout = w.layout();
+  std::vector<Chunk> chunks;
+  uint64_t total = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const auto& t = ts[i];
+    const uint64_t rb = static_cast<uint64_t>(ft::row_bytes(t.type, t.cols()));
+    const int64_t per = static_cast<int64_t>(std::max<uint64_t>(1, kChunkBytes / rb));
+    for (int64_t r = 0; r < t.rows(); r += per) {
+      const int64_t n = std::min(per, t.rows() - r);
+      chunks.push_back(Chunk{i, r, n, layout.offsets[i] + static_cast<uint64_t>(r) * rb, static_cast<uint64_t>(n) * rb});
+      total += static_cast<uint64_t>(n) * rb;
+    }
+  }
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) ft::fail("{}: cannot open for writing: {}", tmp, std::strerror(errno));
+  auto check_io = [&](bool ok, const char* what) {
+    if (!ok) {
+      const int e = errno;
+      ::close(fd);
+      std::remove(tmp.c_str());
+      ft::fail("{}: {} failed: {}", tmp, what, std::strerror(e));
+    }
+  };
+  // The size first: the padding between tensors stays a hole that reads as zeros.
+  check_io(::ftruncate(fd, static_cast<off_t>(layout.file_size)) == 0, "ftruncate");
+  check_io(::pwrite(fd, layout.head.data(), layout.head.size(), 0) == static_cast<ssize_t>(layout.head.size()),
+           "pwrite (header)");
+
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> done{0};
+  std::atomic<int> err{0};
+  auto worker = [&] {
+    std::vector<uint8_t> buf;
+    for (size_t c; err.load() == 0 && (c = next.fetch_add(1)) < chunks.size();) {
+      const Chunk& ch = chunks[c];
+      buf.resize(ch.nbytes);
+      fill_rows(ts[ch.tensor], ch.row0, ch.n_rows, buf.data(), seed);
+      for (uint64_t off = 0; off < ch.nbytes;) {
+        const ssize_t n = ::pwrite(fd, buf.data() + off, ch.nbytes - off, static_cast<off_t>(ch.offset + off));
+        if (n <= 0) {
+          err.store(n < 0 ? errno : EIO);
+          return;
+        }
+        off += static_cast<uint64_t>(n);
+      }
+      done.fetch_add(ch.nbytes);
+    }
+  };
+  Progress bar(total);
+  std::vector<std::thread> pool;
+  for (int i = 0; i < n_threads; ++i) pool.emplace_back(worker);
+  while (!quiet && done.load() < total && err.load() == 0) {
+    bar.show(done.load());
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  for (auto& t : pool) t.join();
+  if (err.load() != 0) {
+    errno = err.load();
+    check_io(false, "pwrite");
+  }
+  if (!quiet) bar.show(done.load(), true);
+  check_io(::close(fd) == 0, "close");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) ft::fail("{}: cannot rename {} to it: {}", path, tmp, std::strerror(errno));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Write a realistic-size GGUF model with random but valid weights (Llama-3.1-8B / Qwen3-30B-A3B shapes)"};
+  std::string preset_name, out, type_name;
+  Options o;
+  int64_t layers = -1, vocab = -1;
+  int n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  bool quiet = false;
+  std::vector<float> s2_range;
+  app.add_option("--preset", preset_name, "llama8b-nvfp4 | qwen3moe-30b-nvfp4")->required();
+  app.add_option("--out,-o", out, "output GGUF")->required();
+  app.add_option("--layers", layers, "number of layers (default: the real model's)");
+  app.add_option("--type", type_name, "type of the attention, MLP and expert weights: nvfp4 (default), mxfp4, q4_K, q8_0, bf16, f16");
+  app.add_option("--vocab", vocab, "vocabulary size (default: the real model's; small values for tests)");
+  app.add_option("--seed", o.seed, "random seed");
+  app.add_option("--s2", s2_range, "range of the NVFP4 second-level scales (default 0.5 2)")->expected(2);
+  app.add_option("--threads,-t", n_threads, "fill threads (default: all cores)");
+  app.add_flag("--quiet,-q", quiet, "no progress bar");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    Shape s = preset(preset_name);
+    if (layers >= 0) {
+      if (layers < 1) ft::fail("--layers {}: expected at least 1", layers);
+      s.n_layer = layers;
+    }
+    if (vocab >= 0) s.n_vocab = vocab;
+    if (!type_name.empty()) {
+      const auto t = ft::ggml_type_from_name(type_name);
+      const GgmlType ok[] = {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::BF16, GgmlType::F16};
+      if (!t || std::find(std::begin(ok), std::end(ok), *t) == std::end(ok))
+        ft::fail("--type '{}': expected nvfp4, mxfp4, q4_K, q8_0, bf16 or f16", type_name);
+      s.quant = *t;
+    }
+    if (!s2_range.empty()) {
+      if (!(s2_range[0] > 0 && s2_range[1] >= s2_range[0]))
+        ft::fail("--s2 {} {}: expected 0 < lo <= hi", s2_range[0], s2_range[1]);
+      o.s2_lo = s2_range[0], o.s2_hi = s2_range[1];
+    }
+    if (n_threads < 1) ft::fail("--threads {}: expected at least 1", n_threads);
+
+    const auto ts = plan_tensors(s, o);
+    ft::gguf::Writer w;
+    set_metadata(w, s);
+    uint64_t bytes_per_token = 0, weight_bytes = 0;
+    int n_scales = 0;
+    for (const auto& t : ts) {
+      w.add_tensor_stream(t.name, t.type, t.ne, nullptr);
+      const uint64_t nb = static_cast<uint64_t>(ft::row_bytes(t.type, t.cols())) * static_cast<uint64_t>(t.rows());
+      weight_bytes += nb;
+      bytes_per_token += static_cast<uint64_t>(std::llround(static_cast<double>(nb) * t.read_fraction));
+      n_scales += t.name.ends_with(".scale");
+    }
+    write_model(out, w, ts, o.seed, n_threads, quiet);
+    const uint64_t file_bytes = w.layout().file_size;
+    fmt::print("{}: {}, {} layers, {} tensors ({} .scale), {} weights, vocab {}\n", out, s.arch, s.n_layer, ts.size(),
+               n_scales, ft::type_name(s.quant), s.n_vocab);
+    fmt::print("file_bytes {}\n", file_bytes);
+    fmt::print("weight_bytes {}\n", weight_bytes);
+    fmt::print("bytes_per_token {}\n", bytes_per_token);
+  } catch (const ft::Error& e) {
+    std::fprintf(stderr, "ft-bigmodel: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
