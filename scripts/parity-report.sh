@@ -18,7 +18,7 @@ trap 'rm -f "$log"' EXIT
 rc=$?
 for arch in llama qwen3 qwen3moe; do
   echo "== $arch"
-  grep "^PARITY arch=$arch " "$log" | sed 's/^PARITY //'
+  grep -E "^PARITY (device=[a-z]+ )?arch=$arch " "$log" | sed 's/^PARITY //'
 done
 echo "== failures"
 if grep -qE '^\[  FAILED  \] Models/' "$log"; then

@@ -22,6 +22,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -105,7 +106,17 @@ int common_prefix(const std::vector<int>& a, const std::vector<int>& b) {
   return static_cast<int>(n);
 }
 
-std::string bin(const char* name) { return std::string(FT_BINARY_DIR) + "/" + name; }
+// FT_BIN_DIR overrides where ft and llama-oracle live (binaries carried to the GPU machine).
+std::string bin(const char* name) {
+  const char* d = std::getenv("FT_BIN_DIR");
+  return std::string(d && *d ? d : FT_BINARY_DIR) + "/" + name;
+}
+
+// FT_PARITY_DEVICE=cuda runs our side on the GPU (same rules; default cpu).
+std::string device() {
+  const char* d = std::getenv("FT_PARITY_DEVICE");
+  return d && *d ? d : "cpu";
+}
 
 struct Oracle {
   bool ok = false;
@@ -140,7 +151,7 @@ Ours run_ours(const std::string& model, const std::vector<int>& prompt, const st
   Ours o;
   std::string cmd = bin("ft") + " generate --model " + model + " --prompt-tokens " + join(prompt) +
                     " --max-tokens " + std::to_string(kTokens) +
-                    " --temperature 0 --ignore-eos --threads 1 --json --dtype " + dtype +
+                    " --temperature 0 --ignore-eos --threads 1 --json --device " + device() + " --dtype " + dtype +
                     " --logits-out " + logits_path;
   if (force) cmd += " --force-tokens " + join(*force);
   fs::remove(logits_path);
@@ -252,7 +263,8 @@ class Parity : public ::testing::TestWithParam<Config> {};
 TEST_P(Parity, MatchesLlamaCpp) {
   const Config& c = GetParam();
   const std::string arch(ft::testgen::arch_name(c.spec.arch));
-  const fs::path dir = fs::path(FT_BINARY_DIR) / "parity-models" / test_name(c);
+  const char* md = std::getenv("FT_PARITY_MODELS");
+  const fs::path dir = fs::path(md && *md ? md : std::string(FT_BINARY_DIR) + "/parity-models") / test_name(c);
   fs::create_directories(dir);
   const std::string model = (dir / "model.gguf").string(), twin = (dir / "twin.f32.gguf").string(),
                     noscale = (dir / "noscale.gguf").string();
@@ -343,9 +355,9 @@ TEST_P(Parity, MatchesLlamaCpp) {
 
   char line[512];
   std::snprintf(line, sizeof line,
-                "PARITY arch=%s cfg=%s exact: max|dlogit|=%.2g tf %d/%d free %d/%d | quantized-file, auto: "
+                "PARITY device=%s arch=%s cfg=%s exact: max|dlogit|=%.2g tf %d/%d free %d/%d | quantized-file, auto: "
                 "max|dlogit|=%.2g tf %d/%d free %d/%d (margin %s); float32 free %d/%d%s\n",
-                arch.c_str(), c.cfg.c_str(), dlogit, tf_ok, kTokens, free_same, kTokens, dq, q_tf_ok, kTokens, q_same,
+                device().c_str(), arch.c_str(), c.cfg.c_str(), dlogit, tf_ok, kTokens, free_same, kTokens, dq, q_tf_ok, kTokens, q_same,
                 kTokens, q_margin, f32_same, kTokens, extra.c_str());
   std::fputs(line, stdout);
 }

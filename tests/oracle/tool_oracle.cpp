@@ -24,6 +24,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -102,7 +103,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (!verbose) llama_log_set(quiet_log, nullptr);
-  ggml_backend_load_all_from_path(FT_LLAMA_LIB_DIR);
+  // FT_LLAMA_LIB_DIR in the environment: the libraries moved (a copy carried to another machine).
+  const char* libdir = std::getenv("FT_LLAMA_LIB_DIR");
+  ggml_backend_load_all_from_path(libdir && *libdir ? libdir : FT_LLAMA_LIB_DIR);
   llama_backend_init();
   auto mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
