@@ -1,0 +1,54 @@
+// SwiGLU (glu.h): a 2-D grid, blockIdx.x the row and blockIdx.y a slice of 4 * 256 columns;
+// each thread does 4 consecutive columns (float4 loads and stores when the rows allow it).
+// n_ff 12288-14336 at decode is 12-14 blocks: one wave, launch-bound.
+#include "cuda/glu.h"
+
+#include <string>
+
+#include "cuda/check.h"
+#include "cuda/ops_math.cuh"
+#include "cuda/round.cuh"
+
+namespace ft::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kPerThread = 4;
+
+__device__ __forceinline__ float swiglu1(float g, float u, Round r) { return round_to(r, ops::mul_rn(ops::silu(g), u)); }
+
+template <bool kVec>
+__global__ void swiglu_kernel(const float* gu, int64_t ldgu, int64_t n_ff, float* h, int64_t ldh, Round r) {
+  const int64_t t = blockIdx.x;
+  const int64_t j = (static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x) * kPerThread;
+  if (j >= n_ff) return;
+  const float* g = gu + t * ldgu;
+  float* o = h + t * ldh;
+  if constexpr (kVec) {  // n_ff % 4 == 0: the 4 columns are all in range
+    const float4 a = *reinterpret_cast<const float4*>(g + j);
+    const float4 b = *reinterpret_cast<const float4*>(g + n_ff + j);
+    *reinterpret_cast<float4*>(o + j) = make_float4(swiglu1(a.x, b.x, r), swiglu1(a.y, b.y, r),
+                                                    swiglu1(a.z, b.z, r), swiglu1(a.w, b.w, r));
+  } else {
+    for (int64_t i = j; i < j + kPerThread && i < n_ff; ++i) o[i] = swiglu1(g[i], g[n_ff + i], r);
+  }
+}
+
+}  // namespace
+
+void swiglu(const float* gu, int64_t ldgu, int64_t n_ff, int64_t n_tok, float* h, int64_t ldh, Round r,
+            cudaStream_t s) {
+  if (n_tok <= 0 || n_ff <= 0) return;
+  if (ldgu < 2 * n_ff) fail_message("swiglu: gate|up row stride " + std::to_string(ldgu) + " is below 2*n_ff");
+  const bool vec = n_ff % 4 == 0 && ldgu % 4 == 0 && ldh % 4 == 0 && reinterpret_cast<uintptr_t>(gu) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(h) % 16 == 0;
+  const dim3 grid(static_cast<unsigned>(n_tok),
+                  static_cast<unsigned>((n_ff + kThreads * kPerThread - 1) / (kThreads * kPerThread)));
+  if (vec)
+    swiglu_kernel<true><<<grid, kThreads, 0, s>>>(gu, ldgu, n_ff, h, ldh, r);
+  else
+    swiglu_kernel<false><<<grid, kThreads, 0, s>>>(gu, ldgu, n_ff, h, ldh, r);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ft::cuda

@@ -1,0 +1,24 @@
+// MoE routing on the GPU: the CUDA twin of engine::moe_route (engine/moe.cpp) for n_tok rows
+// of router logits (fp32, rows ld apart):
+//   probs = softmax(logits)      max, exp(l - max), sum in double, probs = e * float(1/sum)
+//   ids   = the first n_used experts of std::sort(0..n_expert-1, probs[a] > probs[b])
+//   w_k   = probs[ids_k] / max(float(sum_k double(probs[ids_k])), 6.103515625e-5)
+// ids / weights are [n_tok][n_used] (device). Without ties in the top n_used the order is
+// just rank by probability, computed in parallel; when a tie reaches the top n_used the
+// kernel runs a step-for-step twin of libstdc++'s std::sort (stl_sort.cuh) on one thread,
+// so tied experts are chosen and ordered exactly as on the CPU. exp as in ops_math.cuh
+// (rarely 1 ulp from glibc's expf). One block per token; n_expert <= kMoeRouteMaxExperts.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace ft::cuda {
+
+inline constexpr int64_t kMoeRouteMaxExperts = 2048;
+
+void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok, int n_used, int32_t* ids,
+               float* weights, cudaStream_t s);
+
+}  // namespace ft::cuda

@@ -1,0 +1,117 @@
+// RMSNorm (norm.h): one block per row; each thread keeps its stripe's partial sum of squares
+// in double, a warp-shuffle tree finishes it, and the row is read a second time (from L1/L2)
+// to scale it. At decode sizes (n_embd 2048-4096, one row) the launch dominates.
+#include "cuda/norm.h"
+
+#include <string>
+
+#include "cuda/check.h"
+#include "cuda/ops_math.cuh"
+#include "cuda/ops_reduce.cuh"
+#include "cuda/round.cuh"
+
+namespace ft::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// kAdd: x += b first (written back). kVec: rows 16-byte aligned, n % 4 == 0: float4 access.
+template <bool kAdd, bool kVec>
+__global__ void rmsnorm_kernel(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n,
+                               float eps, float* y, int64_t ldy, Round r) {
+  __shared__ double scratch[32];
+  const int64_t t = blockIdx.x;
+  float* xr = x + t * ldx;
+  const float* br = kAdd ? b + t * ldb : nullptr;
+  float* yr = y + t * ldy;
+  double sum = 0.0;
+  if constexpr (kVec) {
+    for (int64_t i = 4 * static_cast<int64_t>(threadIdx.x); i < n; i += 4 * blockDim.x) {
+      float4 v = *reinterpret_cast<const float4*>(xr + i);
+      if constexpr (kAdd) {
+        const float4 a = *reinterpret_cast<const float4*>(br + i);
+        v.x = ops::add_rn(v.x, a.x), v.y = ops::add_rn(v.y, a.y), v.z = ops::add_rn(v.z, a.z),
+        v.w = ops::add_rn(v.w, a.w);
+        *reinterpret_cast<float4*>(xr + i) = v;
+      }
+      sum += static_cast<double>(ops::mul_rn(v.x, v.x));
+      sum += static_cast<double>(ops::mul_rn(v.y, v.y));
+      sum += static_cast<double>(ops::mul_rn(v.z, v.z));
+      sum += static_cast<double>(ops::mul_rn(v.w, v.w));
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      float v = xr[i];
+      if constexpr (kAdd) {
+        v = ops::add_rn(v, br[i]);
+        xr[i] = v;
+      }
+      sum += static_cast<double>(ops::mul_rn(v, v));
+    }
+  }
+  sum = ops::block_sum(sum, scratch);
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = ops::div_rn(1.0f, __fsqrt_rn(ops::add_rn(mean, eps)));
+  // Each thread reads back only the elements it wrote above (same striding).
+  if constexpr (kVec) {
+    for (int64_t i = 4 * static_cast<int64_t>(threadIdx.x); i < n; i += 4 * blockDim.x) {
+      const float4 v = *reinterpret_cast<const float4*>(xr + i);
+      float4 o;
+      if (w != nullptr) {
+        const float4 g = *reinterpret_cast<const float4*>(w + i);
+        o.x = ops::mul_rn(ops::mul_rn(v.x, scale), g.x), o.y = ops::mul_rn(ops::mul_rn(v.y, scale), g.y);
+        o.z = ops::mul_rn(ops::mul_rn(v.z, scale), g.z), o.w = ops::mul_rn(ops::mul_rn(v.w, scale), g.w);
+      } else {
+        o.x = ops::mul_rn(v.x, scale), o.y = ops::mul_rn(v.y, scale), o.z = ops::mul_rn(v.z, scale),
+        o.w = ops::mul_rn(v.w, scale);
+      }
+      o.x = round_to(r, o.x), o.y = round_to(r, o.y), o.z = round_to(r, o.z), o.w = round_to(r, o.w);
+      *reinterpret_cast<float4*>(yr + i) = o;
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      float o = ops::mul_rn(xr[i], scale);
+      if (w != nullptr) o = ops::mul_rn(o, w[i]);
+      yr[i] = round_to(r, o);
+    }
+  }
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps, int64_t n_tok,
+         float* y, int64_t ldy, Round r, cudaStream_t s) {
+  if (n_tok <= 0) return;
+  if (n <= 0) fail_message("rmsnorm: row length " + std::to_string(n) + " must be positive");
+  const bool vec = n % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned16(x) && aligned16(y) &&
+                   (w == nullptr || aligned16(w)) && (b == nullptr || (ldb % 4 == 0 && aligned16(b)));
+  const unsigned grid = static_cast<unsigned>(n_tok);
+  if (b != nullptr) {
+    if (vec)
+      rmsnorm_kernel<true, true><<<grid, kThreads, 0, s>>>(x, ldx, b, ldb, w, n, eps, y, ldy, r);
+    else
+      rmsnorm_kernel<true, false><<<grid, kThreads, 0, s>>>(x, ldx, b, ldb, w, n, eps, y, ldy, r);
+  } else {
+    if (vec)
+      rmsnorm_kernel<false, true><<<grid, kThreads, 0, s>>>(x, ldx, nullptr, 0, w, n, eps, y, ldy, r);
+    else
+      rmsnorm_kernel<false, false><<<grid, kThreads, 0, s>>>(x, ldx, nullptr, 0, w, n, eps, y, ldy, r);
+  }
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void rmsnorm(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
+             int64_t ldy, Round r, cudaStream_t s) {
+  // The kernel writes x only when adding; the const_cast keeps one kernel for both.
+  run(const_cast<float*>(x), ldx, nullptr, 0, w, n, eps, n_tok, y, ldy, r, s);
+}
+
+void add_rmsnorm(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps,
+                 int64_t n_tok, float* y, int64_t ldy, Round r, cudaStream_t s) {
+  if (b == nullptr) fail_message("add_rmsnorm: the added rows b must not be null");
+  run(x, ldx, b, ldb, w, n, eps, n_tok, y, ldy, r, s);
+}
+
+}  // namespace ft::cuda

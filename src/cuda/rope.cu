@@ -1,0 +1,76 @@
+// qk_norm_rope (rope.h): one block per token, one warp per head. A warp stages its head
+// (after the optional norm, rounded as the CPU rounds it) in shared memory, so the rotation
+// can read both members of a pair before either is overwritten in place.
+#include "cuda/rope.h"
+
+#include <string>
+
+#include "cuda/check.h"
+#include "cuda/ops_math.cuh"
+#include "cuda/ops_reduce.cuh"
+#include "cuda/round.cuh"
+
+namespace ft::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+
+__global__ void qk_norm_rope_kernel(float* x, int64_t ld, int64_t n_head, int64_t n_head_kv, int64_t hd,
+                                    const float* q_norm_w, const float* k_norm_w, float eps, const float* cs,
+                                    int n_rot, bool neox, const int32_t* d_pos, Round r) {
+  __shared__ float stage[kWarps][kRopeMaxHeadDim];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t t = blockIdx.x;
+  const float* c = cs + (static_cast<int64_t>(*d_pos) + t) * n_rot;
+  const int half = n_rot / 2;
+  float* buf = stage[warp];
+  for (int64_t h = warp; h < n_head + n_head_kv; h += kWarps) {
+    float* hp = x + t * ld + h * hd;
+    const float* w = h < n_head ? q_norm_w : k_norm_w;
+    if (w != nullptr) {
+      double sum = 0.0;
+      for (int64_t i = lane; i < hd; i += 32) {
+        const float v = hp[i];
+        sum += static_cast<double>(ops::mul_rn(v, v));
+      }
+      sum = ops::warp_sum(sum);
+      const float mean = static_cast<float>(sum / static_cast<double>(hd));
+      const float s = ops::div_rn(1.0f, __fsqrt_rn(ops::add_rn(mean, eps)));
+      for (int64_t i = lane; i < hd; i += 32) buf[i] = round_to(r, ops::mul_rn(ops::mul_rn(hp[i], s), w[i]));
+    } else {
+      for (int64_t i = lane; i < hd; i += 32) buf[i] = hp[i];
+    }
+    __syncwarp();
+    for (int i = lane; i < half; i += 32) {
+      const int ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
+      const float a = buf[ia], b = buf[ib], co = c[2 * i], si = c[2 * i + 1];
+      hp[ia] = round_to(r, ops::sub_rn(ops::mul_rn(a, co), ops::mul_rn(b, si)));
+      hp[ib] = round_to(r, ops::add_rn(ops::mul_rn(a, si), ops::mul_rn(b, co)));
+    }
+    if (w != nullptr)
+      for (int64_t i = n_rot + lane; i < hd; i += 32) hp[i] = buf[i];
+    __syncwarp();  // buf is refilled for the next head
+  }
+}
+
+}  // namespace
+
+void qk_norm_rope(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd,
+                  const float* q_norm_w, const float* k_norm_w, float eps, const float* cs, int n_rot, bool neox,
+                  const int32_t* d_pos, Round r, cudaStream_t s) {
+  if (n_tok <= 0) return;
+  if (hd <= 0 || hd > kRopeMaxHeadDim)
+    fail_message("qk_norm_rope: head_dim " + std::to_string(hd) + " must be in [1, " +
+                 std::to_string(kRopeMaxHeadDim) + "]");
+  if (n_rot < 0 || n_rot % 2 != 0 || n_rot > hd)
+    fail_message("qk_norm_rope: n_rot " + std::to_string(n_rot) + " must be even and at most head_dim " +
+                 std::to_string(hd));
+  if (ld < (n_head + n_head_kv) * hd)
+    fail_message("qk_norm_rope: row stride " + std::to_string(ld) + " is shorter than the q and k heads (" +
+                 std::to_string((n_head + n_head_kv) * hd) + ")");
+  qk_norm_rope_kernel<<<static_cast<unsigned>(n_tok), 32 * kWarps, 0, s>>>(
+      x, ld, n_head, n_head_kv, hd, q_norm_w, k_norm_w, eps, cs, n_rot, neox, d_pos, r);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ft::cuda

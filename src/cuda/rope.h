@@ -1,0 +1,33 @@
+// Per-head RMSNorm (qwen3's q/k norm) and rotary position embedding, in place, for the q
+// and k heads of a fused qkv row: the CUDA twin of engine::rmsnorm_heads followed by
+// engine::rope_apply (model/decoder.cpp attention_block).
+//
+// Row t of x (ld apart) holds n_head q heads of hd elements at x + t*ld + h*hd, then
+// n_head_kv k heads right after them (v, further on, is untouched). Per head:
+//   norm (when its weight is given):  y = round(x * s * w), s as engine::rmsnorm_row
+//   rope:  pairs (2i, 2i+1) (neox = false) or (i, i + n_rot/2) (neox = true), i < n_rot/2:
+//          a' = round(a*c - b*s),  b' = round(a*s + b*c)   (products rounded, then added)
+//   elements [n_rot, hd) keep the norm's output.
+// q_norm_w / k_norm_w {hd} may be nullptr (no norm for those heads).
+// cs: device table of {cos, sin} per pair, row p (position p) at cs + p*n_rot, built on the
+// host with engine::rope_angles so that angles are bit-identical to the CPU's. Token t is
+// at position *d_pos + t (read on the device, for graph capture); the table must have a
+// row for it. One block per token, one warp per head.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "cuda/round.h"
+
+namespace ft::cuda {
+
+// Largest head_dim the kernel takes (a head is staged in shared memory).
+inline constexpr int64_t kRopeMaxHeadDim = 512;
+
+void qk_norm_rope(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd,
+                  const float* q_norm_w, const float* k_norm_w, float eps, const float* cs, int n_rot, bool neox,
+                  const int32_t* d_pos, Round r, cudaStream_t s);
+
+}  // namespace ft::cuda
