@@ -20,6 +20,9 @@ class Runner {
   // backend computes it where the logits are and copies back one integer.
   virtual int32_t eval_argmax(const int32_t* tokens, int64_t n);
 
+  // Forgets the sequence (the KV cache is reused from position 0).
+  virtual void reset() = 0;
+
   virtual int64_t n_past() const = 0;
   virtual int64_t n_ctx() const = 0;
   virtual int64_t n_vocab() const = 0;

@@ -37,6 +37,7 @@ class Session : public Runner {
   // context is full or a token id is out of range.
   const float* eval(const int32_t* tokens, int64_t n, bool all_logits = false) override;
 
+  void reset() override { n_past_ = 0; }
   int64_t n_past() const override { return n_past_; }
   int64_t n_ctx() const override { return st_->n_ctx; }
   int64_t n_vocab() const override;
