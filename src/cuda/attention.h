@@ -1,0 +1,78 @@
+// Causal multi-head attention with grouped KV heads over a KV cache on the GPU: the CUDA
+// twin of engine::attention / engine::attention_ref (src/engine/attention.h).
+//
+//   score[j] = scale * <q_h, k_g[j]>,  g = h / (n_head / n_head_kv),  j <= pos + t
+//   o_h      = round( sum_j softmax(score)[j] * v_g[j] )     (softmax in fp32, max subtracted)
+//
+// The position of the first query token is read on the device (d_pos), and every grid is
+// sized from the cache capacity n_ctx, so one captured CUDA graph serves every decode step.
+//
+// Kernels (all accumulate in fp32):
+//   decode  (n_tok <= kAttnDecodeMaxTokens): split-K flash-decoding. A block takes one KV
+//           head, up to 16 of its query rows (token x head of the group, so each K/V row is
+//           read once for all of them) and one chunk of keys; the chunk length is planned on
+//           the device from the live length (attn_plan.cuh). A combine kernel merges chunks.
+//   prefill (any n_tok): causal flash attention, one block per (query tile, KV head), online
+//           softmax over key tiles, no workspace. bf16/f16 caches use tensor cores
+//           (mma.sync m16n8k16, sm_80+); the f32 cache uses the SIMT kernel.
+//
+// Supported: head_dim_k == head_dim_v in {64, 128, 256}; n_head a multiple of n_head_kv;
+// 16-byte aligned caches. Violations throw ft::Error.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/round.h"
+
+namespace ft::cuda {
+
+inline constexpr int64_t kAttnDecodeMaxTokens = 8;
+
+// The cache stores K and V in the activation dtype (fp32 for --dtype float32, bf16/f16
+// otherwise), as engine::KvCache does.
+enum class KvType { kF32, kF16, kBF16 };
+
+// Cache layout per layer (the engine allocates it): K [n_ctx][k_dim], V [n_ctx][v_dim] with
+// k_dim = n_head_kv*head_dim_k, v_dim = n_head_kv*head_dim_v, rows contiguous (as
+// engine::KvCache). Writes n_tok rows of K and V (fp32 in, ldk / ldv floats apart, rounded to
+// nearest even) at positions *d_pos .. *d_pos + n_tok - 1 (d_pos: device pointer).
+void kv_store(KvType t, void* k_cache, void* v_cache, int64_t k_dim, int64_t v_dim, const float* k, int64_t ldk,
+              const float* v, int64_t ldv, int64_t n_tok, const int32_t* d_pos, cudaStream_t s);
+
+struct AttnArgs {
+  int64_t n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
+  float scale = 1.0f;
+  const float* q = nullptr;  // device: n_tok rows ldq apart, head h at q + t*ldq + h*head_dim_k
+  int64_t ldq = 0;
+  int64_t n_tok = 0;             // query tokens at positions *d_pos + t, attending to keys 0 .. *d_pos + t
+  const int32_t* d_pos = nullptr;  // DEVICE pointer to the position of the first query token
+  int64_t n_ctx = 0;             // cache capacity (rows); grids are sized from it, never from *d_pos
+  KvType kv_type = KvType::kF32;
+  const void* k_cache = nullptr;  // this layer's cache (layout above)
+  const void* v_cache = nullptr;
+  float* out = nullptr;  // device: n_tok rows of n_head*head_dim_v floats, ldo apart
+  int64_t ldo = 0;
+  Round round = Round::kNone;  // rounding of the output to the activation dtype
+};
+
+// Device workspace that attention() needs for up to max_tok query tokens (the decode split
+// partials); 0 when max_tok > kAttnDecodeMaxTokens would only ever take the prefill path...
+// it is sized for min(max_tok, kAttnDecodeMaxTokens) tokens.
+size_t attention_workspace_bytes(int64_t n_head, int64_t max_tok, int64_t n_ctx, int64_t head_dim_v);
+
+// Picks decode (n_tok <= kAttnDecodeMaxTokens) or prefill. No host sync, no allocation:
+// capturable in a CUDA graph. `workspace` holds attention_workspace_bytes(n_head, n_tok, ...).
+void attention(const AttnArgs& a, void* workspace, cudaStream_t s);
+
+// The two paths, for tests and benchmarks.
+void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s);  // n_tok <= kAttnDecodeMaxTokens
+void attention_prefill(const AttnArgs& a, cudaStream_t s);                   // any n_tok; no workspace
+
+// Prefill kernel choice for tests and benchmarks (process-wide, not thread-safe):
+// 0 automatic (tensor cores for bf16/f16), 1 always the SIMT kernel.
+void attention_set_prefill_override(int mode);
+
+}  // namespace ft::cuda

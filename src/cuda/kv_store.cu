@@ -1,0 +1,63 @@
+// kv_store (cuda/attention.h): n_tok rows of K and V, fp32 in, converted to the cache type
+// with round-to-nearest-even (as engine::KvCache::store) at rows *d_pos .. *d_pos+n_tok-1.
+// One thread per element; the position is read on the device (graph capture).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/attention.h"
+#include "cuda/attn_types.cuh"
+#include "cuda/check.h"
+
+namespace ft::cuda {
+namespace {
+
+template <class T>
+__global__ void kv_store_kernel(T* kc, T* vc, int64_t k_dim, int64_t v_dim, const float* k, int64_t ldk,
+                                const float* v, int64_t ldv, int64_t n_tok, const int32_t* d_pos) {
+  const int64_t pos = *d_pos;
+  const int64_t n_k = n_tok * k_dim, n_all = n_k + n_tok * v_dim;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_all;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (i < n_k) {
+      const int64_t t = i / k_dim, c = i % k_dim;
+      kc[(pos + t) * k_dim + c] = attn_detail::from_float<T>(k[t * ldk + c]);
+    } else {
+      const int64_t t = (i - n_k) / v_dim, c = (i - n_k) % v_dim;
+      vc[(pos + t) * v_dim + c] = attn_detail::from_float<T>(v[t * ldv + c]);
+    }
+  }
+}
+
+template <class T>
+void launch(void* k_cache, void* v_cache, int64_t k_dim, int64_t v_dim, const float* k, int64_t ldk, const float* v,
+            int64_t ldv, int64_t n_tok, const int32_t* d_pos, cudaStream_t s) {
+  constexpr int kThreads = 256;
+  const int64_t n_all = n_tok * (k_dim + v_dim);
+  int64_t blocks = (n_all + kThreads - 1) / kThreads;
+  if (blocks > 65536) blocks = 65536;  // grid-stride beyond that
+  kv_store_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
+      static_cast<T*>(k_cache), static_cast<T*>(v_cache), k_dim, v_dim, k, ldk, v, ldv, n_tok, d_pos);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void kv_store(KvType t, void* k_cache, void* v_cache, int64_t k_dim, int64_t v_dim, const float* k, int64_t ldk,
+              const float* v, int64_t ldv, int64_t n_tok, const int32_t* d_pos, cudaStream_t s) {
+  if (n_tok < 0 || k_dim <= 0 || v_dim <= 0 || ldk < k_dim || ldv < v_dim)
+    fail_message("cuda kv_store: need n_tok >= 0, k_dim, v_dim > 0, ldk >= k_dim, ldv >= v_dim (got n_tok = " +
+                 std::to_string(n_tok) + ", k_dim = " + std::to_string(k_dim) + ", v_dim = " + std::to_string(v_dim) +
+                 ", ldk = " + std::to_string(ldk) + ", ldv = " + std::to_string(ldv) + ")");
+  if (n_tok == 0) return;
+  if (k_cache == nullptr || v_cache == nullptr || k == nullptr || v == nullptr || d_pos == nullptr)
+    fail_message("cuda kv_store: k_cache, v_cache, k, v and d_pos must be set");
+  switch (t) {
+    case KvType::kF32: return launch<float>(k_cache, v_cache, k_dim, v_dim, k, ldk, v, ldv, n_tok, d_pos, s);
+    case KvType::kBF16: return launch<__nv_bfloat16>(k_cache, v_cache, k_dim, v_dim, k, ldk, v, ldv, n_tok, d_pos, s);
+    case KvType::kF16: return launch<__half>(k_cache, v_cache, k_dim, v_dim, k, ldk, v, ldv, n_tok, d_pos, s);
+  }
+}
+
+}  // namespace ft::cuda

@@ -1,0 +1,418 @@
+// CUDA attention (src/cuda/attention.h) against its CPU twin engine::attention_ref, and
+// kv_store against engine::KvCache::store (byte for byte).
+//
+// GPU tests sweep KV types x head dims x GQA ratios x (decode at pos0 = 0, 1, 300, 4000;
+// prefill of 1, 17, 200 tokens from 0 and from 100), with padded strides, a cache capacity
+// larger than the live length, cache rows past the live length poisoned with NaN (a kernel
+// that reads them turns the output into NaN), outputs poisoned first (every element must be
+// written, the padding must stay poisoned), and a CUDA graph replayed at several positions.
+//
+// Tolerance: the reference sums in double; the kernels in fp32 with another order. The output
+// is a convex combination of V rows, so its error is bounded by a few fp32 roundings of the
+// scores (dot of <= 256 terms: ~1e-6 relative) and of the sums over <= 4100 keys (~1e-5
+// relative at worst), times max |v|: 2e-5 * max|v| leaves a margin of ~2. Rounded outputs
+// (bf16 / f16) may then land one unit of the rounding away: + 2^-8 (bf16) or 2^-11 (f16) of
+// |ref|, + 2^-24 for f16 subnormals. The softmax is made peaky (scale 2/sqrt(d)) so that a
+// missing or extra key at short contexts moves the output far beyond that.
+//
+// The plan / argument tests at the end need no GPU.
+#include "cuda/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "cuda/attn_plan.cuh"
+#include "cuda/buffer.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "engine/attention.h"
+
+namespace ft::cuda {
+namespace {
+
+#define FT_REQUIRE_GPU()                                        \
+  do {                                                          \
+    if (!has_device()) GTEST_SKIP() << "no CUDA device present"; \
+  } while (0)
+
+constexpr uint32_t kPoison = 0x7FC0DEADu;  // a NaN no kernel computes
+
+float poison() {
+  float v;
+  std::memcpy(&v, &kPoison, 4);
+  return v;
+}
+bool is_poison(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b == kPoison;
+}
+
+engine::ActType act_of(KvType t) {
+  return t == KvType::kF32 ? engine::ActType::kF32 : t == KvType::kBF16 ? engine::ActType::kBF16 : engine::ActType::kF16;
+}
+Round round_of(KvType t) { return t == KvType::kF32 ? Round::kNone : t == KvType::kBF16 ? Round::kBF16 : Round::kF16; }
+const char* name_of(KvType t) { return t == KvType::kF32 ? "f32" : t == KvType::kBF16 ? "bf16" : "f16"; }
+
+enum class Path { kAuto, kDecode, kPrefill, kPrefillSimt };
+const char* name_of(Path p) {
+  return p == Path::kAuto ? "auto" : p == Path::kDecode ? "decode" : p == Path::kPrefill ? "prefill" : "prefill-simt";
+}
+
+struct Case {
+  KvType kv;
+  int64_t d, n_head, n_head_kv, n_tok, pos0;
+  Path path;
+  int64_t extra_ctx = 37;  // cache rows beyond the live length (grids are sized from n_ctx)
+};
+
+std::string describe(const Case& c) {
+  return std::string(name_of(c.kv)) + " d=" + std::to_string(c.d) + " heads=" + std::to_string(c.n_head) + "/" +
+         std::to_string(c.n_head_kv) + " n_tok=" + std::to_string(c.n_tok) + " pos0=" + std::to_string(c.pos0) +
+         " path=" + name_of(c.path) + " n_ctx=+" + std::to_string(c.extra_ctx);
+}
+
+// The test's fixture for one shape: host data, the CPU cache, and the device cache filled
+// through kv_store in two calls (rows before pos0, then the query tokens' rows).
+struct Fixture {
+  Case c;
+  int64_t n_ctx, kv_dim, n_kv, ldq, ldo, ldkv;
+  std::vector<float> q, k, v;
+  engine::KvCache cpu;
+  DeviceBuffer dk, dv, dq, dpos;
+
+  Fixture(const Case& cc, std::mt19937& rng)
+      : c(cc),
+        n_ctx(cc.pos0 + cc.n_tok + cc.extra_ctx),
+        kv_dim(cc.n_head_kv * cc.d),
+        n_kv(cc.pos0 + cc.n_tok),
+        ldq(cc.n_head * cc.d + 8),
+        ldo(cc.n_head * cc.d + 16),
+        ldkv(cc.n_head_kv * cc.d + 4),
+        cpu(act_of(cc.kv), n_ctx, {kv_dim}) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    q.resize(static_cast<size_t>(c.n_tok * ldq));
+    k.resize(static_cast<size_t>(n_kv * ldkv));
+    v.resize(static_cast<size_t>(n_kv * ldkv));
+    for (auto& x : q) x = nd(rng);
+    for (auto& x : k) x = nd(rng);
+    for (auto& x : v) x = nd(rng);
+    cpu.store(0, 0, n_kv, k.data(), ldkv, v.data(), ldkv);
+
+    const size_t cache_bytes = static_cast<size_t>(n_ctx * kv_dim * cpu.esize());
+    // 0xFF bytes are a NaN in f32, bf16 and f16: rows past the live length must never be used.
+    std::vector<uint8_t> nan_bytes(cache_bytes, 0xFF);
+    dk = to_device(nan_bytes);
+    dv = to_device(nan_bytes);
+    dq = to_device(q);
+    dpos = DeviceBuffer(sizeof(int32_t));
+    const DeviceBuffer dkin = to_device(k), dvin = to_device(v);
+    for (int part = 0; part < 2; ++part) {
+      const int32_t p0 = part == 0 ? 0 : static_cast<int32_t>(c.pos0);
+      const int64_t n = part == 0 ? c.pos0 : c.n_tok;
+      set_pos(p0);
+      kv_store(c.kv, dk.get(), dv.get(), kv_dim, kv_dim, dkin.as<float>() + p0 * ldkv, ldkv,
+               dvin.as<float>() + p0 * ldkv, ldkv, n, dpos.as<int32_t>(), nullptr);
+    }
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    set_pos(static_cast<int32_t>(c.pos0));
+  }
+
+  void set_pos(int32_t p) { dpos.upload(&p, sizeof(p)); }
+
+  AttnArgs args(float* out) const {
+    AttnArgs a;
+    a.n_head = c.n_head;
+    a.n_head_kv = c.n_head_kv;
+    a.head_dim_k = a.head_dim_v = c.d;
+    a.scale = 2.0f / std::sqrt(static_cast<float>(c.d));
+    a.q = dq.as<float>();
+    a.ldq = ldq;
+    a.n_tok = c.n_tok;
+    a.d_pos = dpos.as<int32_t>();
+    a.n_ctx = n_ctx;
+    a.kv_type = c.kv;
+    a.k_cache = dk.get();
+    a.v_cache = dv.get();
+    a.out = out;
+    a.ldo = ldo;
+    a.round = round_of(c.kv);
+    return a;
+  }
+
+  engine::AttnShape shape() const {
+    return engine::AttnShape{c.n_head, c.n_head_kv, c.d, c.d, 2.0f / std::sqrt(static_cast<float>(c.d))};
+  }
+};
+
+// kv_store wrote exactly engine::KvCache::store's bytes for the live rows, nothing after them.
+void check_cache(const Fixture& s) {
+  const size_t row_bytes = static_cast<size_t>(s.kv_dim * s.cpu.esize());
+  std::vector<uint8_t> gk(static_cast<size_t>(s.n_ctx) * row_bytes), gv(gk.size());
+  s.dk.download(gk.data(), gk.size());
+  s.dv.download(gv.data(), gv.size());
+  for (int64_t r = 0; r < s.n_ctx; ++r) {
+    const uint8_t* a = gk.data() + r * row_bytes;
+    const uint8_t* b = gv.data() + r * row_bytes;
+    if (r < s.n_kv) {
+      ASSERT_EQ(std::memcmp(a, s.cpu.k_row(0, r), row_bytes), 0) << "K row " << r << " differs from KvCache";
+      ASSERT_EQ(std::memcmp(b, s.cpu.v_row(0, r), row_bytes), 0) << "V row " << r << " differs from KvCache";
+    } else {
+      ASSERT_TRUE(std::all_of(a, a + row_bytes, [](uint8_t x) { return x == 0xFF; })) << "K row " << r << " written";
+      ASSERT_TRUE(std::all_of(b, b + row_bytes, [](uint8_t x) { return x == 0xFF; })) << "V row " << r << " written";
+    }
+  }
+}
+
+double tolerance(KvType t, double vmax, double ref) {
+  const double ulp = t == KvType::kBF16 ? std::ldexp(1.0, -8) : t == KvType::kF16 ? std::ldexp(1.0, -11) : 0.0;
+  const double sub = t == KvType::kF16 ? std::ldexp(1.0, -24) : 0.0;
+  return 2e-5 * vmax + ulp * std::fabs(ref) + sub;
+}
+
+// Runs the chosen path on s (at position pos, n_tok queries) and compares with attention_ref.
+void check_attention(Fixture& s, Path path, int64_t pos) {
+  const Case& c = s.c;
+  const int64_t rows = c.n_tok;
+  DeviceBuffer dout = to_device(std::vector<float>(static_cast<size_t>(rows * s.ldo), poison()));
+  const size_t ws_bytes = attention_workspace_bytes(c.n_head, c.n_tok, s.n_ctx, c.d);
+  DeviceBuffer ws(ws_bytes > 0 ? ws_bytes : 16);
+  s.set_pos(static_cast<int32_t>(pos));
+  AttnArgs a = s.args(dout.as<float>());
+  a.n_tok = c.n_tok;
+  attention_set_prefill_override(path == Path::kPrefillSimt ? 1 : 0);
+  if (path == Path::kAuto) attention(a, ws.get(), nullptr);
+  if (path == Path::kDecode) attention_decode(a, ws.get(), nullptr);
+  if (path == Path::kPrefill || path == Path::kPrefillSimt) attention_prefill(a, nullptr);
+  attention_set_prefill_override(0);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = to_host<float>(dout, static_cast<size_t>(rows * s.ldo));
+
+  std::vector<float> ref(static_cast<size_t>(rows * s.ldo), 0.0f);
+  engine::attention_ref(s.shape(), s.cpu, 0, s.q.data(), s.ldq, c.n_tok, pos, ref.data(), s.ldo, act_of(c.kv));
+  // max |v| over the rows the queries see (as stored).
+  double vmax = 0;
+  std::vector<float> vrow(static_cast<size_t>(s.kv_dim));
+  for (int64_t r = 0; r < pos + c.n_tok; ++r) {
+    s.cpu.load_v(0, r, 0, s.kv_dim, vrow.data());
+    for (float x : vrow) vmax = std::max(vmax, static_cast<double>(std::fabs(x)));
+  }
+  const int64_t width = c.n_head * c.d;
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t i = 0; i < s.ldo; ++i) {
+      const float g = got[static_cast<size_t>(t * s.ldo + i)];
+      if (i >= width) {
+        ASSERT_TRUE(is_poison(g)) << "wrote padding: token " << t << " column " << i;
+        continue;
+      }
+      const float r = ref[static_cast<size_t>(t * s.ldo + i)];
+      ASSERT_FALSE(is_poison(g)) << "token " << t << " head " << i / c.d << " column " << i % c.d << " not written";
+      ASSERT_TRUE(std::isfinite(g)) << "token " << t << " head " << i / c.d << " column " << i % c.d << " = " << g;
+      ASSERT_LE(std::fabs(static_cast<double>(g) - r), tolerance(c.kv, vmax, r))
+          << "token " << t << " head " << i / c.d << " column " << i % c.d << " got " << g << " want " << r;
+    }
+}
+
+void run_case(const Case& c, std::mt19937& rng) {
+  SCOPED_TRACE(describe(c));
+  Fixture s(c, rng);
+  check_cache(s);
+  if (::testing::Test::HasFatalFailure()) return;
+  check_attention(s, c.path, c.pos0);
+}
+
+const KvType kKvTypes[] = {KvType::kF32, KvType::kBF16, KvType::kF16};
+const int64_t kDims[] = {64, 128, 256};
+// (n_head, n_head_kv): MHA, GQA 4 and 8 (Llama-8B, Qwen3-30B-A3B), 6 and 3 (not powers of 2).
+const int64_t kHeads[][2] = {{4, 4}, {8, 2}, {16, 2}, {12, 2}, {3, 1}};
+
+TEST(CudaAttention, DecodeMatchesRef) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(7);
+  for (KvType t : kKvTypes)
+    for (int64_t d : kDims)
+      for (const auto& hh : kHeads)
+        for (int64_t pos0 : {0, 1, 300, 4000})
+          for (int64_t n_tok : {1, 3, 8}) {
+            if (pos0 == 4000 && n_tok == 3) continue;  // the long context is the slow part of the reference
+            run_case({t, d, hh[0], hh[1], n_tok, pos0, Path::kDecode}, rng);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+}
+
+TEST(CudaAttention, PrefillMatchesRef) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(8);
+  for (KvType t : kKvTypes)
+    for (int64_t d : kDims)
+      for (const auto& hh : kHeads)
+        for (int64_t pos0 : {0, 100})
+          for (int64_t n_tok : {1, 17, 200}) {
+            if (n_tok == 200 && hh[0] > 8) continue;  // reference time; the ratios are covered below 200
+            run_case({t, d, hh[0], hh[1], n_tok, pos0, Path::kPrefill}, rng);
+            if (::testing::Test::HasFatalFailure()) return;
+            if (t != KvType::kF32) {  // the SIMT kernel also serves 16-bit caches when forced
+              run_case({t, d, hh[0], hh[1], n_tok, pos0, Path::kPrefillSimt}, rng);
+              if (::testing::Test::HasFatalFailure()) return;
+            }
+          }
+}
+
+// attention() picks a path by n_tok; a cache far larger than the live length (many idle
+// decode chunks) and a query batch that fills the cache exactly.
+TEST(CudaAttention, DispatchAndCapacity) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(9);
+  for (KvType t : kKvTypes)
+    for (int64_t n_tok : {1, 8, 9, 64}) {
+      run_case({t, 128, 32, 8, n_tok, 5, Path::kAuto, 9000}, rng);
+      if (::testing::Test::HasFatalFailure()) return;
+      run_case({t, 128, 32, 4, n_tok, 700, Path::kAuto, 0}, rng);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
+// One captured graph (kv_store + decode attention) replayed at positions read on the device:
+// the grid must not depend on the position.
+TEST(CudaAttention, GraphReplayFollowsDevicePosition) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(10);
+  for (KvType t : kKvTypes) {
+    const Case c{t, 128, 16, 2, 1, 0, Path::kAuto, 0};
+    SCOPED_TRACE(describe(c));
+    const int64_t n_ctx = 2048;
+    Fixture s({t, 128, 16, 2, n_ctx, 0, Path::kPrefill, 0}, rng);  // all n_ctx rows live
+    Fixture one(c, rng);  // one query row (its q), attending into s's cache
+    DeviceBuffer dout = to_device(std::vector<float>(static_cast<size_t>(one.ldo), poison()));
+    DeviceBuffer ws(attention_workspace_bytes(c.n_head, 1, n_ctx, c.d));
+    AttnArgs a = s.args(dout.as<float>());
+    a.q = one.dq.as<float>();
+    a.ldq = one.ldq;
+    a.n_tok = 1;
+    a.ldo = one.ldo;
+
+    cudaStream_t st;
+    FT_CUDA_CHECK(cudaStreamCreate(&st));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    FT_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    attention(a, ws.get(), st);
+    FT_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+    FT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+
+    for (int32_t pos : {0, 63, 64, 65, 700, 2047}) {
+      SCOPED_TRACE("pos " + std::to_string(pos));
+      s.set_pos(pos);
+      FT_CUDA_CHECK(cudaGraphLaunch(exec, st));
+      FT_CUDA_CHECK(cudaStreamSynchronize(st));
+      const auto got = to_host<float>(dout, static_cast<size_t>(one.ldo));
+      std::vector<float> ref(static_cast<size_t>(one.ldo));
+      engine::attention_ref(s.shape(), s.cpu, 0, one.q.data(), one.ldq, 1, pos, ref.data(), one.ldo, act_of(t));
+      for (int64_t i = 0; i < c.n_head * c.d; ++i)
+        ASSERT_LE(std::fabs(static_cast<double>(got[static_cast<size_t>(i)]) - ref[static_cast<size_t>(i)]),
+                  tolerance(t, 6.0, ref[static_cast<size_t>(i)]))
+            << "column " << i;
+    }
+    FT_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    FT_CUDA_CHECK(cudaGraphDestroy(graph));
+    FT_CUDA_CHECK(cudaStreamDestroy(st));
+  }
+}
+
+// ---- no GPU needed below ----
+
+TEST(CudaAttentionPlan, ChunksCoverLiveKeysInWholeUnits) {
+  using namespace attn_detail;
+  for (int64_t splits = 1; splits <= kMaxSplits; splits += (splits < 8 ? 1 : 7))
+    for (int64_t n_kv = 1; n_kv <= 40000; n_kv += (n_kv < 300 ? 1 : 97)) {
+      const DecodePlan p = decode_plan(n_kv, splits);
+      ASSERT_EQ(p.chunk % kChunkUnit, 0) << n_kv << " " << splits;
+      ASSERT_GE(p.n_chunks, 1);
+      ASSERT_LE(p.n_chunks, splits) << n_kv << " " << splits;
+      ASSERT_LT((p.n_chunks - 1) * p.chunk, n_kv) << "an empty chunk at n_kv " << n_kv;
+      ASSERT_GE(p.n_chunks * p.chunk, n_kv) << "keys left out at n_kv " << n_kv;
+      // The smallest whole-unit chunk that fits the splits: one unit less would need more.
+      if (p.chunk > kChunkUnit) {
+        ASSERT_GT(ceil_div(n_kv, p.chunk - kChunkUnit), splits);
+      }
+    }
+}
+
+TEST(CudaAttentionPlan, SplitsAndWorkspace) {
+  using namespace attn_detail;
+  EXPECT_EQ(decode_splits(64, 8, 1, 528), 1);     // one unit of cache: one split
+  EXPECT_EQ(decode_splits(100, 8, 1, 528), 2);
+  EXPECT_EQ(decode_splits(1 << 20, 8, 1, 528), 66);  // fills 4 blocks x 132 SMs
+  EXPECT_EQ(decode_splits(1 << 20, 1, 1, 100000), kMaxSplits);
+  EXPECT_EQ(decode_splits(1 << 20, 64, 4, 16), 1);
+  for (int64_t n_ctx : {1, 63, 64, 65, 4096, 100000})
+    for (int64_t n_head_kv : {1, 2, 8})
+      for (int64_t n_tok = 1; n_tok <= kAttnDecodeMaxTokens; ++n_tok) {
+        const int64_t n_head = 4 * n_head_kv, d = 128;
+        const int64_t rb = ceil_div(n_tok * 4, kRowsPerBlock);
+        const int64_t splits = decode_splits(n_ctx, n_head_kv, rb, 4 * 132);
+        const size_t need = static_cast<size_t>(n_tok * n_head * splits * (d + 2)) * 4;
+        EXPECT_GE(attention_workspace_bytes(n_head, n_tok, n_ctx, d), need);
+        EXPECT_GE(attention_workspace_bytes(n_head, 512, n_ctx, d), need);  // prefill-sized callers
+      }
+  EXPECT_EQ(attention_workspace_bytes(32, 0, 4096, 128), 0u);
+}
+
+TEST(CudaAttentionPlan, RowsMapToTokenAndHead) {
+  using namespace attn_detail;
+  for (int64_t group : {1, 3, 4, 8})
+    for (int64_t g = 0; g < 3; ++g)
+      for (int64_t i = 0; i < 5 * group; ++i) {
+        const RowRef r = row_ref(i, g, group);
+        EXPECT_EQ(r.t * group + (r.h - g * group), i);
+        EXPECT_EQ(r.h / group, g);  // the engine's GQA mapping g = h / (n_head / n_head_kv)
+      }
+  EXPECT_EQ(live_keys(10, 3, 100), 13);
+  EXPECT_EQ(live_keys(99, 3, 100), 100);  // clamped to the cache
+  EXPECT_EQ(live_keys(0, 0, 100), 1);
+}
+
+TEST(CudaAttentionArgs, BadShapesThrowBeforeAnyLaunch) {
+  AttnArgs a;
+  a.n_head = 8;
+  a.n_head_kv = 3;  // not a divisor
+  a.head_dim_k = a.head_dim_v = 128;
+  float f = 0;
+  int32_t pos = 0;
+  alignas(16) static uint8_t cache[16];
+  a.q = &f;
+  a.out = &f;
+  a.d_pos = &pos;
+  a.k_cache = a.v_cache = cache;
+  a.ldq = a.ldo = 8 * 128;
+  a.n_tok = 1;
+  a.n_ctx = 16;
+  EXPECT_THROW(attention_prefill(a, nullptr), Error);
+  a.n_head_kv = 2;
+  a.head_dim_k = a.head_dim_v = 96;
+  a.ldq = a.ldo = 8 * 96;
+  EXPECT_THROW(attention_prefill(a, nullptr), Error);
+  a.head_dim_k = 128;
+  EXPECT_THROW(attention_decode(a, &f, nullptr), Error);  // k and v dims differ
+  a.head_dim_v = 128;
+  a.ldq = a.ldo = 8 * 128;
+  a.n_tok = 9;
+  EXPECT_THROW(attention_decode(a, &f, nullptr), Error);  // too many tokens for decode
+  a.n_tok = 17;
+  EXPECT_THROW(attention_prefill(a, nullptr), Error);  // more tokens than the cache holds
+  a.n_tok = 1;
+  a.ldq = 100;
+  EXPECT_THROW(attention_prefill(a, nullptr), Error);
+  EXPECT_THROW(kv_store(KvType::kF32, cache, cache, 8, 8, &f, 4, &f, 8, 1, &pos, nullptr), Error);  // ldk < k_dim
+}
+
+}  // namespace
+}  // namespace ft::cuda
