@@ -19,17 +19,18 @@ __global__ void combine_kernel(const float* ys, int64_t ldy, const int32_t* inv,
   float acc = 0.0f;
   for (int k = 0; k < n_used; ++k) {
     const int64_t slot = t * n_used + k;
-    const float v = ys[inv[slot] * ldy + i] * w[slot];
-    acc = k == 0 ? v : acc + v;
+    // Explicit roundings: no FMA contraction, as the CPU engine's loop (and ggml) computes it.
+    const float v = __fmul_rn(ys[inv[slot] * ldy + i], w[slot]);
+    acc = k == 0 ? v : __fadd_rn(acc, v);
   }
   acc = round_to(round, acc);
   float* o = out + t * ldo + i;
-  *o = accumulate ? *o + acc : acc;
+  *o = accumulate ? __fadd_rn(*o, acc) : acc;
 }
 
 }  // namespace
 
-void moe_combine(const float* ysorted, int64_t ldy, const int32_t* order, int64_t n_tok, int n_used,
+void moe_combine_sorted(const float* ysorted, int64_t ldy, const int32_t* order, int64_t n_tok, int n_used,
                  const float* w, int64_t n_embd, float* out, int64_t ldo, Round round,
                  bool accumulate, int32_t* inv, cudaStream_t s) {
   const int64_t n = n_tok * n_used;

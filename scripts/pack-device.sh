@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Packs what a run on the GPU machine needs into .devcarry/bin (git-ignored): our binaries
+# built here (the device image has no fmt or GoogleTest, so the project cannot configure
+# there), libfmt, and llama.cpp's CPU libraries for the parity oracle. Stripped, so the
+# carried tree stays under the device tool's 64 MiB.
+#   scripts/pack-device.sh [BUILD_DIR]      (default build-cuda, `cmake --preset cuda`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build-cuda}
+OUT=.devcarry/bin
+rm -rf "$OUT" && mkdir -p "$OUT"
+for f in ft tests/test_cuda tests/test_parity llama-oracle ft-bigmodel ft-bench-gemv-cuda \
+         ft-bench-gemm-cuda ft-bench-attention-cuda; do
+  [ -f "$B/$f" ] && cp "$B/$f" "$OUT/" || echo "pack-device: no $B/$f (skipped)"
+done
+cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 "$OUT/"
+L=.deps/llama/lib
+for f in libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so libggml-cpu-x64.so \
+         libggml-cpu-haswell.so libggml-cpu-skylakex.so libggml-cpu-icelake.so \
+         libggml-cpu-sapphirerapids.so libggml-cpu-zen4.so; do
+  [ -f "$L/$f" ] && cp -L "$L/$f" "$OUT/"
+done
+strip --strip-unneeded "$OUT"/* 2>/dev/null || true
+du -sh "$OUT"
