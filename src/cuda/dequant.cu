@@ -1,0 +1,71 @@
+// dequant.h. One thread per 8-element piece: consecutive threads take consecutive pieces of
+// a row, so the weight reads are contiguous per warp and the stores are 16-byte vectors.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "cuda/check.h"
+#include "cuda/dequant.h"
+#include "cuda/gemm_decode.cuh"
+
+namespace ft::cuda {
+namespace {
+
+using namespace gemm_detail;
+
+template <class F, DequantOut O>
+__global__ void dequant_kernel(const uint8_t* w, int64_t row_bytes, int64_t k, int64_t n_rows, void* dst,
+                               int64_t ld) {
+  const int64_t per_row = k / 8;
+  const int64_t total = per_row * n_rows;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / per_row, pc = i - r * per_row;
+    float v[8];
+    decode8<F>(w + r * row_bytes, pc, v);
+    const int64_t o = r * ld + 8 * pc;
+    if constexpr (O == DequantOut::kF32) {
+      float4* d = reinterpret_cast<float4*>(static_cast<float*>(dst) + o);
+      d[0] = make_float4(v[0], v[1], v[2], v[3]);
+      d[1] = make_float4(v[4], v[5], v[6], v[7]);
+    } else if constexpr (O == DequantOut::kBF16) {
+      __nv_bfloat162 h[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) h[j] = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+      *reinterpret_cast<uint4*>(static_cast<__nv_bfloat16*>(dst) + o) = *reinterpret_cast<const uint4*>(h);
+    } else {
+      __half2 h[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) h[j] = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+      *reinterpret_cast<uint4*>(static_cast<__half*>(dst) + o) = *reinterpret_cast<const uint4*>(h);
+    }
+  }
+}
+
+}  // namespace
+
+void dequant_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t k, int64_t n_rows, void* dst,
+                  int64_t ld, DequantOut out, cudaStream_t s) {
+  if (n_rows <= 0) return;
+  const int64_t elem = out == DequantOut::kF32 ? 4 : 2;
+  if (k % 32 != 0 || ld < k || (ld * elem) % 16 != 0 || reinterpret_cast<uintptr_t>(dst) % 16 != 0) {
+    fail_message("dequant_rows: k=" + std::to_string(k) + ", ld=" + std::to_string(ld) +
+                 ": expected k a multiple of 32, ld >= k with 16-byte aligned destination rows");
+  }
+  constexpr int kThreads = 256;
+  const int64_t pieces = n_rows * (k / 8);
+  const int blocks = static_cast<int>(std::min<int64_t>((pieces + kThreads - 1) / kThreads, 132 * 64));
+  const bool ok = gemm_detail::with_format(type, [&](auto f) {
+    using F = decltype(f);
+    switch (out) {
+      case DequantOut::kF32: dequant_kernel<F, DequantOut::kF32><<<blocks, kThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld); break;
+      case DequantOut::kBF16: dequant_kernel<F, DequantOut::kBF16><<<blocks, kThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld); break;
+      case DequantOut::kF16: dequant_kernel<F, DequantOut::kF16><<<blocks, kThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld); break;
+    }
+  });
+  if (!ok) fail_message("dequant_rows: weight type " + std::string(type_name(type)) + " has no GPU decoder");
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ft::cuda
