@@ -10,9 +10,10 @@
 // The weights keep activations bounded through every layer: each input projection
 // preserves RMS (weight RMS 1/sqrt(k)), the residual branches (attn_output, ffn_down)
 // add ~1.5/sqrt(n_layer) of the stream's RMS, norms are ~1, logits have a std of ~3.
-// NVFP4 second-level scales s2 are log-uniform in [0.5, 2] (never ~1) per tensor and per
-// expert and the block scales are divided by s2, so a reader that forgets the `.scale`
-// tensors computes with weights off by 1/s2 and gets different logits.
+// NVFP4 second-level scales s2 (per tensor, per expert) are u * 2^-k with u log-uniform in
+// [0.5, 2] (never within 5% of 1) and k chosen to keep the block scales in E4M3's normal
+// range; the block scales are divided by s2, so a reader that forgets the `.scale` tensors
+// computes with weights off by 1/s2 and gets different logits.
 //
 // The file is a function of (preset, overrides, seed) only, not of --threads: every
 // chunk has its own random stream keyed by tensor name and first row.
@@ -123,12 +124,25 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
   return b;
 }
 
-// log-uniform in [lo, hi], at least 5% away from 1 so that forgetting it shows.
-float draw_s2(Rng& rng, float lo, float hi) {
-  for (;;) {
-    const float s = std::exp(rng.uniform(std::log(lo), std::log(hi)));
-    if (std::fabs(s - 1.0f) >= 0.05f) return s;
-  }
+constexpr float kE2m1Rms = 2.9261f;  // sqrt(mean of E2M1 value^2) over the 16 codes = sqrt(68.5/8)
+// Smallest mean UE4M3 block scale: 2^-5 stays in E4M3's normal range (>= 2^-6) under the
+// block-to-block jitter, so no block scale is subnormal or rounds to 0.
+constexpr float kMinBlockScale = 1.0f / 32;
+
+// NVFP4 second-level scale of a matrix whose effective weights have RMS `rms`:
+// u * 2^-k, u log-uniform in [lo, hi] and at least 5% away from 1 (so that forgetting it
+// shows), k >= 0 the smallest that keeps the block scales rms / (E2M1 rms * s2) at or above
+// kMinBlockScale for every u (so the spread of u survives). With the default [0.5, 2]
+// that gives s2 of 1/128 .. 1/2 on the presets: matmul outputs before the scale stay well
+// within fp16 range (real ModelOpt files use ~1e-4).
+float draw_s2(Rng& rng, float lo, float hi, float rms) {
+  float u;
+  do {
+    u = std::exp(rng.uniform(std::log(lo), std::log(hi)));
+  } while (std::fabs(u - 1.0f) < 0.05f);
+  const float need = kMinBlockScale * kE2m1Rms * hi / rms;  // 2^k >= need, one k for all u
+  const int k = need > 1.0f ? static_cast<int>(std::ceil(std::log2(need))) : 0;
+  return std::ldexp(u, -k);
 }
 
 // Llama-3.1 "llama3" rope factors as convert_hf_to_gguf writes them (factor 8, low 1,
@@ -186,7 +200,7 @@ std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
     p.read_fraction = read_fraction;
     const int64_t n_mat = p.ne.size() > 2 ? p.ne[2] : 1;
     if (t == GgmlType::NVFP4 && scaled)
-      for (int64_t m = 0; m < n_mat; ++m) p.s2.push_back(draw_s2(srng, o.s2_lo, o.s2_hi));
+      for (int64_t m = 0; m < n_mat; ++m) p.s2.push_back(draw_s2(srng, o.s2_lo, o.s2_hi, rms));
     std::vector<float> s2 = p.s2;
     const bool expert = p.ne.size() > 2;
     out.push_back(std::move(p));
@@ -237,7 +251,6 @@ std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
 // Each filler writes `n_rows` rows starting at global row `row0` (rows of all matrices
 // counted together) of tensor `t` into dst.
 
-constexpr float kE2m1Rms = 2.9261f;   // sqrt(mean of E2M1 value^2) over the 16 codes = sqrt(68.5/8)
 constexpr float kNib4Rms = 4.6098f;   // RMS of (q - 7.5), q uniform in 0..15
 constexpr float kInt8Rms = 73.616f;   // RMS of a uniform integer in [-127, 127]
 
@@ -246,12 +259,15 @@ float matrix_rms(const Planned& t, int64_t row) {
   return t.rms / s2;
 }
 
-// 16 UE4M3 block-scale codes around `target` (x 2^u, u in [-0.5, 0.5]): real block
-// scales follow the local amax, so they vary from block to block.
+// 16 UE4M3 block-scale codes spread over target * 2^u, u in [-0.5, 0.5] (real block
+// scales follow the local amax, so they vary from block to block), normalised so that
+// their mean square is target^2.
 std::array<uint8_t, 16> e4m3_choices(float target) {
+  float ms = 0;
+  for (int i = 0; i < 16; ++i) ms += std::exp2(2.0f * (static_cast<float>(i) - 7.5f) / 15.0f) / 16.0f;
   std::array<uint8_t, 16> c{};
   for (int i = 0; i < 16; ++i) {
-    const float v = target * std::exp2((static_cast<float>(i) - 7.5f) / 15.0f);
+    const float v = target / std::sqrt(ms) * std::exp2((static_cast<float>(i) - 7.5f) / 15.0f);
     c[static_cast<size_t>(i)] = std::max<uint8_t>(1, ft::quant::e4m3_encode_rne(v));
   }
   return c;
@@ -281,14 +297,18 @@ void fill_nvfp4(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, Rn
 void fill_mxfp4(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, Rng& rng) {
   const int64_t blocks = t.cols() / 32;
   for (int64_t r = row0; r < row0 + n_rows; ++r) {
-    // value = E2M1 * 2^(e - 127); e jitters by +-1 around the target.
-    const int e0 = 127 + static_cast<int>(std::lround(std::log2(matrix_rms(t, r) / kE2m1Rms)));
+    // value = E2M1 * 2^(e - 127). Per block e = c or c + 1 (c = floor(t)), c + 1 with
+    // probability p = (4^(t - c) - 1) / 3, so that the mean square of 2^(e - 127) is 4^t.
+    const double t2 = std::log2(static_cast<double>(matrix_rms(t, r)) / kE2m1Rms);
+    const double c = std::floor(t2), p = (std::exp2(2 * (t2 - c)) - 1) / 3;
+    const uint64_t p_fix = static_cast<uint64_t>(p * 4294967296.0);
     for (int64_t b = 0; b < blocks; ++b, dst += 17) {
-      const uint64_t a = rng.next_u64(), c = rng.next_u64();
-      dst[0] = static_cast<uint8_t>(std::clamp(e0 + static_cast<int>(a % 3) - 1, 1, 254));
-      std::memcpy(dst + 1, &c, 8);
-      const uint64_t d = rng.next_u64();
-      std::memcpy(dst + 9, &d, 8);
+      const uint64_t a = rng.next_u64();
+      const int e = 127 + static_cast<int>(c) + ((a & 0xFFFFFFFFu) < p_fix ? 1 : 0);
+      dst[0] = static_cast<uint8_t>(std::clamp(e, 1, 254));
+      const uint64_t q0 = rng.next_u64(), q1 = rng.next_u64();
+      std::memcpy(dst + 1, &q0, 8);
+      std::memcpy(dst + 9, &q1, 8);
     }
   }
 }
@@ -566,7 +586,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Write a realistic-size GGUF model with random but valid weights (Llama-3.1-8B / Qwen3-30B-A3B shapes)"};
   std::string preset_name, out, type_name;
   Options o;
-  int64_t layers = -1, vocab = -1;
+  int64_t layers = -1, vocab = -1, experts = -1;
   int n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false;
   std::vector<float> s2_range;
@@ -574,6 +594,7 @@ int main(int argc, char** argv) {
   app.add_option("--out,-o", out, "output GGUF")->required();
   app.add_option("--layers", layers, "number of layers (default: the real model's)");
   app.add_option("--type", type_name, "type of the attention, MLP and expert weights: nvfp4 (default), mxfp4, q4_K, q8_0, bf16, f16");
+  app.add_option("--experts", experts, "MoE presets: number of experts (default: the real model's; small values for tests)");
   app.add_option("--vocab", vocab, "vocabulary size (default: the real model's; small values for tests)");
   app.add_option("--seed", o.seed, "random seed");
   app.add_option("--s2", s2_range, "range of the NVFP4 second-level scales (default 0.5 2)")->expected(2);
@@ -588,6 +609,12 @@ int main(int argc, char** argv) {
       s.n_layer = layers;
     }
     if (vocab >= 0) s.n_vocab = vocab;
+    if (experts >= 0) {
+      if (s.n_expert == 0) ft::fail("--experts: preset {} is not a MoE model", preset_name);
+      if (experts < 1) ft::fail("--experts {}: expected at least 1", experts);
+      s.n_expert = experts;
+      s.n_expert_used = std::min(s.n_expert_used, experts);
+    }
     if (!type_name.empty()) {
       const auto t = ft::ggml_type_from_name(type_name);
       const GgmlType ok[] = {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::BF16, GgmlType::F16};
@@ -607,7 +634,12 @@ int main(int argc, char** argv) {
     set_metadata(w, s);
     uint64_t bytes_per_token = 0, weight_bytes = 0;
     int n_scales = 0;
+    float s2_min = 0, s2_max = 0;
     for (const auto& t : ts) {
+      for (float v : t.s2) {
+        s2_min = s2_min == 0 ? v : std::min(s2_min, v);
+        s2_max = std::max(s2_max, v);
+      }
       w.add_tensor_stream(t.name, t.type, t.ne, nullptr);
       const uint64_t nb = static_cast<uint64_t>(ft::row_bytes(t.type, t.cols())) * static_cast<uint64_t>(t.rows());
       weight_bytes += nb;
@@ -618,6 +650,7 @@ int main(int argc, char** argv) {
     const uint64_t file_bytes = w.layout().file_size;
     fmt::print("{}: {}, {} layers, {} tensors ({} .scale), {} weights, vocab {}\n", out, s.arch, s.n_layer, ts.size(),
                n_scales, ft::type_name(s.quant), s.n_vocab);
+    if (n_scales > 0) fmt::print("NVFP4 second-level scales {:.4g} .. {:.4g}\n", s2_min, s2_max);
     fmt::print("file_bytes {}\n", file_bytes);
     fmt::print("weight_bytes {}\n", weight_bytes);
     fmt::print("bytes_per_token {}\n", bytes_per_token);
