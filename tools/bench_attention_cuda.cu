@@ -1,0 +1,238 @@
+// ft-bench-attention-cuda: decode and prefill attention (src/cuda/attention.h) on the shapes
+// of Llama-3.1-8B (32 heads, 8 KV heads, hd 128) and Qwen3-30B-A3B (32 heads, 4 KV heads,
+// hd 128).
+//
+//   ft-bench-attention-cuda [--kv bf16|f16|f32] [--pool-gib N]
+//
+// Decode (1 and 8 query tokens at context 4k and 16k, plus a 32k cache holding 4k live keys
+// to show the cost of idle chunks): each launch reads another layer's cache, layers spread
+// over a pool much larger than L2 (default 2 GiB), so the K/V reads come from HBM. Launches
+// are captured into a CUDA graph and timed with events (median of 7 replays, per launch).
+// GB/s counts the K and V bytes one launch must read (live keys x kv_dim x 2 x element
+// size); "% read BW" divides it by the streaming-read kernel's rate measured at start-up.
+//
+// Prefill (512 tokens from position 0, and 512 tokens after 4096 cached ones): time per
+// layer and TFLOP/s counting 4*d multiply-adds per (query head, visible key) pair.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/attention.h"
+#include "cuda/buffer.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+
+using namespace ft;
+using namespace ft::cuda;
+
+namespace {
+
+// Random finite values of the cache type (small, so that softmax stays well-behaved).
+__global__ void fill_cache(uint16_t* p16, float* p32, size_t n, uint32_t seed, int kind) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed;
+    h ^= h >> 16;
+    h *= 0x7FEB352Du;
+    h ^= h >> 15;
+    const float x = (static_cast<float>(h & 0xFFFF) / 65536.0f - 0.5f) * 2.0f;
+    if (kind == 0) p32[i] = x;
+    if (kind == 1) p16[i] = __half_as_ushort(__float2half_rn(x));
+    if (kind == 2) p16[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x));
+  }
+}
+
+__global__ void read_stream(const uint4* p, size_t n, uint32_t* out) {
+  uint32_t acc = 0;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
+                d = __ldcs(p + i + 3 * stride);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < n; i += stride) {
+    const uint4 a = __ldcs(p + i);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  if (acc == 0x9E3779B9u) out[0] = acc;
+}
+
+// Median of 7 replays of `graph`, in ms per replay.
+float time_graph(cudaGraphExec_t exec, cudaStream_t s) {
+  cudaEvent_t a, b;
+  FT_CUDA_CHECK(cudaEventCreate(&a));
+  FT_CUDA_CHECK(cudaEventCreate(&b));
+  FT_CUDA_CHECK(cudaGraphLaunch(exec, s));  // warm-up
+  std::vector<float> ms;
+  for (int r = 0; r < 7; ++r) {
+    FT_CUDA_CHECK(cudaEventRecord(a, s));
+    FT_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    FT_CUDA_CHECK(cudaEventRecord(b, s));
+    FT_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    FT_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  FT_CUDA_CHECK(cudaEventDestroy(a));
+  FT_CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[3];
+}
+
+double read_bandwidth(cudaStream_t s) {
+  const size_t bytes = size_t{2} << 30;
+  DeviceBuffer buf(bytes), out(4);
+  fill_cache<<<4096, 256, 0, s>>>(nullptr, buf.as<float>(), bytes / 4, 1, 0);
+  FT_CUDA_CHECK_LAUNCH();
+  cudaGraph_t g;
+  cudaGraphExec_t e;
+  FT_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  read_stream<<<132 * 8, 512, 0, s>>>(buf.as<uint4>(), bytes / 16, out.as<uint32_t>());
+  FT_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  FT_CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
+  const float ms = time_graph(e, s);
+  FT_CUDA_CHECK(cudaGraphExecDestroy(e));
+  FT_CUDA_CHECK(cudaGraphDestroy(g));
+  return static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
+}
+
+struct Model {
+  const char* name;
+  int64_t n_head, n_head_kv, d;
+};
+
+struct Bench {
+  KvType kv;
+  int64_t esize;
+  size_t pool_bytes;
+  double read_gbs;
+  cudaStream_t s;
+
+  // Captures `n_layers` launches, each on its own layer cache, and returns ms per launch.
+  template <class F>
+  float per_launch(int64_t n_layers, F&& launch_layer) {
+    cudaGraph_t g;
+    cudaGraphExec_t e;
+    FT_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int64_t l = 0; l < n_layers; ++l) launch_layer(l);
+    FT_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    FT_CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
+    const float ms = time_graph(e, s);
+    FT_CUDA_CHECK(cudaGraphExecDestroy(e));
+    FT_CUDA_CHECK(cudaGraphDestroy(g));
+    return ms / static_cast<float>(n_layers);
+  }
+
+  void run(const Model& m, int64_t n_ctx, int64_t live, int64_t n_tok, bool decode) {
+    const int64_t kv_dim = m.n_head_kv * m.d;
+    const size_t layer_bytes = static_cast<size_t>(n_ctx * kv_dim * esize);  // K or V
+    int64_t n_layers = static_cast<int64_t>(pool_bytes / (2 * layer_bytes));
+    n_layers = std::max<int64_t>(1, std::min<int64_t>(n_layers, 512));
+    DeviceBuffer cache(2 * layer_bytes * static_cast<size_t>(n_layers));
+    const size_t n_elem = cache.bytes() / static_cast<size_t>(esize);
+    fill_cache<<<4096, 256, 0, s>>>(cache.as<uint16_t>(), cache.as<float>(), n_elem, 7,
+                                    kv == KvType::kF32 ? 0 : kv == KvType::kF16 ? 1 : 2);
+    FT_CUDA_CHECK_LAUNCH();
+    const int64_t width = m.n_head * m.d;
+    DeviceBuffer q(static_cast<size_t>(n_tok * width) * 4), out(static_cast<size_t>(n_tok * width) * 4);
+    fill_cache<<<256, 256, 0, s>>>(nullptr, q.as<float>(), static_cast<size_t>(n_tok * width), 3, 0);
+    FT_CUDA_CHECK_LAUNCH();
+    DeviceBuffer ws(std::max<size_t>(16, attention_workspace_bytes(m.n_head, n_tok, n_ctx, m.d)));
+    const int32_t pos = static_cast<int32_t>(live - n_tok);
+    DeviceBuffer dpos(4);
+    dpos.upload(&pos, 4);
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+
+    AttnArgs a;
+    a.n_head = m.n_head;
+    a.n_head_kv = m.n_head_kv;
+    a.head_dim_k = a.head_dim_v = m.d;
+    a.scale = 1.0f / 11.3137f;
+    a.q = q.as<float>();
+    a.ldq = width;
+    a.n_tok = n_tok;
+    a.d_pos = dpos.as<int32_t>();
+    a.n_ctx = n_ctx;
+    a.kv_type = kv;
+    a.out = out.as<float>();
+    a.ldo = width;
+    a.round = kv == KvType::kF32 ? Round::kNone : kv == KvType::kF16 ? Round::kF16 : Round::kBF16;
+    const float ms = per_launch(n_layers, [&](int64_t l) {
+      const uint8_t* base = cache.as<uint8_t>() + 2 * layer_bytes * static_cast<size_t>(l);
+      a.k_cache = base;
+      a.v_cache = base + layer_bytes;
+      if (decode)
+        attention_decode(a, ws.get(), s);
+      else
+        attention_prefill(a, s);
+    });
+    const double us = ms * 1e3;
+    if (decode) {
+      const double bytes = 2.0 * static_cast<double>(live * kv_dim * esize);
+      const double gbs = bytes / (us * 1e-6) / 1e9;
+      std::printf("decode   %-14s n_tok %2lld ctx %6lld (cache %6lld)  %8.2f us  %7.1f GB/s  %5.1f%% read BW\n", m.name,
+                  static_cast<long long>(n_tok), static_cast<long long>(live), static_cast<long long>(n_ctx), us, gbs,
+                  100.0 * gbs / read_gbs);
+    } else {
+      double pairs = 0;  // (query token, visible key) pairs
+      for (int64_t t = 0; t < n_tok; ++t) pairs += static_cast<double>(pos + t + 1);
+      const double flops = 4.0 * static_cast<double>(m.n_head * m.d) * pairs;
+      std::printf("prefill  %-14s n_tok %4lld from %5lld            %8.2f us  %7.1f TFLOP/s\n", m.name,
+                  static_cast<long long>(n_tok), static_cast<long long>(pos), us, flops / (us * 1e-6) / 1e12);
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  KvType kv = KvType::kBF16;
+  double pool_gib = 2.0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--kv" && i + 1 < argc) {
+      const std::string t = argv[++i];
+      kv = t == "f32" ? KvType::kF32 : t == "f16" ? KvType::kF16 : KvType::kBF16;
+    } else if (arg == "--pool-gib" && i + 1 < argc) {
+      pool_gib = std::atof(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: ft-bench-attention-cuda [--kv bf16|f16|f32] [--pool-gib N]\n");
+      return 2;
+    }
+  }
+  if (!has_device()) {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 1;
+  }
+  try {
+    std::printf("%s\n", device_summary().c_str());
+    cudaStream_t s;
+    FT_CUDA_CHECK(cudaStreamCreate(&s));
+    Bench b{kv, kv == KvType::kF32 ? 4 : 2, static_cast<size_t>(pool_gib * (1 << 30)), 0.0, s};
+    b.read_gbs = read_bandwidth(s);
+    std::printf("kv %s, streaming read %.0f GB/s\n", kv == KvType::kF32 ? "f32" : kv == KvType::kF16 ? "f16" : "bf16",
+                b.read_gbs);
+    const Model models[] = {{"llama-8b", 32, 8, 128}, {"qwen3-30b-a3b", 32, 4, 128}};
+    for (const Model& m : models) {
+      for (int64_t n_tok : {1, 8})
+        for (int64_t ctx : {4096, 16384}) b.run(m, ctx, ctx, n_tok, true);
+      b.run(m, 32768, 4096, 1, true);
+      b.run(m, 512, 512, 512, false);
+      b.run(m, 4608, 4608, 512, false);
+    }
+    FT_CUDA_CHECK(cudaStreamDestroy(s));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
