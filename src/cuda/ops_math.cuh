@@ -6,6 +6,7 @@
 // the *_rn intrinsics, which are never contracted, so kernels round exactly like the CPU.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -13,7 +14,6 @@
 #include <cuda_runtime.h>
 #define FT_OPS_HD __host__ __device__
 #else
-#include <cmath>
 #define FT_OPS_HD
 #endif
 
