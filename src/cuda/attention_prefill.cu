@@ -5,9 +5,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "cuda/attention.h"
 #include "cuda/attn_args.cuh"
+#include "cuda/attn_mma.cuh"
 #include "cuda/attn_plan.cuh"
 #include "cuda/attn_simt.cuh"
 #include "cuda/check.h"
@@ -47,8 +49,20 @@ void attention_prefill(const AttnArgs& a, cudaStream_t s) {
   p.row_blocks = row_blocks;
   p.scale = a.scale;
   p.round = a.round;
-  dispatch_simt<false>(a.kv_type, d, p,
-                       dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(a.n_head_kv), 1), s);
+  const bool mma = g_prefill_override == 0 && a.kv_type != KvType::kF32 && (d == 64 || d == 128);
+  if (!mma) {
+    dispatch_simt<false>(a.kv_type, d, p,
+                         dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(a.n_head_kv), 1), s);
+    return;
+  }
+  p.row_blocks = ceil_div(a.n_tok * group, kMmaRows);
+  const dim3 grid(static_cast<unsigned>(p.row_blocks), static_cast<unsigned>(a.n_head_kv), 1);
+  if (a.kv_type == KvType::kBF16) {
+    if (d == 64) return launch_mma<__nv_bfloat16, 64>(p, grid, s);
+    return launch_mma<__nv_bfloat16, 128>(p, grid, s);
+  }
+  if (d == 64) return launch_mma<__half, 64>(p, grid, s);
+  launch_mma<__half, 128>(p, grid, s);
 }
 
 }  // namespace ft::cuda
