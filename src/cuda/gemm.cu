@@ -172,14 +172,16 @@ void Gemm::run_cublas(const GemmArgs& a, cudaStream_t s) {
   auto x_bytes = [&](int64_t t) { return f32 ? size_t{0} : align_up(static_cast<size_t>(t * a.k) * 2, 256); };
   auto per_row = [&](int64_t t) { return w_row + (a.accumulate ? static_cast<size_t>(t) * 4 : 0); };
   const int64_t min_rows = std::min<int64_t>(a.rows, kRowAlign);
-  while (tc > 1 && x_bytes(tc) + per_row(tc) * static_cast<size_t>(min_rows) > avail) tc = (tc + 1) / 2;
-  if (x_bytes(tc) + per_row(tc) * static_cast<size_t>(min_rows) > avail) {
+  // 256: the alignment gap between the W and Y regions.
+  auto need = [&](int64_t t, int64_t r) { return x_bytes(t) + 256 + per_row(t) * static_cast<size_t>(r); };
+  while (tc > 1 && need(tc, min_rows) > avail) tc = (tc + 1) / 2;
+  if (need(tc, min_rows) > avail) {
     fail_message("Gemm::run: workspace of " + std::to_string(ws_.bytes()) + " bytes is too small for k=" +
                  std::to_string(a.k));
   }
   int64_t rc = a.rows;
   if (per_row(tc) > 0) {
-    rc = static_cast<int64_t>((avail - x_bytes(tc)) / per_row(tc));
+    rc = static_cast<int64_t>((avail - x_bytes(tc) - 256) / per_row(tc));
     if (rc < a.rows) rc = std::max(min_rows, rc / kRowAlign * kRowAlign);
     rc = std::min(rc, a.rows);
   }

@@ -81,6 +81,24 @@ __device__ __forceinline__ uint32_t pack2(float a, float b) {
   }
 }
 
+// Byte offset of element e (a multiple of 32) in a row of format F.
+template <class F>
+__device__ __forceinline__ int64_t elem_bytes(int64_t e) {
+  if constexpr (F::kBlockElems >= 32) {
+    return e / F::kBlockElems * F::kBlockBytes + (e % F::kBlockElems) * F::kBlockBytes / F::kBlockElems;
+  } else {
+    return e * F::kBlockBytes;
+  }
+}
+
+// Pulls the weight bytes kPrefetchElems ahead of the current k step into L2, so that the
+// decode reads of later steps wait for L2, not HBM (the CTAs of an SM are otherwise in
+// lock-step on the same HBM latency; the prefetch does not block the warp).
+constexpr int kPrefetchElems = 512;
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
 __device__ __forceinline__ void ldmatrix_x4(uint32_t* r, const void* smem) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -148,6 +166,12 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(FusedParams p) {
   }
 
   auto load_tile = [&](int64_t kt, int buf) {
+    const int64_t pe = kt * kBK + kPrefetchElems;
+    if (wp == 0 && pe < p.k) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (wptr[i] != nullptr) prefetch_l2(wptr[i] + elem_bytes<F>(pe));
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       uint4 v = make_uint4(0, 0, 0, 0);

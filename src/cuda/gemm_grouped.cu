@@ -17,6 +17,10 @@ void gemm_grouped(Gemm& ctx, const GroupedGemmArgs& a, cudaStream_t s) {
   if (a.n_expert > 1 && a.expert_bytes < a.g.row_bytes * a.g.rows) {
     fail_message("gemm_grouped: expert_bytes=" + std::to_string(a.expert_bytes) + " is less than rows * row_bytes");
   }
+  if (a.expert_bytes % gemm_weight_align(a.g.type) != 0) {
+    fail_message("gemm_grouped: expert_bytes=" + std::to_string(a.expert_bytes) + " must be a multiple of " +
+                 std::to_string(gemm_weight_align(a.g.type)) + " for " + std::string(type_name(a.g.type)));
+  }
   if (a.bank_col < 0 || a.bank_col > 3) fail_message("gemm_grouped: bank_col must be 0..3");
   const GemmArgs& g = a.g;
   gemm_detail::FusedParams p{g.type, g.w, g.row_bytes, g.k, g.rows, a.expert_bytes, g.x, g.ldx, g.n_tok, g.y,
