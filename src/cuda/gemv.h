@@ -3,9 +3,16 @@
 //   Y[t][r] = round( (sum_k W[r][k] * X[t][k]) * s_r )      r < rows, t < n_tok
 //   s_r     = (row_scale ? row_scale[r] : 1) * scale * (bank ? bank[e*4 + bank_col] : 1)
 //
-// Weights stay in their GGUF block format and are dequantised in registers; X and the
-// accumulators are fp32; the scale meets the fp32 sum before the optional rounding to the
-// activation dtype (same epilogue as quant::detail::matmul_finish).
+// (accumulate: Y[t][r] += round(...) instead, which fuses a residual add.)
+//
+// Two paths:
+//   float (xq == nullptr): weights stay in their GGUF block format and are dequantised in
+//     registers; X and the accumulators are fp32: exact fp32 math up to summation order, the
+//     scale meets the fp32 sum before the optional rounding (quant::detail::matmul_finish).
+//   integer (xq != nullptr and gemv_q8_supported(type)): X was quantised once by
+//     quantize_act_q8 (cuda/act_q8.h: blocks of 32 int8 with an fp32 scale, like llama.cpp's
+//     CUDA MMVQ); weights are decoded to int8, dp4a-accumulated per block, and block scales
+//     applied in fp32. x is ignored. Twin: gemv_q8_ref (cuda/gemv_q8_ref.h).
 //
 // Grouped (MoE decode) mode, ids != nullptr: n_tok counts token-slots (any number). Slot s
 // multiplies expert ids[s] (read on the device) -- whose rows start at w + ids[s]*expert_bytes
@@ -13,9 +20,17 @@
 // 1 for down, whose input is per slot), writes Y row s, and scales by column bank_col of the
 // per-expert scale bank [n_expert][4] = (gate, up, down, 1).
 //
-// Types: F32, F16, BF16, Q8_0, Q4_K, Q6_K, MXFP4, NVFP4 (gemv_supported). k must be a
-// multiple of 32 and of the block size; X must be 16-byte aligned with ldx % 4 == 0. Any
-// row stride works; 16-byte aligned rows take the vector-load path.
+// Grouped combine (the MoE down projection fused with the weighted sum of the experts),
+// ids and slot_w set: the n_tok slots are T = n_tok / n_used tokens of n_used ranks, and
+//   Y[t][r] (=, or += with accumulate) round( sum_{j < n_used, in rank order}
+//                                        round(dot_{t,j}[r] * s_{t,j}[r]) * slot_w[t*n_used + j] )
+// with fp32 products and sums rounded one operation at a time (no FMA), exactly the CPU
+// engine's moe combine; one CTA owns a row range for all ranks of a token (no atomics).
+//
+// Types: F32, F16, BF16, Q8_0, Q4_K, Q6_K, MXFP4, NVFP4 (gemv_supported); the integer path
+// for Q8_0, Q4_K, Q6_K, MXFP4, NVFP4. k must be a multiple of 32 and of the block size; X
+// must be 16-byte aligned with ldx % 4 == 0 (xq: as quantize_act_q8 wrote it). Any row
+// stride works; rows aligned to 16 (8, 4) bytes take the cp.async staging path.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -51,17 +66,30 @@ struct GemvArgs {
   int64_t x_div = 1;
   const float* bank = nullptr;  // device, [n_expert][4]; nullptr: none
   int bank_col = 0;
+  // Integer path: X quantised by quantize_act_q8 (k and the token rows of this call; in
+  // grouped mode the rows are s / x_div). nullptr: the float path.
+  const void* xq = nullptr;
+  // Epilogue: add to Y instead of storing.
+  bool accumulate = false;
+  // Grouped combine (see above): device, {n_tok} rank weights; n_used ranks per token.
+  const float* slot_w = nullptr;
+  int n_used = 0;
 };
 
 bool gemv_supported(GgmlType t);
+// Types with an integer (xq) kernel.
+bool gemv_q8_supported(GgmlType t);
 
 // Enqueues the product on `stream`; throws ft::Error for unsupported types/shapes.
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
 
-// Tuning knobs for tests and benchmarks (process-wide, not thread-safe): warps that split one
-// row group's k (1, 2, 4; 0 = automatic) and the cp.async pipeline depth (1..4; 0 = the
-// synchronous register-staged copy; -1 = automatic).
+// Tuning knobs for tests and benchmarks (process-wide, not thread-safe; 0 / -1 = the tuning
+// table, cuda/gemv_tuning.h): warps that split one row group's k (1, 2, 4), the cp.async
+// pipeline depth (1..4; 0 = the synchronous register-staged copy), and for the integer path
+// the lanes per row (4, 8, 16, 32) and rows per warp slice (1, 2, 4).
 void gemv_set_split_override(int warps);
 void gemv_set_stages_override(int stages);
+void gemv_set_lanes_override(int lanes);
+void gemv_set_rows_override(int rows);
 
 }  // namespace ft::cuda

@@ -4,6 +4,8 @@
 // the scale out). Needs no GPU.
 #include "cuda/gemv_formats.cuh"
 
+#include "cuda/gemv_q8_formats.cuh"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,6 +56,63 @@ TEST(CudaGemvFormats, DecodersMatchDequantizeRowRef) {
   check_format<FmtQ6_K>(GgmlType::Q6_K);
   check_format<FmtMXFP4>(GgmlType::MXFP4);
   check_format<FmtNVFP4>(GgmlType::NVFP4);
+}
+
+
+// ---- integer decoders of the q8 path (gemv_q8_formats.cuh) -------------------------------
+
+int e2m1x2(int code) {
+  static const int kMag[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+  return (code & 8) ? -kMag[code & 7] : kMag[code & 7];
+}
+
+TEST(CudaGemvQ8Formats, E2M1ToInt8EveryNibbleInEveryPosition) {
+  std::mt19937 rng(5);
+  for (uint32_t lo16 = 0; lo16 < 65536; ++lo16) {
+    const uint32_t w = lo16 | (static_cast<uint32_t>(rng()) << 16);
+    uint32_t lo, hi;
+    q8_detail::e2m1x8_i8(w, lo, hi);
+    for (int n = 0; n < 8; ++n) {
+      const int code = static_cast<int>((w >> (4 * n)) & 0xF);
+      const uint32_t word = n < 4 ? lo : hi;
+      const int got = static_cast<int8_t>(word >> (8 * (n % 4)));
+      ASSERT_EQ(got, e2m1x2(code)) << "w " << w << " nibble " << n;
+    }
+  }
+}
+
+TEST(CudaGemvQ8Formats, ActivationPairsMeetNibbleOrder) {
+  // Nibble order of a word (byte 0 lo, byte 0 hi, byte 1 lo, ...) pairs with elements
+  // (0, half, 1, half + 1, 2, half + 2, 3, half + 3) of the activation bytes.
+  const uint32_t a = 0x03020100u, b = 0x13121110u;  // elements 0..3 and half..half+3
+  EXPECT_EQ(q8_detail::x_pair_0(a, b), 0x11011000u);
+  EXPECT_EQ(q8_detail::x_pair_1(a, b), 0x13031202u);
+}
+
+TEST(CudaGemvQ8Formats, Ue4m3ViaHalfEqualsUe4m3HalfForEveryByte) {
+  for (uint32_t b = 0; b < 256; ++b) {
+    const uint32_t s = b << 16 | 0x3A00u;  // byte 2 under test, others arbitrary
+    const double got = static_cast<double>(q8_detail::ue4m3_x2e8(s, 2)) * 128.0;
+    const bool nan_code = ((q8_detail::ue4m3_has_nan(s) >> 16) & 0x80u) != 0;
+    EXPECT_EQ(nan_code, b == 0x7F) << b;
+    if (b == 0x7F) continue;  // the kernel zeroes it
+    EXPECT_EQ(got, static_cast<double>(ue4m3_half(b))) << "byte " << b;
+  }
+  EXPECT_EQ(q8_detail::ue4m3_has_nan(0x017F0000u) & 0x00800000u, 0x00800000u);
+  EXPECT_EQ(q8_detail::ue4m3_has_nan(0x80FF7E00u), 0u);
+}
+
+TEST(CudaGemvQ8Formats, Q6KCodesAndHelpers) {
+  // ql bytes 0x5A (lo 0xA, hi 0x5), qh bits per pair 0..3.
+  const uint32_t ql = 0x5A5A5A5Au, qh = 0xE4E4E4E4u;  // 0b11100100: pairs 0, 1, 2, 3
+  for (int qq = 0; qq < 4; ++qq) {
+    const uint32_t c = q8_detail::q6k_codes(ql, 4 * (qq >> 1), qh, 2 * qq);
+    const uint32_t want = static_cast<uint32_t>(((qq >> 1) ? 0x5 : 0xA) | (qq << 4));
+    EXPECT_EQ(c, want * 0x01010101u) << qq;
+  }
+  EXPECT_EQ(q8_detail::dp4a(0xFF02FE01u, 0x01FF0203u, 10), 10 + 3 - 4 - 2 - 1);
+  EXPECT_EQ(q8_detail::funnel_r(0x44332211u, 0x88776655u, 16), 0x66554433u);
+  EXPECT_EQ(q8_detail::byte_perm(0x03020100u, 0x07060504u, 0xFFFF7654u), 0x07060504u);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// CUDA decode GEMV (src/cuda/gemv.h) against its CPU twin quant::matmul_ref: every supported
+// CUDA decode GEMV (src/cuda/gemv.h) against its CPU twins (float path: quant::matmul_ref;
+// integer path: gemv_q8_ref, and matmul_ref within the activation-rounding bound): every supported
 // type over k (odd block counts, partial 1024-element chunks), rows not a multiple of the
 // row tile, 1..8 tokens, scale modes (none, scalar, per-row, both), output roundings,
 // aligned and unaligned row strides, forced k-splits, and the grouped MoE entry with the
@@ -17,9 +18,12 @@
 
 #include "../quant/random_blocks.h"
 #include "core/error.h"
+#include "core/fp16.h"
+#include "cuda/act_q8.h"
 #include "cuda/buffer.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
+#include "cuda/gemv_q8_ref.h"
 #include "quant/dequant.h"
 #include "quant/matmul.h"
 
@@ -51,12 +55,14 @@ struct Case {
   int scale_mode;  // bit 0 scalar, bit 1 per-row
   quant::Round round;
   int64_t stride_pad;  // extra bytes per row (0: packed)
+  bool accumulate = false;
 };
 
 std::string describe(const Case& c) {
   return std::string(type_name(c.type)) + " k=" + std::to_string(c.k) + " rows=" + std::to_string(c.rows) +
          " n_tok=" + std::to_string(c.n_tok) + " scale=" + std::to_string(c.scale_mode) +
-         " round=" + std::to_string(static_cast<int>(c.round)) + " pad=" + std::to_string(c.stride_pad);
+         " round=" + std::to_string(static_cast<int>(c.round)) + " pad=" + std::to_string(c.stride_pad) +
+         " acc=" + std::to_string(c.accumulate);
 }
 
 // Tolerance of the CPU fast-vs-ref tests: 1e-5 of sum |w*x| times the scale, plus one unit
@@ -106,7 +112,11 @@ void check_dense(const Case& c, std::mt19937& rng) {
   quant::matmul_ref(a, 0, c.rows);
 
   DeviceBuffer dw = to_device(w), dx = to_device(x), ds = to_device(row_scale);
-  DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(ldy * kGemvMaxTokens), poison()));
+  std::vector<float> y0(static_cast<size_t>(ldy * kGemvMaxTokens), poison());
+  if (c.accumulate)
+    for (int64_t t = 0; t < c.n_tok; ++t)
+      for (int64_t r = 0; r < c.rows; ++r) y0[static_cast<size_t>(t * ldy + r)] = unit(rng);
+  DeviceBuffer dy = to_device(y0);
   GemvArgs g;
   g.type = c.type;
   g.w = dw.as<uint8_t>();
@@ -121,6 +131,7 @@ void check_dense(const Case& c, std::mt19937& rng) {
   g.row_scale = (c.scale_mode & 2) ? ds.as<float>() : nullptr;
   g.scale = scale;
   g.round = to_gpu(c.round);
+  g.accumulate = c.accumulate;
   gemv(g);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   const auto y = to_host<float>(dy, static_cast<size_t>(ldy * kGemvMaxTokens));
@@ -130,10 +141,13 @@ void check_dense(const Case& c, std::mt19937& rng) {
     quant::dequantize_row_ref(c.type, w.data() + r * rb, wrow.data(), c.k);
     const float s = scale * ((c.scale_mode & 2) ? row_scale[static_cast<size_t>(r)] : 1.0f);
     for (int64_t t = 0; t < c.n_tok; ++t) {
-      const float ref = y_ref[static_cast<size_t>(t * ldy + r)], got = y[static_cast<size_t>(t * ldy + r)];
+      const size_t at = static_cast<size_t>(t * ldy + r);
+      const float ref = c.accumulate ? y0[at] + y_ref[at] : y_ref[at], got = y[at];
       ASSERT_FALSE(is_poison(got)) << "row " << r << " token " << t << " not written";
       ASSERT_TRUE(std::isfinite(ref));
-      ASSERT_LE(std::fabs(static_cast<double>(got) - ref), tolerance(wrow, x.data() + t * ldx, c.k, s, c.round, ref))
+      const double add_ulp = c.accumulate ? 2.4e-7 * std::fabs(ref) : 0.0;  // the fp32 add
+      ASSERT_LE(std::fabs(static_cast<double>(got) - ref),
+                tolerance(wrow, x.data() + t * ldx, c.k, s, c.round, ref) + add_ulp)
           << "row " << r << " token " << t << " got " << got << " want " << ref;
     }
   }
@@ -176,7 +190,7 @@ TEST(CudaGemv, MatchesMatmulRefOverTypesShapesTokensScales) {
                                      : (n / 4) % 5 == 4 ? quant::Round::kF16
                                                         : quant::Round::kNone;
           const int64_t pad = (n % 3 == 0) ? 0 : (n % 3 == 1) ? 16 - row_bytes(t, k) % 16 + 16 : 2;
-          check_dense({t, k, rows, n_tok, scale_mode, round, pad}, rng);
+          check_dense({t, k, rows, n_tok, scale_mode, round, pad, n % 7 == 2}, rng);
           if (::testing::Test::HasFatalFailure()) return;
           ++n;
         }
@@ -297,6 +311,363 @@ TEST(CudaGemv, GroupedExpertsWithScaleBankMatchRef) {
     check_grouped(t, k, 20, 5, 2, 1, false, 0, false, rng);
     if (::testing::Test::HasFatalFailure()) return;
   }
+}
+
+// ---- integer path (xq) -------------------------------------------------------------------
+
+const GgmlType kQ8Types[] = {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+
+// Activations in act_q8 layout for n rows of x (ldx apart), made by the host twin.
+std::vector<uint8_t> quantize_rows(const std::vector<float>& x, int64_t ldx, int64_t k, int64_t n) {
+  std::vector<uint8_t> xq(act_q8_bytes(k, n));
+  for (int64_t t = 0; t < n; ++t)
+    quantize_act_q8_row_ref(x.data() + t * ldx, k, xq.data() + t * act_q8_row_bytes(k));
+  return xq;
+}
+
+// sum |w * x_rt| and sum |w| * |x - x_rt| of one row: the fp32-order tolerance against the
+// twin and the activation-rounding bound against matmul_ref.
+struct RowMag {
+  double mag = 0, act_err = 0, mag_fp32 = 0;
+};
+RowMag row_mag(GgmlType type, const uint8_t* wrow, int64_t k, const float* x, const uint8_t* xq_row) {
+  std::vector<float> wd(static_cast<size_t>(k));
+  quant::dequantize_row_ref(type, wrow, wd.data(), k);
+  RowMag m;
+  for (int64_t i = 0; i < k; ++i) {
+    const double wv = wd[static_cast<size_t>(i)], xr = act_q8_value(xq_row, k, i);
+    m.mag += std::fabs(wv * xr);
+    m.act_err += std::fabs(wv) * std::fabs(static_cast<double>(x[i]) - xr);
+    m.mag_fp32 += std::fabs(wv * x[i]);
+  }
+  return m;
+}
+
+void check_dense_q8(const Case& c, std::mt19937& rng) {
+  SCOPED_TRACE("q8 " + describe(c));
+  const int64_t rb = row_bytes(c.type, c.k) + c.stride_pad;
+  std::vector<uint8_t> w(static_cast<size_t>(rb * c.rows), 0xAB);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const auto row = quant::testing::random_row(c.type, c.k, rng);
+    std::copy(row.begin(), row.end(), w.begin() + r * rb);
+  }
+  const int64_t ldx = c.k + 4, ldy = c.rows + 3;
+  std::vector<float> x(static_cast<size_t>(ldx * c.n_tok));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (auto& v : x) v = unit(rng) * std::exp(2.0f * unit(rng));
+  const auto xq = quantize_rows(x, ldx, c.k, c.n_tok);
+  std::vector<float> row_scale(static_cast<size_t>(c.rows));
+  for (auto& v : row_scale) v = 0.5f + unit(rng) * 0.25f;
+  const float scale = (c.scale_mode & 1) ? 3.0e-4f : 1.0f;
+  const float* rs = (c.scale_mode & 2) ? row_scale.data() : nullptr;
+
+  std::vector<float> y0(static_cast<size_t>(ldy * kGemvMaxTokens), poison());
+  if (c.accumulate)
+    for (int64_t t = 0; t < c.n_tok; ++t)
+      for (int64_t r = 0; r < c.rows; ++r) y0[static_cast<size_t>(t * ldy + r)] = unit(rng);
+  std::vector<float> twin = y0;
+  gemv_q8_ref(c.type, w.data(), rb, c.k, c.rows, xq.data(), c.n_tok, twin.data(), ldy, rs, scale, to_gpu(c.round),
+              c.accumulate);
+  // matmul_ref in fp32 on the original activations (the float path's definition).
+  std::vector<float> fp32(static_cast<size_t>(ldy * c.n_tok));
+  {
+    quant::MatmulArgs a;
+    a.type = c.type;
+    a.w = w.data();
+    a.row_bytes = rb;
+    a.k = c.k;
+    a.x = x.data();
+    a.ldx = ldx;
+    a.n_tok = c.n_tok;
+    a.y = fp32.data();
+    a.ldy = ldy;
+    a.row_scale = rs;
+    a.scale = scale;
+    quant::matmul_ref(a, 0, c.rows);
+  }
+
+  DeviceBuffer dw = to_device(w), dxq = to_device(xq), ds = to_device(row_scale), dy = to_device(y0);
+  GemvArgs g;
+  g.type = c.type;
+  g.w = dw.as<uint8_t>();
+  g.row_bytes = rb;
+  g.k = c.k;
+  g.rows = c.rows;
+  g.x = nullptr;  // ignored by the integer path
+  g.xq = dxq.get();
+  g.n_tok = c.n_tok;
+  g.y = dy.as<float>();
+  g.ldy = ldy;
+  g.row_scale = (c.scale_mode & 2) ? ds.as<float>() : nullptr;
+  g.scale = scale;
+  g.round = to_gpu(c.round);
+  g.accumulate = c.accumulate;
+  gemv(g);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto y = to_host<float>(dy, static_cast<size_t>(ldy * kGemvMaxTokens));
+
+  const double ulp = c.round == quant::Round::kBF16 ? 1.0 / 128 : c.round == quant::Round::kF16 ? 1.0 / 1024 : 0.0;
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const double s = std::fabs(scale * (rs != nullptr ? rs[r] : 1.0f));
+    for (int64_t t = 0; t < c.n_tok; ++t) {
+      const size_t at = static_cast<size_t>(t * ldy + r);
+      const float got = y[at], want = twin[at];
+      ASSERT_FALSE(is_poison(got)) << "row " << r << " token " << t << " not written";
+      const RowMag m = row_mag(c.type, w.data() + r * rb, c.k, x.data() + t * ldx,
+                               xq.data() + t * act_q8_row_bytes(c.k));
+      const double add_ulp = c.accumulate ? 2.4e-7 * std::fabs(want) : 0.0;
+      ASSERT_LE(std::fabs(static_cast<double>(got) - want), 1e-5 * m.mag * s + ulp * std::fabs(want) + add_ulp + 1e-30)
+          << "vs twin: row " << r << " token " << t << " got " << got << " want " << want;
+      if (c.round == quant::Round::kNone && !c.accumulate) {
+        // Against exact fp32 math: only the activation rounding (plus fp32 order) separates them.
+        const double ref = fp32[at];
+        ASSERT_LE(std::fabs(static_cast<double>(got) - ref), (m.act_err + 1e-5 * (m.mag + m.mag_fp32)) * s + 1e-30)
+            << "vs matmul_ref: row " << r << " token " << t << " got " << got << " want " << ref;
+      }
+    }
+  }
+  for (int64_t t = 0; t < kGemvMaxTokens; ++t)
+    for (int64_t r = 0; r < ldy; ++r) {
+      if (t >= c.n_tok || r >= c.rows) {
+        ASSERT_TRUE(is_poison(y[static_cast<size_t>(t * ldy + r)])) << "wrote outside: row " << r << " token " << t;
+      }
+    }
+}
+
+std::vector<int64_t> q8_k_values(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K:
+      return {256, 768, 1280, 2304, 8448};
+    case GgmlType::NVFP4:
+      return {64, 192, 768, 2240, 4160};
+    default:
+      return {32, 96, 1056, 2080, 4128};
+  }
+}
+
+TEST(CudaGemvQ8, MatchesTwinAndBoundsMatmulRefOverTypesShapesTokens) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(4321);
+  int n = 0;
+  for (GgmlType t : kQ8Types) {
+    ASSERT_TRUE(gemv_q8_supported(t));
+    for (int64_t k : q8_k_values(t))
+      for (int64_t rows : {1, 7, 33, 130})
+        for (int64_t n_tok = 1; n_tok <= kGemvMaxTokens; ++n_tok) {
+          const int scale_mode = n % 4;
+          const quant::Round round = (n / 4) % 5 == 3 ? quant::Round::kBF16
+                                     : (n / 4) % 5 == 4 ? quant::Round::kF16
+                                                        : quant::Round::kNone;
+          const int64_t pad = (n % 3 == 0) ? 0 : (n % 3 == 1) ? 16 - row_bytes(t, k) % 16 + 16 : 2;
+          check_dense_q8({t, k, rows, n_tok, scale_mode, round, pad, n % 7 == 2}, rng);
+          if (::testing::Test::HasFatalFailure()) return;
+          ++n;
+        }
+  }
+}
+
+// Every plan (lanes per row, rows per lane, k-split, pipeline depth) computes the same function.
+TEST(CudaGemvQ8, ForcedPlansMatchTwin) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(98);
+  for (int lanes : {4, 8, 16, 32})
+    for (int rows : {1, 2, 4})
+      for (int split : {1, 2, 4}) {
+        const int stages = 1 + (lanes + rows + split) % 4;
+        gemv_set_lanes_override(lanes);
+        gemv_set_rows_override(rows);
+        gemv_set_split_override(split);
+        gemv_set_stages_override(stages);
+        SCOPED_TRACE("lanes " + std::to_string(lanes) + " rows " + std::to_string(rows) + " split " +
+                     std::to_string(split) + " stages " + std::to_string(stages));
+        for (GgmlType t : kQ8Types) {
+          const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 5120 : t == GgmlType::NVFP4 ? 4160 : 4128;
+          for (int64_t n_tok : {1, 3, 8}) {
+            check_dense_q8({t, k, 75, n_tok, 3, quant::Round::kNone, 0}, rng);
+            if (::testing::Test::HasFatalFailure()) break;
+          }
+        }
+        if (::testing::Test::HasFatalFailure()) break;
+      }
+  gemv_set_lanes_override(0);
+  gemv_set_rows_override(0);
+  gemv_set_split_override(0);
+  gemv_set_stages_override(-1);
+}
+
+// Grouped mode on both paths, with and without the fused combine. Slot s = token s / n_used,
+// rank s % n_used; gate/up-like calls share their token's input (x_div = n_used).
+void check_grouped_epilogue(GgmlType type, bool q8, bool combine, bool accumulate, bool shared_input,
+                            quant::Round round, int64_t k, int64_t rows, int64_t n_expert, int n_used,
+                            int64_t n_tokens, std::mt19937& rng) {
+  SCOPED_TRACE(std::string(type_name(type)) + (q8 ? " q8" : " float") + " combine=" + std::to_string(combine) +
+               " acc=" + std::to_string(accumulate) + " shared=" + std::to_string(shared_input) +
+               " round=" + std::to_string(static_cast<int>(round)) + " k=" + std::to_string(k) +
+               " rows=" + std::to_string(rows) + " n_used=" + std::to_string(n_used) +
+               " tokens=" + std::to_string(n_tokens));
+  const int64_t rb = row_bytes(type, k), eb = rb * rows, n_slot = n_tokens * n_used;
+  std::vector<uint8_t> w(static_cast<size_t>(eb * n_expert));
+  for (int64_t r = 0; r < rows * n_expert; ++r) {
+    const auto row = quant::testing::random_row(type, k, rng);
+    std::copy(row.begin(), row.end(), w.begin() + r * rb);
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(n_slot));
+  std::vector<float> slot_w(static_cast<size_t>(n_slot));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    std::vector<int32_t> all(static_cast<size_t>(n_expert));
+    for (int32_t e = 0; e < n_expert; ++e) all[static_cast<size_t>(e)] = e;
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int j = 0; j < n_used; ++j) {
+      ids[static_cast<size_t>(t * n_used + j)] = all[static_cast<size_t>(j)];
+      slot_w[static_cast<size_t>(t * n_used + j)] = 0.05f + 0.5f * (unit(rng) + 1.0f);
+    }
+  }
+  std::vector<float> bank(static_cast<size_t>(n_expert * 4));
+  for (auto& v : bank) v = 0.25f + 0.5f * (unit(rng) + 1.0f);
+  const int bank_col = 2;
+  const int64_t x_rows = shared_input ? n_tokens : n_slot;
+  const int64_t ldx = k + 8, out_rows = combine ? n_tokens : n_slot, ldy = rows + 1;
+  std::vector<float> x(static_cast<size_t>(ldx * x_rows));
+  for (auto& v : x) v = unit(rng);
+  const auto xq = quantize_rows(x, ldx, k, x_rows);
+  std::vector<float> y0(static_cast<size_t>(ldy * out_rows), poison());
+  for (int64_t t = 0; t < out_rows; ++t)
+    for (int64_t r = 0; r < rows; ++r)
+      if (accumulate) y0[static_cast<size_t>(t * ldy + r)] = unit(rng);
+
+  // Expected: per slot the twin (q8) or matmul_ref (float), rounded, then the CPU combine.
+  std::vector<float> want = y0, tol(y0.size(), 0.0f);
+  const double ulp = round == quant::Round::kBF16 ? 1.0 / 128 : round == quant::Round::kF16 ? 1.0 / 1024 : 0.0;
+  std::vector<float> v(static_cast<size_t>(rows)), comb(static_cast<size_t>(rows));
+  std::vector<double> comb_tol(static_cast<size_t>(rows));
+  for (int64_t s = 0; s < n_slot; ++s) {
+    const int32_t e = ids[static_cast<size_t>(s)];
+    const int64_t xr = shared_input ? s / n_used : s;
+    const float sc = bank[static_cast<size_t>(e * 4 + bank_col)];
+    if (q8) {
+      gemv_q8_ref(type, w.data() + e * eb, rb, k, rows, xq.data() + xr * act_q8_row_bytes(k), 1, v.data(), rows,
+                  nullptr, sc, to_gpu(round));
+    } else {
+      quant::MatmulArgs a;
+      a.type = type;
+      a.w = w.data() + e * eb;
+      a.row_bytes = rb;
+      a.k = k;
+      a.x = x.data() + xr * ldx;
+      a.ldx = ldx;
+      a.n_tok = 1;
+      a.y = v.data();
+      a.ldy = rows;
+      a.scale = sc;
+      a.round = round;
+      quant::matmul_ref(a, 0, rows);
+    }
+    const int j = static_cast<int>(s % n_used);
+    const int64_t t = s / n_used;
+    const float wj = slot_w[static_cast<size_t>(s)];
+    for (int64_t r = 0; r < rows; ++r) {
+      const RowMag m = row_mag(type, w.data() + e * eb + r * rb, k, x.data() + xr * ldx,
+                               xq.data() + xr * act_q8_row_bytes(k));
+      const double dt = 1e-5 * (q8 ? m.mag : m.mag_fp32) * sc + ulp * std::fabs(v[static_cast<size_t>(r)]) + 1e-30;
+      if (combine) {
+        const float p = v[static_cast<size_t>(r)] * wj;
+        comb[static_cast<size_t>(r)] = j == 0 ? p : comb[static_cast<size_t>(r)] + p;
+        comb_tol[static_cast<size_t>(r)] = (j == 0 ? 0.0 : comb_tol[static_cast<size_t>(r)]) + dt * wj;
+        if (j == n_used - 1) {
+          const size_t at = static_cast<size_t>(t * ldy + r);
+          float c = comb[static_cast<size_t>(r)];
+          if (round == quant::Round::kBF16) c = bf16_to_f32(f32_to_bf16(c));
+          if (round == quant::Round::kF16) c = f16_to_f32(f32_to_f16(c));
+          want[at] = accumulate ? y0[at] + c : c;
+          tol[at] = static_cast<float>(comb_tol[static_cast<size_t>(r)] * 1.01 + ulp * std::fabs(c) +
+                                       6e-8 * n_used * std::fabs(c) + (accumulate ? 2.4e-7 * std::fabs(want[at]) : 0.0));
+        }
+      } else {
+        const size_t at = static_cast<size_t>(s * ldy + r);
+        want[at] = accumulate ? y0[at] + v[static_cast<size_t>(r)] : v[static_cast<size_t>(r)];
+        tol[at] = static_cast<float>(dt + (accumulate ? 2.4e-7 * std::fabs(want[at]) : 0.0));
+      }
+    }
+  }
+
+  DeviceBuffer dw = to_device(w), dx = to_device(x), dxq = to_device(xq), dids = to_device(ids),
+               dbank = to_device(bank), dsw = to_device(slot_w), dy = to_device(y0);
+  GemvArgs g;
+  g.type = type;
+  g.w = dw.as<uint8_t>();
+  g.row_bytes = rb;
+  g.k = k;
+  g.rows = rows;
+  g.x = dx.as<float>();
+  g.ldx = ldx;
+  g.xq = q8 ? dxq.get() : nullptr;
+  g.n_tok = n_slot;
+  g.y = dy.as<float>();
+  g.ldy = ldy;
+  g.round = to_gpu(round);
+  g.ids = dids.as<int32_t>();
+  g.expert_bytes = eb;
+  g.x_div = shared_input ? n_used : 1;
+  g.bank = dbank.as<float>();
+  g.bank_col = bank_col;
+  g.accumulate = accumulate;
+  if (combine) {
+    g.slot_w = dsw.as<float>();
+    g.n_used = n_used;
+  }
+  gemv(g);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto y = to_host<float>(dy, want.size());
+  for (int64_t t = 0; t < out_rows; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const size_t at = static_cast<size_t>(t * ldy + r);
+      ASSERT_FALSE(is_poison(y[at])) << "out row " << t << " row " << r << " not written";
+      ASSERT_LE(std::fabs(static_cast<double>(y[at]) - want[at]), tol[at])
+          << "out row " << t << " row " << r << " got " << y[at] << " want " << want[at];
+    }
+    ASSERT_TRUE(is_poison(y[static_cast<size_t>(t * ldy + rows)])) << "wrote past rows";
+  }
+}
+
+TEST(CudaGemvQ8, GroupedAndCombinedExpertsMatchCpuComposition) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(77);
+  for (GgmlType t : {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0})
+    for (bool q8 : {false, true}) {
+      const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 768 : 1088;
+      // gate/up: shared input, no combine; down: per-slot input, combine (+ residual add).
+      check_grouped_epilogue(t, q8, false, false, true, quant::Round::kNone, k, 45, 9, 3, 2, rng);
+      check_grouped_epilogue(t, q8, true, false, false, quant::Round::kNone, k, 70, 9, 3, 3, rng);
+      check_grouped_epilogue(t, q8, true, true, false, quant::Round::kNone, k, 70, 9, 4, 2, rng);
+      check_grouped_epilogue(t, q8, true, false, false, quant::Round::kBF16, k, 33, 6, 2, 2, rng);
+      check_grouped_epilogue(t, q8, false, true, false, quant::Round::kF16, k, 20, 5, 2, 1, rng);
+      check_grouped_epilogue(t, q8, true, true, false, quant::Round::kNone, k, 130, 16, 8, 1, rng);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  // The float path's other types take the combine too.
+  check_grouped_epilogue(GgmlType::BF16, false, true, true, false, quant::Round::kNone, 1088, 70, 9, 3, 2, rng);
+}
+
+TEST(CudaGemvQ8, RefusesBadCombine) {
+  FT_REQUIRE_GPU();
+  DeviceBuffer buf(1 << 16);
+  GemvArgs g;
+  g.type = GgmlType::NVFP4;
+  g.k = 128;
+  g.rows = 4;
+  g.row_bytes = row_bytes(g.type, g.k);
+  g.w = buf.as<uint8_t>();
+  g.x = buf.as<float>();
+  g.ldx = 128;
+  g.y = buf.as<float>();
+  g.slot_w = buf.as<float>();
+  g.n_used = 2;
+  EXPECT_THROW(gemv(g), Error);  // combine without ids
+  g.ids = buf.as<int32_t>();
+  g.n_tok = 3;
+  EXPECT_THROW(gemv(g), Error);  // 3 slots are not whole tokens of 2
 }
 
 TEST(CudaGemv, RefusesBadArguments) {

@@ -1,0 +1,421 @@
+// The integer path of the decode GEMV (gemv.h, xq != nullptr), like llama.cpp's CUDA MMVQ:
+// activations arrive as int8 blocks of 32 (act_q8.h); weights are decoded to int8 in
+// registers (gemv_q8_formats.cuh), multiplied with dp4a (4 products per instruction), and
+// the block scales meet the integer sums in fp32.
+//
+// Why: the float path spends ~17 issued instructions per NVFP4 weight (H200 run 3), against
+// ~4 that the H200 can afford at its HBM rate (4.5 TB/s / 0.5625 byte per element = 8 G
+// elements/s; 132 SMs x 4 schedulers x 1.98 GHz = 33 T thread-instructions/s). Here an
+// NVFP4 element costs ~1.4 decode instructions (3 byte permutes per 4 codes) plus a quarter
+// dp4a per token; scales cost a few per 16 elements.
+//
+// Lane kl of a row takes one 64-element unit of each chunk (chunk = lanes x 64 elements):
+//   NVFP4: one block (36 bytes at 36*kl);  MXFP4: two blocks (34 bytes);  Q8_0: two blocks
+//   (68 bytes);  Q4_K: sub-blocks 2p, 2p+1 of super-block kl/4 (p = kl%4);  Q6_K: elements
+//   128h + 32qq + 16i + (0..15), qq = 0..3, of super-block kl/4 (h, i from kl%4).
+#include <algorithm>
+
+#include "cuda/act_q8.h"
+#include "cuda/check.h"
+#include "cuda/gemv_launch.h"
+#include "cuda/gemv_q8_formats.cuh"
+#include "cuda/gemv_tuning.h"
+
+namespace ft::cuda::gemv_detail {
+namespace {
+
+using namespace q8_detail;
+
+__device__ __forceinline__ uint32_t ld32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+__device__ __forceinline__ float ld_half(const uint8_t* p) {
+  return half_bits_to_float(*reinterpret_cast<const unsigned short*>(p));
+}
+// N words of the bytes at o (2-aligned or better) of a staged row: N + 1 aligned loads and
+// N funnel shifts; may read up to 3 bytes past the region (the stage is padded).
+template <int N>
+__device__ __forceinline__ void ld_words(const uint8_t* base, int o, uint32_t (&out)[N]) {
+  const uint8_t* a = base + (o & ~3);
+  const uint32_t sh = static_cast<uint32_t>(o & 3) * 8;
+  uint32_t w[N + 1];
+#pragma unroll
+  for (int i = 0; i <= N; ++i) w[i] = ld32(a + 4 * i);
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = funnel_r(w[i], w[i + 1], sh);
+}
+
+// Activation block b of token row xt: scale d and the half sums.
+struct XScale {
+  float d;
+  int s_lo, s_hi;
+};
+__device__ __forceinline__ XScale x_scale(const uint8_t* xt, int64_t k, int64_t b) {
+  const uint2 v = __ldg(reinterpret_cast<const uint2*>(xt + k) + b);
+  return {__uint_as_float(v.x), static_cast<int>(static_cast<int16_t>(v.y & 0xFFFF)),
+          static_cast<int>(static_cast<int16_t>(v.y >> 16))};
+}
+__device__ __forceinline__ uint4 x_ld16(const uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+
+struct Q8Nvfp4 {
+  static constexpr int kBlockElems = 64, kBlockBytes = 36;
+  template <int NT, int R>
+  static __device__ __forceinline__ void unit(float (&acc)[R][NT], const uint8_t* st, int rstride, int kl,
+                                              const uint8_t* xt, int64_t xq_row, int n_tok, int64_t k, int64_t e0) {
+    if (e0 >= k) return;
+    const uint8_t* wb = st + 36 * kl;
+    float sw[R][4];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint32_t s = ld32(wb + r * rstride);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) sw[r][i] = ue4m3_x2e8(s, i);
+      if (ue4m3_has_nan(s)) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (((s >> (8 * i)) & 0xFFu) == 0x7Fu) sw[r][i] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int ab = 0; ab < 2; ++ab) {
+      float dx[NT];
+      uint4 xa[NT][2];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < n_tok) {
+          const uint8_t* x = xt + t * xq_row;
+          dx[t] = x_scale(x, k, (e0 >> 5) + ab).d * 128.0f;  // ue4m3_x2e8 * 2^7 = ue4m3_half
+          xa[t][0] = x_ld16(x + e0 + 32 * ab);
+          xa[t][1] = x_ld16(x + e0 + 32 * ab + 16);
+        } else {
+          dx[t] = 0.0f;
+          xa[t][0] = xa[t][1] = make_uint4(0, 0, 0, 0);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int s = 2 * ab + h;
+        uint32_t a0[NT], a1[NT], a2[NT], a3[NT];
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          const uint4 v = xa[t][h];  // elements 0-3, 4-7, 8-11, 12-15 of sub-block s
+          a0[t] = x_pair_0(v.x, v.z), a1[t] = x_pair_1(v.x, v.z);
+          a2[t] = x_pair_0(v.y, v.w), a3[t] = x_pair_1(v.y, v.w);
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const uint8_t* q = wb + r * rstride + 4 + 8 * s;
+          uint32_t w0, w1, w2, w3;
+          e2m1x8_i8(ld32(q), w0, w1);
+          e2m1x8_i8(ld32(q + 4), w2, w3);
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            int is = dp4a(w0, a0[t], 0);
+            is = dp4a(w1, a1[t], is);
+            is = dp4a(w2, a2[t], is);
+            is = dp4a(w3, a3[t], is);
+            acc[r][t] = fmaf(static_cast<float>(is), sw[r][s] * dx[t], acc[r][t]);
+          }
+        }
+      }
+    }
+  }
+};
+
+struct Q8Mxfp4 {
+  static constexpr int kBlockElems = 32, kBlockBytes = 17;
+  template <int NT, int R>
+  static __device__ __forceinline__ void unit(float (&acc)[R][NT], const uint8_t* st, int rstride, int kl,
+                                              const uint8_t* xt, int64_t xq_row, int n_tok, int64_t k, int64_t e0) {
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      const int64_t eb = e0 + 32 * b;
+      if (eb >= k) return;
+      const int o = 34 * kl + 17 * b;
+      float dx[NT];
+      uint32_t xp[NT][8];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < n_tok) {
+          const uint8_t* x = xt + t * xq_row;
+          dx[t] = x_scale(x, k, eb >> 5).d;
+          const uint4 u = x_ld16(x + eb), v = x_ld16(x + eb + 16);
+          const uint32_t X[8] = {u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            xp[t][2 * i] = x_pair_0(X[i], X[i + 4]);
+            xp[t][2 * i + 1] = x_pair_1(X[i], X[i + 4]);
+          }
+        } else {
+          dx[t] = 0.0f;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) xp[t][i] = 0;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* base = st + r * rstride;
+        const float sw = e8m0_half(base[o]);
+        uint32_t q[4];
+        ld_words<4>(base, o + 1, q);
+        uint32_t wv[8];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) e2m1x8_i8(q[i], wv[2 * i], wv[2 * i + 1]);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          int is = 0;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) is = dp4a(wv[i], xp[t][i], is);
+          acc[r][t] = fmaf(static_cast<float>(is), sw * dx[t], acc[r][t]);
+        }
+      }
+    }
+  }
+};
+
+struct Q8Q8_0 {
+  static constexpr int kBlockElems = 32, kBlockBytes = 34;
+  template <int NT, int R>
+  static __device__ __forceinline__ void unit(float (&acc)[R][NT], const uint8_t* st, int rstride, int kl,
+                                              const uint8_t* xt, int64_t xq_row, int n_tok, int64_t k, int64_t e0) {
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      const int64_t eb = e0 + 32 * b;
+      if (eb >= k) return;
+      const int o = 68 * kl + 34 * b;
+      float dx[NT];
+      uint32_t X[NT][8];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < n_tok) {
+          const uint8_t* x = xt + t * xq_row;
+          dx[t] = x_scale(x, k, eb >> 5).d;
+          const uint4 u = x_ld16(x + eb), v = x_ld16(x + eb + 16);
+          X[t][0] = u.x, X[t][1] = u.y, X[t][2] = u.z, X[t][3] = u.w;
+          X[t][4] = v.x, X[t][5] = v.y, X[t][6] = v.z, X[t][7] = v.w;
+        } else {
+          dx[t] = 0.0f;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) X[t][i] = 0;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* base = st + r * rstride;
+        const float d = ld_half(base + o);
+        uint32_t q[8];
+        ld_words<8>(base, o + 2, q);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          int is = 0;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) is = dp4a(q[i], X[t][i], is);
+          acc[r][t] = fmaf(static_cast<float>(is), d * dx[t], acc[r][t]);
+        }
+      }
+    }
+  }
+};
+
+struct Q8Q4_K {
+  static constexpr int kBlockElems = 256, kBlockBytes = 144;
+  template <int NT, int R>
+  static __device__ __forceinline__ void unit(float (&acc)[R][NT], const uint8_t* st, int rstride, int kl,
+                                              const uint8_t* xt, int64_t xq_row, int n_tok, int64_t k, int64_t e0) {
+    if (e0 >= k) return;
+    const int sb = kl >> 2, pp = kl & 3;
+    float dx0[NT], dx1[NT];
+    int sx0[NT], sx1[NT];
+    uint32_t X0[NT][8], X1[NT][8];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (t < n_tok) {
+        const uint8_t* x = xt + t * xq_row;
+        const XScale a = x_scale(x, k, e0 >> 5), b = x_scale(x, k, (e0 >> 5) + 1);
+        dx0[t] = a.d, sx0[t] = a.s_lo + a.s_hi, dx1[t] = b.d, sx1[t] = b.s_lo + b.s_hi;
+        const uint4 u0 = x_ld16(x + e0), v0 = x_ld16(x + e0 + 16), u1 = x_ld16(x + e0 + 32),
+                    v1 = x_ld16(x + e0 + 48);
+        X0[t][0] = u0.x, X0[t][1] = u0.y, X0[t][2] = u0.z, X0[t][3] = u0.w;
+        X0[t][4] = v0.x, X0[t][5] = v0.y, X0[t][6] = v0.z, X0[t][7] = v0.w;
+        X1[t][0] = u1.x, X1[t][1] = u1.y, X1[t][2] = u1.z, X1[t][3] = u1.w;
+        X1[t][4] = v1.x, X1[t][5] = v1.y, X1[t][6] = v1.z, X1[t][7] = v1.w;
+      } else {
+        dx0[t] = dx1[t] = 0.0f, sx0[t] = sx1[t] = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) X0[t][i] = X1[t][i] = 0;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* b = st + r * rstride + 144 * sb;
+      const uint32_t dm = ld32(b);
+      const float d = half_bits_to_float(static_cast<unsigned short>(dm & 0xFFFF));
+      const float dmin = half_bits_to_float(static_cast<unsigned short>(dm >> 16));
+      int sc0, m0, sc1, m1;
+      q4k_scale_min(b + 4, 2 * pp, sc0, m0);
+      q4k_scale_min(b + 4, 2 * pp + 1, sc1, m1);
+      const uint4 qa = *reinterpret_cast<const uint4*>(b + 16 + 32 * pp);
+      const uint4 qb = *reinterpret_cast<const uint4*>(b + 32 + 32 * pp);
+      const uint32_t q[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
+      uint32_t lo[8], hi[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) lo[i] = q[i] & 0x0F0F0F0Fu, hi[i] = (q[i] >> 4) & 0x0F0F0F0Fu;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        int i0 = 0, i1 = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) i0 = dp4a(lo[i], X0[t][i], i0), i1 = dp4a(hi[i], X1[t][i], i1);
+        const float a = fmaf(dx1[t], static_cast<float>(sc1 * i1), dx0[t] * static_cast<float>(sc0 * i0));
+        const float mm = fmaf(dx1[t], static_cast<float>(m1 * sx1[t]), dx0[t] * static_cast<float>(m0 * sx0[t]));
+        acc[r][t] = fmaf(d, a, acc[r][t]);
+        acc[r][t] = fmaf(-dmin, mm, acc[r][t]);
+      }
+    }
+  }
+};
+
+struct Q8Q6_K {
+  static constexpr int kBlockElems = 256, kBlockBytes = 210;
+  template <int NT, int R>
+  static __device__ __forceinline__ void unit(float (&acc)[R][NT], const uint8_t* st, int rstride, int kl,
+                                              const uint8_t* xt, int64_t xq_row, int n_tok, int64_t k, int64_t e0) {
+    const int sb = kl >> 2, h = (kl >> 1) & 1, i = kl & 1;
+    const int64_t esb = e0 - 64 * (kl & 3);  // first element of super-block sb
+    if (esb >= k) return;
+    uint32_t qla[R][4], qlb[R][4], qh[R][4];
+    int sc[R][4];
+    float d[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* b = st + r * rstride + 210 * sb;
+      ld_words<4>(b, 64 * h + 16 * i, qla[r]);
+      ld_words<4>(b, 64 * h + 32 + 16 * i, qlb[r]);
+      ld_words<4>(b, 128 + 32 * h + 16 * i, qh[r]);
+#pragma unroll
+      for (int qq = 0; qq < 4; ++qq) sc[r][qq] = static_cast<int8_t>(b[192 + 8 * h + i + 2 * qq]);
+      d[r] = ld_half(b + 208);
+    }
+#pragma unroll
+    for (int qq = 0; qq < 4; ++qq) {
+      const int64_t eg = esb + 128 * h + 32 * qq;  // activation block of this group
+      float dx[NT];
+      int off[NT];
+      uint4 X[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < n_tok) {
+          const uint8_t* x = xt + t * xq_row;
+          const XScale s = x_scale(x, k, eg >> 5);
+          dx[t] = s.d;
+          off[t] = -32 * (i ? s.s_hi : s.s_lo);
+          X[t] = x_ld16(x + eg + 16 * i);
+        } else {
+          dx[t] = 0.0f, off[t] = 0, X[t] = make_uint4(0, 0, 0, 0);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const uint32_t* ql = (qq & 1) ? qlb[r] : qla[r];
+        const int ls = 4 * (qq >> 1), hs = 2 * qq;
+        const uint32_t c0 = q6k_codes(ql[0], ls, qh[r][0], hs), c1 = q6k_codes(ql[1], ls, qh[r][1], hs);
+        const uint32_t c2 = q6k_codes(ql[2], ls, qh[r][2], hs), c3 = q6k_codes(ql[3], ls, qh[r][3], hs);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          int is = dp4a(c0, X[t].x, off[t]);
+          is = dp4a(c1, X[t].y, is);
+          is = dp4a(c2, X[t].z, is);
+          is = dp4a(c3, X[t].w, is);
+          acc[r][t] = fmaf(static_cast<float>(sc[r][qq] * is), d[r] * dx[t], acc[r][t]);
+        }
+      }
+    }
+  }
+};
+
+template <class F>
+struct Q8Policy {
+  static __device__ int64_t data_bytes(const Params& p) { return p.k / F::kBlockElems * F::kBlockBytes; }
+
+  template <int NT, int R>
+  static __device__ __forceinline__ void compute(float (&acc)[R][NT], const uint8_t* stage, const Params& p,
+                                                 int64_t xrow, int c, int kl, int ns) {
+    const int64_t e0 = static_cast<int64_t>(c) * p.chunk_elems + 64 * kl;
+    F::template unit<NT, R>(acc, stage, ns * p.cbp, kl, p.xq + xrow * p.xq_row, p.xq_row, p.n_tok, p.k, e0);
+  }
+};
+
+int max_smem_optin() {
+  static const int v = [] {
+    int dev = 0, n = 0;
+    FT_CUDA_CHECK(cudaGetDevice(&dev));
+    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return n;
+  }();
+  return v;
+}
+
+template <class F, int NT, int R>
+void launch(Params p, int64_t n_slots, const GemvQ8Plan& pl, cudaStream_t stream) {
+  const int lpr = pl.lanes, ns = 32 / lpr;
+  p.lpr_log2 = lpr == 32 ? 5 : lpr == 16 ? 4 : lpr == 8 ? 3 : 2;
+  p.ws = pl.split;
+  p.chunk_elems = 64 * lpr;
+  p.chunk_bytes = p.chunk_elems / F::kBlockElems * F::kBlockBytes;
+  // Padding: 16 bytes for the decoders' over-read; with several row slices, a row-chunk
+  // stride of lpr (mod 32) words puts slice rs's lanes on banks the other slices leave free.
+  int cbp = (p.chunk_bytes + 16 + 15) & ~15;
+  if (ns > 1)
+    while ((cbp / 4) % 32 != lpr % 32) cbp += 16;
+  p.cbp = cbp;
+  p.vb = gemv_vector_bytes(p, p.chunk_bytes);
+  const int rw = R * ns;
+  const size_t red_bytes = static_cast<size_t>(kWarps) * rw * NT * 4;
+  int stages = std::max(1, std::min(4, pl.stages));
+  while (stages > 1 && static_cast<size_t>(kWarps) * stages * rw * cbp + red_bytes > static_cast<size_t>(max_smem_optin()))
+    --stages;
+  p.stages = stages;
+  const size_t smem = static_cast<size_t>(kWarps) * stages * rw * cbp + red_bytes;
+  if (smem > static_cast<size_t>(max_smem_optin())) fail_message("cuda gemv: q8 plan needs too much shared memory");
+  static const bool attr_set = [] {
+    FT_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<Q8Policy<F>, NT, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       max_smem_optin()));
+    return true;
+  }();
+  (void)attr_set;
+  const int64_t rows_per_cta = static_cast<int64_t>(kWarps / p.ws) * rw;
+  const dim3 grid(static_cast<unsigned>((p.rows + rows_per_cta - 1) / rows_per_cta), static_cast<unsigned>(n_slots));
+  gemv_kernel<Q8Policy<F>, NT, R><<<grid, kWarps * 32, smem, stream>>>(p);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+template <class F>
+void dispatch(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const Q8Plan& over, cudaStream_t stream) {
+  const int64_t n_slots = grouped ? (p.slot_w != nullptr ? n_tok / p.n_used : n_tok) : 1;
+  const int64_t nt = grouped ? 1 : n_tok;
+  GemvQ8Plan pl = gemv_q8_plan(type, p.rows, p.k, nt, n_slots);
+  if (over.lanes == 4 || over.lanes == 8 || over.lanes == 16 || over.lanes == 32) pl.lanes = over.lanes;
+  if (over.rows == 1 || over.rows == 2 || over.rows == 4) pl.rows = over.rows;
+  if (over.split == 1 || over.split == 2 || over.split == 4) pl.split = over.split;
+  if (over.stages >= 1) pl.stages = over.stages;
+  if (nt == 1) {
+    if (pl.rows == 1) return launch<F, 1, 1>(p, n_slots, pl, stream);
+    if (pl.rows == 2) return launch<F, 1, 2>(p, n_slots, pl, stream);
+    return launch<F, 1, 4>(p, n_slots, pl, stream);
+  }
+  if (nt == 2) return launch<F, 2, 4>(p, n_slots, pl, stream);
+  if (nt <= 4) return launch<F, 4, 2>(p, n_slots, pl, stream);
+  return launch<F, 8, 2>(p, n_slots, pl, stream);
+}
+
+}  // namespace
+
+void gemv_q8(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const Q8Plan& plan, cudaStream_t stream) {
+  switch (type) {
+    case GgmlType::Q8_0: return dispatch<Q8Q8_0>(type, p, n_tok, grouped, plan, stream);
+    case GgmlType::Q4_K: return dispatch<Q8Q4_K>(type, p, n_tok, grouped, plan, stream);
+    case GgmlType::Q6_K: return dispatch<Q8Q6_K>(type, p, n_tok, grouped, plan, stream);
+    case GgmlType::MXFP4: return dispatch<Q8Mxfp4>(type, p, n_tok, grouped, plan, stream);
+    case GgmlType::NVFP4: return dispatch<Q8Nvfp4>(type, p, n_tok, grouped, plan, stream);
+    default: fail_message("cuda gemv: no integer kernel for this type");
+  }
+}
+
+}  // namespace ft::cuda::gemv_detail

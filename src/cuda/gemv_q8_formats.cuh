@@ -1,0 +1,122 @@
+// Integer decoders of the q8 GEMV path (gemv_q8.cu), host- and device-callable so that a
+// CPU test (tests/cuda/gemv_formats_test.cpp) checks them against quant::dequantize_row_ref.
+//
+// Every weight type becomes int8 codes that dp4a multiplies with the int8 activations
+// (cuda/act_q8.h); block scales stay fp32:
+//   NVFP4/MXFP4: 2*E2M1(code) in {-12..12} (doubling makes the values integers; the
+//                "half" scales ue4m3_half / e8m0_half undo it exactly), through byte_perm
+//                table lookups: 3 permutes per 4 codes;
+//   Q8_0: the codes themselves; Q4_K: nibbles (0..15) with the minimum term applied per
+//   sub-block from the activation block sums; Q6_K: 6-bit codes 0..63 with the -32 offset
+//   applied per 16 elements from the activation half-block sums.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuda/gemv_formats.cuh"
+
+namespace ft::cuda::q8_detail {
+
+using gemv_detail::half_bits_to_float;
+using gemv_detail::e8m0_half;
+
+// __byte_perm(x, y, s): byte n of the result is byte (s >> 4n) & 7 of y:x.
+FT_HD inline uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+  return __byte_perm(x, y, s);
+#else
+  const uint64_t v = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int n = 0; n < 4; ++n) r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * n)) & 7))) & 0xFF) << (8 * n);
+  return r;
+#endif
+}
+
+// Sum of the 4 signed byte products of a and b, plus c.
+FT_HD inline int dp4a(uint32_t a, uint32_t b, int c) {
+#ifdef __CUDA_ARCH__
+  return __dp4a(static_cast<int>(a), static_cast<int>(b), c);
+#else
+  for (int n = 0; n < 4; ++n)
+    c += static_cast<int>(static_cast<int8_t>(a >> (8 * n))) * static_cast<int>(static_cast<int8_t>(b >> (8 * n)));
+  return c;
+#endif
+}
+
+// Low 32 bits of (hi:lo) >> (sh & 31).
+FT_HD inline uint32_t funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
+#ifdef __CUDA_ARCH__
+  return __funnelshift_r(lo, hi, sh);
+#else
+  return static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> (sh & 31));
+#endif
+}
+
+// 2*E2M1 of the 8 nibbles of w: lo = codes of nibbles 0..3 (bits 0..15), hi = nibbles 4..7,
+// one int8 each, in nibble order (byte 0 low nibble, byte 0 high nibble, byte 1 low, ...).
+// Tables: bytes 0..7 of kPos are 2*E2M1 of codes 0..7, of kNeg of codes 8..15; each code's
+// sign bit (nibble bit 3) picks kPos or kNeg in the third permute.
+inline constexpr uint32_t kPos0 = 0x03020100u, kPos1 = 0x0C080604u;
+inline constexpr uint32_t kNeg0 = 0xFDFEFF00u, kNeg1 = 0xF4F8FAFCu;
+FT_HD inline void e2m1x8_i8(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  const uint32_t pick = ((w >> 1) & 0x44444444u) | 0x32103210u;
+  lo = byte_perm(byte_perm(kPos0, kPos1, w), byte_perm(kNeg0, kNeg1, w), pick);
+  const uint32_t w2 = w >> 16, pick2 = pick >> 16;
+  hi = byte_perm(byte_perm(kPos0, kPos1, w2), byte_perm(kNeg0, kNeg1, w2), pick2);
+}
+
+// Activation bytes reordered to meet e2m1x8_i8's nibble order: a = 4 bytes from the low
+// half of the block, b = the 4 bytes `half` elements later (NVFP4 sub-blocks: 8 later,
+// MXFP4 blocks: 16). lo pairs with x_lohi_0(a, b), hi with x_lohi_1(a, b).
+FT_HD inline uint32_t x_pair_0(uint32_t a, uint32_t b) { return byte_perm(a, b, 0x5140u); }
+FT_HD inline uint32_t x_pair_1(uint32_t a, uint32_t b) { return byte_perm(a, b, 0x7362u); }
+
+// ue4m3_half(b) of the byte at bits 8*i of s, as fp16 bits: (b & 0x7F) << 7 read as fp16 is
+// ue4m3(b) * 2^-8 for every b, subnormals included, so ue4m3_half(b) = that * 2^7; the
+// caller folds the 2^7 into the activation scale. b == 0x7F (the NaN code) must decode to 0:
+// ue4m3_nan_mask says which bytes are 0x7F.
+FT_HD inline float ue4m3_x2e8(uint32_t s, int i) {
+  const uint32_t h = ((s >> (8 * i)) & 0x7Fu) << 7;
+  return half_bits_to_float(static_cast<unsigned short>(h));
+}
+// Non-zero when some byte of s is 0x7F.
+FT_HD inline uint32_t ue4m3_has_nan(uint32_t s) {
+  const uint32_t v = s ^ 0x7F7F7F7Fu;  // a 0x7F byte becomes 0
+  return (v - 0x01010101u) & ~v & 0x80808080u;
+}
+
+// Q4_K 6-bit scale and minimum of sub-block j (0..7) from the 12 scale bytes.
+FT_HD inline void q4k_scale_min(const uint8_t* sc, int j, int& s, int& m) {
+  if (j < 4) {
+    s = sc[j] & 63, m = sc[j + 4] & 63;
+  } else {
+    s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4), m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+  }
+}
+
+// Q6_K codes 0..63 of 4 elements: low nibbles (shift 0) or high (4) of ql, bits 2qq..2qq+1
+// of qh.
+FT_HD inline uint32_t q6k_codes(uint32_t ql, int lshift, uint32_t qh, int hshift) {
+  return ((ql >> lshift) & 0x0F0F0F0Fu) | (((qh >> hshift) & 0x03030303u) << 4);
+}
+
+// ---- activation block quantiser (act_q8.h), shared by the kernel and the host twin ------
+
+FT_HD inline int round_half_even(float v) {
+#ifdef __CUDA_ARCH__
+  return __float2int_rn(v);
+#else
+  return static_cast<int>(__builtin_nearbyintf(v));
+#endif
+}
+
+// d and the inverse scale of a block with maximum magnitude amax.
+FT_HD inline void act_q8_scales(float amax, float& d, float& id) {
+  const float raw = amax / 127.0f;
+  d = __half2float(__float2half_rn(raw));
+  id = amax != 0.0f ? 127.0f / amax : 0.0f;
+}
+
+}  // namespace ft::cuda::q8_detail
