@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
 
 namespace ft::cuda {
 
@@ -22,10 +23,15 @@ struct SampleParams {
   float min_p = 0.05f;       // <= 0: off
   float repeat_penalty = 1.0f;  // 1: off
   // Device: the last tokens seen (the CPU sampler's history, at most repeat_last_n of them);
-  // duplicates and ids outside [0, n_vocab) are ignored, as on the CPU.
+  // duplicates and ids outside [0, n_vocab) are ignored, as on the CPU, so a graph-captured
+  // step can pass a fixed window of repeat_last_n slots padded with -1.
   const int32_t* penalty_tokens = nullptr;
   int32_t n_penalty = 0;
 };
+
+// The CPU sampler's draw (engine::Sampler::sample): the host makes it with the sampler's
+// seed and uploads it as `u` below, one draw per non-greedy token.
+inline double sample_draw(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
 
 // Bytes of the workspace `sample` needs for n_vocab logits (queries CUB: needs a device).
 size_t sample_workspace_bytes(int64_t n_vocab);

@@ -72,7 +72,6 @@ void check(const SampleCase& c) {
     p.seed = static_cast<uint64_t>(seed) * 7919 + 1;
     engine::Sampler cpu(p);
     std::mt19937_64 twin(p.seed);  // the host draw the GPU is given: the CPU sampler's r
-    std::uniform_real_distribution<double> unif(0.0, 1.0);
     std::vector<int32_t> history;
     for (int step = 0; step < c.steps; ++step) {
       std::vector<float> l(static_cast<size_t>(c.n_vocab));
@@ -82,7 +81,7 @@ void check(const SampleCase& c) {
       // Penalised tokens get large logits so the penalty matters.
       for (int32_t t : history) l[static_cast<size_t>(t)] += 4.0f;
       const int32_t want = cpu.sample(l.data(), static_cast<int32_t>(c.n_vocab));
-      const double r = p.temperature > 0.0f ? unif(twin) : 0.0;
+      const double r = p.temperature > 0.0f ? sample_draw(twin) : 0.0;
 
       dl.upload(l.data(), l.size() * 4);
       du.upload(&r, 8);
