@@ -4,10 +4,7 @@
 #include "engine/session.h"
 #include "model/model.h"
 
-#if defined(FT_HAVE_CUDA) && __has_include("gpu/session.h")
-#define FT_GPU_SESSION 1
-#endif
-#ifdef FT_GPU_SESSION
+#ifdef FT_HAVE_CUDA
 #include "cuda/device.h"
 #include "gpu/session.h"
 #endif
@@ -15,7 +12,7 @@
 namespace ft::cli {
 
 std::string resolve_device(const std::string& device) {
-#ifdef FT_GPU_SESSION
+#ifdef FT_HAVE_CUDA
   const bool gpu = cuda::has_device();
 #else
   const bool gpu = false;
@@ -23,7 +20,7 @@ std::string resolve_device(const std::string& device) {
   if (device == "auto") return gpu ? "cuda" : "cpu";
   if (device == "cpu") return device;
   if (device == "cuda") {
-#ifdef FT_GPU_SESSION
+#ifdef FT_HAVE_CUDA
     if (!gpu) fail("--device cuda: no CUDA device answers (is the NVIDIA driver loaded?)");
     return device;
 #else
@@ -51,7 +48,7 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
     so.act_quant = dtype_auto ? quant::ActQuant::kQ8 : quant::ActQuant::kNone;
     return std::make_unique<engine::Session>(m, so);
   }
-#ifdef FT_GPU_SESSION
+#ifdef FT_HAVE_CUDA
   if (o.moe_backend != "auto" && o.moe_backend != "fused")
     fail("--moe-backend '{}' is not available on the GPU yet (auto, fused)", o.moe_backend);
   gpu::GpuSessionOptions go;

@@ -1,0 +1,283 @@
+#include "gpu/forward.h"
+
+#include "core/error.h"
+#include "cuda/attention.h"
+#include "cuda/embed.h"
+#include "cuda/gemm.h"
+#include "cuda/act_q8.h"
+#include "cuda/gemv.h"
+#include "cuda/glu.h"
+#include "cuda/moe_combine.h"
+#include "cuda/moe_route.h"
+#include "cuda/norm.h"
+#include "cuda/rope.h"
+#include "cuda/sample.h"
+#include "model/model.h"
+
+namespace ft::gpu {
+namespace {
+
+using cuda::Round;
+
+// Types whose GEMV has an integer (Q8 activation) kernel.
+bool has_q8_kernel(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K:
+    case GgmlType::MXFP4:
+    case GgmlType::NVFP4:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Decode sizes run the GEMV family; larger batches the tensor-core GEMM.
+bool use_gemv(int64_t n_tok) { return n_tok <= cuda::kGemvMaxTokens; }
+
+}  // namespace
+
+GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers& b,
+                       const GpuNumerics& num)
+    : m_(m), w_(w), b_(b), num_(num) {}
+
+void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
+                        int64_t ldy, Round round, bool accumulate, bool q8, cudaStream_t s) const {
+  if (use_gemv(n_tok)) {
+    bool quantised = false;
+    for (const DevMatrix& p : l.parts) quantised |= q8 && has_q8_kernel(p.type);
+    if (quantised) cuda::quantize_act_q8(x, ldx, l.k, n_tok, b_.xq.get(), s);
+    for (const DevMatrix& p : l.parts) {
+      cuda::GemvArgs a;
+      a.type = p.type;
+      a.w = p.w;
+      a.row_bytes = p.row_bytes;
+      a.k = l.k;
+      a.rows = p.rows;
+      a.x = x;
+      a.ldx = ldx;
+      a.n_tok = n_tok;
+      a.y = y + p.row0;
+      a.ldy = ldy;
+      a.row_scale = l.row_scale ? l.row_scale + p.row0 : nullptr;
+      a.scale = p.scale;
+      a.round = round;
+      a.accumulate = accumulate;
+      a.xq = q8 && has_q8_kernel(p.type) ? b_.xq.get() : nullptr;
+      cuda::gemv(a, s);
+    }
+    return;
+  }
+  for (const DevMatrix& p : l.parts) {
+    cuda::GemmArgs a;
+    a.type = p.type;
+    a.w = p.w;
+    a.row_bytes = p.row_bytes;
+    a.k = l.k;
+    a.rows = p.rows;
+    a.x = x;
+    a.ldx = ldx;
+    a.n_tok = n_tok;
+    a.y = y + p.row0;
+    a.ldy = ldy;
+    a.row_scale = l.row_scale ? l.row_scale + p.row0 : nullptr;
+    a.scale = p.scale;
+    a.round = round;
+    a.accumulate = accumulate;
+    a.prec = num_.prec;
+    b_.gemm->run(a, s);
+  }
+}
+
+void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevLayer& L = w_.layers[il];
+  const int64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
+  const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
+  const int64_t q_dim = nh * hd, kv_dim = nkv * hd, ld = L.qkv.rows;
+  float* x = b_.x.as<float>();
+  float* h = b_.h.as<float>();
+  float* qkv = b_.qkv.as<float>();
+  float* attn = b_.attn.as<float>();
+  const int32_t* pos = b_.pos.as<int32_t>();
+
+  cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
+  linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s);
+  cuda::qk_norm_rope(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps,
+                     b_.rope_cs.as<float>(), hp.rope.n_rot, hp.rope.type == model::RopeType::kNeox,
+                     pos, num_.round, s);
+  cuda::kv_store(num_.kv, b_.k_cache[il].get(), b_.v_cache[il].get(), kv_dim, nkv * hp.head_dim_v,
+                 qkv + q_dim, ld, qkv + q_dim + kv_dim, ld, n_tok, pos, s);
+  cuda::AttnArgs a;
+  a.n_head = nh;
+  a.n_head_kv = nkv;
+  a.head_dim_k = hd;
+  a.head_dim_v = hp.head_dim_v;
+  a.scale = hp.attn_scale;
+  a.q = qkv;
+  a.ldq = ld;
+  a.n_tok = n_tok;
+  a.d_pos = pos;
+  a.n_ctx = b_.n_ctx;
+  a.kv_type = num_.kv;
+  a.k_cache = b_.k_cache[il].get();
+  a.v_cache = b_.v_cache[il].get();
+  const int64_t o_dim = nh * hp.head_dim_v;
+  a.out = attn;
+  a.ldo = o_dim;
+  a.round = num_.round;
+  cuda::attention(a, b_.attn_ws.get(), s);
+  linear(L.wo, attn, o_dim, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
+}
+
+void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevLayer& L = w_.layers[il];
+  const int64_t n_embd = hp.n_embd;
+  float* x = b_.x.as<float>();
+  float* h = b_.h.as<float>();
+  cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
+  if (!L.moe) {
+    const int64_t n_ff = L.down.k;
+    float* gu = b_.gu.as<float>();
+    float* hh = b_.hh.as<float>();
+    linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s);
+    cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
+    linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
+    return;
+  }
+  // Router logits stay fp32 in every dtype (as on the CPU and in llama.cpp).
+  const int64_t n_expert = hp.n_expert;
+  const int n_used = static_cast<int>(hp.n_expert_used[il]);
+  linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s);
+  cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
+                  b_.wts.as<float>(), s);
+  if (use_gemv(n_tok))
+    moe_decode(il, n_tok, s);
+  else
+    moe_prefill(il, n_tok, s);
+}
+
+// Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
+// GEMV sums the slots of a token with their routing weights and adds them to x.
+void GpuForward::moe_decode(int64_t il, int64_t n_tok, cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevExperts& E = w_.layers[il].experts;
+  const int n_used = static_cast<int>(hp.n_expert_used[il]);
+  const int64_t n_embd = hp.n_embd, n_ff = E.n_ff, n_slots = n_tok * n_used;
+  float* gu = b_.gu.as<float>();
+  float* hh = b_.hh.as<float>();
+  auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, int64_t x_div, float* y,
+                     int64_t ldy, int bank_col, const float* slot_w) {
+    const bool q8 = num_.q8 && has_q8_kernel(t.type);
+    if (q8) cuda::quantize_act_q8(x, ldx, t.k, n_slots / x_div, b_.xq.get(), s);
+    cuda::GemvArgs a;
+    a.type = t.type;
+    a.w = t.w;
+    a.row_bytes = t.row_bytes;
+    a.k = t.k;
+    a.rows = t.rows;
+    a.x = x;
+    a.ldx = ldx;
+    a.n_tok = n_slots;
+    a.y = y;
+    a.ldy = ldy;
+    a.round = num_.round;
+    a.ids = b_.ids.as<int32_t>();
+    a.expert_bytes = t.expert_bytes;
+    a.x_div = x_div;
+    a.bank = bank_col >= 0 ? E.bank : nullptr;
+    a.bank_col = bank_col < 0 ? 0 : bank_col;
+    a.xq = q8 ? b_.xq.get() : nullptr;
+    if (slot_w) {
+      a.slot_w = slot_w;
+      a.n_used = n_used;
+      a.accumulate = true;
+    }
+    cuda::gemv(a, s);
+  };
+  const float* h = b_.h.as<float>();
+  if (E.gate_up) {
+    grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, nullptr);
+  } else {
+    grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, nullptr);
+    grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr);
+  }
+  cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, s);
+  grouped(E.down, hh, n_ff, 1, b_.x.as<float>(), n_embd, 2, b_.wts.as<float>());
+}
+
+// Prefill: token-slots sorted by expert on the device, one grouped tensor-core GEMM per
+// projection over all experts, then the weighted combine back into token order.
+void GpuForward::moe_prefill(int64_t il, int64_t n_tok, cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevExperts& E = w_.layers[il].experts;
+  const int n_used = static_cast<int>(hp.n_expert_used[il]);
+  const int64_t n_embd = hp.n_embd, n_ff = E.n_ff, n_slots = n_tok * n_used;
+  int32_t* order = b_.order.as<int32_t>();
+  int32_t* offsets = b_.offsets.as<int32_t>();
+  cuda::moe_sort(b_.ids.as<int32_t>(), n_slots, E.n_expert, order, offsets, b_.sort_ws.get(), s);
+  float* gu = b_.gu.as<float>();
+  float* hh = b_.hh.as<float>();
+  float* ys = b_.ysort.as<float>();
+  auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, const int32_t* ord,
+                     int64_t x_div, float* y, int64_t ldy, int bank_col) {
+    cuda::GroupedGemmArgs g;
+    g.g.type = t.type;
+    g.g.w = t.w;
+    g.g.row_bytes = t.row_bytes;
+    g.g.k = t.k;
+    g.g.rows = t.rows;
+    g.g.x = x;
+    g.g.ldx = ldx;
+    g.g.n_tok = n_slots;
+    g.g.y = y;
+    g.g.ldy = ldy;
+    g.g.round = num_.round;
+    g.g.prec = num_.prec;
+    g.expert_bytes = t.expert_bytes;
+    g.n_expert = E.n_expert;
+    g.order = ord;
+    g.offsets = offsets;
+    g.x_div = x_div;
+    g.bank = bank_col >= 0 ? E.bank : nullptr;
+    g.bank_col = bank_col < 0 ? 0 : bank_col;
+    cuda::gemm_grouped(*b_.gemm, g, s);
+  };
+  const float* h = b_.h.as<float>();
+  if (E.gate_up) {
+    grouped(E.gate_up, h, n_embd, order, n_used, gu, 2 * n_ff, -1);
+  } else {
+    grouped(E.gate, h, n_embd, order, n_used, gu, 2 * n_ff, 0);
+    grouped(E.up, h, n_embd, order, n_used, gu + n_ff, 2 * n_ff, 1);
+  }
+  cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, s);
+  grouped(E.down, hh, n_ff, nullptr, 1, ys, n_embd, 2);
+  // ids doubles as the inverse permutation's scratch: routing is done with it.
+  cuda::moe_combine_sorted(ys, n_embd, order, n_tok, n_used, b_.wts.as<float>(), n_embd, b_.x.as<float>(),
+                    n_embd, num_.round, /*accumulate=*/true, b_.ids.as<int32_t>(), s);
+}
+
+void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const int64_t n_embd = hp.n_embd;
+  const DevMatrix& te = w_.token_embd;
+  cuda::embed(te.type, te.w, te.row_bytes, n_embd, te.rows, 1.0f, b_.tokens.as<int32_t>(), n_tok,
+              b_.x.as<float>(), n_embd, b_.bad.as<int>(), s);
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    attention_block(il, n_tok, s);
+    ffn_block(il, n_tok, s);
+  }
+  if (head == Head::kNone) return;
+  // Only the rows whose logits are wanted go through the norm and the head.
+  const int64_t first = head == Head::kAll ? 0 : n_tok - 1, rows = n_tok - first;
+  float* h = b_.h.as<float>();
+  cuda::rmsnorm(b_.x.as<float>() + first * n_embd, n_embd, w_.output_norm, n_embd, hp.rms_eps, rows,
+                h, n_embd, num_.round, s);
+  float* logits = b_.logits.as<float>();
+  linear(w_.output, h, n_embd, rows, logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
+  if (head == Head::kArgmax) cuda::argmax(logits, hp.n_vocab, hp.n_vocab, 1, b_.argmax.as<int32_t>(), s);
+}
+
+}  // namespace ft::gpu

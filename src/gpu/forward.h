@@ -1,0 +1,50 @@
+// The decoder forward pass of llama / qwen3 / qwen3moe on the GPU, from the shared kernel
+// families in src/cuda. The same blocks as model/decoder.cpp on the CPU, in the same order
+// and with the same rounding points, so each kernel's CPU twin is the reference:
+//
+//   x = embed(tokens)
+//   per layer: h = rmsnorm(x); qkv = W_qkv h; q,k = rope(norm(q,k)); kv <- k,v;
+//              x += W_o attention(q, kv)                    (residual add in the GEMV epilogue)
+//              h = rmsnorm(x); x += ffn(h)                   (dense SwiGLU, or routed experts:
+//                                                            grouped GEMV + combine for decode,
+//                                                            sorted grouped GEMM for prefill)
+//   logits = W_out rmsnorm(x)  (or their argmax, on the device)
+//
+// Tokens and the position are read from device memory, so one decode step can be captured
+// in a CUDA graph and replayed for every token.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "gpu/state.h"
+#include "gpu/weights.h"
+
+namespace ft::gpu {
+
+enum class Head { kNone, kLast, kAll, kArgmax };
+
+class GpuForward {
+ public:
+  GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers& b, const GpuNumerics& num);
+
+  // n_tok tokens from b.tokens at position *b.pos. kLast / kAll leave fp32 logits in b.logits
+  // (kAll: n_tok <= kGemvMaxTokens rows), kArgmax leaves the last row's argmax in b.argmax.
+  void run(int64_t n_tok, Head head, cudaStream_t s) const;
+
+ private:
+  void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
+              cuda::Round round, bool accumulate, bool q8, cudaStream_t s) const;
+  void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  void ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  void moe_decode(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  void moe_prefill(int64_t il, int64_t n_tok, cudaStream_t s) const;
+
+  const model::Model& m_;
+  const DeviceWeights& w_;
+  GpuBuffers& b_;
+  GpuNumerics num_;
+};
+
+}  // namespace ft::gpu

@@ -1,0 +1,153 @@
+#include "gpu/session.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "cuda/gemv.h"
+#include "model/model.h"
+
+namespace ft::gpu {
+
+GpuNumerics gpu_numerics(const std::string& dtype) {
+  GpuNumerics n;
+  if (dtype == "float32") {
+    n = {cuda::Round::kNone, cuda::KvType::kF32, cuda::GemmPrec::kF32, false};
+  } else if (dtype == "bfloat16") {
+    n = {cuda::Round::kBF16, cuda::KvType::kBF16, cuda::GemmPrec::kBF16, false};
+  } else if (dtype == "float16") {
+    n = {cuda::Round::kF16, cuda::KvType::kF16, cuda::GemmPrec::kF16, false};
+  } else if (dtype == "auto") {
+    n = {cuda::Round::kNone, cuda::KvType::kF16, cuda::GemmPrec::kBF16, true};
+  } else {
+    fail("--dtype '{}' is not one of auto, float32, bfloat16, float16", dtype);
+  }
+  return n;
+}
+
+GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
+    : m_(m), dtype_(o.dtype), num_(gpu_numerics(o.dtype)), graphs_(o.graphs) {
+  if (!cuda::has_device()) fail("--device cuda: no CUDA device is available (driver and GPU needed)");
+  if (const char* e = std::getenv("FT_CUDA_GRAPHS"); e && std::strcmp(e, "0") == 0) graphs_ = false;
+  int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(m.hp.n_ctx_train, 4096);
+  if (n_ctx <= 0) n_ctx = 4096;
+  FT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  w_ = std::make_unique<DeviceWeights>(m, o.progress);
+  b_ = std::make_unique<GpuBuffers>(m, num_, n_ctx, o.n_ubatch);
+  fwd_ = std::make_unique<GpuForward>(m, *w_, *b_, num_);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  mem_.weights = w_->bytes();
+  mem_.kv = b_->kv_bytes;
+  mem_.workspace = b_->workspace_bytes;
+  FT_CUDA_CHECK(cudaMemGetInfo(&mem_.free_after, &mem_.total));
+  constexpr double kMiB = 1024.0 * 1024.0;
+  log::info("cuda: {}", cuda::device_summary());
+  log::info("cuda memory: weights {:.1f} MiB, KV {:.1f} MiB ({} tokens), workspace {:.1f} MiB, free {:.1f} MiB",
+            static_cast<double>(mem_.weights) / kMiB, static_cast<double>(mem_.kv) / kMiB, n_ctx,
+            static_cast<double>(mem_.workspace) / kMiB, static_cast<double>(mem_.free_after) / kMiB);
+}
+
+GpuSession::~GpuSession() {
+  for (auto& [k, g] : graphs_by_shape_) cudaGraphExecDestroy(g);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+int64_t GpuSession::n_vocab() const { return m_.hp.n_vocab; }
+
+std::string GpuSession::describe() const {
+  return fmt::format("cuda ({}), {}{}", cuda::device_summary(), dtype_,
+                     graphs_ ? ", graphs" : "");
+}
+
+void GpuSession::check(const int32_t* tokens, int64_t n) const {
+  if (n <= 0) fail("eval needs at least one token");
+  if (n_past_ + n > b_->n_ctx)
+    fail("context is full: {} tokens in the cache + {} new > --ctx-size {}", n_past_, n, b_->n_ctx);
+  const int64_t V = m_.hp.n_vocab;
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= V) fail("token id {} is out of range [0, {})", tokens[i], V);
+}
+
+// The whole step as stream work: token and position copies from the pinned slots, the
+// forward pass, the copy of its result back. Capturable as is.
+void GpuSession::enqueue(int64_t n, Head head) {
+  GpuBuffers& b = *b_;
+  FT_CUDA_CHECK(cudaMemcpyAsync(b.tokens.get(), b.h_tokens, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  FT_CUDA_CHECK(cudaMemcpyAsync(b.pos.get(), b.h_pos, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  fwd_->run(n, head, stream_);
+  const int64_t V = m_.hp.n_vocab;
+  if (head == Head::kArgmax) {
+    FT_CUDA_CHECK(cudaMemcpyAsync(b.h_argmax, b.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  } else if (head != Head::kNone) {
+    const int64_t rows = head == Head::kAll ? n : 1;
+    FT_CUDA_CHECK(cudaMemcpyAsync(b.h_logits, b.logits.get(), rows * V * sizeof(float),
+                                  cudaMemcpyDeviceToHost, stream_));
+  }
+}
+
+void GpuSession::step(const int32_t* tokens, int64_t n, Head head) {
+  GpuBuffers& b = *b_;
+  std::memcpy(b.h_tokens, tokens, n * sizeof(int32_t));
+  *b.h_pos = static_cast<int32_t>(n_past_);
+  const bool capture = graphs_ && n <= cuda::kGemvMaxTokens && head != Head::kAll;
+  if (!capture) {
+    enqueue(n, head);
+  } else {
+    const auto key = std::make_pair(n, static_cast<int>(head));
+    auto it = graphs_by_shape_.find(key);
+    if (it == graphs_by_shape_.end()) {
+      cudaGraph_t g = nullptr;
+      FT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      try {
+        enqueue(n, head);
+      } catch (...) {
+        cudaStreamEndCapture(stream_, &g);
+        if (g) cudaGraphDestroy(g);
+        throw;
+      }
+      FT_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+      cudaGraphExec_t exec = nullptr;
+      FT_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+      cudaGraphDestroy(g);
+      it = graphs_by_shape_.emplace(key, exec).first;
+    }
+    FT_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+  }
+  FT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  n_past_ += n;
+}
+
+const float* GpuSession::eval(const int32_t* tokens, int64_t n, bool all_logits) {
+  check(tokens, n);
+  const int64_t V = m_.hp.n_vocab;
+  // With all_logits the head runs on every row, so micro-batches stay within the logits
+  // buffer (kGemvMaxTokens rows); that mode is for tests and teacher forcing.
+  const int64_t ub = all_logits ? std::min<int64_t>(b_->n_ubatch, cuda::kGemvMaxTokens) : b_->n_ubatch;
+  logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
+  for (int64_t i0 = 0; i0 < n; i0 += ub) {
+    const int64_t nb = std::min(ub, n - i0);
+    const bool last = i0 + nb == n;
+    const Head head = all_logits ? Head::kAll : (last ? Head::kLast : Head::kNone);
+    step(tokens + i0, nb, head);
+    if (all_logits)
+      std::memcpy(logits_.data() + i0 * V, b_->h_logits, nb * V * sizeof(float));
+    else if (last)
+      std::memcpy(logits_.data(), b_->h_logits, V * sizeof(float));
+  }
+  return logits_.data();
+}
+
+int32_t GpuSession::eval_argmax(const int32_t* tokens, int64_t n) {
+  check(tokens, n);
+  for (int64_t i0 = 0; i0 < n; i0 += b_->n_ubatch) {
+    const int64_t nb = std::min(b_->n_ubatch, n - i0);
+    step(tokens + i0, nb, i0 + nb == n ? Head::kArgmax : Head::kNone);
+  }
+  return *b_->h_argmax;
+}
+
+}  // namespace ft::gpu

@@ -1,0 +1,81 @@
+// A sequence generated on the GPU: the engine::Runner of the CUDA backend.
+//
+// Construction uploads the weights (progress callback), sizes every device buffer and logs
+// the memory report (weights, KV, workspace, free). eval() runs a prompt as micro-batches of
+// up to n_ubatch tokens (GEMMs) and decode steps of 1..8 tokens (GEMVs). A decode step is
+// captured once per (batch size, head) into a CUDA graph -- tokens and position travel
+// through pinned host slots that the graph's own copies read -- and replayed afterwards;
+// FT_CUDA_GRAPHS=0 turns graphs off.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "engine/runner.h"
+#include "gpu/forward.h"
+#include "gpu/state.h"
+#include "gpu/weights.h"
+
+namespace ft::model {
+struct Model;
+}
+
+namespace ft::gpu {
+
+struct GpuSessionOptions {
+  int64_t n_ctx = 0;          // 0: min(context_length, 4096)
+  std::string dtype = "auto";  // auto | float32 | bfloat16 | float16 (gpu/state.h)
+  int64_t n_ubatch = 512;
+  bool graphs = true;
+  std::function<void(uint64_t, uint64_t)> progress;  // weight upload
+};
+
+struct GpuMemoryReport {
+  size_t weights = 0, kv = 0, workspace = 0, free_after = 0, total = 0;
+};
+
+// Resolves --dtype for the GPU; throws on an unknown name.
+GpuNumerics gpu_numerics(const std::string& dtype);
+
+class GpuSession : public engine::Runner {
+ public:
+  GpuSession(const model::Model& m, const GpuSessionOptions& o);
+  ~GpuSession() override;
+
+  const float* eval(const int32_t* tokens, int64_t n, bool all_logits = false) override;
+  int32_t eval_argmax(const int32_t* tokens, int64_t n) override;
+  void reset() override { n_past_ = 0; }
+  int64_t n_past() const override { return n_past_; }
+  int64_t n_ctx() const override { return b_->n_ctx; }
+  int64_t n_vocab() const override;
+  std::string describe() const override;
+
+  const GpuMemoryReport& memory() const { return mem_; }
+
+ private:
+  void check(const int32_t* tokens, int64_t n) const;
+  // Runs n (<= n_ubatch) tokens at n_past_ and copies the head's result to the pinned slots.
+  void step(const int32_t* tokens, int64_t n, Head head);
+  void enqueue(int64_t n, Head head);
+
+  const model::Model& m_;
+  std::string dtype_;
+  GpuNumerics num_;
+  bool graphs_;
+  std::unique_ptr<DeviceWeights> w_;
+  std::unique_ptr<GpuBuffers> b_;
+  std::unique_ptr<GpuForward> fwd_;
+  cudaStream_t stream_ = nullptr;
+  std::map<std::pair<int64_t, int>, cudaGraphExec_t> graphs_by_shape_;
+  std::vector<float> logits_;
+  int64_t n_past_ = 0;
+  GpuMemoryReport mem_;
+};
+
+}  // namespace ft::gpu

@@ -1,0 +1,114 @@
+#include "gpu/state.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+
+#include "cuda/check.h"
+#include "cuda/act_q8.h"
+#include "cuda/gemv.h"
+#include "engine/rope.h"
+#include "model/model.h"
+
+namespace ft::gpu {
+namespace {
+
+size_t kv_elem_bytes(cuda::KvType t) { return t == cuda::KvType::kF32 ? 4 : 2; }
+
+template <class T>
+T* pinned(size_t n) {
+  void* p = nullptr;
+  FT_CUDA_CHECK(cudaHostAlloc(&p, n * sizeof(T), cudaHostAllocDefault));
+  return static_cast<T*>(p);
+}
+
+}  // namespace
+
+GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_ctx_,
+                       int64_t n_ubatch_)
+    : n_ctx(n_ctx_), n_ubatch(std::max<int64_t>(1, std::min(n_ubatch_, n_ctx_))) {
+  const model::HParams& hp = m.hp;
+  const int64_t U = n_ubatch;
+  int64_t n_ff = 0, n_head = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    qkv_ld = std::max(qkv_ld, hp.n_head[il] * hp.head_dim_k + hp.n_head_kv[il] * (hp.head_dim_k + hp.head_dim_v));
+    attn_ld = std::max(attn_ld, hp.n_head[il] * hp.head_dim_v);
+    n_head = std::max(n_head, hp.n_head[il]);
+    if (m.layers[il].is_moe()) {
+      n_used = std::max(n_used, hp.n_expert_used[il]);
+      n_ff = std::max(n_ff, hp.n_ff_exp);
+    } else {
+      n_ff = std::max(n_ff, hp.n_ff[il]);
+    }
+  }
+  gu_ld = 2 * n_ff;
+  max_k = std::max({hp.n_embd, n_ff, attn_ld});
+  const int64_t rows = U * std::max<int64_t>(1, n_used);  // token rows or token-expert slots
+  const size_t f = sizeof(float);
+  size_t ws = 0;
+  auto alloc = [&](cuda::DeviceBuffer& b, size_t bytes) {
+    b = cuda::DeviceBuffer(bytes);
+    ws += bytes;
+  };
+  alloc(x, U * hp.n_embd * f);
+  alloc(h, U * hp.n_embd * f);
+  alloc(qkv, U * qkv_ld * f);
+  alloc(attn, U * attn_ld * f);
+  alloc(gu, rows * gu_ld * f);
+  alloc(hh, rows * n_ff * f);
+  if (n_used > 0) {
+    alloc(router, U * hp.n_expert * f);
+    alloc(ids, rows * sizeof(int32_t));
+    alloc(wts, rows * f);
+    alloc(order, rows * sizeof(int32_t));
+    alloc(offsets, (hp.n_expert + 1) * sizeof(int32_t));
+    alloc(sort_ws, cuda::moe_sort_workspace_bytes(rows, hp.n_expert));
+    alloc(ysort, rows * hp.n_embd * f);
+  }
+  if (num.q8) alloc(xq, cuda::act_q8_bytes(max_k, rows));
+  const int64_t logit_rows = std::min<int64_t>(U, cuda::kGemvMaxTokens);
+  alloc(logits, logit_rows * hp.n_vocab * f);
+
+  // RoPE {cos, sin} per pair for every position, built with the CPU's own function so the
+  // angles are bit-identical to the CPU engine's.
+  const int n_rot = hp.rope.n_rot;
+  std::vector<float> cs(static_cast<size_t>(n_ctx * n_rot));
+  for (int64_t p = 0; p < n_ctx; ++p)
+    engine::rope_angles(hp.rope, m.rope_freqs ? m.rope_freqs.f32() : nullptr, p, cs.data() + p * n_rot);
+  alloc(rope_cs, cs.size() * f);
+  FT_CUDA_CHECK(cudaMemcpy(rope_cs.get(), cs.data(), cs.size() * f, cudaMemcpyHostToDevice));
+
+  alloc(attn_ws, cuda::attention_workspace_bytes(n_head, U, n_ctx, hp.head_dim_v));
+  alloc(tokens, U * sizeof(int32_t));
+  alloc(pos, sizeof(int32_t));
+  alloc(argmax, U * sizeof(int32_t));
+  alloc(bad, sizeof(int32_t));
+  FT_CUDA_CHECK(cudaMemset(bad.get(), 0, sizeof(int32_t)));
+
+  gemm = std::make_unique<cuda::Gemm>(max_k, U);
+  ws += gemm->workspace_bytes();
+  workspace_bytes = ws;
+
+  const size_t es = kv_elem_bytes(num.kv);
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const size_t kb = static_cast<size_t>(n_ctx * hp.n_head_kv[il] * hp.head_dim_k) * es;
+    const size_t vb = static_cast<size_t>(n_ctx * hp.n_head_kv[il] * hp.head_dim_v) * es;
+    k_cache.emplace_back(kb);
+    v_cache.emplace_back(vb);
+    kv_bytes += kb + vb;
+  }
+
+  h_tokens = pinned<int32_t>(static_cast<size_t>(U));
+  h_pos = pinned<int32_t>(1);
+  h_argmax = pinned<int32_t>(static_cast<size_t>(U));
+  h_logits = pinned<float>(static_cast<size_t>(logit_rows * hp.n_vocab));
+}
+
+GpuBuffers::~GpuBuffers() {
+  cudaFreeHost(h_tokens);
+  cudaFreeHost(h_pos);
+  cudaFreeHost(h_argmax);
+  cudaFreeHost(h_logits);
+}
+
+}  // namespace ft::gpu

@@ -1,0 +1,65 @@
+// Device buffers of one running sequence, all sized at start-up (no allocation per token):
+// the residual stream and block scratch for n_ubatch tokens, the KV cache, the RoPE table,
+// the Q8 activation buffer, the attention and GEMM workspaces, and pinned host slots that
+// the captured decode graph reads (token, position) and writes (argmax).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cuda/attention.h"
+#include "cuda/buffer.h"
+#include "cuda/gemm.h"
+#include "cuda/round.h"
+
+namespace ft::model {
+struct Model;
+}
+
+namespace ft::gpu {
+
+// Activation numerics on the GPU (--dtype):
+//   float32  : fp32 activations and KV, exact fp32 GEMV/GEMM (the rule (a) mode);
+//   bfloat16 / float16 : activations rounded to that dtype between blocks, KV in it,
+//              tensor-core GEMMs on that dtype;
+//   auto     : fp32 activations, f16 KV, quantised-weight GEMVs on Q8 activations (dp4a),
+//              bf16 tensor-core GEMMs: llama.cpp's CUDA numerics, the fast default.
+struct GpuNumerics {
+  cuda::Round round = cuda::Round::kNone;
+  cuda::KvType kv = cuda::KvType::kF32;
+  cuda::GemmPrec prec = cuda::GemmPrec::kF32;
+  bool q8 = false;
+};
+
+struct GpuBuffers {
+  GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_ctx, int64_t n_ubatch);
+
+  int64_t n_ctx, n_ubatch;
+  int64_t n_used = 0;        // max experts per token (0: dense)
+  int64_t qkv_ld = 0, attn_ld = 0, gu_ld = 0, max_k = 0;
+
+  cuda::DeviceBuffer x, h, qkv, attn, gu, hh, router, ids, wts;  // activations
+  cuda::DeviceBuffer order, offsets, sort_ws, ysort;                // MoE prefill
+  cuda::DeviceBuffer xq;                                           // Q8 activations
+  cuda::DeviceBuffer logits;                                       // [n_ubatch][n_vocab] fp32
+  cuda::DeviceBuffer rope_cs;                                      // [n_ctx][n_rot]
+  cuda::DeviceBuffer attn_ws;
+  std::vector<cuda::DeviceBuffer> k_cache, v_cache;                // per layer
+  cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
+  std::unique_ptr<cuda::Gemm> gemm;
+
+  // Pinned host slots for the graph's copies.
+  int32_t* h_tokens = nullptr;  // [n_ubatch]
+  int32_t* h_pos = nullptr;
+  int32_t* h_argmax = nullptr;  // [n_ubatch]
+  float* h_logits = nullptr;    // [n_ubatch][n_vocab]
+
+  size_t kv_bytes = 0, workspace_bytes = 0;
+
+  ~GpuBuffers();
+  GpuBuffers(const GpuBuffers&) = delete;
+  GpuBuffers& operator=(const GpuBuffers&) = delete;
+};
+
+}  // namespace ft::gpu

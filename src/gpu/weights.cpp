@@ -1,0 +1,225 @@
+#include "gpu/weights.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "cuda/check.h"
+#include "cuda/gemv.h"
+#include "engine/linear.h"
+#include "model/model.h"
+
+namespace ft::gpu {
+namespace {
+
+constexpr size_t kAlign = 256;
+
+// Plans the arena: every upload is a run of host pieces placed at an aligned offset. Views
+// are first built with offsets in their pointer fields and relocated once the arena exists.
+class Planner {
+ public:
+  struct Piece {
+    const void* src;
+    size_t bytes;
+  };
+
+  // Places the pieces one after another; a single piece already placed (the tied output
+  // head is token_embd) is shared.
+  size_t place(std::vector<Piece> pieces) {
+    if (pieces.size() == 1) {
+      auto it = seen_.find(pieces[0].src);
+      if (it != seen_.end()) return it->second;
+    }
+    size_t bytes = 0;
+    for (const Piece& p : pieces) bytes += p.bytes;
+    const size_t off = total_;
+    if (pieces.size() == 1) seen_[pieces[0].src] = off;
+    items_.push_back({std::move(pieces), off});
+    total_ = (total_ + bytes + kAlign - 1) / kAlign * kAlign;
+    return off;
+  }
+  size_t place_floats(std::vector<float> v) {
+    owned_.push_back(std::move(v));
+    return place({{owned_.back().data(), owned_.back().size() * sizeof(float)}});
+  }
+  size_t total() const { return total_; }
+
+  void upload(uint8_t* base, const DeviceWeights::Progress& progress) const {
+    // Chunks of 64 MiB so the progress line moves and the driver's pageable staging
+    // overlaps with our reads of the mapping.
+    constexpr size_t kChunk = size_t{64} << 20;
+    uint64_t done = 0;
+    for (const Item& it : items_) {
+      size_t off = it.offset;
+      for (const Piece& p : it.pieces) {
+        for (size_t b = 0; b < p.bytes; b += kChunk) {
+          const size_t n = std::min(kChunk, p.bytes - b);
+          FT_CUDA_CHECK(cudaMemcpy(base + off + b, static_cast<const uint8_t*>(p.src) + b, n,
+                                   cudaMemcpyHostToDevice));
+          done += n;
+          if (progress) progress(done, total_);
+        }
+        off += p.bytes;
+      }
+    }
+    if (progress) progress(total_, total_);
+  }
+
+ private:
+  struct Item {
+    std::vector<Piece> pieces;
+    size_t offset;
+  };
+  std::vector<Item> items_;
+  std::deque<std::vector<float>> owned_;
+  std::unordered_map<const void*, size_t> seen_;
+  size_t total_ = 0;
+};
+
+// Offsets are stored +1 so that "absent" (nullptr) stays distinguishable before relocation.
+template <class T>
+T* tag(size_t off) {
+  return reinterpret_cast<T*>(static_cast<uintptr_t>(off + 1));
+}
+template <class T>
+void fix(T*& p, uint8_t* base) {
+  if (p == nullptr) return;
+  p = reinterpret_cast<T*>(base + (reinterpret_cast<uintptr_t>(p) - 1));
+}
+
+void check_type(GgmlType t, const char* name) {
+  if (!cuda::gemv_supported(t))
+    fail("tensor '{}' has type {}, which the CUDA backend does not run (F32, F16, BF16, Q8_0, "
+         "Q4_K, Q6_K, MXFP4, NVFP4)",
+         name, type_name(t));
+}
+
+const float* place_f32(Planner& pl, const model::Tensor& t) {
+  if (!t) return nullptr;
+  if (t.type != GgmlType::F32) fail("tensor '{}' must be F32 for the CUDA backend", t.name);
+  return tag<const float>(pl.place({{t.data, static_cast<size_t>(t.ne[0] * t.ne[1] * 4)}}));
+}
+
+DevLinear place_linear(Planner& pl, const engine::Linear& l) {
+  DevLinear d;
+  if (l.empty()) return d;
+  d.rows = l.rows();
+  d.k = l.k();
+  for (const auto& p : l.parts()) {
+    if (p.bias) fail("tensor '{}' has a bias, which the CUDA backend does not apply yet", p.w.name);
+    check_type(p.w.type, p.w.name);
+  }
+  if (l.same_type() && l.parts().size() > 1) {
+    std::vector<Planner::Piece> pieces;
+    for (const auto& p : l.parts())
+      pieces.push_back({p.w.data, static_cast<size_t>(p.w.row_bytes() * p.rows())});
+    const auto& p0 = l.parts()[0];
+    d.parts.push_back({p0.w.type, tag<const uint8_t>(pl.place(std::move(pieces))), p0.w.row_bytes(),
+                       l.k(), l.rows(), 0, 1.0f});
+    const std::vector<float> rs = l.row_scales();
+    if (std::any_of(rs.begin(), rs.end(), [](float s) { return s != 1.0f; }))
+      d.row_scale = tag<const float>(pl.place_floats(rs));
+  } else {
+    for (const auto& p : l.parts())
+      d.parts.push_back({p.w.type,
+                         tag<const uint8_t>(pl.place({{p.w.data, static_cast<size_t>(p.w.row_bytes() * p.rows())}})),
+                         p.w.row_bytes(), l.k(), p.rows(), p.row0, p.scale});
+  }
+  return d;
+}
+
+DevExpertTensor place_experts(Planner& pl, const model::ExpertTensor& t) {
+  DevExpertTensor d;
+  if (!t) return d;
+  check_type(t.w.type, t.w.name);
+  d.type = t.w.type;
+  d.row_bytes = t.w.row_bytes();
+  d.expert_bytes = t.w.matrix_bytes();
+  d.rows = t.w.ne[1];
+  d.k = t.w.ne[0];
+  d.w = tag<const uint8_t>(pl.place({{t.w.data, static_cast<size_t>(d.expert_bytes * t.w.ne[2])}}));
+  return d;
+}
+
+void fix(DevLinear& l, uint8_t* base) {
+  for (auto& p : l.parts) fix(p.w, base);
+  fix(l.row_scale, base);
+}
+
+}  // namespace
+
+DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress) {
+  Planner pl;
+  const auto& te = m.token_embd;
+  check_type(te.type, te.name);
+  token_embd = {te.type, tag<const uint8_t>(pl.place({{te.data, static_cast<size_t>(te.row_bytes() * te.ne[1])}})),
+                te.row_bytes(), te.ne[0], te.ne[1], 0, 1.0f};
+  output_norm = place_f32(pl, m.output_norm);
+  output = place_linear(pl, m.output);
+
+  layers.resize(m.layers.size());
+  for (size_t il = 0; il < m.layers.size(); ++il) {
+    const model::Layer& L = m.layers[il];
+    DevLayer& D = layers[il];
+    D.attn_norm = place_f32(pl, L.attn_norm);
+    D.qkv = place_linear(pl, L.qkv);
+    D.q_norm = place_f32(pl, L.attn_q_norm);
+    D.k_norm = place_f32(pl, L.attn_k_norm);
+    D.wo = place_linear(pl, L.wo);
+    D.ffn_norm = place_f32(pl, L.ffn_norm);
+    D.moe = L.is_moe();
+    if (!D.moe) {
+      D.gate_up = place_linear(pl, L.ffn_gate_up);
+      D.down = place_linear(pl, L.ffn_down);
+      continue;
+    }
+    D.router = place_linear(pl, L.router);
+    const engine::ExpertWeights& ew = L.experts;
+    DevExperts& X = D.experts;
+    X.n_expert = ew.n_expert;
+    X.n_embd = ew.n_embd;
+    X.n_ff = ew.n_ff;
+    X.gate = place_experts(pl, ew.gate);
+    X.up = place_experts(pl, ew.up);
+    X.gate_up = place_experts(pl, ew.gate_up);
+    X.down = place_experts(pl, ew.down);
+    std::vector<float> bank(static_cast<size_t>(4 * ew.n_expert));
+    for (int64_t e = 0; e < ew.n_expert; ++e) {
+      bank[4 * e + 0] = ew.gate.scale_of(e);
+      bank[4 * e + 1] = ew.up.scale_of(e);
+      bank[4 * e + 2] = ew.down.scale_of(e);
+      bank[4 * e + 3] = 1.0f;
+    }
+    X.bank = tag<const float>(pl.place_floats(std::move(bank)));
+  }
+
+  arena_ = cuda::DeviceBuffer(pl.total());
+  auto* base = arena_.as<uint8_t>();
+  pl.upload(base, progress);
+
+  fix(token_embd.w, base);
+  fix(output_norm, base);
+  fix(output, base);
+  for (DevLayer& D : layers) {
+    fix(D.attn_norm, base);
+    fix(D.qkv, base);
+    fix(D.q_norm, base);
+    fix(D.k_norm, base);
+    fix(D.wo, base);
+    fix(D.ffn_norm, base);
+    fix(D.gate_up, base);
+    fix(D.down, base);
+    fix(D.router, base);
+    fix(D.experts.gate.w, base);
+    fix(D.experts.up.w, base);
+    fix(D.experts.gate_up.w, base);
+    fix(D.experts.down.w, base);
+    fix(D.experts.bank, base);
+  }
+}
+
+}  // namespace ft::gpu

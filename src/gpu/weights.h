@@ -1,0 +1,88 @@
+// The model's weights on the device: uploaded once at load into one arena (one cudaMalloc,
+// so the memory report is exact), with a progress callback. Kernels get plain views.
+//
+// A fused projection (q|k|v, gate|up) whose parts share a type is concatenated physically
+// and runs as one GEMV/GEMM; its parts' NVFP4 `.scale`s become a per-row scale vector in
+// the fp32 epilogue (engine::Linear::row_scales). Parts of different types stay separate
+// launches writing their own row ranges. MoE expert tensors keep the file's 3-D layout and
+// get a per-layer scale bank [n_expert][4] = (gate, up, down, 1) read by the grouped kernels.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "cuda/buffer.h"
+#include "format/ggml_type.h"
+
+namespace ft::model {
+struct Model;
+}
+
+namespace ft::gpu {
+
+struct DevMatrix {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* w = nullptr;  // device
+  int64_t row_bytes = 0;
+  int64_t k = 0;
+  int64_t rows = 0;
+  int64_t row0 = 0;      // first output row inside its projection
+  float scale = 1.0f;    // scalar epilogue scale
+};
+
+struct DevLinear {
+  std::vector<DevMatrix> parts;       // one when fused
+  const float* row_scale = nullptr;   // device {rows}; set when a fused part needs its own scale
+  int64_t rows = 0;
+  int64_t k = 0;
+  bool empty() const { return parts.empty(); }
+};
+
+struct DevExpertTensor {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* w = nullptr;  // device, expert 0
+  int64_t row_bytes = 0;
+  int64_t expert_bytes = 0;
+  int64_t rows = 0;  // per expert
+  int64_t k = 0;
+  explicit operator bool() const { return w != nullptr; }
+};
+
+struct DevExperts {
+  DevExpertTensor gate, up, gate_up, down;
+  const float* bank = nullptr;  // device [n_expert][4] = (gate, up, down, 1)
+  int64_t n_expert = 0, n_embd = 0, n_ff = 0;
+};
+
+struct DevLayer {
+  const float* attn_norm = nullptr;
+  DevLinear qkv;
+  const float* q_norm = nullptr;  // optional
+  const float* k_norm = nullptr;
+  DevLinear wo;
+  const float* ffn_norm = nullptr;
+  DevLinear gate_up, down;  // dense
+  DevLinear router;         // MoE
+  DevExperts experts;
+  bool moe = false;
+};
+
+class DeviceWeights {
+ public:
+  using Progress = std::function<void(uint64_t done, uint64_t total)>;
+  // Throws ft::Error (naming the tensor) for a type the GPU kernels do not handle.
+  DeviceWeights(const model::Model& m, const Progress& progress);
+
+  size_t bytes() const { return arena_.bytes(); }
+
+  DevMatrix token_embd;  // rows = n_vocab, k = n_embd
+  const float* output_norm = nullptr;
+  DevLinear output;
+  std::vector<DevLayer> layers;
+
+ private:
+  cuda::DeviceBuffer arena_;
+};
+
+}  // namespace ft::gpu
