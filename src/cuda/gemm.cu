@@ -16,6 +16,7 @@
 #include "cuda/dequant.h"
 #include "cuda/gemm.h"
 #include "cuda/gemm_fused.h"
+#include "cuda/gemm_tuning.h"
 #include "cuda/round.cuh"
 
 namespace ft::cuda {
@@ -140,12 +141,10 @@ void Gemm::run(const GemmArgs& a, cudaStream_t s) {
   gemm_detail::check_args(a, "Gemm::run");
   if (a.rows == 0 || a.n_tok == 0) return;
   GemmRoute r = route_;
-  if (r == GemmRoute::kAuto) {
-    // Tuning table (to be filled from tools/bench_gemm_cuda on the H200): cuBLAS unless a
-    // measurement says otherwise.
-    r = GemmRoute::kCublas;
-  }
-  if (r == GemmRoute::kFused) {
+  if (r == GemmRoute::kAuto) r = gemm_pick_route(a.type, a.prec, a.n_tok);
+  // The fused kernel reads X with float4 loads; anything else goes through cuBLAS.
+  const bool x_vec = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.ldx % 4 == 0;
+  if (r == GemmRoute::kFused && (x_vec || route_ == GemmRoute::kFused)) {
     gemm_detail::FusedParams p{a.type, a.w, a.row_bytes, a.k, a.rows, 0, a.x, a.ldx, a.n_tok, a.y, a.ldy,
                                a.row_scale, a.scale, a.round, a.accumulate, a.prec, 1, nullptr, nullptr, 1,
                                nullptr, 0};

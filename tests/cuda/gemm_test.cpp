@@ -125,7 +125,7 @@ struct DenseCase {
 
 std::string describe(const DenseCase& c) {
   return std::string(type_name(c.type)) + " prec=" + prec_name(c.prec) +
-         " route=" + (c.route == GemmRoute::kFused ? "fused" : "cublas") + " rows=" + std::to_string(c.rows) +
+         " route=" + (c.route == GemmRoute::kFused ? "fused" : c.route == GemmRoute::kAuto ? "auto" : "cublas") + " rows=" + std::to_string(c.rows) +
          " n_tok=" + std::to_string(c.n_tok) + " scale=" + std::to_string(c.scale_mode) +
          " round=" + std::to_string(static_cast<int>(c.round)) + " acc=" + std::to_string(c.accumulate);
 }
@@ -222,7 +222,7 @@ TEST(CudaGemm, DenseMatchesMatmulRefOverTypesPrecsRoutes) {
   for (GgmlType t : kTypes) {
     ASSERT_TRUE(gemm_supported(t));
     for (GemmPrec p : {GemmPrec::kF32, GemmPrec::kBF16, GemmPrec::kF16})
-      for (GemmRoute route : {GemmRoute::kCublas, GemmRoute::kFused})
+      for (GemmRoute route : {GemmRoute::kCublas, GemmRoute::kFused, GemmRoute::kAuto})
         for (const Shape& s : shapes) {
           check_dense(gemm, {t, p, route, s.rows, s.n_tok, s.scale_mode, s.round, s.accumulate}, rng);
           if (::testing::Test::HasFatalFailure()) return;
