@@ -84,6 +84,7 @@ __global__ void __launch_bounds__(128) attn_simt_kernel(const SimtParams p) {
   const int64_t n_kv_all = live_keys(pos, p.n_tok, p.n_ctx);
   // Keys the block's last row sees (the rows' tokens grow with the row index).
   const int64_t last_row = (row0 + kRowsPerBlock < n_rows ? row0 + kRowsPerBlock : n_rows) - 1;
+  const int rows_here = static_cast<int>(last_row - row0 + 1);  // live rows of this block, 1..16
   int64_t kend = pos + last_row / p.group + 1;
   if (kend > n_kv_all) kend = n_kv_all;
   int64_t kbeg = 0;
@@ -149,6 +150,7 @@ __global__ void __launch_bounds__(128) attn_simt_kernel(const SimtParams p) {
         load8(krow + d, kx);
 #pragma unroll
         for (int i = 0; i < S::kRowsQK; ++i) {
+          if (part * S::kRowsQK + i >= rows_here) break;  // warp-uniform: padding rows of a small group
           float qx[8];
           load8(q_s + (part * S::kRowsQK + i) * D + d, qx);
 #pragma unroll
@@ -209,6 +211,7 @@ __global__ void __launch_bounds__(128) attn_simt_kernel(const SimtParams p) {
       load8(v_s + j * S::kLd + cg * 8, vx);
 #pragma unroll
       for (int i = 0; i < S::kRowsPV; ++i) {
+        if (rg + i * S::kRG >= rows_here) break;
         const float pj = p_s[(rg + i * S::kRG) * S::kPLd + j];
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[i][e] = fmaf(pj, vx[e], acc[i][e]);
