@@ -13,8 +13,9 @@
 //           read once for all of them) and one chunk of keys; the chunk length is planned on
 //           the device from the live length (attn_plan.cuh). A combine kernel merges chunks.
 //   prefill (any n_tok): causal flash attention, one block per (query tile, KV head), online
-//           softmax over key tiles, no workspace. bf16/f16 caches use tensor cores
-//           (mma.sync m16n8k16, sm_80+); the f32 cache uses the SIMT kernel.
+//           softmax over key tiles, no workspace. bf16/f16 caches at head_dim 64/128 use tensor
+//           cores (mma.sync m16n8k16, sm_80+); the f32 cache and head_dim 256 use the SIMT
+//           kernel. A prompt chunk may start at any position (earlier keys already cached).
 //
 // Supported: head_dim_k == head_dim_v in {64, 128, 256}; n_head a multiple of n_head_kv;
 // 16-byte aligned caches. Violations throw ft::Error.
@@ -58,9 +59,9 @@ struct AttnArgs {
   Round round = Round::kNone;  // rounding of the output to the activation dtype
 };
 
-// Device workspace that attention() needs for up to max_tok query tokens (the decode split
-// partials); 0 when max_tok > kAttnDecodeMaxTokens would only ever take the prefill path...
-// it is sized for min(max_tok, kAttnDecodeMaxTokens) tokens.
+// Device workspace that attention() needs for calls of up to max_tok query tokens: the
+// decode split partials, [min(max_tok, 8) * n_head][min(n_ctx/64, 128) splits][head_dim + 2]
+// floats (Llama-8B at n_ctx >= 8k: 8*32*128*130*4 = 17 MB). Prefill needs none.
 size_t attention_workspace_bytes(int64_t n_head, int64_t max_tok, int64_t n_ctx, int64_t head_dim_v);
 
 // Picks decode (n_tok <= kAttnDecodeMaxTokens) or prefill. No host sync, no allocation:
