@@ -64,6 +64,10 @@ int64_t gemm_weight_align(GgmlType t);
 // Which dense route Gemm::run takes (tests and benchmarks force one; kAuto asks the table).
 enum class GemmRoute { kAuto, kCublas, kFused };
 
+// Token tile of the fused tensor-core kernel (32 or 64; 0 = automatic: 32 when the groups
+// average <= 32 positions, else 64), for tests and benchmarks (process-wide, not thread-safe).
+void gemm_set_fused_tile_override(int bt);
+
 // Owns the cuBLAS handles and one bounded device workspace (declared size: the engine adds it
 // to its memory report). Not thread-safe; one Gemm per stream.
 class Gemm {

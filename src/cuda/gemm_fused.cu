@@ -40,6 +40,8 @@ constexpr int kThreads = 128;
 constexpr int kBK = 32;
 constexpr int kMaxGroups = 4096;  // offsets staged in shared memory (16 KB)
 
+int g_tile_override = 0;
+
 // Resolves this CTA's token tile; false when it has none. first/end: positions of the tile's
 // group, group: its index.
 __device__ bool cta_tile(const FusedParams& p, int bt, int32_t* offs, int64_t& group, int64_t& first,
@@ -350,7 +352,8 @@ void fused_gemm(const FusedParams& p, cudaStream_t s) {
   const bool f32 = p.prec == GemmPrec::kF32;
   const int br = f32 ? 64 : 128;
   // BT = 32 where the groups are small (avg <= 32 positions per group), else 64.
-  const int bt = f32 ? 32 : (p.n_tok <= 32 * p.n_group ? 32 : 64);
+  int bt = f32 ? 32 : (p.n_tok <= 32 * p.n_group ? 32 : 64);
+  if (!f32 && g_tile_override != 0) bt = g_tile_override;
   const int64_t tiles = (p.n_tok + bt - 1) / bt + (p.offsets != nullptr ? p.n_group : 0);
   const int64_t row_tiles = (p.rows + br - 1) / br;
   if (row_tiles > 65535 || tiles > 0x7FFFFFFF) {
@@ -376,3 +379,14 @@ void fused_gemm(const FusedParams& p, cudaStream_t s) {
 }
 
 }  // namespace ft::cuda::gemm_detail
+
+namespace ft::cuda {
+
+void gemm_set_fused_tile_override(int bt) {
+  if (bt != 0 && bt != 32 && bt != 64) {
+    fail_message("gemm_set_fused_tile_override: token tile " + std::to_string(bt) + " is not 0, 32 or 64");
+  }
+  gemm_detail::g_tile_override = bt;
+}
+
+}  // namespace ft::cuda

@@ -501,6 +501,28 @@ TEST(CudaGemmGrouped, MatchesPerSlotMatmulRef) {
     }
 }
 
+// Both token tiles of the tensor-core kernel compute the same function, dense and grouped.
+TEST(CudaGemmGrouped, ForcedTokenTiles) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(12);
+  Gemm gemm(1024, 512);
+  for (int bt : {32, 64}) {
+    gemm_set_fused_tile_override(bt);
+    SCOPED_TRACE("token tile " + std::to_string(bt));
+    for (GgmlType t : {GgmlType::NVFP4, GgmlType::Q6_K, GgmlType::BF16}) {
+      check_grouped(gemm, {t, GemmPrec::kBF16, 16, 37, 4, 136, true, true, false, false, Round::kNone}, rng);
+      if (::testing::Test::HasFatalFailure()) break;
+      check_grouped(gemm, {t, GemmPrec::kF16, 6, 150, 2, 72, false, false, true, true, Round::kBF16}, rng);
+      if (::testing::Test::HasFatalFailure()) break;
+      check_dense(gemm, {t, GemmPrec::kBF16, GemmRoute::kFused, 130, 100, 3, Round::kNone, false}, rng);
+      if (::testing::Test::HasFatalFailure()) break;
+    }
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  gemm_set_fused_tile_override(0);
+  EXPECT_THROW(gemm_set_fused_tile_override(48), Error);
+}
+
 TEST(CudaGemmGrouped, OneTokenAndEmptyInput) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(8);
