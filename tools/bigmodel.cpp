@@ -591,7 +591,9 @@ int main(int argc, char** argv) {
   bool quiet = false;
   std::vector<float> s2_range;
   app.add_option("--preset", preset_name, "llama8b-nvfp4 | qwen3moe-30b-nvfp4")->required();
-  app.add_option("--out,-o", out, "output GGUF")->required();
+  bool plan_only = false;
+  app.add_option("--out,-o", out, "output GGUF (required unless --plan)");
+  app.add_flag("--plan", plan_only, "print the sizes and bytes per token only, write nothing");
   app.add_option("--layers", layers, "number of layers (default: the real model's)");
   app.add_option("--type", type_name, "type of the attention, MLP and expert weights: nvfp4 (default), mxfp4, q4_K, q8_0, bf16, f16");
   app.add_option("--experts", experts, "MoE presets: number of experts (default: the real model's; small values for tests)");
@@ -628,6 +630,7 @@ int main(int argc, char** argv) {
       o.s2_lo = s2_range[0], o.s2_hi = s2_range[1];
     }
     if (n_threads < 1) ft::fail("--threads {}: expected at least 1", n_threads);
+    if (out.empty() && !plan_only) ft::fail("--out: an output file is required (or --plan)");
 
     const auto ts = plan_tensors(s, o);
     ft::gguf::Writer w;
@@ -646,9 +649,9 @@ int main(int argc, char** argv) {
       bytes_per_token += static_cast<uint64_t>(std::llround(static_cast<double>(nb) * t.read_fraction));
       n_scales += t.name.ends_with(".scale");
     }
-    write_model(out, w, ts, o.seed, n_threads, quiet);
+    if (!plan_only) write_model(out, w, ts, o.seed, n_threads, quiet);
     const uint64_t file_bytes = w.layout().file_size;
-    fmt::print("{}: {}, {} layers, {} tensors ({} .scale), {} weights, vocab {}\n", out, s.arch, s.n_layer, ts.size(),
+    fmt::print("{}: {}, {} layers, {} tensors ({} .scale), {} weights, vocab {}\n", plan_only ? preset_name : out, s.arch, s.n_layer, ts.size(),
                n_scales, ft::type_name(s.quant), s.n_vocab);
     if (n_scales > 0) fmt::print("NVFP4 second-level scales {:.4g} .. {:.4g}\n", s2_min, s2_max);
     fmt::print("file_bytes {}\n", file_bytes);

@@ -208,12 +208,17 @@ TEST(BigModel, BytesPerTokenMatchesTheFile) {
     expect += static_cast<double>(t.nbytes) * share;
   }
   EXPECT_NEAR(static_cast<double>(printed(out, "bytes_per_token")), expect, 8.0);
+  // --plan prints the same numbers without writing a file.
+  const auto plan = bigmodel("--preset qwen3moe-30b-nvfp4 --layers 2 --vocab 1024 --experts 16 --plan");
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(printed(plan.out, "bytes_per_token"), printed(out, "bytes_per_token"));
+  EXPECT_EQ(printed(plan.out, "file_bytes"), fs::file_size(path));
 }
 
 TEST(BigModel, BadOptionsAreExit2) {
   for (const std::string args : {"--preset nope -o x.gguf", "--preset llama8b-nvfp4 --type q6_K -o x.gguf",
                                  "--preset llama8b-nvfp4 --experts 4 -o x.gguf",
-                                 "--preset llama8b-nvfp4 --vocab 10 -o x.gguf"}) {
+                                 "--preset llama8b-nvfp4 --vocab 10 -o x.gguf", "--preset llama8b-nvfp4"}) {
     const auto r = bigmodel(args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.signal, 0) << args;
