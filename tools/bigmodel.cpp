@@ -21,11 +21,11 @@
 // Prints on stdout the file size and the weight bytes a batch-1 decode step reads
 // (every tensor except token_embd, of which one row; n_expert_used/n_expert of each
 // expert tensor; the KV cache is not counted).
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numbers>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -57,7 +58,7 @@ struct Shape {
   std::string arch;  // llama | qwen3moe
   std::string name;
   int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
-  int64_t n_ff = 0;                                 // dense FFN (qwen3moe: the key only)
+  int64_t n_ff = 0;  // dense FFN (qwen3moe: the key only)
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
   int64_t n_vocab = 0, n_ctx_train = 0;
   float rope_base = 0, rms_eps = 0;
@@ -151,8 +152,9 @@ std::vector<float> llama3_rope_factors(int64_t head_dim, float base) {
   const double factor = 8, low = 1, high = 4, L = 8192;
   std::vector<float> f(static_cast<size_t>(head_dim / 2));
   for (size_t i = 0; i < f.size(); ++i) {
-    const double freq = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
-    const double wavelen = 2 * M_PI / freq;
+    const double freq = std::pow(static_cast<double>(base),
+                                 -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    const double wavelen = 2 * std::numbers::pi / freq;
     if (wavelen < L / high) {
       f[i] = 1.0f;
     } else if (wavelen > L / low) {
@@ -182,21 +184,24 @@ std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
   const float branch = o.branch_rel * E / std::sqrt(static_cast<float>(s.n_layer));
   auto inv_sqrt = [](int64_t k) { return 1.0f / std::sqrt(static_cast<float>(k)); };
 
-  auto uniform = [&](const std::string& name, GgmlType t, std::vector<int64_t> ne, float lo, float hi) {
+  auto uniform = [&](const std::string& name, GgmlType t, std::vector<int64_t> ne, float lo,
+                     float hi) {
     Planned p;
     p.name = name, p.type = t, p.ne = std::move(ne), p.fill = Fill::kUniform, p.lo = lo, p.hi = hi;
     out.push_back(std::move(p));
   };
   auto bytes = [&](const std::string& name, std::vector<int64_t> ne, std::vector<float> v) {
     Planned p;
-    p.name = name, p.type = GgmlType::F32, p.ne = std::move(ne), p.fill = Fill::kBytes, p.bytes = f32_bytes(v);
+    p.name = name, p.type = GgmlType::F32, p.ne = std::move(ne), p.fill = Fill::kBytes,
+    p.bytes = f32_bytes(v);
     out.push_back(std::move(p));
   };
   // A matmul weight; NVFP4 ones get their `.scale` companion right after.
-  auto weight = [&](const std::string& base, GgmlType t, std::vector<int64_t> ne, float rms, bool scaled,
-                    double read_fraction = 1.0) {
+  auto weight = [&](const std::string& base, GgmlType t, std::vector<int64_t> ne, float rms,
+                    bool scaled, double read_fraction = 1.0) {
     Planned p;
-    p.name = base + ".weight", p.type = t, p.ne = std::move(ne), p.fill = Fill::kWeight, p.rms = rms;
+    p.name = base + ".weight", p.type = t, p.ne = std::move(ne), p.fill = Fill::kWeight,
+    p.rms = rms;
     p.read_fraction = read_fraction;
     const int64_t n_mat = p.ne.size() > 2 ? p.ne[2] : 1;
     if (t == GgmlType::NVFP4 && scaled)
@@ -209,9 +214,18 @@ std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
 
   // Embeddings: uniform of RMS E (uniform in [-a, a] has RMS a/sqrt(3)).
   const float ea = E * std::sqrt(3.0f);
-  out.push_back(Planned{"token_embd.weight", s.embd, {s.n_embd, s.n_vocab}, Fill::kUniform, -ea, ea, 0, {}, {},
+  out.push_back(Planned{"token_embd.weight",
+                        s.embd,
+                        {s.n_embd, s.n_vocab},
+                        Fill::kUniform,
+                        -ea,
+                        ea,
+                        0,
+                        {},
+                        {},
                         1.0 / static_cast<double>(s.n_vocab)});
-  if (s.rope_freqs) bytes("rope_freqs.weight", {s.head_dim / 2}, llama3_rope_factors(s.head_dim, s.rope_base));
+  if (s.rope_freqs)
+    bytes("rope_freqs.weight", {s.head_dim / 2}, llama3_rope_factors(s.head_dim, s.rope_base));
   uniform("output_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
   // The head is BF16 in the presets (no .scale: llama.cpp loads output.scale only next
   // to an NVFP4 output).
@@ -236,10 +250,13 @@ std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
       weight(p + "ffn_down", s.quant, {s.n_ff, s.n_embd}, branch / 0.6f * inv_sqrt(s.n_ff), true);
     } else {
       // Router logits with a std of ~2.5 spread the tokens over the experts.
-      weight(p + "ffn_gate_inp", s.router, {s.n_embd, s.n_expert}, 2.5f * inv_sqrt(s.n_embd), false);
+      weight(p + "ffn_gate_inp", s.router, {s.n_embd, s.n_expert}, 2.5f * inv_sqrt(s.n_embd),
+             false);
       const double used = static_cast<double>(s.n_expert_used) / static_cast<double>(s.n_expert);
-      weight(p + "ffn_gate_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd), true, used);
-      weight(p + "ffn_up_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd), true, used);
+      weight(p + "ffn_gate_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd),
+             true, used);
+      weight(p + "ffn_up_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd),
+             true, used);
       weight(p + "ffn_down_exps", s.quant, {s.n_ff_exp, s.n_embd, s.n_expert},
              branch / 0.6f * inv_sqrt(s.n_ff_exp), true, used);
     }
@@ -251,8 +268,8 @@ std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
 // Each filler writes `n_rows` rows starting at global row `row0` (rows of all matrices
 // counted together) of tensor `t` into dst.
 
-constexpr float kNib4Rms = 4.6098f;   // RMS of (q - 7.5), q uniform in 0..15
-constexpr float kInt8Rms = 73.616f;   // RMS of a uniform integer in [-127, 127]
+constexpr float kNib4Rms = 4.6098f;  // RMS of (q - 7.5), q uniform in 0..15
+constexpr float kInt8Rms = 73.616f;  // RMS of a uniform integer in [-127, 127]
 
 float matrix_rms(const Planned& t, int64_t row) {
   const float s2 = t.s2.empty() ? 1.0f : t.s2[static_cast<size_t>(row / t.rows_per_matrix())];
@@ -264,7 +281,8 @@ float matrix_rms(const Planned& t, int64_t row) {
 // their mean square is target^2.
 std::array<uint8_t, 16> e4m3_choices(float target) {
   float ms = 0;
-  for (int i = 0; i < 16; ++i) ms += std::exp2(2.0f * (static_cast<float>(i) - 7.5f) / 15.0f) / 16.0f;
+  for (int i = 0; i < 16; ++i)
+    ms += std::exp2(2.0f * (static_cast<float>(i) - 7.5f) / 15.0f) / 16.0f;
   std::array<uint8_t, 16> c{};
   for (int i = 0; i < 16; ++i) {
     const float v = target / std::sqrt(ms) * std::exp2((static_cast<float>(i) - 7.5f) / 15.0f);
@@ -348,7 +366,8 @@ void fill_q8_0(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, Rng
       std::memcpy(dst, &dh, 2);
       for (int i = 0; i < 4; ++i) {
         uint64_t q = rng.next_u64();
-        for (int k = 0; k < 8; ++k, q >>= 8) dst[2 + 8 * i + k] = static_cast<uint8_t>((q & 0xFF) == 0x80 ? 0x81 : q & 0xFF);
+        for (int k = 0; k < 8; ++k, q >>= 8)
+          dst[2 + 8 * i + k] = static_cast<uint8_t>((q & 0xFF) == 0x80 ? 0x81 : q & 0xFF);
       }
     }
   }
@@ -368,18 +387,32 @@ void fill_float(const Planned& t, float lo, float hi, int64_t n, uint8_t* dst, R
 }
 
 void fill_rows(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, uint64_t seed) {
-  Rng rng(Rng::mix(seed, ft::testgen::hash_name(t.name.c_str()) ^ (static_cast<uint64_t>(row0) * 0x9E3779B97F4A7C15ull)));
+  Rng rng(Rng::mix(seed, ft::testgen::hash_name(t.name.c_str()) ^
+                             (static_cast<uint64_t>(row0) * 0x9E3779B97F4A7C15ull)));
   const int64_t rb = ft::row_bytes(t.type, t.cols());
   switch (t.fill) {
-    case Fill::kBytes: std::memcpy(dst, t.bytes.data() + row0 * rb, static_cast<size_t>(n_rows * rb)); return;
-    case Fill::kUniform: fill_float(t, t.lo, t.hi, n_rows * t.cols(), dst, rng); return;
-    case Fill::kWeight: break;
+    case Fill::kBytes:
+      std::memcpy(dst, t.bytes.data() + row0 * rb, static_cast<size_t>(n_rows * rb));
+      return;
+    case Fill::kUniform:
+      fill_float(t, t.lo, t.hi, n_rows * t.cols(), dst, rng);
+      return;
+    case Fill::kWeight:
+      break;
   }
   switch (t.type) {
-    case GgmlType::NVFP4: fill_nvfp4(t, row0, n_rows, dst, rng); return;
-    case GgmlType::MXFP4: fill_mxfp4(t, row0, n_rows, dst, rng); return;
-    case GgmlType::Q4_K: fill_q4_k(t, row0, n_rows, dst, rng); return;
-    case GgmlType::Q8_0: fill_q8_0(t, row0, n_rows, dst, rng); return;
+    case GgmlType::NVFP4:
+      fill_nvfp4(t, row0, n_rows, dst, rng);
+      return;
+    case GgmlType::MXFP4:
+      fill_mxfp4(t, row0, n_rows, dst, rng);
+      return;
+    case GgmlType::Q4_K:
+      fill_q4_k(t, row0, n_rows, dst, rng);
+      return;
+    case GgmlType::Q8_0:
+      fill_q8_0(t, row0, n_rows, dst, rng);
+      return;
     case GgmlType::F32:
     case GgmlType::F16:
     case GgmlType::BF16: {
@@ -390,7 +423,8 @@ void fill_rows(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, uin
       }
       return;
     }
-    default: ft::fail("ft-bigmodel: no random filler for type {}", ft::type_name(t.type));
+    default:
+      ft::fail("ft-bigmodel: no random filler for type {}", ft::type_name(t.type));
   }
 }
 
@@ -398,13 +432,20 @@ void fill_rows(const Planned& t, int64_t row0, int64_t n_rows, uint8_t* dst, uin
 
 uint32_t file_type(GgmlType t) {
   switch (t) {
-    case GgmlType::NVFP4: return 39;  // MOSTLY_NVFP4
-    case GgmlType::MXFP4: return 38;  // MOSTLY_MXFP4_MOE
-    case GgmlType::Q4_K: return 15;   // MOSTLY_Q4_K_M
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::BF16: return 32;
-    case GgmlType::F16: return 1;
-    default: return 0;
+    case GgmlType::NVFP4:
+      return 39;  // MOSTLY_NVFP4
+    case GgmlType::MXFP4:
+      return 38;  // MOSTLY_MXFP4_MOE
+    case GgmlType::Q4_K:
+      return 15;  // MOSTLY_Q4_K_M
+    case GgmlType::Q8_0:
+      return 7;
+    case GgmlType::BF16:
+      return 32;
+    case GgmlType::F16:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -414,7 +455,8 @@ uint32_t file_type(GgmlType t) {
 ft::testgen::BpeVocab full_vocab(int64_t n_vocab) {
   auto v = ft::testgen::build_byte_bpe_vocab(400);
   if (static_cast<int64_t>(v.tokens.size()) > n_vocab)
-    ft::fail("--vocab {} is smaller than the base BPE vocabulary ({} tokens)", n_vocab, v.tokens.size());
+    ft::fail("--vocab {} is smaller than the base BPE vocabulary ({} tokens)", n_vocab,
+             v.tokens.size());
   std::unordered_set<std::string> seen(v.tokens.begin(), v.tokens.end());
   const std::string g = "\xC4\xA0";  // U+0120 'Ġ' = the space byte
   for (uint64_t j = 0; static_cast<int64_t>(v.tokens.size()) < n_vocab; ++j) {
@@ -432,7 +474,8 @@ ft::testgen::BpeVocab full_vocab(int64_t n_vocab) {
 }
 
 const char* kChatTemplate =
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
+    "+ '<|im_end|>' + '\\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 void set_metadata(ft::gguf::Writer& w, const Shape& s) {
@@ -487,7 +530,8 @@ constexpr uint64_t kChunkBytes = 16ull << 20;
 
 class Progress {
  public:
-  explicit Progress(uint64_t total) : total_(total), tty_(isatty(STDERR_FILENO) != 0), t0_(clock::now()) {}
+  explicit Progress(uint64_t total)
+      : total_(total), tty_(isatty(STDERR_FILENO) != 0), t0_(clock::now()) {}
   void show(uint64_t done, bool final = false) {
     const double s = std::chrono::duration<double>(clock::now() - t0_).count();
     const double frac = total_ ? static_cast<double>(done) / static_cast<double>(total_) : 1.0;
@@ -498,9 +542,10 @@ class Progress {
     const double rate = s > 0 ? static_cast<double>(done) / s / 1e9 : 0;
     const double eta = rate > 0 ? static_cast<double>(total_ - done) / 1e9 / rate : 0;
     std::fprintf(stderr, "%s[%s%s] %3d%% %.2f/%.2f GB %.2f GB/s %s %.0fs%s", tty_ ? "\r" : "",
-                 std::string(static_cast<size_t>(filled), '#').c_str(), std::string(static_cast<size_t>(w - filled), '.').c_str(),
-                 pct, static_cast<double>(done) / 1e9, static_cast<double>(total_) / 1e9, rate, final ? "in" : "eta",
-                 final ? s : eta, tty_ && !final ? "" : "\n");
+                 std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(w - filled), '.').c_str(), pct,
+                 static_cast<double>(done) / 1e9, static_cast<double>(total_) / 1e9, rate,
+                 final ? "in" : "eta", final ? s : eta, tty_ && !final ? "" : "\n");
     std::fflush(stderr);
   }
 
@@ -512,8 +557,8 @@ class Progress {
   int next_pct_ = 0;
 };
 
-void write_model(const std::string& path, const ft::gguf::Writer& w, const std::vector<Planned>& ts, uint64_t seed,
-                 int n_threads, bool quiet) {
+void write_model(const std::string& path, const ft::gguf::Writer& w, const std::vector<Planned>& ts,
+                 uint64_t seed, int n_threads, bool quiet) {
   const auto layout = w.layout();
   std::vector<Chunk> chunks;
   uint64_t total = 0;
@@ -523,7 +568,8 @@ void write_model(const std::string& path, const ft::gguf::Writer& w, const std::
     const int64_t per = static_cast<int64_t>(std::max<uint64_t>(1, kChunkBytes / rb));
     for (int64_t r = 0; r < t.rows(); r += per) {
       const int64_t n = std::min(per, t.rows() - r);
-      chunks.push_back(Chunk{i, r, n, layout.offsets[i] + static_cast<uint64_t>(r) * rb, static_cast<uint64_t>(n) * rb});
+      chunks.push_back(Chunk{i, r, n, layout.offsets[i] + static_cast<uint64_t>(r) * rb,
+                             static_cast<uint64_t>(n) * rb});
       total += static_cast<uint64_t>(n) * rb;
     }
   }
@@ -540,7 +586,8 @@ void write_model(const std::string& path, const ft::gguf::Writer& w, const std::
   };
   // The size first: the padding between tensors stays a hole that reads as zeros.
   check_io(::ftruncate(fd, static_cast<off_t>(layout.file_size)) == 0, "ftruncate");
-  check_io(::pwrite(fd, layout.head.data(), layout.head.size(), 0) == static_cast<ssize_t>(layout.head.size()),
+  check_io(::pwrite(fd, layout.head.data(), layout.head.size(), 0) ==
+               static_cast<ssize_t>(layout.head.size()),
            "pwrite (header)");
 
   std::atomic<size_t> next{0};
@@ -553,7 +600,8 @@ void write_model(const std::string& path, const ft::gguf::Writer& w, const std::
       buf.resize(ch.nbytes);
       fill_rows(ts[ch.tensor], ch.row0, ch.n_rows, buf.data(), seed);
       for (uint64_t off = 0; off < ch.nbytes;) {
-        const ssize_t n = ::pwrite(fd, buf.data() + off, ch.nbytes - off, static_cast<off_t>(ch.offset + off));
+        const ssize_t n =
+            ::pwrite(fd, buf.data() + off, ch.nbytes - off, static_cast<off_t>(ch.offset + off));
         if (n <= 0) {
           err.store(n < 0 ? errno : EIO);
           return;
@@ -577,13 +625,16 @@ void write_model(const std::string& path, const ft::gguf::Writer& w, const std::
   }
   if (!quiet) bar.show(done.load(), true);
   check_io(::close(fd) == 0, "close");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) ft::fail("{}: cannot rename {} to it: {}", path, tmp, std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    ft::fail("{}: cannot rename {} to it: {}", path, tmp, std::strerror(errno));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Write a realistic-size GGUF model with random but valid weights (Llama-3.1-8B / Qwen3-30B-A3B shapes)"};
+  CLI::App app{
+      "Write a realistic-size GGUF model with random but valid weights (Llama-3.1-8B / "
+      "Qwen3-30B-A3B shapes)"};
   std::string preset_name, out, type_name;
   Options o;
   int64_t layers = -1, vocab = -1, experts = -1;
@@ -595,11 +646,17 @@ int main(int argc, char** argv) {
   app.add_option("--out,-o", out, "output GGUF (required unless --plan)");
   app.add_flag("--plan", plan_only, "print the sizes and bytes per token only, write nothing");
   app.add_option("--layers", layers, "number of layers (default: the real model's)");
-  app.add_option("--type", type_name, "type of the attention, MLP and expert weights: nvfp4 (default), mxfp4, q4_K, q8_0, bf16, f16");
-  app.add_option("--experts", experts, "MoE presets: number of experts (default: the real model's; small values for tests)");
-  app.add_option("--vocab", vocab, "vocabulary size (default: the real model's; small values for tests)");
+  app.add_option("--type", type_name,
+                 "type of the attention, MLP and expert weights: nvfp4 (default), mxfp4, q4_K, "
+                 "q8_0, bf16, f16");
+  app.add_option(
+      "--experts", experts,
+      "MoE presets: number of experts (default: the real model's; small values for tests)");
+  app.add_option("--vocab", vocab,
+                 "vocabulary size (default: the real model's; small values for tests)");
   app.add_option("--seed", o.seed, "random seed");
-  app.add_option("--s2", s2_range, "range of the NVFP4 second-level scales (default 0.5 2)")->expected(2);
+  app.add_option("--s2", s2_range, "range of the NVFP4 second-level scales (default 0.5 2)")
+      ->expected(2);
   app.add_option("--threads,-t", n_threads, "fill threads (default: all cores)");
   app.add_flag("--quiet,-q", quiet, "no progress bar");
   CLI11_PARSE(app, argc, argv);
@@ -619,7 +676,8 @@ int main(int argc, char** argv) {
     }
     if (!type_name.empty()) {
       const auto t = ft::ggml_type_from_name(type_name);
-      const GgmlType ok[] = {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::BF16, GgmlType::F16};
+      const GgmlType ok[] = {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q4_K,
+                             GgmlType::Q8_0,  GgmlType::BF16,  GgmlType::F16};
       if (!t || std::find(std::begin(ok), std::end(ok), *t) == std::end(ok))
         ft::fail("--type '{}': expected nvfp4, mxfp4, q4_K, q8_0, bf16 or f16", type_name);
       s.quant = *t;
@@ -644,15 +702,18 @@ int main(int argc, char** argv) {
         s2_max = std::max(s2_max, v);
       }
       w.add_tensor_stream(t.name, t.type, t.ne, nullptr);
-      const uint64_t nb = static_cast<uint64_t>(ft::row_bytes(t.type, t.cols())) * static_cast<uint64_t>(t.rows());
+      const uint64_t nb =
+          static_cast<uint64_t>(ft::row_bytes(t.type, t.cols())) * static_cast<uint64_t>(t.rows());
       weight_bytes += nb;
-      bytes_per_token += static_cast<uint64_t>(std::llround(static_cast<double>(nb) * t.read_fraction));
+      bytes_per_token +=
+          static_cast<uint64_t>(std::llround(static_cast<double>(nb) * t.read_fraction));
       n_scales += t.name.ends_with(".scale");
     }
     if (!plan_only) write_model(out, w, ts, o.seed, n_threads, quiet);
     const uint64_t file_bytes = w.layout().file_size;
-    fmt::print("{}: {}, {} layers, {} tensors ({} .scale), {} weights, vocab {}\n", plan_only ? preset_name : out, s.arch, s.n_layer, ts.size(),
-               n_scales, ft::type_name(s.quant), s.n_vocab);
+    fmt::print("{}: {}, {} layers, {} tensors ({} .scale), {} weights, vocab {}\n",
+               plan_only ? preset_name : out, s.arch, s.n_layer, ts.size(), n_scales,
+               ft::type_name(s.quant), s.n_vocab);
     if (n_scales > 0) fmt::print("NVFP4 second-level scales {:.4g} .. {:.4g}\n", s2_min, s2_max);
     fmt::print("file_bytes {}\n", file_bytes);
     fmt::print("weight_bytes {}\n", weight_bytes);

@@ -115,7 +115,8 @@ TEST(BigModel, Llama8bOneLayerHasTheRealShapesAndRuns) {
   EXPECT_EQ(rf->ne[0], 64);
   EXPECT_FLOAT_EQ(scalar_f32(rf, 0), 1.0f);
   EXPECT_FLOAT_EQ(scalar_f32(rf, 63), 8.0f);
-  for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
+  for (const char* w :
+       {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
     const auto* s = f.find_tensor(std::string("blk.0.") + w + ".scale");
     ASSERT_NE(s, nullptr) << w;
     const float v = scalar_f32(s);
@@ -147,7 +148,8 @@ TEST(BigModel, Qwen3Moe30bOneLayerHasTheRealShapesAndRuns) {
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->ne[0], 128);
   float lo = 10, hi = 0;
-  for (int64_t e = 0; e < 128; ++e) lo = std::min(lo, scalar_f32(s, e)), hi = std::max(hi, scalar_f32(s, e));
+  for (int64_t e = 0; e < 128; ++e)
+    lo = std::min(lo, scalar_f32(s, e)), hi = std::max(hi, scalar_f32(s, e));
   EXPECT_GT(lo, 1.0f / 256);
   EXPECT_LE(hi, 2.0f);
   EXPECT_GT(hi / lo, 2.0f);  // per-expert scales really differ
@@ -161,7 +163,9 @@ class BigModelTypes : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(BigModelTypes, WeightsHaveTheTargetRms) {
   const std::string type = GetParam();
-  const auto path = make("t_" + type, "--preset qwen3moe-30b-nvfp4 --layers 1 --vocab 1024 --experts 4 --type " + type);
+  const auto path =
+      make("t_" + type,
+           "--preset qwen3moe-30b-nvfp4 --layers 1 --vocab 1024 --experts 4 --type " + type);
   auto f = gguf::File::open(path);
   auto check = [&](const std::string& base, int64_t r0, int64_t n, double target, float s2) {
     const auto* t = f->find_tensor(base + ".weight");
@@ -179,17 +183,21 @@ TEST_P(BigModelTypes, WeightsHaveTheTargetRms) {
   check("blk.0.attn_q", 0, 4096, 1 / std::sqrt(2048.0), s2_of("blk.0.attn_q", 0));
   check("blk.0.attn_output", 0, 2048, 1.5 / std::sqrt(4096.0), s2_of("blk.0.attn_output", 0));
   // expert 2 of the down stack (rows 2*2048 ..) with its own scale
-  check("blk.0.ffn_down_exps", 2 * 2048, 2048, 1.5 / 0.6 / std::sqrt(768.0), s2_of("blk.0.ffn_down_exps", 2));
+  check("blk.0.ffn_down_exps", 2 * 2048, 2048, 1.5 / 0.6 / std::sqrt(768.0),
+        s2_of("blk.0.ffn_down_exps", 2));
   check("blk.0.ffn_up_exps", 3 * 768, 768, 1 / std::sqrt(2048.0), s2_of("blk.0.ffn_up_exps", 3));
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, BigModelTypes, ::testing::Values("nvfp4", "q4_k", "q8_0", "mxfp4", "bf16"));
+INSTANTIATE_TEST_SUITE_P(Types, BigModelTypes,
+                         ::testing::Values("nvfp4", "q4_k", "q8_0", "mxfp4", "bf16"));
 
 TEST(BigModel, ThreadCountDoesNotChangeTheFile) {
-  const std::string args = "--preset qwen3moe-30b-nvfp4 --layers 2 --vocab 1024 --experts 4 --seed 7";
+  const std::string args =
+      "--preset qwen3moe-30b-nvfp4 --layers 2 --vocab 1024 --experts 4 --seed 7";
   const auto a = make("t1", args + " --threads 1");
   const auto b = make("t3", args + " --threads 3");
-  const auto c = make("s8", "--preset qwen3moe-30b-nvfp4 --layers 2 --vocab 1024 --experts 4 --seed 8");
+  const auto c =
+      make("s8", "--preset qwen3moe-30b-nvfp4 --layers 2 --vocab 1024 --experts 4 --seed 8");
   EXPECT_EQ(test::slurp(a), test::slurp(b));
   EXPECT_NE(test::slurp(a), test::slurp(c));  // the seed does matter
 }
@@ -198,7 +206,8 @@ TEST(BigModel, ThreadCountDoesNotChangeTheFile) {
 // (n_expert_used of n_expert); recounted here from the file.
 TEST(BigModel, BytesPerTokenMatchesTheFile) {
   std::string out;
-  const auto path = make("bpt", "--preset qwen3moe-30b-nvfp4 --layers 2 --vocab 1024 --experts 16", &out);
+  const auto path =
+      make("bpt", "--preset qwen3moe-30b-nvfp4 --layers 2 --vocab 1024 --experts 16", &out);
   auto f = gguf::File::open(path);
   double expect = 0;
   for (const auto& t : f->tensors()) {
@@ -209,16 +218,18 @@ TEST(BigModel, BytesPerTokenMatchesTheFile) {
   }
   EXPECT_NEAR(static_cast<double>(printed(out, "bytes_per_token")), expect, 8.0);
   // --plan prints the same numbers without writing a file.
-  const auto plan = bigmodel("--preset qwen3moe-30b-nvfp4 --layers 2 --vocab 1024 --experts 16 --plan");
+  const auto plan =
+      bigmodel("--preset qwen3moe-30b-nvfp4 --layers 2 --vocab 1024 --experts 16 --plan");
   EXPECT_EQ(plan.exit_code, 0) << plan.err;
   EXPECT_EQ(printed(plan.out, "bytes_per_token"), printed(out, "bytes_per_token"));
   EXPECT_EQ(printed(plan.out, "file_bytes"), fs::file_size(path));
 }
 
 TEST(BigModel, BadOptionsAreExit2) {
-  for (const std::string args : {"--preset nope -o x.gguf", "--preset llama8b-nvfp4 --type q6_K -o x.gguf",
-                                 "--preset llama8b-nvfp4 --experts 4 -o x.gguf",
-                                 "--preset llama8b-nvfp4 --vocab 10 -o x.gguf", "--preset llama8b-nvfp4"}) {
+  for (const std::string args :
+       {"--preset nope -o x.gguf", "--preset llama8b-nvfp4 --type q6_K -o x.gguf",
+        "--preset llama8b-nvfp4 --experts 4 -o x.gguf",
+        "--preset llama8b-nvfp4 --vocab 10 -o x.gguf", "--preset llama8b-nvfp4"}) {
     const auto r = bigmodel(args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.signal, 0) << args;
