@@ -6,6 +6,7 @@
 set -uo pipefail
 ROOT=$PWD
 B=$ROOT/.devcarry/bin
+[ -x "$B/ft" ] || tar xJf "$ROOT/.devcarry/pack/bin.tar.xz" -C "$ROOT/.devcarry"
 OUT=${OUT:-/tmp/ft-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -22,3 +22,9 @@ for f in libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so libggml-cpu-x64.so
 done
 strip --strip-unneeded "$OUT"/* 2>/dev/null || true
 du -sh "$OUT"
+# The carried folder: one xz archive (CUDA fatbins compress well), unpacked on the device
+# with `tar xJf .devcarry/pack/bin.tar.xz -C .devcarry`.
+mkdir -p .devcarry/pack
+tar cf - -C .devcarry bin | xz -T2 -3 > .devcarry/pack/bin.tar.xz
+[ -f .devcarry/llama-src.tar.xz ] && cp .devcarry/llama-src.tar.xz .devcarry/pack/
+du -sh .devcarry/pack
