@@ -89,13 +89,18 @@ build_llama() {
     -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
   nice -n 19 "${tool[@]}"
+  echo "llama-bench built in ${SECONDS}s (unpack + configure + build)"
 }
 LLAMA_BENCH="$LLAMA_DIR/build/bin/llama-bench"
 if [ -f "$LLAMA_SRC_TAR" ]; then
   export -f build_llama
   export LLAMA_SRC_TAR LLAMA_DIR WORK LLAMA_JOBS
   # Own session, so that a deadline kill takes nvcc and ninja with it (and nothing else).
-  setsid bash -c build_llama >"$WORK/llama-build.log" 2>&1 &
+  if command -v setsid >/dev/null; then
+    setsid bash -c build_llama >"$WORK/llama-build.log" 2>&1 &
+  else
+    bash -c build_llama >"$WORK/llama-build.log" 2>&1 &
+  fi
   build_pid=$!
   log "llama-bench build started in the background (pid $build_pid, -j$LLAMA_JOBS, log $WORK/llama-build.log)"
 else
@@ -150,7 +155,7 @@ if [ -n "$build_pid" ]; then
   while kill -0 "$build_pid" 2>/dev/null && [ "$(left)" -gt 60 ]; do sleep 2; done
   if kill -0 "$build_pid" 2>/dev/null; then
     log "llama-bench build not done by the deadline: stopping it"
-    kill -- -"$build_pid" 2>/dev/null
+    kill -- -"$build_pid" 2>/dev/null || kill "$build_pid" 2>/dev/null
   fi
   wait "$build_pid"
   rc=$?
