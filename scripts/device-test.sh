@@ -16,7 +16,8 @@ cd "$B"
 echo "== test_cuda $(date +%T)"
 ./test_cuda --gtest_brief=1 --gtest_filter="${1:-*}" >"$OUT/test_cuda.txt" 2>&1
 echo "test_cuda rc=$?"
-grep -E "FAILED|PASSED|GPU-VS-CPU" "$OUT/test_cuda.txt" | tail -60
+grep -E "GPU-VS-CPU" "$OUT/test_cuda.txt"
+grep -E "^\[  (FAILED|PASSED) " "$OUT/test_cuda.txt" | sed 's/, where GetParam.*//' | sort -u | tail -60
 if [ -z "${1:-}" ] || [ "${PARITY:-1}" = 1 ]; then
   echo "== parity on cuda $(date +%T)"
   FT_PARITY_DEVICE=cuda ./test_parity --gtest_filter='Models/Parity.*' >"$OUT/parity_cuda.txt" 2>&1

@@ -13,7 +13,7 @@ for f in ft tests/test_cuda tests/test_parity llama-oracle ft-bigmodel ft-bench-
          ft-bench-gemm-cuda ft-bench-attention-cuda; do
   [ -f "$B/$f" ] && cp "$B/$f" "$OUT/" || echo "pack-device: no $B/$f (skipped)"
 done
-cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 "$OUT/"
+cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 /usr/lib/x86_64-linux-gnu/libutf8proc.so.2 "$OUT/"
 L=.deps/llama/lib
 for f in libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so libggml-cpu-x64.so \
          libggml-cpu-haswell.so libggml-cpu-skylakex.so libggml-cpu-icelake.so \
