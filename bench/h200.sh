@@ -21,6 +21,7 @@
 # Every step has a deadline so the whole call ends before DEADLINE_S (default 530 s).
 #
 # Knobs (environment): FT_BIN (default .devcarry/bin, else build/), LLAMA_SRC_TAR,
+# LLAMA_BENCH (a llama-bench binary to use instead of building one),
 # MODEL_DIR (/tmp/ft-bench-models), LAYERS (quick runs: --layers for ft-bigmodel),
 # DEPTHS (decode depths besides 0, default "4096,16384"; empty = none), HBM_GBS (measured
 # read bandwidth for the roofline, default 4400), LLAMA_JOBS (12), DEADLINE_S (530).
@@ -91,8 +92,11 @@ build_llama() {
   nice -n 19 "${tool[@]}"
   echo "llama-bench built in ${SECONDS}s (unpack + configure + build)"
 }
-LLAMA_BENCH="$LLAMA_DIR/build/bin/llama-bench"
-if [ -f "$LLAMA_SRC_TAR" ]; then
+build_pid=""
+if [ -n "${LLAMA_BENCH:-}" ]; then
+  log "using the given llama-bench $LLAMA_BENCH (no build)"
+elif [ -f "$LLAMA_SRC_TAR" ]; then
+  LLAMA_BENCH="$LLAMA_DIR/build/bin/llama-bench"
   export -f build_llama
   export LLAMA_SRC_TAR LLAMA_DIR WORK LLAMA_JOBS
   # Own session, so that a deadline kill takes nvcc and ninja with it (and nothing else).
@@ -104,7 +108,7 @@ if [ -f "$LLAMA_SRC_TAR" ]; then
   build_pid=$!
   log "llama-bench build started in the background (pid $build_pid, -j$LLAMA_JOBS, log $WORK/llama-build.log)"
 else
-  build_pid=""
+  LLAMA_BENCH=""
   log "no $LLAMA_SRC_TAR: llama.cpp is not built (run scripts/pack-llama-src.sh on the dev machine)"
 fi
 
@@ -163,7 +167,7 @@ if [ -n "$build_pid" ]; then
   tail -5 "$WORK/llama-build.log" | tee -a "$LOG" >&2
   [ "$rc" -eq 0 ] || cp "$WORK/llama-build.log" "$OUT/llama-build.log"
 fi
-if [ -x "$LLAMA_BENCH" ]; then
+if [ -n "$LLAMA_BENCH" ] && [ -x "$LLAMA_BENCH" ]; then
   for n in "${names[@]}"; do
     f="${MODEL[$n]}"
     [ -f "$f" ] || continue

@@ -31,6 +31,17 @@ std::string tmp_dir() {
   return d.string();
 }
 
+// The models are hundreds of MB: remove this process's directory when the tests end.
+class RemoveTmpDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(tmp_dir(), ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTmpDir =
+    ::testing::AddGlobalTestEnvironment(new RemoveTmpDir);
+
 test::RunResult bigmodel(const std::string& args) {
   static int n = 0;
   return test::run_command(kTool + " -q " + args, tmp_dir() + "/run" + std::to_string(n++));
