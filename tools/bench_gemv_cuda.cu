@@ -1,7 +1,9 @@
 // ft-bench-gemv-cuda: decode GEMV (src/cuda/gemv.h) weight-read bandwidth against the
-// measured HBM read bandwidth of the same run.
+// measured HBM read bandwidth of the same run, for the float path (fp32 X) and the integer
+// path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
+// separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick]
+//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep]
 //
 // Every case cycles through copies of its weights spread over a pool much larger than L2
 // (default 2 GiB; the H200 has 50-60 MB of L2), so each launch reads from HBM. Launches are
@@ -19,10 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "cuda/act_q8.h"
 #include "cuda/buffer.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
+#include "cuda/gemv_tuning.h"
 
 using namespace ft;
 using namespace ft::cuda;
@@ -111,8 +115,10 @@ struct Case {
   int64_t n_expert = 0;
   int n_used = 0;
   bool shared_input = false;
-  int split = 0;
   int stages = -1;
+  bool q8 = false;
+  bool combine = false;  // grouped down projection fused with the weighted expert sum
+  int lanes = 0, rows_per_lane = 0;
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -133,6 +139,13 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     x.upload(hx.data(), hx.size() * 4);
   }
   DeviceBuffer y(static_cast<size_t>(n_slot * c.rows * 4));
+  DeviceBuffer xq(act_q8_bytes(c.k, x_rows));
+  if (c.q8) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), nullptr);
+  DeviceBuffer slot_w(static_cast<size_t>(n_slot * 4));
+  {
+    std::vector<float> hw(static_cast<size_t>(n_slot), 0.125f);
+    slot_w.upload(hw.data(), hw.size() * 4);
+  }
   DeviceBuffer bank(static_cast<size_t>(std::max<int64_t>(c.n_expert, 1) * 16));
   {
     std::vector<float> hb(static_cast<size_t>(std::max<int64_t>(c.n_expert, 1) * 4), 0.5f);
@@ -148,8 +161,9 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
         h[static_cast<size_t>(i * n_slot + s)] = static_cast<int32_t>((i * n_slot + s) % c.n_expert);
     ids.upload(h.data(), h.size() * 4);
   }
-  gemv_set_split_override(c.split);
   gemv_set_stages_override(c.stages);
+  gemv_set_lanes_override(c.lanes);
+  gemv_set_rows_override(c.rows_per_lane);
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -161,6 +175,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     a.n_tok = n_slot;
     a.y = y.as<float>();
     a.ldy = c.rows;
+    a.xq = c.q8 ? xq.get() : nullptr;
     if (grouped) {
       const int64_t copy = (static_cast<int64_t>(i) * n_slot / c.n_expert) % copies;
       a.w = w.as<uint8_t>() + copy * matrix_bytes;
@@ -169,14 +184,19 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
       a.x_div = c.shared_input ? c.n_used : 1;
       a.bank = bank.as<float>();
       a.bank_col = c.shared_input ? 0 : 2;
+      if (c.combine) {
+        a.slot_w = slot_w.as<float>();
+        a.n_used = c.n_used;
+      }
     } else {
       a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
     }
     gemv(a, s);
   };
   const double t = time_graph(launches, body);
-  gemv_set_split_override(0);
   gemv_set_stages_override(-1);
+  gemv_set_lanes_override(0);
+  gemv_set_rows_override(0);
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
   const double gbs = bytes / t * 1e-9;
   char shape[64];
@@ -185,10 +205,20 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
                   static_cast<long long>(c.k), c.n_used, static_cast<long long>(c.n_expert));
   else
     std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(c.rows), static_cast<long long>(c.k));
-  std::printf("| %-22s | %-5s | %-18s | %4lld | %5s | %6s | %8.2f | %8.2f | %7.0f | %5.1f%% |\n", c.name.c_str(),
-              std::string(type_name(c.type)).c_str(), shape, static_cast<long long>(c.n_tok),
-              c.split == 0 ? "auto" : std::to_string(c.split).c_str(),
-              c.stages < 0 ? "auto" : std::to_string(c.stages).c_str(), bytes * 1e-6, t * 1e6, gbs,
+  std::string plan = "auto";
+  if (c.q8 && gemv_q8_supported(c.type)) {  // the table's choice
+    const GemvQ8Plan pl = gemv_q8_plan(c.type, c.rows, c.k, grouped ? 1 : c.n_tok,
+                                       grouped ? (c.combine ? c.n_tok : n_slot) : 1, c.combine ? c.n_used : 1);
+    plan = "a" + std::to_string(pl.lanes) + "/" + std::to_string(grouped || c.n_tok == 1 ? pl.rows : 0) + "/" +
+           std::to_string(pl.stages);
+  }
+  if (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0) {
+    auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
+    plan = f(c.lanes, 0) + "/" + f(c.rows_per_lane, 0) + "/" + f(c.stages, -1);
+  }
+  std::printf("| %-22s | %-5s | %-5s | %-18s | %4lld | %-9s | %8.2f | %8.2f | %7.0f | %5.1f%% |\n", c.name.c_str(),
+              std::string(type_name(c.type)).c_str(), c.q8 ? (c.combine ? "q8+c" : "q8") : (c.combine ? "f32+c" : "f32"),
+              shape, static_cast<long long>(c.n_tok), plan.c_str(), bytes * 1e-6, t * 1e6, gbs,
               100.0 * bytes / t / g_read_bw);
   std::fflush(stdout);
 }
@@ -198,14 +228,15 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
 int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
-  bool quick = false;
+  bool quick = false, sweep = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
     else if (a == "--launches" && i + 1 < argc) launches = std::atoi(argv[++i]);
     else if (a == "--quick") quick = true;
+    else if (a == "--no-sweep") sweep = false;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep]\n");
       return 2;
     }
   }
@@ -238,37 +269,78 @@ int main(int argc, char** argv) {
                   g_read_bw * 1e-9, 2.0 * static_cast<double>(dst.bytes()) / tc * 1e-9);
     }
 
-    std::printf("\n| case                   | type  | rows x k           | ntok | split | stages |     MB   |    us    |  GB/s   | %% read BW |\n");
+    // The integer path's activation quantiser, per call (one input of k values, n_tok rows).
+    for (int64_t k : {4096, 14336})
+      for (int64_t nt : {1, 8}) {
+        DeviceBuffer xb(static_cast<size_t>(k * nt * 4)), qb(act_q8_bytes(k, nt));
+        FT_CUDA_CHECK(cudaMemset(xb.get(), 0, xb.bytes()));
+        const double tq = time_graph(launches, [&](int, cudaStream_t s) {
+          quantize_act_q8(xb.as<float>(), k, k, nt, qb.get(), s);
+        });
+        std::printf("quantize_act_q8 k=%lld ntok=%lld: %.2f us\n", static_cast<long long>(k), static_cast<long long>(nt),
+                    tq * 1e6);
+      }
+
+    std::printf("\nplan = lanes per row / rows per lane / cp.async stages ('-' = table)\n");
+    std::printf("\n| case                   | type  | path  | rows x k           | ntok | plan      |     MB   |    us    |  GB/s   | %% read BW |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
     std::vector<Case> cases;
-    cases.push_back({"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096});
-    cases.push_back({"llama8b ffn down", GgmlType::NVFP4, 4096, 14336});
-    cases.push_back({"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true});
-    cases.push_back({"qwen3moe expert down", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false});
-    for (GgmlType t : {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K,
-                       GgmlType::BF16, GgmlType::F16, GgmlType::F32})
-      cases.push_back({"square 4096", t, 4096, 4096});
+    auto key = [](bool q8, int64_t nt) {
+      std::vector<Case> v;
+      v.push_back({"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096, nt});
+      v.push_back({"llama8b ffn down", GgmlType::NVFP4, 4096, 14336, nt});
+      v.push_back({"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, nt, 128, 8, true});
+      v.push_back({"qwen3moe expert down", GgmlType::NVFP4, 2048, 768, nt, 128, 8, false});
+      for (Case& c : v) c.q8 = q8;
+      return v;
+    };
+    for (bool q8 : {true, false})
+      for (int64_t nt : {1, 2, 4, 8}) {
+        if (quick && nt > 1) continue;
+        for (const Case& c : key(q8, nt)) cases.push_back(c);
+        Case comb = key(q8, nt)[3];
+        comb.combine = true;
+        comb.name = "qwen3moe down+combine";
+        cases.push_back(comb);
+      }
+    for (bool q8 : {true, false})
+      for (GgmlType t : {GgmlType::NVFP4, GgmlType::MXFP4, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K,
+                         GgmlType::BF16, GgmlType::F16, GgmlType::F32}) {
+        if (q8 && !gemv_q8_supported(t)) continue;
+        Case c{"square 4096", t, 4096, 4096};
+        c.q8 = q8;
+        cases.push_back(c);
+      }
     if (!quick) {
-      for (int64_t nt : {2, 4, 8}) cases.push_back({"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096, nt});
-      for (int64_t nt : {2, 4, 8}) cases.push_back({"llama8b ffn down", GgmlType::NVFP4, 4096, 14336, nt});
-      for (int64_t nt : {2, 8}) cases.push_back({"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, nt, 128, 8, true});
-      // Tuning sweep: k-split (1, 2, 4 warps per row group) x pipeline depth (0 = the
-      // synchronous register-staged copy, 1..4 cp.async stages).
-      for (int split : {0, 1, 2, 4})
-        for (int stages : {-1, 0, 1, 2, 4}) {
-          if (split == 0 && stages == -1) continue;  // the default, measured above
-          const Case key[] = {{"llama8b ffn gate/up", GgmlType::NVFP4, 14336, 4096},
-                              {"llama8b ffn down", GgmlType::NVFP4, 4096, 14336},
-                              {"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true},
-                              {"qwen3moe expert down", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false}};
-          for (Case c : key) {
-            c.split = split;
-            c.stages = stages;
-            cases.push_back(c);
-          }
+      for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::MXFP4})
+        for (int64_t nt : {1, 8}) {
+          Case c{"llama8b ffn gate/up", t, 14336, 4096, nt};
+          c.q8 = true;
+          cases.push_back(c);
         }
-      for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::BF16})
-        cases.push_back({"llama8b ffn gate/up", t, 14336, 4096});
+      for (int64_t nt : {1, 8}) cases.push_back({"llama8b ffn gate/up", GgmlType::BF16, 14336, 4096, nt});
+    }
+    if (sweep && !quick) {
+      // Tuning sweep of the integer path (NVFP4): lanes x rows x stages, one token; lanes x
+      // stages for 8.
+      for (int64_t nt : {1, 8})
+        for (const Case& base : key(true, nt))
+          for (int lanes : {4, 8, 16, 32})
+            for (int rows : {1, 2, 4})
+              for (int stages : {2, 3, 4}) {
+                if (lanes > 2 * (base.k / 64)) continue;  // mostly idle lanes
+                if (nt > 1 && rows > 1) continue;         // rows are fixed per token count
+                Case c = base;
+                c.lanes = lanes, c.rows_per_lane = nt == 1 ? rows : 0, c.stages = stages;
+                cases.push_back(c);
+              }
+      // Float path: stages.
+      for (const Case& base : key(false, 1))
+        for (int stages : {1, 2, 3, 4}) {
+          Case c = base;
+          c.stages = stages;
+          cases.push_back(c);
+        }
     }
     for (const Case& c : cases) run_case(c, pool, launches);
   } catch (const std::exception& e) {

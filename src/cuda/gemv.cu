@@ -15,7 +15,6 @@ namespace {
 
 using namespace gemv_detail;
 
-int g_split_override = 0;
 int g_stages_override = -1;
 int g_lanes_override = 0;
 int g_rows_override = 0;
@@ -66,7 +65,6 @@ bool gemv_q8_supported(GgmlType t) {
   }
 }
 
-void gemv_set_split_override(int warps) { g_split_override = warps; }
 void gemv_set_stages_override(int stages) { g_stages_override = stages; }
 void gemv_set_lanes_override(int lanes) { g_lanes_override = lanes; }
 void gemv_set_rows_override(int rows) { g_rows_override = rows; }
@@ -121,14 +119,12 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
   p.accumulate = a.accumulate ? 1 : 0;
   if (q8) {
     Q8Plan over;
-    over.split = g_split_override;
     over.stages = g_stages_override;
     over.lanes = g_lanes_override;
     over.rows = g_rows_override;
     gemv_q8(a.type, p, a.n_tok, grouped, over, stream);
   } else {
     FloatPlan over;
-    over.split = g_split_override;
     over.stages = g_stages_override;
     gemv_float(a.type, p, a.n_tok, grouped, over, stream);
   }

@@ -84,10 +84,9 @@ bool gemv_q8_supported(GgmlType t);
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
 
 // Tuning knobs for tests and benchmarks (process-wide, not thread-safe; 0 / -1 = the tuning
-// table, cuda/gemv_tuning.h): warps that split one row group's k (1, 2, 4), the cp.async
-// pipeline depth (1..4; 0 = the synchronous register-staged copy), and for the integer path
-// the lanes per row (4, 8, 16, 32) and rows per warp slice (1, 2, 4).
-void gemv_set_split_override(int warps);
+// table, cuda/gemv_tuning.h): the cp.async pipeline depth (chunks in flight per warp, 1..4),
+// and for the integer path the lanes per row (4, 8, 16, 32) and rows per lane (1, 2, 4;
+// one-token launches).
 void gemv_set_stages_override(int stages);
 void gemv_set_lanes_override(int lanes);
 void gemv_set_rows_override(int rows);

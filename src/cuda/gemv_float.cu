@@ -32,7 +32,7 @@ constexpr int chunk_bytes() {
 
 template <class F>
 struct FloatPolicy {
-  static __device__ int64_t data_bytes(const Params& p) { return p.k / F::kBlockElems * F::kBlockBytes; }
+  static __device__ __forceinline__ int64_t data_bytes(const Params& p) { return p.k / F::kBlockElems * F::kBlockBytes; }
 
   template <int NT, int R>
   static __device__ __forceinline__ void compute(float (&acc)[R][NT], const uint8_t* stage, const Params& p,
@@ -95,39 +95,21 @@ constexpr int rows_per_warp() {
 }
 
 template <class F, int NT>
-void launch(Params p, int64_t n_slots, const FloatPlan& plan, cudaStream_t stream) {
+void launch(Params p, int64_t n_out, const FloatPlan& plan, cudaStream_t stream) {
   constexpr int R = rows_per_warp<F, NT>();
   constexpr int CB = chunk_bytes<F>();
-  const int64_t n_chunks = (p.k + kChunk - 1) / kChunk;
-  const int64_t row_groups = (p.rows + R - 1) / R;
-  int ws = 1;
-  while (ws < 4 && 2 * ws <= n_chunks && row_groups * n_slots * ws < 4096) ws *= 2;
-  if (plan.split == 1 || plan.split == 2 || plan.split == 4) ws = plan.split;
-  p.ws = ws;
   p.lpr_log2 = 5;
   p.chunk_elems = kChunk;
   p.chunk_bytes = CB;
   p.cbp = (CB + 15) & ~15;
   p.vb = gemv_vector_bytes(p, CB);
-  const int chunks_per_warp = static_cast<int>((n_chunks + ws - 1) / ws);
-  int stages = plan.stages > 0 ? plan.stages : (CB >= 2048 ? 2 : 3);
-  if (stages > 4) stages = 4;
-  if (stages > chunks_per_warp) stages = chunks_per_warp;
-  if (stages < 1) stages = 1;
+  // Stages: 3 chunks ahead per warp, fewer for the big float rows so that a CTA stays within
+  // ~56 KB of shared memory (4 CTAs, 16 warps per SM).
+  int stages = plan.stages > 0 ? plan.stages : static_cast<int>(57344 / (kWarps * R * p.cbp));
+  stages = stages < 2 ? 2 : stages > 4 ? 4 : stages;
+  if (plan.stages > 0) stages = plan.stages > 4 ? 4 : plan.stages;
   p.stages = stages;
-  const int64_t rows_per_cta = static_cast<int64_t>(kWarps / ws) * R;
-  const dim3 grid(static_cast<unsigned>((p.rows + rows_per_cta - 1) / rows_per_cta), static_cast<unsigned>(n_slots));
-  const size_t red_bytes = static_cast<size_t>(kWarps) * R * NT * 4;
-  const size_t smem = static_cast<size_t>(kWarps) * stages * R * p.cbp + red_bytes;
-  static const bool attr_set = [red_bytes] {
-    const size_t most = static_cast<size_t>(kWarps) * 4 * R * ((CB + 15) & ~15) + red_bytes;
-    FT_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<FloatPolicy<F>, NT, R>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(most)));
-    return true;
-  }();
-  (void)attr_set;
-  gemv_kernel<FloatPolicy<F>, NT, R><<<grid, kWarps * 32, smem, stream>>>(p);
-  FT_CUDA_CHECK_LAUNCH();
+  launch_kernel<FloatPolicy<F>, NT, R>(p, n_out, stream);
 }
 
 template <class F>

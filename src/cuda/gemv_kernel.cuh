@@ -1,14 +1,13 @@
 // The decode GEMV skeleton shared by the float path (gemv_float.cu) and the integer path
-// (gemv_q8.cu): grid and slot bookkeeping, the cp.async staging pipeline, the cross-lane and
-// cross-warp reduction and the epilogue (scale, rounding, accumulate, MoE combine). A
+// (gemv_q8.cu): work lists and slot bookkeeping, the cp.async staging pipeline, the
+// cross-lane reduction and the epilogue (scale, rounding, accumulate, MoE combine). A
 // Policy supplies compute(): one staged chunk of the warp's rows times the activations.
 //
-// A CTA is 4 warps. The `ws` warps of a row group split the row's k into chunks (chunk c goes
-// to warp c % ws) and meet in shared memory at the end. Within a warp, `lpr` lanes share a
-// row (lane kl of them takes unit kl of every chunk) and the 32 / lpr "row slices" take
-// different rows; each lane carries R rows (slice rs, row r: staged row r * ns + rs) so every
-// activation value it loads serves R rows. lpr < 32 keeps all lanes busy when k is short
-// (Qwen3-30B-A3B's expert down projection has 12 NVFP4 blocks per row).
+// A CTA is 4 independent warps. Within a warp, `lpr` lanes share a row (lane kl of them takes
+// unit kl of every chunk) and the 32 / lpr "row slices" take different rows; each lane
+// carries R rows (slice rs, row r: staged row r * ns + rs) so every activation value it
+// loads serves R rows. lpr < 32 keeps all lanes busy when k is short (Qwen3-30B-A3B's expert
+// down projection has 12 NVFP4 blocks per row).
 //
 // Staging: the warp copies its rows' chunk bytes global -> shared with cp.async (16-, 8- or
 // 4-byte vectors, coalesced), `stages` chunks in flight; the block formats (36, 34, 17, 210
@@ -47,7 +46,8 @@ struct Params {
   int n_used;
   int accumulate;
   // Launch plan (gemv_tuning.h).
-  int ws;          // warps per row group (1, 2, 4)
+  int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
+  int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)
   int lpr_log2;    // lanes per row = 1 << lpr_log2 (2..5)
   int vb;          // cp.async vector bytes (16, 8, 4); 0: synchronous byte copies
   int stages;      // chunks in flight per warp (1..4)
@@ -109,113 +109,132 @@ __device__ __forceinline__ void stage_rows(uint8_t* stage, const uint8_t* w, con
   }
 }
 
+// y = v, or y += v (an fp32 add of the rounded result, never fused with its product).
 __device__ __forceinline__ void store_out(float* y, float v, int accumulate) {
-  if (accumulate) v += *y;
-  *y = v;
+  *y = accumulate ? __fadd_rn(*y, v) : v;
+}
+
+// Where item `it` of a warp's work list lives. A warp takes the row groups ("groups") gw,
+// gw + n_w, gw + 2 n_w, ... of all out rows; each group runs n_sub sub-slots (the ranks of a
+// combined token, else 1) of n_chunks chunks.
+struct Item {
+  int c, j;             // chunk, sub-slot
+  int64_t out, row0;    // out row (token, slot or combined token) and first row of the group
+  int64_t slot;         // token-slot (grouped) or 0
+};
+__device__ __forceinline__ Item item_at(const Params& p, int it, int64_t gw, int64_t n_w, int n_chunks, int n_sub,
+                                        int rw) {
+  Item m;
+  m.c = it % n_chunks;
+  const int q = it / n_chunks;
+  m.j = q % n_sub;
+  const int64_t gi = gw + static_cast<int64_t>(q / n_sub) * n_w;
+  m.out = gi / p.n_rg;
+  m.row0 = (gi - m.out * p.n_rg) * rw;
+  m.slot = p.ids == nullptr ? 0 : (p.slot_w != nullptr ? m.out * p.n_used + m.j : m.out);
+  return m;
 }
 
 // Policy: static int64_t data_bytes(const Params&) -- bytes of a row's payload;
-//         template <int NT, int R> static void compute(acc, stage, p, slot_x, c, rs, kl, ns)
+//         template <int NT, int R> static void compute(acc, stage, p, xrow, c, kl, ns)
 //         -- acc[r][t] += staged chunk c of the lane's R rows . activations.
+//
+// Persistent streaming: the grid holds about as many warps as fit on the GPU and each warp
+// walks its work list with `stages` chunk copies in flight, so loads and arithmetic overlap
+// in steady state. (A grid of one row group per warp ran in ~1.1 waves on the H200 -- all
+// warps loading, then all computing -- and reached 33% of the read bandwidth for NVFP4.)
+// Every row's sum is made by one warp in a fixed order: deterministic, no atomics; the
+// MoE combine walks a token's ranks in order inside one warp.
 template <class Policy, int NT, int R>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int lpr = 1 << p.lpr_log2, ns = 32 >> p.lpr_log2;
   const int rs = lane >> p.lpr_log2, kl = lane & (lpr - 1);
-  const int g = warp / p.ws, ks = warp % p.ws;
-  const int rw = R * ns;  // rows of a row group
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * (kWarps / p.ws) + g) * rw;
+  const int rw = R * ns;  // rows of a group
+  const int S = p.stages;
+  uint8_t* stages = smem + warp * S * rw * p.cbp;
 
-  const int n_stage = p.stages;
-  uint8_t* stages = smem + warp * n_stage * rw * p.cbp;
-  float* red = reinterpret_cast<float*>(smem + kWarps * n_stage * rw * p.cbp);  // [kWarps][rw][NT]
-
-  const int64_t data_bytes = Policy::data_bytes(p);
+  const int64_t gw = static_cast<int64_t>(blockIdx.x) * kWarps + warp, n_w = static_cast<int64_t>(gridDim.x) * kWarps;
+  const int64_t n_groups = p.n_rg * p.n_out;
+  const bool combine = p.slot_w != nullptr;
+  const int n_sub = combine ? p.n_used : 1;
   const int n_chunks = static_cast<int>((p.k + p.chunk_elems - 1) / p.chunk_elems);
-  const int n_mine = ks < n_chunks ? (n_chunks - ks + p.ws - 1) / p.ws : 0;
-  auto chunk_off = [&](int i) { return static_cast<int64_t>(ks + i * p.ws) * p.chunk_bytes; };
-  auto chunk_len = [&](int i) {
-    const int64_t left = data_bytes - chunk_off(i);
-    return static_cast<int>(left < p.chunk_bytes ? left : p.chunk_bytes);
+  const int64_t my_groups = gw < n_groups ? (n_groups - gw + n_w - 1) / n_w : 0;
+  const int n_items = static_cast<int>(my_groups) * n_sub * n_chunks;
+  const int64_t data_bytes = Policy::data_bytes(p);
+
+  auto issue = [&](int it) {
+    const Item m = item_at(p, it, gw, n_w, n_chunks, n_sub, rw);
+    const uint8_t* w = p.ids != nullptr ? p.w + static_cast<int64_t>(p.ids[m.slot]) * p.expert_bytes : p.w;
+    const int64_t off = static_cast<int64_t>(m.c) * p.chunk_bytes;
+    const int64_t left = data_bytes - off;
+    stage_rows(stages + (it % S) * rw * p.cbp, w, p, m.row0, rw, off,
+               static_cast<int>(left < p.chunk_bytes ? left : p.chunk_bytes), lane);
   };
 
-  const bool combine = p.slot_w != nullptr;
-  const int n_inner = combine ? p.n_used : 1;
-  float comb = 0.0f;  // combine: lane i < rw holds row row0 + i
-  for (int j = 0; j < n_inner; ++j) {
-    const int64_t slot = combine ? static_cast<int64_t>(blockIdx.y) * p.n_used + j : blockIdx.y;
-    const uint8_t* w = p.w;
-    int64_t xrow = 0;
-    float slot_scale = p.scale;
-    if (p.ids != nullptr) {
-      const int64_t e = p.ids[slot];
-      w += e * p.expert_bytes;
-      xrow = slot / p.x_div;
-      if (p.bank != nullptr) slot_scale *= p.bank[e * 4 + p.bank_col];
-    }
-
-    float acc[R][NT];
+  float acc[R][NT];
+  float comb[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) comb[r] = 0.0f;
+
+  // Item it lives in stage it % S, with S - 1 items in flight ahead of the one being
+  // computed. Every iteration commits one group (possibly empty), so waiting for "at most
+  // S - 1 pending" means item it has landed.
+  for (int i = 0; i < S - 1; ++i) {
+    if (i < n_items) issue(i);
+    cp_async_commit();
+  }
+  for (int it = 0; it < n_items; ++it) {
+    const int nxt = it + S - 1;
+    if (nxt < n_items) issue(nxt);
+    cp_async_commit();
+    cp_async_wait(S - 1);
+    __syncwarp();
+    const Item m = item_at(p, it, gw, n_w, n_chunks, n_sub, rw);
+    if (m.c == 0) {
 #pragma unroll
-      for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
-
-    // Pipeline: chunk i lives in stage i % S, with S - 1 chunks in flight ahead of the one
-    // being computed. Every iteration commits one group (possibly empty), so waiting for
-    // "at most S - 1 pending" means chunk i has landed.
-    const int S = n_stage;
-    for (int i = 0; i < S - 1; ++i) {
-      if (i < n_mine) stage_rows(stages + (i % S) * rw * p.cbp, w, p, row0, rw, chunk_off(i), chunk_len(i), lane);
-      cp_async_commit();
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
     }
-    for (int i = 0; i < n_mine; ++i) {
-      const int nxt = i + S - 1;
-      if (nxt < n_mine)
-        stage_rows(stages + (nxt % S) * rw * p.cbp, w, p, row0, rw, chunk_off(nxt), chunk_len(nxt), lane);
-      cp_async_commit();
-      cp_async_wait(S - 1);
-      __syncwarp();
-      Policy::template compute<NT, R>(acc, stages + (i % S) * rw * p.cbp + rs * p.cbp, p, xrow, ks + i * p.ws, kl,
-                                      ns);
-      __syncwarp();  // the stage is refilled in a later iteration
-    }
+    const int64_t xrow = p.ids != nullptr ? m.slot / p.x_div : 0;
+    Policy::template compute<NT, R>(acc, stages + (it % S) * rw * p.cbp + rs * p.cbp, p, xrow, m.c, kl, ns);
+    __syncwarp();  // the stage is refilled in a later iteration
+    if (m.c != n_chunks - 1) continue;
 
-    // Lane sums within a row slice, then the ws warps of the row group meet in shared memory
-    // (fixed order: deterministic).
+    // Group done: sum the lanes of each row slice (fixed order), then the slice's lane 0
+    // applies the epilogue to its R rows.
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         float v = acc[r][t];
         for (int o = lpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-        if (kl == 0) red[(warp * rw + r * ns + rs) * NT + t] = v;
+        acc[r][t] = v;
       }
-    __syncthreads();
-    if (ks == 0) {
-      const float wk = combine ? p.slot_w[slot] : 0.0f;
-      float* y = p.y + (combine ? static_cast<int64_t>(blockIdx.y) : slot) * p.ldy;
-      for (int i = lane; i < rw * NT; i += 32) {
-        const int q = i / NT, t = i % NT;
-        const int64_t row = row0 + q;
-        if (t >= p.n_tok || row >= p.rows) continue;
-        float v = 0.0f;
-        for (int jj = 0; jj < p.ws; ++jj) v += red[((g * p.ws + jj) * rw + q) * NT + t];
-        const float s = p.row_scale != nullptr ? p.row_scale[row] * slot_scale : slot_scale;
-        v = round_to(p.round, v * s);
-        if (combine) {
-          // The CPU combine's arithmetic, one rounding per operation (no FMA).
-          comb = j == 0 ? __fmul_rn(v, wk) : __fadd_rn(comb, __fmul_rn(v, wk));
-        } else {
-          store_out(y + t * p.ldy + row, v, p.accumulate);
-        }
+    if (kl != 0) continue;
+    float slot_scale = p.scale;
+    if (p.ids != nullptr && p.bank != nullptr) slot_scale *= p.bank[static_cast<int64_t>(p.ids[m.slot]) * 4 + p.bank_col];
+    const float wk = combine ? p.slot_w[m.slot] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = m.row0 + r * ns + rs;
+      if (row >= p.rows) continue;
+      const float s = p.row_scale != nullptr ? p.row_scale[row] * slot_scale : slot_scale;
+      if (combine) {
+        const float v = round_to(p.round, __fmul_rn(acc[r][0], s));
+        // The CPU combine's arithmetic, one rounding per operation (no FMA).
+        comb[r] = m.j == 0 ? __fmul_rn(v, wk) : __fadd_rn(comb[r], __fmul_rn(v, wk));
+        if (m.j == n_sub - 1) store_out(p.y + m.out * p.ldy + row, round_to(p.round, comb[r]), p.accumulate);
+      } else if (p.ids != nullptr) {
+        store_out(p.y + m.out * p.ldy + row, round_to(p.round, __fmul_rn(acc[r][0], s)), p.accumulate);
+      } else {
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+          if (t < p.n_tok) store_out(p.y + t * p.ldy + row, round_to(p.round, __fmul_rn(acc[r][t], s)), p.accumulate);
       }
     }
-    __syncthreads();  // red and the stages are reused by the next slot
-  }
-  if (combine && ks == 0 && lane < rw) {
-    const int64_t row = row0 + lane;
-    if (row < p.rows) store_out(p.y + static_cast<int64_t>(blockIdx.y) * p.ldy + row, round_to(p.round, comb), p.accumulate);
   }
 }
 

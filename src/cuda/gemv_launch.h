@@ -4,8 +4,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 
+#include "cuda/check.h"
 #include "cuda/gemv_kernel.cuh"
 #include "format/ggml_type.h"
 
@@ -13,10 +15,10 @@ namespace ft::cuda::gemv_detail {
 
 // Overrides of the tuning table (0: table).
 struct FloatPlan {
-  int split = 0, stages = 0;
+  int stages = 0;
 };
 struct Q8Plan {
-  int split = 0, stages = 0, lanes = 0, rows = 0;
+  int stages = 0, lanes = 0, rows = 0;
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -28,6 +30,59 @@ inline int gemv_vector_bytes(const Params& p, int chunk_bytes) {
       return vb;
   }
   return 0;
+}
+
+inline int sm_count() {
+  static const int v = [] {
+    int dev = 0, n = 0;
+    FT_CUDA_CHECK(cudaGetDevice(&dev));
+    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  return v;
+}
+inline int max_smem_optin() {
+  static const int v = [] {
+    int dev = 0, n = 0;
+    FT_CUDA_CHECK(cudaGetDevice(&dev));
+    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return n;
+  }();
+  return v;
+}
+
+// Launches gemv_kernel<Policy, NT, R> on p (plan fields lpr_log2, stages, cbp, chunk_* set)
+// for n_out out rows: as many warps as fit on the GPU at once, fewer when that balances the
+// row groups better (every warp gets the same number, +-1).
+template <class Policy, int NT, int R>
+void launch_kernel(Params p, int64_t n_out, cudaStream_t stream) {
+  auto kernel = gemv_kernel<Policy, NT, R>;
+  const int rw = R * (32 >> p.lpr_log2);
+  p.n_rg = (p.rows + rw - 1) / rw;
+  p.n_out = n_out;
+  const size_t smem = static_cast<size_t>(kWarps) * p.stages * rw * p.cbp;
+  if (smem > static_cast<size_t>(max_smem_optin())) fail_message("cuda gemv: plan needs too much shared memory");
+  static const bool attr_set = [kernel] {
+    FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()));
+    return true;
+  }();
+  (void)attr_set;
+  // CTAs per SM for this shared-memory size, cached (smem << 32 | blocks).
+  static std::atomic<uint64_t> cache{0};
+  uint64_t c = cache.load(std::memory_order_relaxed);
+  int blocks = static_cast<int>(c & 0xFFFFFFFFu);
+  if ((c >> 32) != smem || blocks == 0) {
+    FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, smem));
+    if (blocks < 1) fail_message("cuda gemv: kernel does not fit on an SM");
+    cache.store((static_cast<uint64_t>(smem) << 32) | static_cast<uint64_t>(blocks), std::memory_order_relaxed);
+  }
+  const int64_t groups = p.n_rg * n_out;
+  const int64_t w_max = static_cast<int64_t>(blocks) * sm_count() * kWarps;
+  const int64_t per_warp = (groups + w_max - 1) / w_max;
+  const int64_t warps = (groups + per_warp - 1) / per_warp;
+  const dim3 grid(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
+  kernel<<<grid, kWarps * 32, smem, stream>>>(p);
+  FT_CUDA_CHECK_LAUNCH();
 }
 
 // n_tok: tokens, or slots in grouped mode (Params.n_tok is 1 there).

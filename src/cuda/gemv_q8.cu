@@ -30,8 +30,8 @@ __device__ __forceinline__ uint32_t ld32(const uint8_t* p) { return *reinterpret
 __device__ __forceinline__ float ld_half(const uint8_t* p) {
   return half_bits_to_float(*reinterpret_cast<const unsigned short*>(p));
 }
-// N words of the bytes at o (2-aligned or better) of a staged row: N + 1 aligned loads and
-// N funnel shifts; may read up to 3 bytes past the region (the stage is padded).
+// N words of the bytes at o (any alignment) of a staged row (base 16-aligned): N + 1 aligned
+// loads and N funnel shifts; may read up to 3 bytes past the region (the stage is padded).
 template <int N>
 __device__ __forceinline__ void ld_words(const uint8_t* base, int o, uint32_t (&out)[N]) {
   const uint8_t* a = base + (o & ~3);
@@ -285,10 +285,13 @@ struct Q8Q6_K {
     float d[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const uint8_t* b = st + r * rstride + 210 * sb;
-      ld_words<4>(b, 64 * h + 16 * i, qla[r]);
-      ld_words<4>(b, 64 * h + 32 + 16 * i, qlb[r]);
-      ld_words<4>(b, 128 + 32 * h + 16 * i, qh[r]);
+      // Blocks are 210 bytes: only 2-aligned, so the word loads align on the staged row.
+      const uint8_t* row = st + r * rstride;
+      const int o = 210 * sb;
+      const uint8_t* b = row + o;
+      ld_words<4>(row, o + 64 * h + 16 * i, qla[r]);
+      ld_words<4>(row, o + 64 * h + 32 + 16 * i, qlb[r]);
+      ld_words<4>(row, o + 128 + 32 * h + 16 * i, qh[r]);
 #pragma unroll
       for (int qq = 0; qq < 4; ++qq) sc[r][qq] = static_cast<int8_t>(b[192 + 8 * h + i + 2 * qq]);
       d[r] = ld_half(b + 208);
@@ -332,7 +335,7 @@ struct Q8Q6_K {
 
 template <class F>
 struct Q8Policy {
-  static __device__ int64_t data_bytes(const Params& p) { return p.k / F::kBlockElems * F::kBlockBytes; }
+  static __device__ __forceinline__ int64_t data_bytes(const Params& p) { return p.k / F::kBlockElems * F::kBlockBytes; }
 
   template <int NT, int R>
   static __device__ __forceinline__ void compute(float (&acc)[R][NT], const uint8_t* stage, const Params& p,
@@ -342,21 +345,10 @@ struct Q8Policy {
   }
 };
 
-int max_smem_optin() {
-  static const int v = [] {
-    int dev = 0, n = 0;
-    FT_CUDA_CHECK(cudaGetDevice(&dev));
-    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    return n;
-  }();
-  return v;
-}
-
 template <class F, int NT, int R>
-void launch(Params p, int64_t n_slots, const GemvQ8Plan& pl, cudaStream_t stream) {
+void launch(Params p, int64_t n_out, const GemvQ8Plan& pl, cudaStream_t stream) {
   const int lpr = pl.lanes, ns = 32 / lpr;
   p.lpr_log2 = lpr == 32 ? 5 : lpr == 16 ? 4 : lpr == 8 ? 3 : 2;
-  p.ws = pl.split;
   p.chunk_elems = 64 * lpr;
   p.chunk_bytes = p.chunk_elems / F::kBlockElems * F::kBlockBytes;
   // Padding: 16 bytes for the decoders' over-read; with several row slices, a row-chunk
@@ -366,34 +358,20 @@ void launch(Params p, int64_t n_slots, const GemvQ8Plan& pl, cudaStream_t stream
     while ((cbp / 4) % 32 != lpr % 32) cbp += 16;
   p.cbp = cbp;
   p.vb = gemv_vector_bytes(p, p.chunk_bytes);
-  const int rw = R * ns;
-  const size_t red_bytes = static_cast<size_t>(kWarps) * rw * NT * 4;
   int stages = std::max(1, std::min(4, pl.stages));
-  while (stages > 1 && static_cast<size_t>(kWarps) * stages * rw * cbp + red_bytes > static_cast<size_t>(max_smem_optin()))
+  while (stages > 1 && static_cast<size_t>(kWarps) * stages * R * ns * cbp > static_cast<size_t>(max_smem_optin()))
     --stages;
   p.stages = stages;
-  const size_t smem = static_cast<size_t>(kWarps) * stages * rw * cbp + red_bytes;
-  if (smem > static_cast<size_t>(max_smem_optin())) fail_message("cuda gemv: q8 plan needs too much shared memory");
-  static const bool attr_set = [] {
-    FT_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<Q8Policy<F>, NT, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       max_smem_optin()));
-    return true;
-  }();
-  (void)attr_set;
-  const int64_t rows_per_cta = static_cast<int64_t>(kWarps / p.ws) * rw;
-  const dim3 grid(static_cast<unsigned>((p.rows + rows_per_cta - 1) / rows_per_cta), static_cast<unsigned>(n_slots));
-  gemv_kernel<Q8Policy<F>, NT, R><<<grid, kWarps * 32, smem, stream>>>(p);
-  FT_CUDA_CHECK_LAUNCH();
+  launch_kernel<Q8Policy<F>, NT, R>(p, n_out, stream);
 }
 
 template <class F>
 void dispatch(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const Q8Plan& over, cudaStream_t stream) {
-  const int64_t n_slots = grouped ? (p.slot_w != nullptr ? n_tok / p.n_used : n_tok) : 1;
+  const int64_t n_slots = grouped ? (p.slot_w != nullptr ? n_tok / p.n_used : n_tok) : 1;  // out rows
   const int64_t nt = grouped ? 1 : n_tok;
-  GemvQ8Plan pl = gemv_q8_plan(type, p.rows, p.k, nt, n_slots);
+  GemvQ8Plan pl = gemv_q8_plan(type, p.rows, p.k, nt, n_slots, p.slot_w != nullptr ? p.n_used : 1);
   if (over.lanes == 4 || over.lanes == 8 || over.lanes == 16 || over.lanes == 32) pl.lanes = over.lanes;
   if (over.rows == 1 || over.rows == 2 || over.rows == 4) pl.rows = over.rows;
-  if (over.split == 1 || over.split == 2 || over.split == 4) pl.split = over.split;
   if (over.stages >= 1) pl.stages = over.stages;
   if (nt == 1) {
     if (pl.rows == 1) return launch<F, 1, 1>(p, n_slots, pl, stream);

@@ -2,7 +2,7 @@
 // integer path: gemv_q8_ref, and matmul_ref within the activation-rounding bound): every supported
 // type over k (odd block counts, partial 1024-element chunks), rows not a multiple of the
 // row tile, 1..8 tokens, scale modes (none, scalar, per-row, both), output roundings,
-// aligned and unaligned row strides, forced k-splits, and the grouped MoE entry with the
+// aligned and unaligned row strides, forced plans, and the grouped MoE entry with the
 // per-expert scale bank. Outputs are poisoned first; padding must stay poisoned.
 #include "cuda/gemv.h"
 
@@ -197,25 +197,21 @@ TEST(CudaGemv, MatchesMatmulRefOverTypesShapesTokensScales) {
   }
 }
 
-// Every k-split (1, 2, 4 warps per row group) and pipeline depth (0 = synchronous copy,
-// 1..4 cp.async stages) computes the same function.
-TEST(CudaGemv, ForcedSplitsAndStagesMatchRef) {
+// Every pipeline depth (1..4 chunks in flight per warp) computes the same function.
+TEST(CudaGemv, ForcedStagesMatchRef) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(99);
-  for (int split : {1, 2, 4})
-    for (int stages : {0, 1, 2, 3, 4}) {
-      gemv_set_split_override(split);
-      gemv_set_stages_override(stages);
-      SCOPED_TRACE("split " + std::to_string(split) + " stages " + std::to_string(stages));
-      for (GgmlType t : {GgmlType::NVFP4, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::BF16}) {
-        const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 5120 : 4160;
-        for (int64_t n_tok : {1, 3, 8}) {
-          check_dense({t, k, 37, n_tok, 3, quant::Round::kNone, 0}, rng);
-          if (::testing::Test::HasFatalFailure()) break;
-        }
+  for (int stages : {1, 2, 3, 4}) {
+    gemv_set_stages_override(stages);
+    SCOPED_TRACE("stages " + std::to_string(stages));
+    for (GgmlType t : {GgmlType::NVFP4, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::BF16, GgmlType::F32}) {
+      const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 5120 : 4160;
+      for (int64_t n_tok : {1, 3, 8}) {
+        check_dense({t, k, 37, n_tok, 3, quant::Round::kNone, 0}, rng);
+        if (::testing::Test::HasFatalFailure()) break;
       }
     }
-  gemv_set_split_override(0);
+  }
   gemv_set_stages_override(-1);
 }
 
@@ -413,6 +409,7 @@ void check_dense_q8(const Case& c, std::mt19937& rng) {
       const size_t at = static_cast<size_t>(t * ldy + r);
       const float got = y[at], want = twin[at];
       ASSERT_FALSE(is_poison(got)) << "row " << r << " token " << t << " not written";
+      if (got == want) continue;  // includes both overflowing the f16 rounding to inf
       const RowMag m = row_mag(c.type, w.data() + r * rb, c.k, x.data() + t * ldx,
                                xq.data() + t * act_q8_row_bytes(c.k));
       const double add_ulp = c.accumulate ? 2.4e-7 * std::fabs(want) : 0.0;
@@ -467,35 +464,7 @@ TEST(CudaGemvQ8, MatchesTwinAndBoundsMatmulRefOverTypesShapesTokens) {
   }
 }
 
-// Every plan (lanes per row, rows per lane, k-split, pipeline depth) computes the same function.
-TEST(CudaGemvQ8, ForcedPlansMatchTwin) {
-  FT_REQUIRE_GPU();
-  std::mt19937 rng(98);
-  for (int lanes : {4, 8, 16, 32})
-    for (int rows : {1, 2, 4})
-      for (int split : {1, 2, 4}) {
-        const int stages = 1 + (lanes + rows + split) % 4;
-        gemv_set_lanes_override(lanes);
-        gemv_set_rows_override(rows);
-        gemv_set_split_override(split);
-        gemv_set_stages_override(stages);
-        SCOPED_TRACE("lanes " + std::to_string(lanes) + " rows " + std::to_string(rows) + " split " +
-                     std::to_string(split) + " stages " + std::to_string(stages));
-        for (GgmlType t : kQ8Types) {
-          const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 5120 : t == GgmlType::NVFP4 ? 4160 : 4128;
-          for (int64_t n_tok : {1, 3, 8}) {
-            check_dense_q8({t, k, 75, n_tok, 3, quant::Round::kNone, 0}, rng);
-            if (::testing::Test::HasFatalFailure()) break;
-          }
-        }
-        if (::testing::Test::HasFatalFailure()) break;
-      }
-  gemv_set_lanes_override(0);
-  gemv_set_rows_override(0);
-  gemv_set_split_override(0);
-  gemv_set_stages_override(-1);
-}
-
+// Every plan (lanes per row, rows per lane, pipeline depth) computes the same function.
 // Grouped mode on both paths, with and without the fused combine. Slot s = token s / n_used,
 // rank s % n_used; gate/up-like calls share their token's input (x_div = n_used).
 void check_grouped_epilogue(GgmlType type, bool q8, bool combine, bool accumulate, bool shared_input,
@@ -629,6 +598,35 @@ void check_grouped_epilogue(GgmlType type, bool q8, bool combine, bool accumulat
     }
     ASSERT_TRUE(is_poison(y[static_cast<size_t>(t * ldy + rows)])) << "wrote past rows";
   }
+}
+
+TEST(CudaGemvQ8, ForcedPlansMatchTwin) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(98);
+  for (int lanes : {4, 8, 16, 32})
+    for (int rows : {1, 2, 4})
+      for (int stages : {1, 2, 3, 4}) {
+        gemv_set_lanes_override(lanes);
+        gemv_set_rows_override(rows);
+        gemv_set_stages_override(stages);
+        SCOPED_TRACE("lanes " + std::to_string(lanes) + " rows " + std::to_string(rows) + " stages " +
+                     std::to_string(stages));
+        for (GgmlType t : kQ8Types) {
+          const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 5120 : t == GgmlType::NVFP4 ? 4160 : 4128;
+          for (int64_t n_tok : {1, 3, 8}) {
+            check_dense_q8({t, k, 75, n_tok, 3, quant::Round::kNone, (lanes + stages) % 3 == 0 ? 2 : 0}, rng);
+            if (::testing::Test::HasFatalFailure()) break;
+          }
+          // Grouped with combine, and many out rows per warp.
+          check_grouped_epilogue(t, true, true, stages % 2 == 0, false, quant::Round::kNone,
+                                 t == GgmlType::Q4_K || t == GgmlType::Q6_K ? 768 : 1088, 70, 9, 3, 2, rng);
+          if (::testing::Test::HasFatalFailure()) break;
+        }
+        if (::testing::Test::HasFatalFailure()) break;
+      }
+  gemv_set_lanes_override(0);
+  gemv_set_rows_override(0);
+  gemv_set_stages_override(-1);
 }
 
 TEST(CudaGemvQ8, GroupedAndCombinedExpertsMatchCpuComposition) {
