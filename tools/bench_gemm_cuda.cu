@@ -171,6 +171,39 @@ int main(int argc, char** argv) {
       }
     }
 
+    // Route crossover for the tuning table (gemm_tuning.h): both routes over token counts, one
+    // shape, the first type.
+    {
+      const GgmlType t = *ggml_type_from_name(split(types).front());
+      const Dense d = dense[1];
+      const int64_t rb = row_bytes(t, d.k);
+      DeviceBuffer w = random_bytes(static_cast<size_t>(rb * d.rows), 17);
+      DeviceBuffer x = random_floats(static_cast<size_t>(n_tok * d.k), 3);
+      DeviceBuffer y(static_cast<size_t>(n_tok * d.rows) * 4);
+      std::printf("\ncrossover %s %s: tokens, cublas us, fused us\n", d.name, std::string(type_name(t)).c_str());
+      for (int64_t nt : {9, 16, 32, 64, 128, 256, 512}) {
+        if (nt > n_tok) break;
+        GemmArgs g;
+        g.type = t;
+        g.w = w.as<uint8_t>();
+        g.row_bytes = rb;
+        g.k = d.k;
+        g.rows = d.rows;
+        g.x = x.as<float>();
+        g.ldx = d.k;
+        g.n_tok = nt;
+        g.y = y.as<float>();
+        g.ldy = d.rows;
+        g.prec = prec;
+        gemm.set_route(GemmRoute::kCublas);
+        const double us_c = time_us(iters, [&] { gemm.run(g, nullptr); });
+        gemm.set_route(GemmRoute::kFused);
+        const double us_f = time_us(iters, [&] { gemm.run(g, nullptr); });
+        std::printf("%6lld %10.1f %10.1f\n", static_cast<long long>(nt), us_c, us_f);
+      }
+      gemm.set_route(GemmRoute::kAuto);
+    }
+
     // Qwen3-30B-A3B experts: 128 experts, 8 used, gate|up 2048 -> 2 x 768, down 768 -> 2048.
     const int64_t n_expert = 128, n_used = 8, n_embd = 2048, n_ff = 768, n_slots = n_tok * n_used;
     std::mt19937 rng(1);
