@@ -25,37 +25,9 @@ namespace {
 // memory, so 4 fit on an SM and keep ~128 KB of K/V loads in flight there.
 constexpr int64_t kDecodeBlocksPerSm = 4;
 
-struct CombineParams {
-  const float* part_acc;
-  const float* part_ml;
-  const int32_t* d_pos;
-  float* out;
-  int64_t ldo, n_tok, n_ctx, n_head, splits, d;
-  Round round;
-};
-
-// One block per (token, head) row, one thread per output column: merges the live chunks'
-// partials with weights exp(m_s - M) (a chunk without live keys has l = 0 and weighs 0).
+// One block per (token, head) row, one thread per output column (combine_column).
 __global__ void attn_combine_kernel(const CombineParams p) {
-  const int64_t row = blockIdx.x;  // t * n_head + h
-  const int64_t t = row / p.n_head, h = row % p.n_head;
-  const int64_t n_kv = live_keys(*p.d_pos, p.n_tok, p.n_ctx);
-  const int64_t n_chunks = decode_plan(n_kv, p.splits).n_chunks;
-  const float* ml = p.part_ml + row * p.splits * 2;
-  float mx = -__builtin_huge_valf();
-  for (int64_t s = 0; s < n_chunks; ++s)
-    if (ml[2 * s + 1] > 0.0f) mx = fmaxf(mx, ml[2 * s]);
-  for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) {
-    float l = 0.0f, o = 0.0f;
-    for (int64_t s = 0; s < n_chunks; ++s) {
-      const float ls = ml[2 * s + 1];
-      if (ls <= 0.0f) continue;
-      const float w = expf(ml[2 * s] - mx);
-      l = fmaf(w, ls, l);
-      o = fmaf(w, p.part_acc[(row * p.splits + s) * p.d + c], o);
-    }
-    p.out[t * p.ldo + h * p.d + c] = round_to(p.round, o / l);
-  }
+  for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) combine_column(p, blockIdx.x, c);
 }
 
 int64_t decode_row_blocks(int64_t n_tok, int64_t group) { return ceil_div(n_tok * group, kRowsPerBlock); }
