@@ -6,14 +6,18 @@
 // W stays in its GGUF type (F32, F16, BF16, Q8_0, Q4_K, Q6_K, MXFP4, NVFP4) in device
 // memory; X and Y are fp32. The product runs at one operand precision (GemmPrec):
 //   kF32   exact fp32 products and sums (cublasSgemm, pedantic math: no TF32);
-//   kBF16  / kF16: W and X rounded to bf16/f16, tensor cores, fp32 accumulation.
+//   kBF16  / kF16: W and X rounded to bf16/f16, tensor cores, fp32 accumulation (kF16 needs
+//          |W|, |X| < 65504: larger values become inf, as in any f16 GEMM).
 // The scale and rounding are applied to the fp32 sum in an epilogue (like
 // quant::detail::matmul_finish), so a tiny NVFP4 scale never meets a 16-bit value unscaled.
 //
-// Dense route: weight row-chunks are dequantised into the Gemm's workspace (nothing for
-// F32/kF32, BF16/kBF16, F16/kF16: cuBLAS reads the weights as they are), X is rounded once,
-// and cuBLAS multiplies; a fused tensor-core kernel (the grouped one, dequantising weight
-// tiles in shared memory) is the alternative the tuning table may choose instead.
+// Dense routes (GemmRoute; gemm_tuning.h picks one per call):
+//   kCublas  weight row-chunks are dequantised into the Gemm's workspace (nothing for
+//            F32/kF32, BF16/kBF16, F16/kF16: cuBLAS reads the weights as they are), X is
+//            rounded once, cuBLAS multiplies, an epilogue kernel scales/rounds/accumulates;
+//   kFused   the grouped route's kernel with one group: weight tiles dequantised into shared
+//            memory, mma.sync (no weight scratch; the table's choice for block-quantised
+//            weights at <= 32 tokens, where the cuBLAS route's extra bytes dominate).
 //
 // Grouped (MoE prefill) route: gemm_grouped multiplies every expert's weights by the
 // token-slots sorted to it (moe_sort), one launch, expert counts read on the device.
