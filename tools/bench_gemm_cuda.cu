@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
     });
     std::printf("\nmoe_sort %lld slots, %lld experts: %.1f us\n", static_cast<long long>(n_slots),
                 static_cast<long long>(n_expert), sort_us);
-    std::printf("%-18s %-6s %-7s %10s %9s\n", "grouped", "type", "tile", "us", "TFLOP/s");
+    std::printf("%-18s %-6s %-11s %10s %9s\n", "grouped", "type", "tile", "us", "TFLOP/s");
     for (const std::string& tn : split(types)) {
       const GgmlType t = *ggml_type_from_name(tn);
       for (int down = 0; down < 2; ++down) {
@@ -250,14 +250,21 @@ int main(int argc, char** argv) {
         a.order = down ? nullptr : order.as<int32_t>();
         a.offsets = offsets.as<int32_t>();
         a.x_div = down ? 1 : n_used;
-        for (int bt : {0, 32, 64}) {
-          if (prec == GemmPrec::kF32 && bt != 0) continue;
-          gemm_set_fused_tile_override(bt);
-          const double us = time_us(iters, [&] { gemm_grouped(gemm, a, nullptr); });
-          std::printf("%-18s %-6s %-7s %10.1f %9.1f\n", down ? "qwen3moe down" : "qwen3moe gate|up", tn.c_str(),
-                      bt == 0 ? "auto" : bt == 32 ? "tile32" : "tile64", us, 2.0 * k * rows * n_slots / us * 1e-6);
+        for (int fast = 1; fast >= 0; --fast) {
+          if (!fast && t != GgmlType::NVFP4) continue;
+          gemm_set_fused_fp4_fast(fast != 0);
+          for (int bt : {0, 32, 64}) {
+            if (prec == GemmPrec::kF32 && bt != 0) continue;
+            gemm_set_fused_tile_override(bt);
+            const double us = time_us(iters, [&] { gemm_grouped(gemm, a, nullptr); });
+            const std::string tile = std::string(bt == 0 ? "auto" : bt == 32 ? "tile32" : "tile64") +
+                                     (t == GgmlType::NVFP4 ? (fast ? "+fp4" : "+gen") : "");
+            std::printf("%-18s %-6s %-11s %10.1f %9.1f\n", down ? "qwen3moe down" : "qwen3moe gate|up", tn.c_str(),
+                        tile.c_str(), us, 2.0 * k * rows * n_slots / us * 1e-6);
+          }
         }
         gemm_set_fused_tile_override(0);
+        gemm_set_fused_fp4_fast(true);
       }
     }
   } catch (const std::exception& e) {

@@ -19,6 +19,12 @@
 // offsets copied to shared memory (a serial scan of n_group + 1 broadcast reads, ~1% of a
 // tile's work for 128 experts); CTAs past the last tile exit at once.
 //
+// NVFP4 (gemm_set_fused_fp4_fast, default on): the pair layout of gemm_fp4.cuh -- a byte's
+// two weights side by side, X staged in the same column order -- turns 8 weights into 4
+// table lookups and 4 paired multiplies (the generic decoder spends ~50 integer and fp32
+// operations), which matters because at BT = 32 the decode, not the mma, bounds the MoE
+// tiles (per k step a warp issues ~16 mma against ~4 x 50 decode operations).
+//
 // fp32 kernel (kF32): the same tiling scheme at 64 rows x 32 tokens with fp32 shared tiles
 // and FMA, each thread 4 rows x 4 tokens.
 #include <cuda_bf16.h>
@@ -30,6 +36,7 @@
 
 #include "cuda/check.h"
 #include "cuda/gemm_decode.cuh"
+#include "cuda/gemm_fp4.cuh"
 #include "cuda/gemm_fused.h"
 #include "cuda/round.cuh"
 
@@ -41,6 +48,7 @@ constexpr int kBK = 32;
 constexpr int kMaxGroups = 4096;  // offsets staged in shared memory (16 KB)
 
 int g_tile_override = 0;
+bool g_fp4_fast = true;
 
 // Resolves this CTA's token tile; false when it has none. first/end: positions of the tile's
 // group, group: its index.
@@ -125,22 +133,29 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint
   }
 }
 
-template <class F, class T, int BT>
+// FP4 = true: the NVFP4 pair layout of gemm_fp4.cuh (F must be FmtNVFP4).
+template <class F, class T, int BT, bool FP4>
 __global__ void __launch_bounds__(kThreads) mma_kernel(FusedParams p) {
+  static_assert(!FP4 || std::is_same_v<F, FmtNVFP4>, "the pair layout is NVFP4's");
   constexpr int BR = 128, LDS = 40;
   constexpr int WM = BT == 64 ? 2 : 4;  // warps along the rows
   constexpr int WN = 4 / WM;
   constexpr int WR = BR / WM, WT = BT / WN;  // warp tile
   constexpr int MT = WR / 16, NT = WT / 8;
-  constexpr int XI = BT / 16;  // X rows per thread per k step
+  constexpr int XI = FP4 ? BT / 32 : BT / 16;  // X rows per thread per k step
   static_assert(NT % 2 == 0, "B fragments are loaded two n-tiles at a time");
   __shared__ alignas(16) T As[2][BR * LDS];
   __shared__ alignas(16) T Bs[2][BT * LDS];
+  __shared__ uint32_t fp4_table[FP4 ? 256 : 1];
   extern __shared__ int32_t offs[];
 
   int64_t group, first, end;
   if (!cta_tile(p, BT, offs, group, first, end)) return;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if constexpr (FP4) {
+    for (int v = tid; v < 256; v += kThreads) fp4_table[v] = e2m1_pair<T>(static_cast<uint32_t>(v));
+    __syncthreads();
+  }
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * BR;
   const int ntok = static_cast<int>(end - first < BT ? end - first : BT);
   const uint8_t* wg = p.w + group * p.expert_bytes;
@@ -153,15 +168,17 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(FusedParams p) {
     const int64_t r = r0 + wrow + 32 * i;
     wptr[i] = r < p.rows ? wg + r * p.row_bytes : nullptr;
   }
-  const int xc = tid & 7, xrow = tid >> 3;  // float4 column, first token (tokens xrow + 16 i)
+  // Generic: float4 column xc, tokens xrow + 16 i. FP4: part xc of x_pairs, tokens xrow + 32 i.
+  const int xc = FP4 ? tid & 3 : tid & 7, xrow = FP4 ? tid >> 2 : tid >> 3;
+  constexpr int XSTEP = FP4 ? 32 : 16;
   const float* xptr[XI];
 #pragma unroll
   for (int i = 0; i < XI; ++i) {
-    const int tl = xrow + 16 * i;
+    const int tl = xrow + XSTEP * i;
     if (tl < ntok) {
       const int64_t j = first + tl;
       const int64_t xr = p.order != nullptr ? p.order[j] / p.x_div : j;
-      xptr[i] = p.x + xr * p.ldx + 4 * xc;
+      xptr[i] = p.x + xr * p.ldx + (FP4 ? 0 : 4 * xc);
     } else {
       xptr[i] = nullptr;
     }
@@ -178,20 +195,36 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(FusedParams p) {
     for (int i = 0; i < 4; ++i) {
       uint4 v = make_uint4(0, 0, 0, 0);
       if (wptr[i] != nullptr) {
-        float f[8];
-        decode8<F>(wptr[i], kt * (kBK / 8) + wp, f);
-        v = make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
+        if constexpr (FP4) {
+          uint32_t q[4];
+          nvfp4_pairs<T>(wptr[i], kt, wp, fp4_table, q);
+          v = make_uint4(q[0], q[1], q[2], q[3]);
+        } else {
+          float f[8];
+          decode8<F>(wptr[i], kt * (kBK / 8) + wp, f);
+          v = make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
+        }
       }
       *reinterpret_cast<uint4*>(&As[buf][(wrow + 32 * i) * LDS + 8 * wp]) = v;
     }
 #pragma unroll
     for (int i = 0; i < XI; ++i) {
-      uint2 v = make_uint2(0, 0);
-      if (xptr[i] != nullptr) {
-        const float4 f = *reinterpret_cast<const float4*>(xptr[i] + kt * kBK);
-        v = make_uint2(pack2<T>(f.x, f.y), pack2<T>(f.z, f.w));
+      if constexpr (FP4) {
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (xptr[i] != nullptr) {
+          uint32_t q[4];
+          x_pairs<T>(xptr[i] + kt * kBK, xc, q);
+          v = make_uint4(q[0], q[1], q[2], q[3]);
+        }
+        *reinterpret_cast<uint4*>(&Bs[buf][(xrow + 32 * i) * LDS + 16 * (xc >> 1) + 8 * (xc & 1)]) = v;
+      } else {
+        uint2 v = make_uint2(0, 0);
+        if (xptr[i] != nullptr) {
+          const float4 f = *reinterpret_cast<const float4*>(xptr[i] + kt * kBK);
+          v = make_uint2(pack2<T>(f.x, f.y), pack2<T>(f.z, f.w));
+        }
+        *reinterpret_cast<uint2*>(&Bs[buf][(xrow + 16 * i) * LDS + 4 * xc]) = v;
       }
-      *reinterpret_cast<uint2*>(&Bs[buf][(xrow + 16 * i) * LDS + 4 * xc]) = v;
     }
   };
 
@@ -330,7 +363,13 @@ __global__ void __launch_bounds__(kThreads) f32_kernel(FusedParams p) {
 
 template <class F, class T, int BT>
 void launch_mma(const FusedParams& p, dim3 grid, size_t smem, cudaStream_t s) {
-  mma_kernel<F, T, BT><<<grid, kThreads, smem, s>>>(p);
+  if constexpr (std::is_same_v<F, FmtNVFP4>) {
+    if (g_fp4_fast) {
+      mma_kernel<F, T, BT, true><<<grid, kThreads, smem, s>>>(p);
+      return;
+    }
+  }
+  mma_kernel<F, T, BT, false><<<grid, kThreads, smem, s>>>(p);
 }
 
 }  // namespace
@@ -388,5 +427,7 @@ void gemm_set_fused_tile_override(int bt) {
   }
   gemm_detail::g_tile_override = bt;
 }
+
+void gemm_set_fused_fp4_fast(bool on) { gemm_detail::g_fp4_fast = on; }
 
 }  // namespace ft::cuda

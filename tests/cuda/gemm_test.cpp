@@ -543,6 +543,33 @@ TEST(CudaGemmGrouped, ForcedTokenTiles) {
   EXPECT_THROW(gemm_set_fused_tile_override(48), Error);
 }
 
+// NVFP4 in the fused kernel: the pair-layout fast path (default) and the generic decoder,
+// both precisions, both token tiles.
+TEST(CudaGemmGrouped, Nvfp4FastAndGenericPaths) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(13);
+  Gemm gemm(1024, 512);
+  for (bool fast : {true, false}) {
+    gemm_set_fused_fp4_fast(fast);
+    SCOPED_TRACE(fast ? "fast" : "generic");
+    for (int bt : {32, 64}) {
+      gemm_set_fused_tile_override(bt);
+      for (GemmPrec p : {GemmPrec::kBF16, GemmPrec::kF16}) {
+        check_grouped(gemm, {GgmlType::NVFP4, p, 16, 37, 4, 136, true, true, false, false, Round::kNone}, rng);
+        if (::testing::Test::HasFatalFailure()) break;
+        check_grouped(gemm, {GgmlType::NVFP4, p, 6, 150, 2, 200, false, true, true, true, Round::kBF16}, rng);
+        if (::testing::Test::HasFatalFailure()) break;
+        check_dense(gemm, {GgmlType::NVFP4, p, GemmRoute::kFused, 129, 77, 3, Round::kNone, true}, rng);
+        if (::testing::Test::HasFatalFailure()) break;
+      }
+      if (::testing::Test::HasFatalFailure()) break;
+    }
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  gemm_set_fused_tile_override(0);
+  gemm_set_fused_fp4_fast(true);
+}
+
 TEST(CudaGemmGrouped, OneTokenAndEmptyInput) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(8);
