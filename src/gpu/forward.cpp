@@ -43,7 +43,8 @@ GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers
     : m_(m), w_(w), b_(b), num_(num) {}
 
 void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
-                        int64_t ldy, Round round, bool accumulate, bool q8, cudaStream_t s) const {
+                        int64_t ldy, Round round, bool accumulate, bool q8, cudaStream_t s,
+                        bool exact) const {
   if (use_gemv(n_tok)) {
     bool quantised = false;
     for (const DevMatrix& p : l.parts) quantised |= q8 && has_q8_kernel(p.type);
@@ -85,7 +86,7 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
     a.scale = p.scale;
     a.round = round;
     a.accumulate = accumulate;
-    a.prec = num_.prec;
+    a.prec = exact ? cuda::GemmPrec::kF32 : num_.prec;
     b_.gemm->run(a, s);
   }
 }
@@ -150,7 +151,8 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   // Router logits stay fp32 in every dtype (as on the CPU and in llama.cpp).
   const int64_t n_expert = hp.n_expert;
   const int n_used = static_cast<int>(hp.n_expert_used[il]);
-  linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s);
+  linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s,
+         /*exact=*/true);
   cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
                   b_.wts.as<float>(), s);
   if (use_gemv(n_tok))
@@ -168,10 +170,11 @@ void GpuForward::moe_decode(int64_t il, int64_t n_tok, cudaStream_t s) const {
   const int64_t n_embd = hp.n_embd, n_ff = E.n_ff, n_slots = n_tok * n_used;
   float* gu = b_.gu.as<float>();
   float* hh = b_.hh.as<float>();
+  // quantize: whether this call must (re)write the Q8 copy of x (gate and up share theirs).
   auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, int64_t x_div, float* y,
-                     int64_t ldy, int bank_col, const float* slot_w) {
+                     int64_t ldy, int bank_col, const float* slot_w, bool quantize) {
     const bool q8 = num_.q8 && has_q8_kernel(t.type);
-    if (q8) cuda::quantize_act_q8(x, ldx, t.k, n_slots / x_div, b_.xq.get(), s);
+    if (q8 && quantize) cuda::quantize_act_q8(x, ldx, t.k, n_slots / x_div, b_.xq.get(), s);
     cuda::GemvArgs a;
     a.type = t.type;
     a.w = t.w;
@@ -199,13 +202,13 @@ void GpuForward::moe_decode(int64_t il, int64_t n_tok, cudaStream_t s) const {
   };
   const float* h = b_.h.as<float>();
   if (E.gate_up) {
-    grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, nullptr);
+    grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, nullptr, true);
   } else {
-    grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, nullptr);
-    grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr);
+    grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, nullptr, true);
+    grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr, !has_q8_kernel(E.gate.type));
   }
   cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, s);
-  grouped(E.down, hh, n_ff, 1, b_.x.as<float>(), n_embd, 2, b_.wts.as<float>());
+  grouped(E.down, hh, n_ff, 1, b_.x.as<float>(), n_embd, 2, b_.wts.as<float>(), true);
 }
 
 // Prefill: token-slots sorted by expert on the device, one grouped tensor-core GEMM per

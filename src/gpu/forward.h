@@ -35,7 +35,8 @@ class GpuForward {
 
  private:
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
-              cuda::Round round, bool accumulate, bool q8, cudaStream_t s) const;
+              cuda::Round round, bool accumulate, bool q8, cudaStream_t s,
+              bool exact = false) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   void ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   void moe_decode(int64_t il, int64_t n_tok, cudaStream_t s) const;
