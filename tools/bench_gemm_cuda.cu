@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
           }
         }
         gemm_set_fused_tile_override(0);
-        gemm_set_fused_fp4_fast(true);
+        gemm_set_fused_fp4_fast(false);
       }
     }
   } catch (const std::exception& e) {

@@ -71,8 +71,9 @@ enum class GemmRoute { kAuto, kCublas, kFused };
 // Token tile of the fused tensor-core kernel (32 or 64; 0 = automatic: 32 when the groups
 // average <= 32 positions, else 64), for tests and benchmarks (process-wide, not thread-safe).
 void gemm_set_fused_tile_override(int bt);
-// NVFP4 weights in the fused kernel: the pair-layout fast path of gemm_fp4.cuh (default on)
-// or the generic decoder; for tests and benchmarks (process-wide, not thread-safe).
+// NVFP4 weights in the fused kernel: the pair-layout path of gemm_fp4.cuh (table lookups) or
+// the generic decoder (default, until the benchmark says otherwise); for tests and
+// benchmarks (process-wide, not thread-safe).
 void gemm_set_fused_fp4_fast(bool on);
 
 // Owns the cuBLAS handles and one bounded device workspace (declared size: the engine adds it

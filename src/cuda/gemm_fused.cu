@@ -19,11 +19,14 @@
 // offsets copied to shared memory (a serial scan of n_group + 1 broadcast reads, ~1% of a
 // tile's work for 128 experts); CTAs past the last tile exit at once.
 //
-// NVFP4 (gemm_set_fused_fp4_fast, default on): the pair layout of gemm_fp4.cuh -- a byte's
-// two weights side by side, X staged in the same column order -- turns 8 weights into 4
-// table lookups and 4 paired multiplies (the generic decoder spends ~50 integer and fp32
-// operations), which matters because at BT = 32 the decode, not the mma, bounds the MoE
-// tiles (per k step a warp issues ~16 mma against ~4 x 50 decode operations).
+// NVFP4 (gemm_set_fused_fp4_fast, default off until measured): the pair layout of
+// gemm_fp4.cuh -- a byte's two weights side by side, X staged in the same column order --
+// turns 8 weights into 4 table lookups and 4 paired multiplies instead of ~50 integer and
+// fp32 operations. Whether that wins is a question for the H200: at BT = 32 the generic
+// decode is ALU-bound (~250-320 issue cycles per warp and k step, estimated), while the
+// table's data-dependent bank conflicts (~3.5-way for random bytes) add ~220 shared-memory
+// wavefronts per CTA and k step to the ~210 of the tile stores and ldmatrix, so the two
+// estimates are within each other's error. tools/bench_gemm_cuda.cu prints both (+fp4/+gen).
 //
 // fp32 kernel (kF32): the same tiling scheme at 64 rows x 32 tokens with fp32 shared tiles
 // and FMA, each thread 4 rows x 4 tokens.
@@ -48,7 +51,7 @@ constexpr int kBK = 32;
 constexpr int kMaxGroups = 4096;  // offsets staged in shared memory (16 KB)
 
 int g_tile_override = 0;
-bool g_fp4_fast = true;
+bool g_fp4_fast = false;
 
 // Resolves this CTA's token tile; false when it has none. first/end: positions of the tile's
 // group, group: its index.
