@@ -87,6 +87,8 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
   }
   if (grouped && a.x_div < 1) fail_message("cuda gemv: x_div must be >= 1");
   if (a.row_bytes < row_bytes(a.type, a.k)) fail_message("cuda gemv: row stride shorter than a row");
+  if (a.rows * a.n_tok >= (int64_t{1} << 31))
+    fail_message("cuda gemv: rows x n_tok = " + std::to_string(a.rows * a.n_tok) + " must stay below 2^31");
   if (a.slot_w != nullptr) {
     if (!grouped) fail_message("cuda gemv: slot_w (combine) needs the grouped mode (ids)");
     if (a.n_used < 1 || a.n_tok % a.n_used != 0)

@@ -86,17 +86,21 @@ __device__ __forceinline__ void stage_rows(uint8_t* stage, const uint8_t* w, con
   const int64_t rows_left = p.rows - row0;
   const int nr = static_cast<int>(rows_left < n_rows ? (rows_left > 0 ? rows_left : 0) : n_rows);
   int tail_from = 0;
-  if (p.vb > 0) {
-    const int nv = nbytes / p.vb;
+  const int nv = p.vb > 0 ? nbytes / p.vb : 0;
+  if (nv > 0) {
     tail_from = nv * p.vb;
-    const int total = nv * nr;
-    for (int i = lane; i < total; i += 32) {
-      const int q = i / nv, v = i - q * nv;
+    // Vector i = lane + 32 m is vector v of row q (i = q * nv + v), stepped without a
+    // division: a per-vector division cost ~1 instruction per weight element (H200 run 2).
+    int q = 0, v = lane;
+    while (v >= nv) v -= nv, ++q;
+    while (q < nr) {
       const uint8_t* src = w + (row0 + q) * p.row_bytes + off + v * p.vb;
       uint8_t* dst = stage + q * p.cbp + v * p.vb;
       if (p.vb == 16) cp_async16(dst, src);
       else if (p.vb == 8) cp_async8(dst, src);
       else cp_async4(dst, src);
+      v += 32;
+      while (v >= nv) v -= nv, ++q;
     }
   }
   // Ragged tail (or everything, without vectors): synchronous bytes.
@@ -114,25 +118,32 @@ __device__ __forceinline__ void store_out(float* y, float v, int accumulate) {
   *y = accumulate ? __fadd_rn(*y, v) : v;
 }
 
-// Where item `it` of a warp's work list lives. A warp takes the row groups ("groups") gw,
-// gw + n_w, gw + 2 n_w, ... of all out rows; each group runs n_sub sub-slots (the ranks of a
-// combined token, else 1) of n_chunks chunks.
-struct Item {
-  int c, j;             // chunk, sub-slot
-  int64_t out, row0;    // out row (token, slot or combined token) and first row of the group
-  int64_t slot;         // token-slot (grouped) or 0
+// A position in a warp's work list. A warp takes the row groups ("groups") gw, gw + n_w,
+// gw + 2 n_w, ... of all out rows; each group runs n_sub sub-slots (the ranks of a combined
+// token, else 1) of n_chunks chunks. Cursors step through it without per-item divisions.
+struct Cursor {
+  int c, j;           // chunk, sub-slot
+  int64_t gi;         // group
+  int64_t out, row0;  // out row (token, slot or combined token) and first row of the group
+  int64_t slot;       // token-slot (grouped) or 0
 };
-__device__ __forceinline__ Item item_at(const Params& p, int it, int64_t gw, int64_t n_w, int n_chunks, int n_sub,
-                                        int rw) {
-  Item m;
-  m.c = it % n_chunks;
-  const int q = it / n_chunks;
-  m.j = q % n_sub;
-  const int64_t gi = gw + static_cast<int64_t>(q / n_sub) * n_w;
-  m.out = gi / p.n_rg;
-  m.row0 = (gi - m.out * p.n_rg) * rw;
+__device__ __forceinline__ void cursor_slot(Cursor& m, const Params& p) {
   m.slot = p.ids == nullptr ? 0 : (p.slot_w != nullptr ? m.out * p.n_used + m.j : m.out);
-  return m;
+}
+__device__ __forceinline__ void cursor_group(Cursor& m, const Params& p, int rw) {
+  // Group counts stay below 2^32 (gemv.cu bounds slots and rows): a 32-bit division.
+  const uint32_t o = static_cast<uint32_t>(m.gi) / static_cast<uint32_t>(p.n_rg);
+  m.out = o;
+  m.row0 = (m.gi - static_cast<int64_t>(o) * p.n_rg) * rw;
+  cursor_slot(m, p);
+}
+__device__ __forceinline__ void cursor_next(Cursor& m, const Params& p, int n_chunks, int n_sub, int64_t n_w, int rw) {
+  if (++m.c < n_chunks) return;
+  m.c = 0;
+  if (++m.j < n_sub) return cursor_slot(m, p);
+  m.j = 0;
+  m.gi += n_w;
+  cursor_group(m, p, rw);
 }
 
 // Policy: static int64_t data_bytes(const Params&) -- bytes of a row's payload;
@@ -164,8 +175,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
   const int n_items = static_cast<int>(my_groups) * n_sub * n_chunks;
   const int64_t data_bytes = Policy::data_bytes(p);
 
-  auto issue = [&](int it) {
-    const Item m = item_at(p, it, gw, n_w, n_chunks, n_sub, rw);
+  auto issue = [&](const Cursor& m, int it) {
     const uint8_t* w = p.ids != nullptr ? p.w + static_cast<int64_t>(p.ids[m.slot]) * p.expert_bytes : p.w;
     const int64_t off = static_cast<int64_t>(m.c) * p.chunk_bytes;
     const int64_t left = data_bytes - off;
@@ -181,17 +191,21 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
   // Item it lives in stage it % S, with S - 1 items in flight ahead of the one being
   // computed. Every iteration commits one group (possibly empty), so waiting for "at most
   // S - 1 pending" means item it has landed.
+  Cursor ahead{0, 0, gw, 0, 0, 0};
+  cursor_group(ahead, p, rw);
+  Cursor m = ahead;
   for (int i = 0; i < S - 1; ++i) {
-    if (i < n_items) issue(i);
+    if (i < n_items) issue(ahead, i);
     cp_async_commit();
+    cursor_next(ahead, p, n_chunks, n_sub, n_w, rw);
   }
   for (int it = 0; it < n_items; ++it) {
     const int nxt = it + S - 1;
-    if (nxt < n_items) issue(nxt);
+    if (nxt < n_items) issue(ahead, nxt);
     cp_async_commit();
+    cursor_next(ahead, p, n_chunks, n_sub, n_w, rw);
     cp_async_wait(S - 1);
     __syncwarp();
-    const Item m = item_at(p, it, gw, n_w, n_chunks, n_sub, rw);
     if (m.c == 0) {
 #pragma unroll
       for (int r = 0; r < R; ++r)
@@ -201,7 +215,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
     const int64_t xrow = p.ids != nullptr ? m.slot / p.x_div : 0;
     Policy::template compute<NT, R>(acc, stages + (it % S) * rw * p.cbp + rs * p.cbp, p, xrow, m.c, kl, ns);
     __syncwarp();  // the stage is refilled in a later iteration
-    if (m.c != n_chunks - 1) continue;
+    const Cursor cur = m;
+    cursor_next(m, p, n_chunks, n_sub, n_w, rw);
+    if (cur.c != n_chunks - 1) continue;
 
     // Group done: sum the lanes of each row slice (fixed order), then the slice's lane 0
     // applies the epilogue to its R rows.
@@ -215,20 +231,20 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
       }
     if (kl != 0) continue;
     float slot_scale = p.scale;
-    if (p.ids != nullptr && p.bank != nullptr) slot_scale *= p.bank[static_cast<int64_t>(p.ids[m.slot]) * 4 + p.bank_col];
-    const float wk = combine ? p.slot_w[m.slot] : 0.0f;
+    if (p.ids != nullptr && p.bank != nullptr) slot_scale *= p.bank[static_cast<int64_t>(p.ids[cur.slot]) * 4 + p.bank_col];
+    const float wk = combine ? p.slot_w[cur.slot] : 0.0f;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const int64_t row = m.row0 + r * ns + rs;
+      const int64_t row = cur.row0 + r * ns + rs;
       if (row >= p.rows) continue;
       const float s = p.row_scale != nullptr ? p.row_scale[row] * slot_scale : slot_scale;
       if (combine) {
         const float v = round_to(p.round, __fmul_rn(acc[r][0], s));
         // The CPU combine's arithmetic, one rounding per operation (no FMA).
-        comb[r] = m.j == 0 ? __fmul_rn(v, wk) : __fadd_rn(comb[r], __fmul_rn(v, wk));
-        if (m.j == n_sub - 1) store_out(p.y + m.out * p.ldy + row, round_to(p.round, comb[r]), p.accumulate);
+        comb[r] = cur.j == 0 ? __fmul_rn(v, wk) : __fadd_rn(comb[r], __fmul_rn(v, wk));
+        if (cur.j == n_sub - 1) store_out(p.y + cur.out * p.ldy + row, round_to(p.round, comb[r]), p.accumulate);
       } else if (p.ids != nullptr) {
-        store_out(p.y + m.out * p.ldy + row, round_to(p.round, __fmul_rn(acc[r][0], s)), p.accumulate);
+        store_out(p.y + cur.out * p.ldy + row, round_to(p.round, __fmul_rn(acc[r][0], s)), p.accumulate);
       } else {
 #pragma unroll
         for (int t = 0; t < NT; ++t)

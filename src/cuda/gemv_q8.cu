@@ -55,6 +55,9 @@ __device__ __forceinline__ XScale x_scale(const uint8_t* xt, int64_t k, int64_t 
 }
 __device__ __forceinline__ uint4 x_ld16(const uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
+// The units below decode each weight word once per row and then loop over the tokens, so
+// that only one token's activations are live at a time (batch 8 held all of them and ran
+// at ~250 registers per thread: 8 warps per SM).
 struct Q8Nvfp4 {
   static constexpr int kBlockElems = 64, kBlockBytes = 36;
   template <int NT, int R>
@@ -77,41 +80,31 @@ struct Q8Nvfp4 {
 #pragma unroll
     for (int ab = 0; ab < 2; ++ab) {
       float dx[NT];
-      uint4 xa[NT][2];
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < n_tok) {
-          const uint8_t* x = xt + t * xq_row;
-          dx[t] = x_scale(x, k, (e0 >> 5) + ab).d * 128.0f;  // ue4m3_x2e8 * 2^7 = ue4m3_half
-          xa[t][0] = x_ld16(x + e0 + 32 * ab);
-          xa[t][1] = x_ld16(x + e0 + 32 * ab + 16);
-        } else {
-          dx[t] = 0.0f;
-          xa[t][0] = xa[t][1] = make_uint4(0, 0, 0, 0);
-        }
-      }
+      for (int t = 0; t < NT; ++t)  // ue4m3_x2e8 * 2^7 = ue4m3_half
+        dx[t] = t < n_tok ? x_scale(xt + t * xq_row, k, (e0 >> 5) + ab).d * 128.0f : 0.0f;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int s = 2 * ab + h;
-        uint32_t a0[NT], a1[NT], a2[NT], a3[NT];
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          const uint4 v = xa[t][h];  // elements 0-3, 4-7, 8-11, 12-15 of sub-block s
-          a0[t] = x_pair_0(v.x, v.z), a1[t] = x_pair_1(v.x, v.z);
-          a2[t] = x_pair_0(v.y, v.w), a3[t] = x_pair_1(v.y, v.w);
-        }
+        uint32_t wv[R][4];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
           const uint8_t* q = wb + r * rstride + 4 + 8 * s;
-          uint32_t w0, w1, w2, w3;
-          e2m1x8_i8(ld32(q), w0, w1);
-          e2m1x8_i8(ld32(q + 4), w2, w3);
+          e2m1x8_i8(ld32(q), wv[r][0], wv[r][1]);
+          e2m1x8_i8(ld32(q + 4), wv[r][2], wv[r][3]);
+        }
 #pragma unroll
-          for (int t = 0; t < NT; ++t) {
-            int is = dp4a(w0, a0[t], 0);
-            is = dp4a(w1, a1[t], is);
-            is = dp4a(w2, a2[t], is);
-            is = dp4a(w3, a3[t], is);
+        for (int t = 0; t < NT; ++t) {
+          if (t >= n_tok) break;
+          const uint4 v = x_ld16(xt + t * xq_row + e0 + 32 * ab + 16 * h);  // elements 0-3, 4-7, 8-11, 12-15
+          const uint32_t a0 = x_pair_0(v.x, v.z), a1 = x_pair_1(v.x, v.z);
+          const uint32_t a2 = x_pair_0(v.y, v.w), a3 = x_pair_1(v.y, v.w);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            int is = dp4a(wv[r][0], a0, 0);
+            is = dp4a(wv[r][1], a1, is);
+            is = dp4a(wv[r][2], a2, is);
+            is = dp4a(wv[r][3], a3, is);
             acc[r][t] = fmaf(static_cast<float>(is), sw[r][s] * dx[t], acc[r][t]);
           }
         }
@@ -130,41 +123,36 @@ struct Q8Mxfp4 {
       const int64_t eb = e0 + 32 * b;
       if (eb >= k) return;
       const int o = 34 * kl + 17 * b;
-      float dx[NT];
-      uint32_t xp[NT][8];
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < n_tok) {
-          const uint8_t* x = xt + t * xq_row;
-          dx[t] = x_scale(x, k, eb >> 5).d;
-          const uint4 u = x_ld16(x + eb), v = x_ld16(x + eb + 16);
-          const uint32_t X[8] = {u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w};
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            xp[t][2 * i] = x_pair_0(X[i], X[i + 4]);
-            xp[t][2 * i + 1] = x_pair_1(X[i], X[i + 4]);
-          }
-        } else {
-          dx[t] = 0.0f;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) xp[t][i] = 0;
-        }
-      }
+      uint32_t wv[R][8];
+      float sw[R];
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const uint8_t* base = st + r * rstride;
-        const float sw = e8m0_half(base[o]);
+        sw[r] = e8m0_half(base[o]);
         uint32_t q[4];
         ld_words<4>(base, o + 1, q);
-        uint32_t wv[8];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) e2m1x8_i8(q[i], wv[2 * i], wv[2 * i + 1]);
+        for (int i = 0; i < 4; ++i) e2m1x8_i8(q[i], wv[r][2 * i], wv[r][2 * i + 1]);
+      }
 #pragma unroll
-        for (int t = 0; t < NT; ++t) {
+      for (int t = 0; t < NT; ++t) {
+        if (t >= n_tok) break;
+        const uint8_t* x = xt + t * xq_row;
+        const float dx = x_scale(x, k, eb >> 5).d;
+        const uint4 u = x_ld16(x + eb), v = x_ld16(x + eb + 16);
+        const uint32_t X[8] = {u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w};
+        uint32_t xp[8];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          xp[2 * i] = x_pair_0(X[i], X[i + 4]);
+          xp[2 * i + 1] = x_pair_1(X[i], X[i + 4]);
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
           int is = 0;
 #pragma unroll
-          for (int i = 0; i < 8; ++i) is = dp4a(wv[i], xp[t][i], is);
-          acc[r][t] = fmaf(static_cast<float>(is), sw * dx[t], acc[r][t]);
+          for (int i = 0; i < 8; ++i) is = dp4a(wv[r][i], xp[i], is);
+          acc[r][t] = fmaf(static_cast<float>(is), sw[r] * dx, acc[r][t]);
         }
       }
     }
@@ -181,40 +169,35 @@ struct Q8Q8_0 {
       const int64_t eb = e0 + 32 * b;
       if (eb >= k) return;
       const int o = 68 * kl + 34 * b;
-      float dx[NT];
-      uint32_t X[NT][8];
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < n_tok) {
-          const uint8_t* x = xt + t * xq_row;
-          dx[t] = x_scale(x, k, eb >> 5).d;
-          const uint4 u = x_ld16(x + eb), v = x_ld16(x + eb + 16);
-          X[t][0] = u.x, X[t][1] = u.y, X[t][2] = u.z, X[t][3] = u.w;
-          X[t][4] = v.x, X[t][5] = v.y, X[t][6] = v.z, X[t][7] = v.w;
-        } else {
-          dx[t] = 0.0f;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) X[t][i] = 0;
-        }
-      }
+      uint32_t wv[R][8];
+      float d[R];
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const uint8_t* base = st + r * rstride;
-        const float d = ld_half(base + o);
-        uint32_t q[8];
-        ld_words<8>(base, o + 2, q);
+        d[r] = ld_half(base + o);
+        ld_words<8>(base, o + 2, wv[r]);
+      }
 #pragma unroll
-        for (int t = 0; t < NT; ++t) {
+      for (int t = 0; t < NT; ++t) {
+        if (t >= n_tok) break;
+        const uint8_t* x = xt + t * xq_row;
+        const float dx = x_scale(x, k, eb >> 5).d;
+        const uint4 u = x_ld16(x + eb), v = x_ld16(x + eb + 16);
+        const uint32_t X[8] = {u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
           int is = 0;
 #pragma unroll
-          for (int i = 0; i < 8; ++i) is = dp4a(q[i], X[t][i], is);
-          acc[r][t] = fmaf(static_cast<float>(is), d * dx[t], acc[r][t]);
+          for (int i = 0; i < 8; ++i) is = dp4a(wv[r][i], X[i], is);
+          acc[r][t] = fmaf(static_cast<float>(is), d[r] * dx, acc[r][t]);
         }
       }
     }
   }
 };
 
+// Q4_K: sub-block h of the pair (2p + h) meets activation block (e0 / 32) + h:
+//   acc += d * (dx * (sc * sum q*qx)) - dmin * (dx * (m * sum qx))
 struct Q8Q4_K {
   static constexpr int kBlockElems = 256, kBlockBytes = 144;
   template <int NT, int R>
@@ -222,51 +205,42 @@ struct Q8Q4_K {
                                               const uint8_t* xt, int64_t xq_row, int n_tok, int64_t k, int64_t e0) {
     if (e0 >= k) return;
     const int sb = kl >> 2, pp = kl & 3;
-    float dx0[NT], dx1[NT];
-    int sx0[NT], sx1[NT];
-    uint32_t X0[NT][8], X1[NT][8];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (t < n_tok) {
-        const uint8_t* x = xt + t * xq_row;
-        const XScale a = x_scale(x, k, e0 >> 5), b = x_scale(x, k, (e0 >> 5) + 1);
-        dx0[t] = a.d, sx0[t] = a.s_lo + a.s_hi, dx1[t] = b.d, sx1[t] = b.s_lo + b.s_hi;
-        const uint4 u0 = x_ld16(x + e0), v0 = x_ld16(x + e0 + 16), u1 = x_ld16(x + e0 + 32),
-                    v1 = x_ld16(x + e0 + 48);
-        X0[t][0] = u0.x, X0[t][1] = u0.y, X0[t][2] = u0.z, X0[t][3] = u0.w;
-        X0[t][4] = v0.x, X0[t][5] = v0.y, X0[t][6] = v0.z, X0[t][7] = v0.w;
-        X1[t][0] = u1.x, X1[t][1] = u1.y, X1[t][2] = u1.z, X1[t][3] = u1.w;
-        X1[t][4] = v1.x, X1[t][5] = v1.y, X1[t][6] = v1.z, X1[t][7] = v1.w;
-      } else {
-        dx0[t] = dx1[t] = 0.0f, sx0[t] = sx1[t] = 0;
+    for (int h = 0; h < 2; ++h) {
+      uint32_t wv[R][8];
+      float d[R], dmin[R];
+      int sc[R], mn[R];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) X0[t][i] = X1[t][i] = 0;
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* b = st + r * rstride + 144 * sb;
+        const uint32_t dm = ld32(b);
+        d[r] = half_bits_to_float(static_cast<unsigned short>(dm & 0xFFFF));
+        dmin[r] = half_bits_to_float(static_cast<unsigned short>(dm >> 16));
+        q4k_scale_min(b + 4, 2 * pp + h, sc[r], mn[r]);
+        const uint4 qa = *reinterpret_cast<const uint4*>(b + 16 + 32 * pp);
+        const uint4 qb = *reinterpret_cast<const uint4*>(b + 32 + 32 * pp);
+        const uint32_t q[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
+#pragma unroll
+        for (int i = 0; i < 8; ++i) wv[r][i] = (q[i] >> (4 * h)) & 0x0F0F0F0Fu;
       }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* b = st + r * rstride + 144 * sb;
-      const uint32_t dm = ld32(b);
-      const float d = half_bits_to_float(static_cast<unsigned short>(dm & 0xFFFF));
-      const float dmin = half_bits_to_float(static_cast<unsigned short>(dm >> 16));
-      int sc0, m0, sc1, m1;
-      q4k_scale_min(b + 4, 2 * pp, sc0, m0);
-      q4k_scale_min(b + 4, 2 * pp + 1, sc1, m1);
-      const uint4 qa = *reinterpret_cast<const uint4*>(b + 16 + 32 * pp);
-      const uint4 qb = *reinterpret_cast<const uint4*>(b + 32 + 32 * pp);
-      const uint32_t q[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
-      uint32_t lo[8], hi[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) lo[i] = q[i] & 0x0F0F0F0Fu, hi[i] = (q[i] >> 4) & 0x0F0F0F0Fu;
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        int i0 = 0, i1 = 0;
+        if (t >= n_tok) break;
+        const uint8_t* x = xt + t * xq_row;
+        const XScale xs = x_scale(x, k, (e0 >> 5) + h);
+        const int sx = xs.s_lo + xs.s_hi;
+        const uint4 u = x_ld16(x + e0 + 32 * h), v = x_ld16(x + e0 + 32 * h + 16);
+        const uint32_t X[8] = {u.x, u.y, u.z, u.w, v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int i = 0; i < 8; ++i) i0 = dp4a(lo[i], X0[t][i], i0), i1 = dp4a(hi[i], X1[t][i], i1);
-        const float a = fmaf(dx1[t], static_cast<float>(sc1 * i1), dx0[t] * static_cast<float>(sc0 * i0));
-        const float mm = fmaf(dx1[t], static_cast<float>(m1 * sx1[t]), dx0[t] * static_cast<float>(m0 * sx0[t]));
-        acc[r][t] = fmaf(d, a, acc[r][t]);
-        acc[r][t] = fmaf(-dmin, mm, acc[r][t]);
+        for (int r = 0; r < R; ++r) {
+          int is = 0;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) is = dp4a(wv[r][i], X[i], is);
+          const float a = xs.d * static_cast<float>(sc[r] * is);
+          const float mm = xs.d * static_cast<float>(mn[r] * sx);
+          acc[r][t] = fmaf(d[r], a, acc[r][t]);
+          acc[r][t] = fmaf(-dmin[r], mm, acc[r][t]);
+        }
       }
     }
   }
@@ -299,34 +273,28 @@ struct Q8Q6_K {
 #pragma unroll
     for (int qq = 0; qq < 4; ++qq) {
       const int64_t eg = esb + 128 * h + 32 * qq;  // activation block of this group
-      float dx[NT];
-      int off[NT];
-      uint4 X[NT];
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < n_tok) {
-          const uint8_t* x = xt + t * xq_row;
-          const XScale s = x_scale(x, k, eg >> 5);
-          dx[t] = s.d;
-          off[t] = -32 * (i ? s.s_hi : s.s_lo);
-          X[t] = x_ld16(x + eg + 16 * i);
-        } else {
-          dx[t] = 0.0f, off[t] = 0, X[t] = make_uint4(0, 0, 0, 0);
-        }
-      }
+      uint32_t cv[R][4];
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const uint32_t* ql = (qq & 1) ? qlb[r] : qla[r];
         const int ls = 4 * (qq >> 1), hs = 2 * qq;
-        const uint32_t c0 = q6k_codes(ql[0], ls, qh[r][0], hs), c1 = q6k_codes(ql[1], ls, qh[r][1], hs);
-        const uint32_t c2 = q6k_codes(ql[2], ls, qh[r][2], hs), c3 = q6k_codes(ql[3], ls, qh[r][3], hs);
 #pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          int is = dp4a(c0, X[t].x, off[t]);
-          is = dp4a(c1, X[t].y, is);
-          is = dp4a(c2, X[t].z, is);
-          is = dp4a(c3, X[t].w, is);
-          acc[r][t] = fmaf(static_cast<float>(sc[r][qq] * is), d[r] * dx[t], acc[r][t]);
+        for (int j = 0; j < 4; ++j) cv[r][j] = q6k_codes(ql[j], ls, qh[r][j], hs);
+      }
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t >= n_tok) break;
+        const uint8_t* x = xt + t * xq_row;
+        const XScale xs = x_scale(x, k, eg >> 5);
+        const int off = -32 * (i ? xs.s_hi : xs.s_lo);
+        const uint4 X = x_ld16(x + eg + 16 * i);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          int is = dp4a(cv[r][0], X.x, off);
+          is = dp4a(cv[r][1], X.y, is);
+          is = dp4a(cv[r][2], X.z, is);
+          is = dp4a(cv[r][3], X.w, is);
+          acc[r][t] = fmaf(static_cast<float>(sc[r][qq] * is), d[r] * xs.d, acc[r][t]);
         }
       }
     }

@@ -89,30 +89,29 @@ float dot_q4_k(const uint8_t* w, int64_t k, const XRow& x) {
     std::memcpy(&hd, blk, 2);
     std::memcpy(&hm, blk + 2, 2);
     const float d = f16_to_f32(hd), dmin = f16_to_f32(hm);
-    for (int pp = 0; pp < 4; ++pp) {
-      int sc[2], mn[2], is[2] = {0, 0}, sx[2] = {0, 0};
-      float dx[2];
+    for (int pp = 0; pp < 4; ++pp)
       for (int h = 0; h < 2; ++h) {
         const int j = 2 * pp + h;
         const uint8_t* s = blk + 4;
+        int sc, mn;
         if (j < 4) {
-          sc[h] = s[j] & 63, mn[h] = s[j + 4] & 63;
+          sc = s[j] & 63, mn = s[j + 4] & 63;
         } else {
-          sc[h] = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), mn[h] = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+          sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
         }
         const int64_t e0 = 256 * b + 64 * pp + 32 * h;
+        int is = 0, sx = 0;
         for (int l = 0; l < 32; ++l) {
           const uint8_t byte = blk[16 + 32 * pp + l];
-          is[h] += (h == 0 ? (byte & 0xF) : (byte >> 4)) * x.q[e0 + l];
-          sx[h] += x.q[e0 + l];
+          is += (h == 0 ? (byte & 0xF) : (byte >> 4)) * x.q[e0 + l];
+          sx += x.q[e0 + l];
         }
-        dx[h] = x.d(e0 / 32);
+        const float dx = x.d(e0 / 32);
+        const float a = dx * static_cast<float>(sc * is);
+        const float m = dx * static_cast<float>(mn * sx);
+        acc = std::fma(d, a, acc);
+        acc = std::fma(-dmin, m, acc);
       }
-      const float a = std::fma(dx[1], static_cast<float>(sc[1] * is[1]), dx[0] * static_cast<float>(sc[0] * is[0]));
-      const float m = std::fma(dx[1], static_cast<float>(mn[1] * sx[1]), dx[0] * static_cast<float>(mn[0] * sx[0]));
-      acc = std::fma(d, a, acc);
-      acc = std::fma(-dmin, m, acc);
-    }
   }
   return acc;
 }

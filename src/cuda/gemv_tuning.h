@@ -15,35 +15,41 @@ struct GemvQ8Plan {
   int stages;  // cp.async chunks in flight per warp: 1..4
 };
 
-// Warps resident on the H200 at the integer kernels' occupancy (132 SMs x 32); only used to
-// estimate how many work items each warp will stream.
-inline constexpr int64_t kGemvResidentWarps = 132 * 32;
-// A warp should stream at least this many chunks, so that its copies overlap its arithmetic.
-inline constexpr int64_t kGemvMinItemsPerWarp = 8;
+// One-token launches take the most rows per lane (each activation load then serves more
+// rows) that still leave this many row groups, i.e. warps' worth of parallel work.
+inline constexpr int64_t kGemvMinGroups = 1024;
 
 inline int gemv_q8_min_lanes(GgmlType) { return 4; }
 
 // The plan of the integer path for `rows` x `k` weights, n_tok tokens per out row, n_out
 // out rows (1 for dense, token-slots or combined tokens for MoE) of n_sub sub-slots each
 // (n_used for the combine, else 1).
+//
+// H200 run 2 (NVFP4, one token; lanes/rows): 14336x4096 32/4 26 us, 32/1 41 us, 8/1 39 us;
+// 4096x14336 32/4 27 us, 32/1 39 us, 4/1 108 us; experts 768x2048 x8 32/4 8.4 us, 16/2
+// 8.9 us; 2048x768 x8 16/4 9.2 us, 8/4 9.5 us, 4/1 11.2 us. Pipeline depth 2, 3 and 4 were
+// within 1% everywhere. The combine with one token has only rows / (rows per group) groups:
+// 4 lanes x 4 rows left 64 warps and took 80 us.
 inline GemvQ8Plan gemv_q8_plan(GgmlType type, int64_t rows, int64_t k, int64_t n_tok, int64_t n_out, int64_t n_sub) {
-  GemvQ8Plan pl{32, 1, 4};
-  // Lanes: the widest that leaves at most 1/8 of the lanes idle on the last chunk.
+  // Depth: one chunk ahead sufficed in run 2; the combine's short per-rank items get more.
+  GemvQ8Plan pl{32, 1, n_sub > 1 ? 4 : 2};
+  // Lanes: with plenty of row groups, the widest that leaves no lane idle on the last chunk
+  // (12 units: 4 lanes); otherwise enough lanes for every unit of a row (12 units: 16 lanes,
+  // 4 of them idle) so that a few slots still spread over many warps.
   const int64_t units = (k + 63) / 64;
-  for (int lanes = 32; lanes >= gemv_q8_min_lanes(type); lanes /= 2) {
-    pl.lanes = lanes;
-    const int64_t idle = (units + lanes - 1) / lanes * lanes - units;
-    if (idle * 8 <= units) break;
+  int snug = 32;
+  while (snug > gemv_q8_min_lanes(type) && units % snug != 0) snug /= 2;
+  if ((rows + 4 * (32 / snug) - 1) / (4 * (32 / snug)) * n_out >= 2 * kGemvMinGroups) {
+    pl.lanes = snug;
+  } else {
+    pl.lanes = 32;
+    while (pl.lanes > gemv_q8_min_lanes(type) && pl.lanes / 2 >= units) pl.lanes /= 2;
   }
   const int64_t slices = 32 / pl.lanes;
-  const int64_t chunks = (k + 64 * pl.lanes - 1) / (64 * pl.lanes);
   if (n_tok == 1) {
-    // Rows per lane: more reuse of each activation load, but fewer, longer work lists.
     for (int r = 4; r >= 1; r /= 2) {
       pl.rows = r;
-      const int64_t groups = (rows + r * slices - 1) / (r * slices) * n_out;
-      const int64_t items = (groups + kGemvResidentWarps - 1) / kGemvResidentWarps * chunks * n_sub;
-      if (items >= kGemvMinItemsPerWarp) break;
+      if ((rows + r * slices - 1) / (r * slices) * n_out >= kGemvMinGroups) break;
     }
   } else {
     pl.rows = n_tok == 2 ? 4 : 2;
