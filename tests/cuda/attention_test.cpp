@@ -20,9 +20,10 @@
 // (weights ~1e-3 and up) moves the output far beyond that; reading a cache row past the live
 // length is caught by the NaN poison.
 //
-// The tests at the end need no GPU: the decode plan, the argument checks, and the SIMT
-// kernel's own phases run thread by thread on the CPU (attn_simt_phases.cuh
-// simt_grid_host, then the combine) against attention_ref with the same checks.
+// The tests at the end need no GPU: the decode plan, the argument checks, and both kernels'
+// own code on the CPU against attention_ref with the same checks: the SIMT phases thread by
+// thread (attn_simt_phases.cuh simt_grid_host, then the combine), the tensor-core kernel's
+// lanes in lockstep with models of mma.sync and ldmatrix (attn_mma_lane.cuh mma_grid_host).
 #include "cuda/attention.h"
 
 #include <gtest/gtest.h>
@@ -32,11 +33,13 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
 #include "core/fp16.h"
 #include "cuda/attn_plan.cuh"
+#include "cuda/attn_mma_lane.cuh"
 #include "cuda/attn_simt_phases.cuh"
 #include "cuda/buffer.h"
 #include "cuda/check.h"
@@ -389,7 +392,7 @@ TEST(CudaAttentionPlan, RowsMapToTokenAndHead) {
   EXPECT_EQ(live_keys(0, 0, 100), 1);
 }
 
-// The SIMT kernel (decode: split chunks + combine; prefill: all keys) run on the CPU over
+// The kernels (SIMT decode: split chunks + combine; SIMT or tensor-core prefill) run on the CPU over
 // a cache image made by engine::KvCache (rows past the live length NaN).
 template <class T, int D>
 void emulate(const Case& c, std::mt19937& rng) {
@@ -438,6 +441,12 @@ void emulate(const Case& c, std::mt19937& rng) {
     simt_grid_host<T, D, true>(p, c.n_head_kv);
     CombineParams cp{p.part_acc, p.part_ml, &pos, out.data(), ldo, c.n_tok, n_ctx, c.n_head, p.splits, D, p.round};
     combine_host(cp);
+  } else if (c.path == Path::kPrefill && !std::is_same_v<T, float> && D <= 128) {
+    if constexpr (!std::is_same_v<T, float> && D <= 128) {  // the tensor-core kernel, as dispatched
+      p.splits = 1;
+      p.row_blocks = ceil_div(c.n_tok * group, kMmaRows);
+      mma_grid_host<T, D>(p, c.n_head_kv);
+    }
   } else {
     p.splits = 1;
     simt_grid_host<T, D, false>(p, c.n_head_kv);
@@ -478,7 +487,7 @@ void emulate_case(const Case& c, std::mt19937& rng) {
   emulate_type<256>(c, rng);
 }
 
-TEST(CudaAttentionEmulated, SimtDecodeMatchesRef) {
+TEST(CudaAttentionEmulated, DecodeMatchesRef) {
   std::mt19937 rng(21);
   int n = 0;
   for (KvType t : kKvTypes)
@@ -493,7 +502,7 @@ TEST(CudaAttentionEmulated, SimtDecodeMatchesRef) {
   emulate_case({KvType::kBF16, 128, 32, 8, 1, 5, Path::kDecode, 9000}, rng);
 }
 
-TEST(CudaAttentionEmulated, SimtPrefillMatchesRef) {
+TEST(CudaAttentionEmulated, PrefillMatchesRef) {
   std::mt19937 rng(22);
   int n = 0;
   for (KvType t : kKvTypes)
@@ -503,6 +512,10 @@ TEST(CudaAttentionEmulated, SimtPrefillMatchesRef) {
           const auto& hh = kHeads[n++ % 5];
           emulate_case({t, d, hh[0], hh[1], n_tok, pos0, Path::kPrefill}, rng);
           if (::testing::Test::HasFatalFailure()) return;
+          if (t != KvType::kF32) {
+            emulate_case({t, d, hh[0], hh[1], n_tok, pos0, Path::kPrefillSimt}, rng);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
         }
 }
 
