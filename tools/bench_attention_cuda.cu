@@ -12,7 +12,8 @@
 // size); "% read BW" divides it by the streaming-read kernel's rate measured at start-up.
 //
 // Prefill (512 tokens from position 0, and 512 tokens after 4096 cached ones): time per
-// layer and TFLOP/s counting 4*d multiply-adds per (query head, visible key) pair.
+// layer and TFLOP/s counting 4*d flops per (query head, visible key) pair; for bf16/f16 the
+// tensor-core kernel, then the SIMT kernel on the same shapes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -228,6 +229,13 @@ int main(int argc, char** argv) {
       b.run(m, 32768, 4096, 1, true);
       b.run(m, 512, 512, 512, false);
       b.run(m, 4608, 4608, 512, false);
+      if (kv != KvType::kF32) {  // the SIMT kernel on the same shapes, for comparison
+        attention_set_prefill_override(1);
+        std::printf("(SIMT prefill)\n");
+        b.run(m, 512, 512, 512, false);
+        b.run(m, 4608, 4608, 512, false);
+        attention_set_prefill_override(0);
+      }
     }
     FT_CUDA_CHECK(cudaStreamDestroy(s));
   } catch (const std::exception& e) {

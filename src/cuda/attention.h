@@ -39,7 +39,8 @@ enum class KvType { kF32, kF16, kBF16 };
 // Cache layout per layer (the engine allocates it): K [n_ctx][k_dim], V [n_ctx][v_dim] with
 // k_dim = n_head_kv*head_dim_k, v_dim = n_head_kv*head_dim_v, rows contiguous (as
 // engine::KvCache). Writes n_tok rows of K and V (fp32 in, ldk / ldv floats apart, rounded to
-// nearest even) at positions *d_pos .. *d_pos + n_tok - 1 (d_pos: device pointer).
+// nearest even) at positions *d_pos .. *d_pos + n_tok - 1 (d_pos: device pointer; the caller
+// keeps *d_pos + n_tok <= n_ctx, which this call cannot see).
 void kv_store(KvType t, void* k_cache, void* v_cache, int64_t k_dim, int64_t v_dim, const float* k, int64_t ldk,
               const float* v, int64_t ldv, int64_t n_tok, const int32_t* d_pos, cudaStream_t s);
 
