@@ -21,6 +21,26 @@ inline constexpr int64_t kGemvMinGroups = 1024;
 
 inline int gemv_q8_min_lanes(GgmlType) { return 4; }
 
+// Measured plans for the shapes the issue benchmarks (H200 run 3, NVFP4; the rule below
+// picks within ~10% of them). n_out_max bounds the out rows (1: dense; MoE: slots).
+struct GemvQ8Measured {
+  GgmlType type;
+  int64_t rows, k, n_tok, n_out_max;
+  int lanes, rows_per_lane;
+};
+inline constexpr GemvQ8Measured kGemvQ8Measured[] = {
+    // 14336x4096: 16/4 22.1 us, 32/4 23.6, 32/2 24.9.      4096x14336: 32/2 22.1, 32/4 24.1.
+    {GgmlType::NVFP4, 14336, 4096, 1, 1, 16, 4},
+    {GgmlType::NVFP4, 4096, 14336, 1, 1, 32, 2},
+    // Batch 8: 14336x4096 16 lanes 62.5 us, 32 lanes 69.7.
+    {GgmlType::NVFP4, 14336, 4096, 8, 1, 16, 2},
+    // Qwen3-30B-A3B experts, 8 slots: gate 16/2 7.4 us, 32/4 8.0; down 8/2 8.6, 16/4 8.8.
+    {GgmlType::NVFP4, 768, 2048, 1, 16, 16, 2},
+    {GgmlType::NVFP4, 2048, 768, 1, 16, 8, 2},
+    // 64 slots (8 tokens): gate 16/4 34.6 us, 32/4 39.3 (down: the rule's 4/4, 43.9, is best).
+    {GgmlType::NVFP4, 768, 2048, 1, 64, 16, 4},
+};
+
 // The plan of the integer path for `rows` x `k` weights, n_tok tokens per out row, n_out
 // out rows (1 for dense, token-slots or combined tokens for MoE) of n_sub sub-slots each
 // (n_used for the combine, else 1).
@@ -31,7 +51,8 @@ inline int gemv_q8_min_lanes(GgmlType) { return 4; }
 // within 1% everywhere. The combine with one token has only rows / (rows per group) groups:
 // 4 lanes x 4 rows left 64 warps and took 80 us.
 inline GemvQ8Plan gemv_q8_plan(GgmlType type, int64_t rows, int64_t k, int64_t n_tok, int64_t n_out, int64_t n_sub) {
-  // Depth: one chunk ahead sufficed in run 2; the combine's short per-rank items get more.
+  // Depth: one chunk ahead (2 stages) was best or within 2% in runs 2 and 3; the combine's
+  // short per-rank items get more.
   GemvQ8Plan pl{32, 1, n_sub > 1 ? 4 : 2};
   // Lanes: with plenty of row groups, the widest that leaves no lane idle on the last chunk
   // (12 units: 4 lanes); otherwise enough lanes for every unit of a row (12 units: 16 lanes,
@@ -46,6 +67,13 @@ inline GemvQ8Plan gemv_q8_plan(GgmlType type, int64_t rows, int64_t k, int64_t n
     while (pl.lanes > gemv_q8_min_lanes(type) && pl.lanes / 2 >= units) pl.lanes /= 2;
   }
   const int64_t slices = 32 / pl.lanes;
+  for (const GemvQ8Measured& m : kGemvQ8Measured) {
+    if (m.type == type && m.rows == rows && m.k == k && m.n_tok == n_tok && n_out <= m.n_out_max && n_sub == 1) {
+      pl.lanes = m.lanes;
+      pl.rows = m.rows_per_lane;
+      return pl;
+    }
+  }
   if (n_tok == 1) {
     for (int r = 4; r >= 1; r /= 2) {
       pl.rows = r;
