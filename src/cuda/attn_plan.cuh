@@ -1,6 +1,6 @@
 // Index arithmetic of the attention kernels (attention_decode.cu, attention_prefill.cu),
 // host- and device-callable so that tests/cuda/attention_test.cpp checks it without a
-// GPU: the decode split plan and the row <-> (token, head) mapping.
+// GPU: the decode split plan, the row <-> (token, head) mapping and kv_store's element map.
 #pragma once
 
 #include <cstdint>
@@ -65,5 +65,22 @@ struct RowRef {
   int64_t t, h;
 };
 FT_ATTN_HD inline RowRef row_ref(int64_t i, int64_t g, int64_t group) { return RowRef{i / group, g * group + i % group}; }
+
+// kv_store's element i of n_tok*(k_dim + v_dim): the K elements of every token, then the V
+// ones; source index in k or v (ld apart) and destination index in the cache at row pos + t.
+struct KvSlot {
+  bool is_v;
+  int64_t src, dst;
+};
+FT_ATTN_HD inline KvSlot kv_slot(int64_t i, int64_t n_tok, int64_t k_dim, int64_t v_dim, int64_t ldk, int64_t ldv,
+                                 int64_t pos) {
+  const int64_t n_k = n_tok * k_dim;
+  if (i < n_k) {
+    const int64_t t = i / k_dim, c = i % k_dim;
+    return KvSlot{false, t * ldk + c, (pos + t) * k_dim + c};
+  }
+  const int64_t t = (i - n_k) / v_dim, c = (i - n_k) % v_dim;
+  return KvSlot{true, t * ldv + c, (pos + t) * v_dim + c};
+}
 
 }  // namespace ft::cuda::attn_detail

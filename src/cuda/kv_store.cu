@@ -7,26 +7,29 @@
 #include <string>
 
 #include "cuda/attention.h"
+#include "cuda/attn_plan.cuh"
 #include "cuda/attn_types.cuh"
 #include "cuda/check.h"
 
 namespace ft::cuda {
 namespace {
 
+using attn_detail::kv_slot;
+using attn_detail::KvSlot;
+
+
 template <class T>
 __global__ void kv_store_kernel(T* kc, T* vc, int64_t k_dim, int64_t v_dim, const float* k, int64_t ldk,
                                 const float* v, int64_t ldv, int64_t n_tok, const int32_t* d_pos) {
   const int64_t pos = *d_pos;
-  const int64_t n_k = n_tok * k_dim, n_all = n_k + n_tok * v_dim;
+  const int64_t n_all = n_tok * (k_dim + v_dim);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_all;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    if (i < n_k) {
-      const int64_t t = i / k_dim, c = i % k_dim;
-      kc[(pos + t) * k_dim + c] = attn_detail::from_float<T>(k[t * ldk + c]);
-    } else {
-      const int64_t t = (i - n_k) / v_dim, c = (i - n_k) % v_dim;
-      vc[(pos + t) * v_dim + c] = attn_detail::from_float<T>(v[t * ldv + c]);
-    }
+    const KvSlot e = kv_slot(i, n_tok, k_dim, v_dim, ldk, ldv, pos);
+    if (e.is_v)
+      vc[e.dst] = attn_detail::from_float<T>(v[e.src]);
+    else
+      kc[e.dst] = attn_detail::from_float<T>(k[e.src]);
   }
 }
 

@@ -519,6 +519,51 @@ TEST(CudaAttentionEmulated, PrefillMatchesRef) {
         }
 }
 
+// kv_store's element map, run over every element with the CPU's rounding, writes exactly
+// engine::KvCache::store's bytes and touches nothing else (K and V of different widths).
+TEST(CudaAttentionPlan, KvStoreMapMatchesKvCache) {
+  using namespace attn_detail;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  const int64_t n_ctx = 40, k_dim = 96, v_dim = 64, ldk = 100, ldv = 70, pos = 11, n_tok = 7;
+  std::vector<float> k(static_cast<size_t>(n_tok * ldk)), v(static_cast<size_t>(n_tok * ldv));
+  for (auto& x : k) x = nd(rng);
+  for (auto& x : v) x = nd(rng);
+  std::vector<uint16_t> kc(static_cast<size_t>(n_ctx * k_dim), 0xFFFF), vc(static_cast<size_t>(n_ctx * v_dim), 0xFFFF);
+  std::vector<int> hits(kc.size() + vc.size(), 0);
+  for (int64_t i = 0; i < n_tok * (k_dim + v_dim); ++i) {
+    const KvSlot e = kv_slot(i, n_tok, k_dim, v_dim, ldk, ldv, pos);
+    if (e.is_v) {
+      vc[static_cast<size_t>(e.dst)] = f32_to_bf16(v[static_cast<size_t>(e.src)]);
+      ++hits[kc.size() + static_cast<size_t>(e.dst)];
+    } else {
+      kc[static_cast<size_t>(e.dst)] = f32_to_bf16(k[static_cast<size_t>(e.src)]);
+      ++hits[static_cast<size_t>(e.dst)];
+    }
+  }
+  // The engine cache keeps one width for K and V: compare each with a cache of its width.
+  engine::KvCache ck(engine::ActType::kBF16, n_ctx, {k_dim}), cv(engine::ActType::kBF16, n_ctx, {v_dim});
+  ck.store(0, pos, n_tok, k.data(), ldk, k.data(), ldk);
+  cv.store(0, pos, n_tok, v.data(), ldv, v.data(), ldv);
+  for (int64_t r = 0; r < n_ctx; ++r) {
+    const bool live = r >= pos && r < pos + n_tok;
+    for (int64_t c = 0; c < k_dim; ++c) {
+      const size_t i = static_cast<size_t>(r * k_dim + c);
+      ASSERT_EQ(hits[i], live ? 1 : 0) << "K row " << r << " column " << c;
+      if (live) {
+        ASSERT_EQ(kc[i], static_cast<const uint16_t*>(ck.k_row(0, r))[c]);
+      }
+    }
+    for (int64_t c = 0; c < v_dim; ++c) {
+      const size_t i = static_cast<size_t>(r * v_dim + c);
+      ASSERT_EQ(hits[kc.size() + i], live ? 1 : 0) << "V row " << r << " column " << c;
+      if (live) {
+        ASSERT_EQ(vc[i], static_cast<const uint16_t*>(cv.v_row(0, r))[c]);
+      }
+    }
+  }
+}
+
 TEST(CudaAttentionArgs, BadShapesThrowBeforeAnyLaunch) {
   AttnArgs a;
   a.n_head = 8;
