@@ -24,8 +24,8 @@ inline void check_args(const AttnArgs& a, const char* who) {
            std::to_string(a.n_head_kv));
   need(a.head_dim_k == a.head_dim_v, "head_dim_k = " + std::to_string(a.head_dim_k) +
                                          " must equal head_dim_v = " + std::to_string(a.head_dim_v));
-  need(a.head_dim_k == 64 || a.head_dim_k == 128 || a.head_dim_k == 256,
-       "head_dim = " + std::to_string(a.head_dim_k) + " must be 64, 128 or 256");
+  need(a.head_dim_k == 32 || a.head_dim_k == 64 || a.head_dim_k == 128 || a.head_dim_k == 256,
+       "head_dim = " + std::to_string(a.head_dim_k) + " must be 32, 64, 128 or 256");
   need(a.n_tok >= 0, "n_tok = " + std::to_string(a.n_tok) + " must not be negative");
   need(a.n_ctx > 0 && a.n_ctx < (int64_t{1} << 31), "n_ctx = " + std::to_string(a.n_ctx) + " must be in [1, 2^31)");
   need(a.n_tok <= a.n_ctx, "n_tok = " + std::to_string(a.n_tok) + " must not exceed n_ctx = " + std::to_string(a.n_ctx));

@@ -97,6 +97,7 @@ template <bool kPartial>
 void dispatch_simt(KvType t, int64_t d, const SimtParams& p, dim3 grid, cudaStream_t s) {
   auto by_dim = [&](auto tag) {
     using T = decltype(tag);
+    if (d == 32) return launch_simt<T, 32, kPartial>(p, grid, s);
     if (d == 64) return launch_simt<T, 64, kPartial>(p, grid, s);
     if (d == 128) return launch_simt<T, 128, kPartial>(p, grid, s);
     return launch_simt<T, 256, kPartial>(p, grid, s);

@@ -64,14 +64,16 @@ struct SimtShape {
   static constexpr int kLd = D + static_cast<int>(16 / sizeof(T));  // padded smem row (elements)
   static constexpr int kTpk = kThreads / kT;                         // threads per key (scores)
   static constexpr int kRowsQK = kRowsPerBlock / kTpk;
-  static constexpr int kCG = D / 8;           // 8-column groups (P*V)
-  static constexpr int kRG = kThreads / kCG;  // row groups (P*V)
+  static constexpr int kCG = D / 8;  // 8-column groups (P*V)
+  // Row groups (P*V); at D = 32 there are more threads than (row, column group) pairs and
+  // the threads past kRG * kCG sit out P*V and the epilogue.
+  static constexpr int kRG = kThreads / kCG < kRowsPerBlock ? kThreads / kCG : kRowsPerBlock;
   static constexpr int kRowsPV = kRowsPerBlock / kRG;
   static constexpr int kPLd = kT + 1;  // padded probability row: rows rg and rg+1 on other banks
   static constexpr size_t kSmem = sizeof(float) * kRowsPerBlock * D + 2 * sizeof(T) * kT * kLd +
                                   sizeof(float) * kRowsPerBlock * kPLd + 3 * sizeof(float) * kRowsPerBlock;
   static_assert(kThreads % kT == 0 && kRowsPerBlock % kTpk == 0, "score mapping");
-  static_assert(kThreads % kCG == 0 && kRowsPerBlock % kRG == 0, "P*V mapping");
+  static_assert(kThreads % kCG == 0 && kRowsPerBlock % kRG == 0 && kRG * kCG <= kThreads, "P*V mapping");
 };
 
 template <class T, int D>
@@ -314,6 +316,7 @@ FT_ATTN_HD inline void simt_pv(int tid, const SimtBlock& b, const SimtSmem<T, D>
                                float (&acc)[SimtShape<T, D>::kRowsPV][8]) {
   using S = SimtShape<T, D>;
   const int cg = tid % S::kCG, rg = tid / S::kCG;
+  if (rg >= S::kRG) return;
 FT_ATTN_UNROLL
   for (int i = 0; i < S::kRowsPV; ++i) {
     const float alpha = sm.a[rg + i * S::kRG];
@@ -341,6 +344,7 @@ FT_ATTN_HD inline void simt_epilogue(int tid, const SimtParams& p, const SimtBlo
                                      const float (&acc)[SimtShape<T, D>::kRowsPV][8]) {
   using S = SimtShape<T, D>;
   const int cg = tid % S::kCG, rg = tid / S::kCG;
+  if (rg >= S::kRG) return;
 FT_ATTN_UNROLL
   for (int i = 0; i < S::kRowsPV; ++i) {
     const int r = rg + i * S::kRG;

@@ -242,7 +242,7 @@ void run_case(const Case& c, std::mt19937& rng) {
 }
 
 const KvType kKvTypes[] = {KvType::kF32, KvType::kBF16, KvType::kF16};
-const int64_t kDims[] = {64, 128, 256};
+const int64_t kDims[] = {32, 64, 128, 256};
 // (n_head, n_head_kv): MHA, GQA 4 and 8 (Llama-8B, Qwen3-30B-A3B), 6 and 3 (not powers of 2).
 const int64_t kHeads[][2] = {{4, 4}, {8, 2}, {16, 2}, {12, 2}, {3, 1}};
 
@@ -482,6 +482,7 @@ void emulate_type(const Case& c, std::mt19937& rng) {
 }
 
 void emulate_case(const Case& c, std::mt19937& rng) {
+  if (c.d == 32) return emulate_type<32>(c, rng);
   if (c.d == 64) return emulate_type<64>(c, rng);
   if (c.d == 128) return emulate_type<128>(c, rng);
   emulate_type<256>(c, rng);
