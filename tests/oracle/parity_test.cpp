@@ -51,6 +51,12 @@ constexpr float kNearTie = 0.05f;
 constexpr float kQuantFileTol = 0.1f;
 // Reduced-precision activations vs fp32 (same file): measured ~0.02..0.2.
 constexpr float kDtypeTol = 1.0f;
+// Our side on the GPU (FT_PARITY_DEVICE=cuda), rule (b): --dtype auto there rounds as
+// llama.cpp's CUDA build does (Q8 activation blocks, f16 KV cache), not as its CPU build,
+// and bf16/f16 activations round every block; measured max|dlogit| vs llama.cpp's CPU run on
+// the quantised file 0.03..0.23 on these models, so a top-2 margin below 0.25 is a near tie.
+constexpr float kNearTieGpu = 0.25f;
+constexpr float kQuantFileTolGpu = 0.5f;
 
 struct Config {
   std::string cfg;
@@ -304,6 +310,8 @@ TEST_P(Parity, MatchesLlamaCpp) {
                        << (free_same < kTokens ? ref.margins[free_same] : 0.0f);
 
   // ---- (b) llama.cpp's numerics on the quantised file (--dtype auto) ----
+  const bool gpu = device() == "cuda";
+  const float near_b = gpu ? kNearTieGpu : kNearTie, tol_b = gpu ? kQuantFileTolGpu : kQuantFileTol;
   const Oracle q = run_oracle(model, prompt);
   ASSERT_TRUE(q.ok) << "llama.cpp failed on the quantised file " << model;
   ASSERT_EQ(static_cast<int>(q.tokens.size()), kTokens);
@@ -316,8 +324,8 @@ TEST_P(Parity, MatchesLlamaCpp) {
   int q_tf_ok = 0;
   for (int i = 0; i < kTokens && i < static_cast<int>(qtf.tokens.size()); ++i) {
     const bool same = qtf.tokens[i] == q.tokens[i];
-    if (same || q.margins[i] < kNearTie) ++q_tf_ok;
-    EXPECT_TRUE(same || q.margins[i] < kNearTie)
+    if (same || q.margins[i] < near_b) ++q_tf_ok;
+    EXPECT_TRUE(same || q.margins[i] < near_b)
         << "--dtype auto, teacher-forced step " << i << ": ours " << qtf.tokens[i] << ", llama.cpp "
         << q.tokens[i] << " (margin " << q.margins[i] << ")";
   }
@@ -325,12 +333,26 @@ TEST_P(Parity, MatchesLlamaCpp) {
   const int q_same = common_prefix(qa.tokens, q.tokens);
   char q_margin[32] = "-";
   if (q_same < kTokens) std::snprintf(q_margin, sizeof q_margin, "%.3g", q.margins[q_same]);
-  EXPECT_TRUE(q_same >= kTokens || q.margins[q_same] < kNearTie)
+  EXPECT_TRUE(q_same >= kTokens || q.margins[q_same] < near_b)
       << "--dtype auto free-running tokens diverge from llama.cpp on the quantised file at step " << q_same
       << " where llama.cpp's margin is " << q_margin;
-  EXPECT_LE(dq, kQuantFileTol) << "--dtype auto vs llama.cpp on the quantised file: prompt logits too far apart";
+  EXPECT_LE(dq, tol_b) << "--dtype auto vs llama.cpp on the quantised file: prompt logits too far apart";
 
   std::string extra;
+  // ---- GPU: bf16 / f16 activations follow llama.cpp on the quantised file too ----
+  if (gpu) {
+    for (const char* dt : {"bfloat16", "float16"}) {
+      const Ours o = run_ours(model, prompt, dt, nullptr, (dir / (std::string("logits_b_") + dt + ".json")).string());
+      ASSERT_TRUE(o.ok) << "--dtype " << dt << " failed (rc " << o.rc << ")";
+      const int same = common_prefix(o.tokens, q.tokens);
+      EXPECT_TRUE(same >= kTokens || q.margins[same] < near_b)
+          << "--dtype " << dt << " free-running tokens diverge from llama.cpp on the quantised file at step " << same
+          << " where llama.cpp's margin is " << (same < kTokens ? q.margins[same] : 0.0f);
+      char b[64];
+      std::snprintf(b, sizeof b, " | %s free %d/%d", dt, same, kTokens);
+      extra += b;
+    }
+  }
   // ---- scales must matter ----
   if (c.check_noscale) {
     const Ours ns = run_ours(noscale, prompt, "float32", nullptr, (dir / "logits_ns.json").string());
