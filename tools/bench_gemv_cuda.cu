@@ -3,7 +3,10 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep]
+//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4]
+//
+// --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
+// a sweep of its plans (kernel / rows / depth).
 //
 // Every case cycles through copies of its weights spread over a pool much larger than L2
 // (default 2 GiB; the H200 has 50-60 MB of L2), so each launch reads from HBM. Launches are
@@ -119,6 +122,7 @@ struct Case {
   bool q8 = false;
   bool combine = false;  // grouped down projection fused with the weighted expert sum
   int lanes = 0, rows_per_lane = 0;
+  int nv_kernel = -1, nv_rows = 0, nv_depth = 0;  // gemv_set_nvfp4_override
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -164,6 +168,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_stages_override(c.stages);
   gemv_set_lanes_override(c.lanes);
   gemv_set_rows_override(c.rows_per_lane);
+  gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_depth);
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -197,6 +202,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_stages_override(-1);
   gemv_set_lanes_override(0);
   gemv_set_rows_override(0);
+  gemv_set_nvfp4_override(-1, 0, 0);
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
   const double gbs = bytes / t * 1e-9;
   char shape[64];
@@ -212,7 +218,16 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     plan = "a" + std::to_string(pl.lanes) + "/" + std::to_string(grouped || c.n_tok == 1 ? pl.rows : 0) + "/" +
            std::to_string(pl.stages);
   }
-  if (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0) {
+  const bool nv = c.q8 && c.type == GgmlType::NVFP4 && c.lanes == 0 && c.nv_kernel != 0;
+  if (nv) {  // gemv_nvfp4.cu: kernel / rows / depth
+    const int64_t n_out = grouped ? (c.combine ? c.n_tok : n_slot) : 1;
+    GemvNvfp4Plan pl = gemv_nvfp4_plan(c.rows, c.k, grouped ? 1 : c.n_tok, n_out, c.combine ? c.n_used : 1, grouped);
+    if (c.nv_kernel >= 0) pl.kernel = c.nv_kernel;
+    if (c.nv_rows > 0) pl.rows = c.nv_rows;
+    if (c.nv_depth > 0) pl.depth = c.nv_depth;
+    plan = (c.nv_kernel >= 0 || c.nv_rows > 0 || c.nv_depth > 0 ? "N" : "n") + std::to_string(pl.kernel) + "/" +
+           std::to_string(pl.rows) + "/" + std::to_string(pl.kernel == 1 ? pl.depth : 0);
+  } else if (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
     plan = f(c.lanes, 0) + "/" + f(c.rows_per_lane, 0) + "/" + f(c.stages, -1);
   }
@@ -228,15 +243,16 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
 int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
-  bool quick = false, sweep = true;
+  bool quick = false, sweep = true, nvfp4_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
     else if (a == "--launches" && i + 1 < argc) launches = std::atoi(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--no-sweep") sweep = false;
+    else if (a == "--nvfp4") nvfp4_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4]\n");
       return 2;
     }
   }
@@ -294,6 +310,46 @@ int main(int argc, char** argv) {
       for (Case& c : v) c.q8 = q8;
       return v;
     };
+    if (nvfp4_only) {
+      // The new kernels (auto plan), the generic kernel (kernel 0), then a plan sweep.
+      for (int64_t nt : {1, 2, 4, 8})
+        for (int kern : {-1, 0}) {
+          std::vector<Case> v = key(true, nt);
+          Case comb = v[3];
+          comb.combine = true;
+          comb.name = "qwen3moe down+combine";
+          v.push_back(comb);
+          for (Case& c : v) {
+            c.nv_kernel = kern;
+            if (kern == 0) c.name += " (generic)";
+            cases.push_back(c);
+          }
+        }
+      if (sweep)
+        for (int64_t nt : {1, 8}) {
+          std::vector<Case> v = key(true, nt);
+          Case comb = v[3];
+          comb.combine = true;
+          comb.name = "qwen3moe down+combine";
+          v.push_back(comb);
+          for (const Case& base : v) {
+            for (int rows : {1, 2, 4})
+              for (int depth : {1, 2}) {
+                if (nt > 1 && rows == 1) continue;
+                Case c = base;
+                c.nv_kernel = 1, c.nv_rows = rows, c.nv_depth = depth;
+                cases.push_back(c);
+              }
+            if (base.n_expert > 0 && base.k < 2048) {
+              Case c = base;
+              c.nv_kernel = 2;
+              cases.push_back(c);
+            }
+          }
+        }
+      for (const Case& c : cases) run_case(c, pool, launches);
+      return 0;
+    }
     for (bool q8 : {true, false})
       for (int64_t nt : {1, 2, 4, 8}) {
         if (quick && nt > 1) continue;

@@ -1,6 +1,8 @@
 // Decode GEMV entry (gemv.h): argument checks and the choice between the float path
 // (gemv_float.cu) and the integer path (gemv_q8.cu); both run the skeleton of
-// gemv_kernel.cuh with plans from gemv_tuning.h.
+// gemv_kernel.cuh with plans from gemv_tuning.h. NVFP4 on the integer path takes its own
+// kernels (gemv_nvfp4.cu) unless a generic plan is forced (lanes override) or the rows are
+// not 4-byte aligned.
 #include "cuda/gemv.h"
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
 #include "cuda/gemv_launch.h"
+#include "cuda/gemv_tuning.h"
 
 namespace ft::cuda {
 namespace {
@@ -18,6 +21,7 @@ using namespace gemv_detail;
 int g_stages_override = -1;
 int g_lanes_override = 0;
 int g_rows_override = 0;
+Nvfp4Override g_nvfp4_override;
 
 int64_t block_elems(GgmlType t) {
   switch (t) {
@@ -68,6 +72,11 @@ bool gemv_q8_supported(GgmlType t) {
 void gemv_set_stages_override(int stages) { g_stages_override = stages; }
 void gemv_set_lanes_override(int lanes) { g_lanes_override = lanes; }
 void gemv_set_rows_override(int rows) { g_rows_override = rows; }
+void gemv_set_nvfp4_override(int kernel, int rows, int depth) {
+  g_nvfp4_override.kernel = kernel;
+  g_nvfp4_override.rows = rows;
+  g_nvfp4_override.depth = depth;
+}
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
   const std::string tn(type_name(a.type));
@@ -119,6 +128,9 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
   p.slot_w = a.slot_w;
   p.n_used = a.slot_w != nullptr ? a.n_used : 1;
   p.accumulate = a.accumulate ? 1 : 0;
+  if (q8 && a.type == GgmlType::NVFP4 && g_lanes_override == 0 && g_nvfp4_override.kernel != 0 &&
+      gemv_nvfp4(p, a.n_tok, grouped, g_nvfp4_override, stream))
+    return;
   if (q8) {
     Q8Plan over;
     over.stages = g_stages_override;

@@ -20,6 +20,10 @@ struct FloatPlan {
 struct Q8Plan {
   int stages = 0, lanes = 0, rows = 0;
 };
+// NVFP4 kernel overrides (gemv_set_nvfp4_override; -1 / 0: the plan's).
+struct Nvfp4Override {
+  int kernel = -1, rows = 0, depth = 0;
+};
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
 inline int gemv_vector_bytes(const Params& p, int chunk_bytes) {
@@ -89,5 +93,8 @@ void launch_kernel(Params p, int64_t n_out, cudaStream_t stream) {
 void gemv_float(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const FloatPlan& plan,
                 cudaStream_t stream);
 void gemv_q8(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const Q8Plan& plan, cudaStream_t stream);
+// The NVFP4 integer-path kernels (gemv_nvfp4.cu); false when the plan or the alignment of
+// the weights leaves the product to gemv_q8.
+bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream);
 
 }  // namespace ft::cuda::gemv_detail

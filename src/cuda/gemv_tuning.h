@@ -85,4 +85,65 @@ inline GemvQ8Plan gemv_q8_plan(GgmlType type, int64_t rows, int64_t k, int64_t n
   return pl;
 }
 
+// ---- NVFP4 integer path (gemv_nvfp4.cu) -----------------------------------------------
+
+// kernel 1 "slab": a warp owns R rows; per step it streams a slab of 32 consecutive blocks of
+// each row (R x 1152 bytes, 16-byte loads) and lane l computes block column l of all R rows.
+// kernel 2 "packed", grouped rows shorter than 32 blocks: a work item is rows_per_item rows x
+// n_sub slots (the combine's ranks, else 1) staged at once; lanes walk the (row, slot, block)
+// list, up to kNvfp4PackBlocksPerLane blocks each. kernel 0: the generic integer kernel
+// (gemv_q8.cu), also taken where the rows are not 4-byte aligned.
+struct GemvNvfp4Plan {
+  int kernel;  // 0 generic, 1 slab, 2 packed
+  int rows;    // slab: R (1, 2, 4); packed: rows per work item
+  int depth;   // slab: slabs in flight per warp in registers (1, 2)
+};
+inline constexpr int kNvfp4PackBlocksPerLane = 4;
+// Work items (warps' worth of parallel work) below which the slab kernel takes fewer rows
+// per warp: the H200 holds ~2100 warps of this kernel at once.
+inline constexpr int64_t kNvfp4MinItems = 2048;
+
+// Rows per packed work item for rows of nb blocks and n_sub slots: the smallest count whose
+// blocks fill the most of the lanes' slots (32 lanes x ceil(blocks / 32)), with at most 32
+// pieces (one base pointer per lane) and 4 blocks per lane; 0 when none fits.
+// 2048x768 (nb 12): combine of 8 slots -> 1 row (96 blocks, 3 per lane), single slot -> 8.
+inline int gemv_nvfp4_pack_rows(int64_t nb, int n_sub, int64_t rows) {
+  int best = 0;
+  double best_fill = 0;
+  for (int rb = 1; rb <= 32 && rb <= rows; ++rb) {
+    const int64_t pieces = static_cast<int64_t>(rb) * n_sub, blocks = pieces * nb;
+    if (pieces > 32 || blocks > 32 * kNvfp4PackBlocksPerLane) break;
+    const double fill = static_cast<double>(blocks) / static_cast<double>(32 * ((blocks + 31) / 32));
+    if (fill > best_fill + 1e-9) best = rb, best_fill = fill;
+  }
+  return best;
+}
+
+// The plan for `rows` x `k` NVFP4 weights: n_tok tokens per out row, n_out out rows (1 dense;
+// slots, or tokens for the combine), n_sub slots per out row (combine: n_used, else 1).
+inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int64_t n_out, int n_sub,
+                                     bool grouped) {
+  const int64_t nb = k / 64;
+  if (grouped && nb < 32) {
+    const int rb = gemv_nvfp4_pack_rows(nb, n_sub, rows);
+    if (rb > 0) return {2, rb, 1};
+  }
+  // Registers (ptxas, 128 per thread at 16 warps per SM): R = 4 with 2 slabs in flight
+  // spills from 2 tokens on, R = 4 with 3-8 tokens spills even at depth 1.
+  GemvNvfp4Plan pl{1, 1, 2};
+  const int r_max = n_tok > 2 ? 2 : 4;
+  for (int r = r_max; r >= 1; r /= 2) {
+    pl.rows = r;
+    if ((rows + r - 1) / r * n_out >= kNvfp4MinItems) break;
+  }
+  if (n_tok > 1 && pl.rows < 2) pl.rows = 2;  // instances for several tokens: R = 2, 4
+  if (n_tok > 1 && pl.rows == 4) pl.depth = 1;
+  return pl;
+}
+
+// Forces the NVFP4 plan (tests, benchmarks; process-wide, not thread-safe): kernel -1 = the
+// plan's, 0/1/2 as above (a kernel that cannot take the shape falls back to the generic one);
+// rows / depth 0 = the plan's. Defined in gemv.cu.
+void gemv_set_nvfp4_override(int kernel, int rows, int depth);
+
 }  // namespace ft::cuda

@@ -24,6 +24,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv_q8_ref.h"
+#include "cuda/gemv_tuning.h"
 #include "quant/dequant.h"
 #include "quant/matmul.h"
 
@@ -646,6 +647,83 @@ TEST(CudaGemvQ8, GroupedAndCombinedExpertsMatchCpuComposition) {
     }
   // The float path's other types take the combine too.
   check_grouped_epilogue(GgmlType::BF16, false, true, true, false, quant::Round::kNone, 1088, 70, 9, 3, 2, rng);
+}
+
+// ---- NVFP4 kernels (gemv_nvfp4.cu) -------------------------------------------------------
+
+// Host-side planning, no GPU needed.
+TEST(CudaGemvNvfp4, PackedRowsFillTheLanes) {
+  EXPECT_EQ(gemv_nvfp4_pack_rows(12, 8, 2048), 1);  // expert down + combine: 96 blocks, 3 per lane
+  EXPECT_EQ(gemv_nvfp4_pack_rows(12, 1, 2048), 8);  // expert down: 8 rows = 96 blocks
+  EXPECT_EQ(gemv_nvfp4_pack_rows(12, 1, 5), 5);     // never more rows than the matrix has
+  EXPECT_EQ(gemv_nvfp4_pack_rows(16, 1, 100), 2);   // 32 blocks: one per lane
+  EXPECT_EQ(gemv_nvfp4_pack_rows(20, 8, 100), 0);   // 160 blocks: more than 4 per lane
+  EXPECT_EQ(gemv_nvfp4_pack_rows(1, 1, 1000), 32);  // at most 32 pieces
+  for (int64_t nb = 1; nb < 32; ++nb)
+    for (int n_sub : {1, 2, 3, 8}) {
+      const int rb = gemv_nvfp4_pack_rows(nb, n_sub, 4096);
+      if (rb == 0) {
+        EXPECT_GT(nb * n_sub, 32 * kNvfp4PackBlocksPerLane);
+        continue;
+      }
+      EXPECT_LE(rb * n_sub, 32);
+      EXPECT_LE(rb * n_sub * nb, 32 * kNvfp4PackBlocksPerLane);
+    }
+  const GemvNvfp4Plan down = gemv_nvfp4_plan(2048, 768, 1, 1, 8, true);
+  EXPECT_EQ(down.kernel, 2);
+  EXPECT_EQ(down.rows, 1);
+  EXPECT_EQ(gemv_nvfp4_plan(2048, 768, 1, 8, 1, true).rows, 8);
+  const GemvNvfp4Plan dense = gemv_nvfp4_plan(14336, 4096, 1, 1, 1, false);
+  EXPECT_EQ(dense.kernel, 1);
+  EXPECT_EQ(dense.rows, 4);
+  EXPECT_EQ(gemv_nvfp4_plan(4096, 14336, 1, 1, 1, false).rows, 2);
+  EXPECT_EQ(gemv_nvfp4_plan(7, 4096, 8, 1, 1, false).rows, 2);  // several tokens: R >= 2
+  EXPECT_EQ(gemv_nvfp4_plan(768, 2048, 1, 8, 1, true).kernel, 1);  // 32 blocks: slab
+}
+
+// Every NVFP4 kernel and plan against the twin over odd shapes: rows not a multiple of R,
+// k = 64 x odd (partial slabs, blocks not a multiple of 4: the 4-byte staging), 16-byte and
+// 4-byte aligned rows, 1..8 tokens, scales, roundings, accumulate, grouped and combined.
+TEST(CudaGemvNvfp4, ForcedKernelsMatchTwin) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(2024);
+  struct Force {
+    int kernel, rows, depth;
+  };
+  const Force forces[] = {{1, 1, 1}, {1, 1, 2}, {1, 2, 1}, {1, 2, 2}, {1, 4, 1}, {1, 4, 2}, {-1, 0, 0}};
+  int n = 0;
+  for (const Force& f : forces) {
+    gemv_set_nvfp4_override(f.kernel, f.rows, f.depth);
+    SCOPED_TRACE("nvfp4 kernel " + std::to_string(f.kernel) + " rows " + std::to_string(f.rows) + " depth " +
+                 std::to_string(f.depth));
+    for (int64_t k : {64, 192, 320, 2112, 2304, 4160})
+      for (int64_t rows : {1, 5, 33}) {
+        const int64_t n_tok = 1 + (n * 3) % kGemvMaxTokens;
+        const quant::Round round = n % 5 == 3 ? quant::Round::kBF16 : n % 5 == 4 ? quant::Round::kF16 : quant::Round::kNone;
+        const int64_t rb = row_bytes(GgmlType::NVFP4, k);
+        const int64_t pad = n % 2 == 0 ? 0 : 16 - rb % 16 + 16;  // packed, or 16-byte aligned rows
+        check_dense_q8({GgmlType::NVFP4, k, rows, n_tok, n % 4, round, pad, n % 3 == 1}, rng);
+        if (::testing::Test::HasFatalFailure()) break;
+        ++n;
+      }
+    if (::testing::Test::HasFatalFailure()) break;
+    // Grouped: slab (k 2112, 2304), and the packed kernel's shapes (k 768: 12 blocks,
+    // 320: 5 blocks, 4-byte staging) when the plan or the force picks it.
+    for (int64_t k : {768, 320, 2304, 2112}) {
+      check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, k, 45, 9, 8, 2, rng);
+      check_grouped_epilogue(GgmlType::NVFP4, true, true, n % 2 == 0, false, quant::Round::kNone, k, 70, 9, 8, 2, rng);
+      check_grouped_epilogue(GgmlType::NVFP4, true, true, true, false, quant::Round::kBF16, k, 33, 6, 3, 3, rng);
+      check_grouped_epilogue(GgmlType::NVFP4, true, false, true, false, quant::Round::kF16, k, 20, 5, 2, 1, rng);
+      if (::testing::Test::HasFatalFailure()) break;
+      ++n;
+    }
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  // The packed kernel forced where the plan would not take it (dense: falls back).
+  gemv_set_nvfp4_override(2, 0, 0);
+  check_grouped_epilogue(GgmlType::NVFP4, true, true, false, false, quant::Round::kNone, 1088, 40, 9, 2, 2, rng);
+  check_dense_q8({GgmlType::NVFP4, 768, 9, 3, 3, quant::Round::kNone, 0}, rng);
+  gemv_set_nvfp4_override(-1, 0, 0);
 }
 
 TEST(CudaGemvQ8, RefusesBadCombine) {

@@ -1,0 +1,542 @@
+// NVFP4 decode GEMV on the integer path (gemv.h with xq): the kernels gemv.cu picks for
+// NVFP4 instead of the generic skeleton (gemv_kernel.cuh), whose NVFP4 unit ran at 32% of
+// the H200's read bandwidth dense and 18-21% for the MoE experts (benches/h200.md, run 3).
+// Same math as gemv_q8.cu and its twin gemv_q8_ref (dot_nvfp4): per 16-element sub-block an
+// integer sum of 2*E2M1 codes times int8 activations (dp4a), then
+//   acc = fma(float(is), ue4m3_half(scale) * x.d, acc)
+// (ue4m3_half is taken as ue4m3_x2e8 * 2^7 with the 2^7 folded into x.d: the same product).
+//
+// Why this shape: at 4.5 TB/s and 0.5625 byte per element the H200 affords ~4 lane
+// instructions per weight element. The generic kernel spent them on per-chunk cursor work,
+// unaligned shared reads (funnel shifts) and cp.async bookkeeping. Here:
+//   - weights move global -> registers with 16-byte loads (__ldcs: streamed once), one step
+//     ahead (depth 1) or two (depth 2), then registers -> shared (STS.128) -> __syncwarp;
+//     no __syncthreads: every warp is an independent worker;
+//   - a lane decodes whole 36-byte blocks from shared memory at a 9-word stride (lane l
+//     reads word 9l + j: bank (9l + j) mod 32, conflict-free) -- no funnel shifts;
+//   - slab kernel: a step is 32 consecutive blocks (1152 bytes) of each of the warp's R rows;
+//     lane l takes block column l of all R rows, so its activation loads serve R rows;
+//   - packed kernel (grouped rows of fewer than 32 blocks, the Qwen3-30B-A3B expert down
+//     projection has 12): a work item is rows x slots staged at once (all 8 ranks of a
+//     combined token together, so their loads are in flight together); lanes walk the
+//     (row, slot, block) list and per-row sums go through shared memory in block order.
+// Sums are made by one warp in a fixed order (deterministic, no atomics); the combine sums
+// the ranks in order with the exact epilogue of gemv.h.
+#include <cstdint>
+
+#include "cuda/act_q8.h"
+#include "cuda/check.h"
+#include "cuda/gemv_launch.h"
+#include "cuda/gemv_q8_formats.cuh"
+#include "cuda/gemv_tuning.h"
+
+namespace ft::cuda::gemv_detail {
+namespace {
+
+using namespace q8_detail;
+
+constexpr int kBlockBytes = 36;
+constexpr int kSlabBlocks = 32;
+constexpr int kSlabBytes = kSlabBlocks * kBlockBytes;  // 1152 = 72 x 16
+constexpr int kPackM = kNvfp4PackBlocksPerLane;
+constexpr int kPackStage = 32 * kPackM * kBlockBytes;            // staged bytes per packed item
+constexpr int kPackWarpBytes = kPackStage + 32 * kPackM * 4;     // + per-block partial sums
+
+// Launch-time constants of both kernels.
+struct Nv4 {
+  int64_t nb;   // blocks per row
+  int n_slabs;  // slab kernel: ceil(nb / 32)
+  int n_sub;    // slots per out row (combine: n_used; else 1)
+  int rb;       // packed: rows per item
+  int pieces;   // packed: rb * n_sub
+};
+
+template <int VB>
+struct VecOf;
+template <>
+struct VecOf<16> {
+  using T = uint4;
+};
+template <>
+struct VecOf<4> {
+  using T = uint32_t;
+};
+
+template <int VB>
+__device__ __forceinline__ typename VecOf<VB>::T ld_w(const uint8_t* p) {
+  if constexpr (VB == 16) return __ldcs(reinterpret_cast<const uint4*>(p));
+  else return __ldcs(reinterpret_cast<const unsigned int*>(p));
+}
+template <int VB>
+__device__ __forceinline__ void st_s(uint8_t* p, const typename VecOf<VB>::T& v) {
+  *reinterpret_cast<typename VecOf<VB>::T*>(p) = v;
+}
+__device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// acc[r][t] += block c of R staged rows (row r's block at sb + r * rstride, 4-aligned) times
+// the activations of token t (row x0 + t * xq_row, act_q8 layout, k elements), t < n_tok.
+template <int NT, int R>
+__device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb, int rstride, const uint8_t* x0,
+                                          int64_t xq_row, int64_t k, int64_t c, int n_tok) {
+  float sw[R][4];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const uint32_t s = lds32(sb + r * rstride);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sw[r][i] = ue4m3_x2e8(s, i);
+    if (ue4m3_has_nan(s)) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (((s >> (8 * i)) & 0xFFu) == 0x7Fu) sw[r][i] = 0.0f;
+    }
+  }
+  // Activation scales of blocks 2c and 2c + 1: one 16-byte load ({d, sums} x 2), times the
+  // 2^7 that ue4m3_x2e8 leaves out.
+  float dx[NT][2];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    dx[t][0] = dx[t][1] = 0.0f;
+    if (t < n_tok) {
+      const uint4 d = __ldg(reinterpret_cast<const uint4*>(x0 + t * xq_row + k) + c);
+      dx[t][0] = __uint_as_float(d.x) * 128.0f;
+      dx[t][1] = __uint_as_float(d.z) * 128.0f;
+    }
+  }
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    // Sub-block s: bytes 4 + 8s .. 4 + 8s + 7; low nibble of byte j = element 16s + j,
+    // high = 16s + j + 8. e2m1x8_i8 yields them interleaved, x_pair_* matches the order.
+    uint32_t wv[R][4];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* q = sb + r * rstride + 4 + 8 * s;
+      e2m1x8_i8(lds32(q), wv[r][0], wv[r][1]);
+      e2m1x8_i8(lds32(q + 4), wv[r][2], wv[r][3]);
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (t >= n_tok) break;
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(x0 + t * xq_row + 64 * c + 16 * s));
+      const uint32_t a0 = x_pair_0(v.x, v.z), a1 = x_pair_1(v.x, v.z);
+      const uint32_t a2 = x_pair_0(v.y, v.w), a3 = x_pair_1(v.y, v.w);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        int is = dp4a(wv[r][0], a0, 0);
+        is = dp4a(wv[r][1], a1, is);
+        is = dp4a(wv[r][2], a2, is);
+        is = dp4a(wv[r][3], a3, is);
+        acc[r][t] = fmaf(static_cast<float>(is), sw[r][s] * dx[t][s >> 1], acc[r][t]);
+      }
+    }
+  }
+}
+
+// The scale of a slot: scale times the expert's bank entry (gemv.h).
+__device__ __forceinline__ float slot_scale(const Params& p, int64_t slot) {
+  float s = p.scale;
+  if (p.ids != nullptr && p.bank != nullptr) s *= p.bank[static_cast<int64_t>(p.ids[slot]) * 4 + p.bank_col];
+  return s;
+}
+
+// ---- slab kernel ----------------------------------------------------------------------------
+//
+// Work item = (out row, R consecutive rows); its steps are (slot j < n_sub, slab). Warp gw
+// takes items gw, gw + n_w, ... and streams their steps with D steps of loads in flight.
+template <int NT, int R, int D, int VB>
+__global__ void __launch_bounds__(kWarps * 32, 4) slab_kernel(const Params p, const Nv4 g) {
+  using Vec = typename VecOf<VB>::T;
+  constexpr int kNv = kSlabBytes / VB;     // vectors per row of a full slab
+  constexpr int kV = (R * kNv + 31) / 32;  // vectors per lane (R = 4, VB = 16: exactly 9)
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  uint8_t* st = smem + warp * (R * kSlabBytes);
+  const int64_t gw = static_cast<int64_t>(blockIdx.x) * kWarps + warp, n_w = static_cast<int64_t>(gridDim.x) * kWarps;
+  const int64_t n_items = p.n_rg * p.n_out;
+  const int64_t my_items = gw < n_items ? (n_items - gw + n_w - 1) / n_w : 0;
+  const int n_sub = g.n_sub, n_slabs = g.n_slabs;
+  const int n_steps = static_cast<int>(my_items) * n_sub * n_slabs;
+  const bool combine = p.slot_w != nullptr;
+
+  struct Step {
+    int slab, j;
+    int64_t item, out, row0, slot;
+  };
+  auto set_slot = [&](Step& m) {
+    m.slot = p.ids == nullptr ? 0 : (combine ? m.out * n_sub + m.j : m.out);
+  };
+  auto locate = [&](Step& m) {
+    // Item counts stay below 2^32 (gemv.cu bounds rows x slots): a 32-bit division.
+    const uint32_t o = static_cast<uint32_t>(m.item) / static_cast<uint32_t>(p.n_rg);
+    m.out = o;
+    m.row0 = (m.item - static_cast<int64_t>(o) * p.n_rg) * R;
+    set_slot(m);
+  };
+  auto advance = [&](Step& m) {
+    if (++m.slab < n_slabs) return;
+    m.slab = 0;
+    if (++m.j < n_sub) return set_slot(m);
+    m.j = 0;
+    m.item += n_w;
+    locate(m);
+  };
+
+  // Vector i = lane + 32 v of the step is vector o of row q (row-major over the R rows).
+  auto issue = [&](Vec (&buf)[kV], const Step& m) {
+    const uint8_t* base = p.w + m.row0 * p.row_bytes + static_cast<int64_t>(m.slab) * kSlabBytes;
+    if (p.ids != nullptr) base += static_cast<int64_t>(p.ids[m.slot]) * p.expert_bytes;
+    const int64_t rl = p.rows - m.row0;
+    const int nr = rl < R ? static_cast<int>(rl) : R;
+    const int64_t bl = g.nb - static_cast<int64_t>(m.slab) * kSlabBlocks;
+    if (bl >= kSlabBlocks) {
+#pragma unroll
+      for (int v = 0; v < kV; ++v) {
+        const int i = lane + 32 * v, q = i / kNv, o = i - q * kNv;
+        if (q < nr) buf[v] = ld_w<VB>(base + q * p.row_bytes + o * VB);
+      }
+    } else {  // the last, partial slab: bl * 36 bytes per row (a multiple of VB, gemv_nvfp4)
+      const int nv = static_cast<int>(bl) * kBlockBytes / VB;
+#pragma unroll
+      for (int v = 0; v < kV; ++v) {
+        const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
+        if (q < nr) buf[v] = ld_w<VB>(base + q * p.row_bytes + o * VB);
+      }
+    }
+  };
+  auto store = [&](const Vec (&buf)[kV], const Step& m) {
+    const int64_t bl = g.nb - static_cast<int64_t>(m.slab) * kSlabBlocks;
+    if (bl >= kSlabBlocks) {  // rows are kNv vectors apart in the stage too: contiguous
+#pragma unroll
+      for (int v = 0; v < kV; ++v) {
+        const int i = lane + 32 * v;
+        if (i < R * kNv) st_s<VB>(st + i * VB, buf[v]);
+      }
+    } else {
+      const int nv = static_cast<int>(bl) * kBlockBytes / VB;
+#pragma unroll
+      for (int v = 0; v < kV; ++v) {
+        const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
+        if (q < R) st_s<VB>(st + q * kSlabBytes + o * VB, buf[v]);
+      }
+    }
+  };
+
+  float acc[R][NT];
+  float comb[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) comb[r] = 0.0f;
+
+  auto epilogue = [&](const Step& m) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float v = acc[r][t];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+        acc[r][t] = v;
+      }
+    const float ss = slot_scale(p, m.slot);
+    const float wk = combine ? p.slot_w[m.slot] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = m.row0 + r;
+      if (row >= p.rows) continue;
+      const float s = p.row_scale != nullptr ? p.row_scale[row] * ss : ss;
+      if (combine) {
+        const float v = round_to(p.round, __fmul_rn(acc[r][0], s));
+        // The CPU combine's arithmetic, one rounding per operation (no FMA).
+        comb[r] = m.j == 0 ? __fmul_rn(v, wk) : __fadd_rn(comb[r], __fmul_rn(v, wk));
+        if (m.j == n_sub - 1 && lane == r)
+          store_out(p.y + m.out * p.ldy + row, round_to(p.round, comb[r]), p.accumulate);
+      } else if (p.ids != nullptr) {
+        if (lane == r) store_out(p.y + m.out * p.ldy + row, round_to(p.round, __fmul_rn(acc[r][0], s)), p.accumulate);
+      } else {
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+          if (t < p.n_tok && lane == r * NT + t)
+            store_out(p.y + t * p.ldy + row, round_to(p.round, __fmul_rn(acc[r][t], s)), p.accumulate);
+      }
+    }
+  };
+  auto compute = [&](const Step& m) {
+    if (m.slab == 0) {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+    }
+    const int64_t c = static_cast<int64_t>(m.slab) * kSlabBlocks + lane;
+    if (c < g.nb) {
+      const int64_t xrow = p.ids != nullptr ? m.slot / p.x_div : 0;
+      block_dot<NT, R>(acc, st + kBlockBytes * lane, kSlabBytes, p.xq + xrow * p.xq_row, p.xq_row, p.k, c, p.n_tok);
+    }
+    if (m.slab == n_slabs - 1) epilogue(m);
+  };
+
+  Step ahead{0, 0, gw, 0, 0, 0};
+  locate(ahead);
+  Step m = ahead;
+  Vec b0[kV] = {};
+  if constexpr (D == 1) {
+    if (n_steps > 0) issue(b0, ahead), advance(ahead);
+    for (int s = 0; s < n_steps; ++s) {
+      __syncwarp();  // every lane is done with the previous step's stage
+      store(b0, m);
+      __syncwarp();
+      if (s + 1 < n_steps) issue(b0, ahead), advance(ahead);
+      compute(m);
+      advance(m);
+    }
+  } else {
+    Vec b1[kV] = {};
+    if (n_steps > 0) issue(b0, ahead), advance(ahead);
+    if (n_steps > 1) issue(b1, ahead), advance(ahead);
+    for (int s = 0; s < n_steps; s += 2) {
+      __syncwarp();
+      store(b0, m);
+      __syncwarp();
+      if (s + 2 < n_steps) issue(b0, ahead), advance(ahead);
+      compute(m);
+      advance(m);
+      if (s + 1 >= n_steps) break;
+      __syncwarp();
+      store(b1, m);
+      __syncwarp();
+      if (s + 3 < n_steps) issue(b1, ahead), advance(ahead);
+      compute(m);
+      advance(m);
+    }
+  }
+}
+
+// ---- packed kernel (grouped, rows of fewer than 32 blocks) -----------------------------------
+//
+// Work item = (out row, rb consecutive rows); piece q = rl * n_sub + j is row row0 + rl of
+// slot j (combine: token out's rank j; else the out row's one slot). Piece q's blocks are
+// list entries q * nb .. q * nb + nb - 1, staged at 36 * entry; lane l computes entries
+// l + 32 m (m < 4). Items stream with one item of loads in flight.
+template <int VB>
+__global__ void __launch_bounds__(kWarps * 32, 4) packed_kernel(const Params p, const Nv4 g) {
+  using Vec = typename VecOf<VB>::T;
+  constexpr int kV = (kPackStage / VB + 31) / 32;
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  uint8_t* st = smem + warp * kPackWarpBytes;
+  float* red = reinterpret_cast<float*>(st + kPackStage);
+  const int64_t gw = static_cast<int64_t>(blockIdx.x) * kWarps + warp, n_w = static_cast<int64_t>(gridDim.x) * kWarps;
+  const int64_t n_items = p.n_rg * p.n_out;
+  const int S = g.n_sub, P = g.pieces, nb = static_cast<int>(g.nb), nbt = P * nb;
+  const int nvp = nb * kBlockBytes / VB, nvt = P * nvp;  // vectors per piece, per item
+  const bool combine = p.slot_w != nullptr;
+
+  // This lane's list entries: piece row rl, slot j, block b (constant over items).
+  int e_rl[kPackM], e_j[kPackM], e_b[kPackM];
+#pragma unroll
+  for (int m = 0; m < kPackM; ++m) {
+    const int i = lane + 32 * m, q = i / nb;
+    e_b[m] = i - q * nb;
+    e_rl[m] = q / S;
+    e_j[m] = q - e_rl[m] * S;
+  }
+  auto item_pos = [&](int64_t item, int64_t& out, int64_t& row0) {
+    const uint32_t o = static_cast<uint32_t>(item) / static_cast<uint32_t>(p.n_rg);
+    out = o;
+    row0 = (item - static_cast<int64_t>(o) * p.n_rg) * g.rb;
+  };
+  auto slot_of = [&](int64_t out, int j) { return combine ? out * S + j : out; };
+
+  // Lane q < P finds piece q's row; every lane then takes its vectors' bases by shuffle.
+  auto issue = [&](Vec (&buf)[kV], int64_t item) {
+    int64_t out, row0;
+    item_pos(item, out, row0);
+    uintptr_t base = 0;
+    if (lane < P) {
+      const int rl = lane / S, j = lane - rl * S;
+      const int64_t row = row0 + rl;
+      if (row < p.rows)
+        base = reinterpret_cast<uintptr_t>(p.w + static_cast<int64_t>(p.ids[slot_of(out, j)]) * p.expert_bytes +
+                                           row * p.row_bytes);
+    }
+    int q = 0, v = lane;
+    while (v >= nvp) v -= nvp, ++q;
+#pragma unroll
+    for (int u = 0; u < kV; ++u) {
+      const uintptr_t b = __shfl_sync(0xFFFFFFFFu, static_cast<unsigned long long>(base), q & 31);
+      if (q < P && b != 0) buf[u] = ld_w<VB>(reinterpret_cast<const uint8_t*>(b) + v * VB);
+      v += 32;
+      while (v >= nvp) v -= nvp, ++q;
+    }
+  };
+  auto store = [&](const Vec (&buf)[kV]) {
+#pragma unroll
+    for (int u = 0; u < kV; ++u) {
+      const int i = lane + 32 * u;
+      if (i < nvt) st_s<VB>(st + i * VB, buf[u]);
+    }
+  };
+  auto compute = [&](int64_t item) {
+    int64_t out, row0;
+    item_pos(item, out, row0);
+#pragma unroll
+    for (int m = 0; m < kPackM; ++m) {
+      const int i = lane + 32 * m;
+      if (i < nbt) {
+        const int64_t xrow = slot_of(out, e_j[m]) / p.x_div;
+        float a[1][1] = {{0.0f}};
+        block_dot<1, 1>(a, st + kBlockBytes * i, 0, p.xq + xrow * p.xq_row, p.xq_row, p.k, e_b[m], 1);
+        red[i] = a[0][0];
+      }
+    }
+    __syncwarp();
+    if (lane < g.rb) {
+      const int64_t row = row0 + lane;
+      if (row < p.rows) {
+        float cb = 0.0f;
+        for (int j = 0; j < S; ++j) {
+          const float* pr = red + (lane * S + j) * nb;
+          float dot = 0.0f;
+          for (int b = 0; b < nb; ++b) dot += pr[b];
+          const int64_t slot = slot_of(out, j);
+          const float ss = slot_scale(p, slot);
+          const float s = p.row_scale != nullptr ? p.row_scale[row] * ss : ss;
+          const float v = round_to(p.round, __fmul_rn(dot, s));
+          if (combine) {
+            const float wk = p.slot_w[slot];
+            cb = j == 0 ? __fmul_rn(v, wk) : __fadd_rn(cb, __fmul_rn(v, wk));
+          } else {
+            store_out(p.y + out * p.ldy + row, v, p.accumulate);
+          }
+        }
+        if (combine) store_out(p.y + out * p.ldy + row, round_to(p.round, cb), p.accumulate);
+      }
+    }
+    __syncwarp();  // red and the stage are rewritten for the next item
+  };
+
+  Vec buf[kV] = {};
+  int64_t item = gw;
+  if (item < n_items) issue(buf, item);
+  for (; item < n_items; item += n_w) {
+    store(buf);
+    __syncwarp();
+    if (item + n_w < n_items) issue(buf, item + n_w);
+    compute(item);
+  }
+}
+
+// ---- launch ---------------------------------------------------------------------------------
+
+// Resident CTAs per SM of `kernel` at `smem` bytes (asked once per kernel: the sizes are fixed).
+template <class K>
+int ctas_per_sm(K kernel, size_t smem) {
+  int blocks = 0;
+  FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, smem));
+  if (blocks < 1) fail_message("cuda gemv: nvfp4 kernel does not fit on an SM");
+  return blocks;
+}
+
+// As many warps as fit at once, fewer when that balances the items better (+-1 per warp).
+dim3 grid_for(int64_t n_items, int ctas) {
+  const int64_t w_max = static_cast<int64_t>(ctas) * sm_count() * kWarps;
+  const int64_t per_warp = (n_items + w_max - 1) / w_max;
+  const int64_t warps = (n_items + per_warp - 1) / per_warp;
+  return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
+}
+
+template <int NT, int R, int D, int VB>
+void launch_slab(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
+  auto kernel = slab_kernel<NT, R, D, VB>;
+  p.n_rg = (p.rows + R - 1) / R;
+  p.n_out = n_out;
+  const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes;
+  static const int ctas = ctas_per_sm(kernel, smem);
+  kernel<<<grid_for(p.n_rg * n_out, ctas), kWarps * 32, smem, stream>>>(p, g);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+template <int VB>
+void launch_packed(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
+  auto kernel = packed_kernel<VB>;
+  p.n_rg = (p.rows + g.rb - 1) / g.rb;
+  p.n_out = n_out;
+  const size_t smem = static_cast<size_t>(kWarps) * kPackWarpBytes;
+  static const int ctas = ctas_per_sm(kernel, smem);
+  kernel<<<grid_for(p.n_rg * n_out, ctas), kWarps * 32, smem, stream>>>(p, g);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+// Instances: one token R = 1, 2, 4 and depth 1, 2; several tokens R = 2, 4 (NT = 2, 4, 8);
+// 4-byte vectors (rows not 16-byte aligned) R = 2, depth 1 only.
+template <int NT, int VB>
+void slab_rows(const Params& p, int64_t n_out, const Nv4& g, int R, int D, cudaStream_t s) {
+  if constexpr (VB == 4) {
+    (void)R, (void)D;
+    return launch_slab<NT, 2, 1, 4>(p, n_out, g, s);
+  } else {
+    if constexpr (NT == 1) {
+      if (R == 1) return D == 1 ? launch_slab<1, 1, 1, VB>(p, n_out, g, s) : launch_slab<1, 1, 2, VB>(p, n_out, g, s);
+    }
+    if (R <= 2) return D == 1 ? launch_slab<NT, 2, 1, VB>(p, n_out, g, s) : launch_slab<NT, 2, 2, VB>(p, n_out, g, s);
+    return D == 1 ? launch_slab<NT, 4, 1, VB>(p, n_out, g, s) : launch_slab<NT, 4, 2, VB>(p, n_out, g, s);
+  }
+}
+
+template <int VB>
+void slab_tokens(const Params& p, int64_t nt, int64_t n_out, const Nv4& g, int R, int D, cudaStream_t s) {
+  if (nt == 1) return slab_rows<1, VB>(p, n_out, g, R, D, s);
+  if (nt == 2) return slab_rows<2, VB>(p, n_out, g, R, D, s);
+  if (nt <= 4) return slab_rows<4, VB>(p, n_out, g, R, D, s);
+  return slab_rows<8, VB>(p, n_out, g, R, D, s);
+}
+
+}  // namespace
+
+bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream) {
+  const int n_sub = p.slot_w != nullptr ? p.n_used : 1;
+  const int64_t n_out = grouped ? (p.slot_w != nullptr ? n_tok / p.n_used : n_tok) : 1;
+  const int64_t nt = grouped ? 1 : n_tok;
+  const int64_t nb = p.k / 64;
+  GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, nt, n_out, n_sub, grouped);
+  if (over.kernel >= 0 && over.kernel <= 2 && over.kernel != pl.kernel) {
+    pl.kernel = over.kernel;
+    if (pl.kernel == 2) {
+      pl.rows = grouped ? gemv_nvfp4_pack_rows(nb, n_sub, p.rows) : 0;
+      if (pl.rows == 0) pl.kernel = 0;
+    } else if (pl.kernel == 1) {
+      pl.rows = 2;
+      pl.depth = 2;
+    }
+  }
+  if (pl.kernel == 1) {
+    if (over.rows == 1 || over.rows == 2 || over.rows == 4) pl.rows = over.rows;
+    if (over.depth == 1 || over.depth == 2) pl.depth = over.depth;
+  }
+  if (pl.kernel == 0) return false;
+
+  // Vector width: 16 bytes when every row, expert and (partial) slab or piece starts
+  // 16-aligned (36 * nb % 16 == 0 needs nb % 4 == 0), else 4; rows off 4 bytes: generic kernel.
+  auto aligned = [&](int vb) {
+    return reinterpret_cast<uintptr_t>(p.w) % vb == 0 && p.row_bytes % vb == 0 &&
+           (!grouped || p.expert_bytes % vb == 0) && (nb * kBlockBytes) % vb == 0;
+  };
+  const int vb = aligned(16) ? 16 : aligned(4) ? 4 : 0;
+  if (vb == 0) return false;
+
+  Nv4 g{};
+  g.nb = nb;
+  g.n_slabs = static_cast<int>((nb + kSlabBlocks - 1) / kSlabBlocks);
+  g.n_sub = n_sub;
+  if (pl.kernel == 2) {
+    g.rb = pl.rows;
+    g.pieces = pl.rows * n_sub;
+    if (vb == 16) launch_packed<16>(p, n_out, g, stream);
+    else launch_packed<4>(p, n_out, g, stream);
+    return true;
+  }
+  const int R = nt > 1 && pl.rows < 2 ? 2 : pl.rows;
+  if (vb == 16) slab_tokens<16>(p, nt, n_out, g, R, pl.depth, stream);
+  else slab_tokens<4>(p, nt, n_out, g, R, pl.depth, stream);
+  return true;
+}
+
+}  // namespace ft::cuda::gemv_detail
