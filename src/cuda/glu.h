@@ -18,4 +18,9 @@ namespace ft::cuda {
 void swiglu(const float* gu, int64_t ldgu, int64_t n_ff, int64_t n_tok, float* h, int64_t ldh, Round r,
             cudaStream_t s);
 
+// swiglu that also writes h's Q8 copy (act_q8.h layout, the bytes quantize_act_q8 would write
+// from h) for the integer GEMV of the down projection. n_ff % 32 == 0.
+void swiglu_q8(const float* gu, int64_t ldgu, int64_t n_ff, int64_t n_tok, float* h, int64_t ldh, Round r,
+               void* xq, cudaStream_t s);
+
 }  // namespace ft::cuda

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cuda/check.h"
+#include "cuda/q8_tail.cuh"
 #include "cuda/ops_math.cuh"
 #include "cuda/ops_reduce.cuh"
 #include "cuda/round.cuh"
@@ -18,7 +19,7 @@ constexpr int kThreads = 256;
 // kAdd: x += b first (written back). kVec: rows 16-byte aligned, n % 4 == 0: float4 access.
 template <bool kAdd, bool kVec>
 __global__ void rmsnorm_kernel(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n,
-                               float eps, float* y, int64_t ldy, Round r) {
+                               float eps, float* y, int64_t ldy, Round r, uint8_t* xq, int64_t xq_row_bytes) {
   __shared__ double scratch[32];
   const int64_t t = blockIdx.x;
   float* xr = x + t * ldx;
@@ -75,27 +76,35 @@ __global__ void rmsnorm_kernel(float* x, int64_t ldx, const float* b, int64_t ld
       yr[i] = round_to(r, o);
     }
   }
+  if (xq != nullptr) {
+    __syncthreads();
+    q8_quantize_segment(yr, 0, n, n, xq + t * xq_row_bytes);
+  }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps, int64_t n_tok,
-         float* y, int64_t ldy, Round r, cudaStream_t s) {
+         float* y, int64_t ldy, Round r, cudaStream_t s, void* xq_out = nullptr) {
   if (n_tok <= 0) return;
+  if (xq_out != nullptr && (n % 32 != 0 || reinterpret_cast<uintptr_t>(xq_out) % 16 != 0))
+    fail_message("rmsnorm: a Q8 copy needs n % 32 == 0 and a 16-byte aligned buffer (n = " + std::to_string(n) + ")");
+  auto* xq = static_cast<uint8_t*>(xq_out);
+  const int64_t xrb = act_q8_row_bytes(n);
   if (n <= 0) fail_message("rmsnorm: row length " + std::to_string(n) + " must be positive");
   const bool vec = n % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned16(x) && aligned16(y) &&
                    (w == nullptr || aligned16(w)) && (b == nullptr || (ldb % 4 == 0 && aligned16(b)));
   const unsigned grid = static_cast<unsigned>(n_tok);
   if (b != nullptr) {
     if (vec)
-      rmsnorm_kernel<true, true><<<grid, kThreads, 0, s>>>(x, ldx, b, ldb, w, n, eps, y, ldy, r);
+      rmsnorm_kernel<true, true><<<grid, kThreads, 0, s>>>(x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
     else
-      rmsnorm_kernel<true, false><<<grid, kThreads, 0, s>>>(x, ldx, b, ldb, w, n, eps, y, ldy, r);
+      rmsnorm_kernel<true, false><<<grid, kThreads, 0, s>>>(x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
   } else {
     if (vec)
-      rmsnorm_kernel<false, true><<<grid, kThreads, 0, s>>>(x, ldx, nullptr, 0, w, n, eps, y, ldy, r);
+      rmsnorm_kernel<false, true><<<grid, kThreads, 0, s>>>(x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb);
     else
-      rmsnorm_kernel<false, false><<<grid, kThreads, 0, s>>>(x, ldx, nullptr, 0, w, n, eps, y, ldy, r);
+      rmsnorm_kernel<false, false><<<grid, kThreads, 0, s>>>(x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb);
   }
   FT_CUDA_CHECK_LAUNCH();
 }
@@ -106,6 +115,11 @@ void rmsnorm(const float* x, int64_t ldx, const float* w, int64_t n, float eps, 
              int64_t ldy, Round r, cudaStream_t s) {
   // The kernel writes x only when adding; the const_cast keeps one kernel for both.
   run(const_cast<float*>(x), ldx, nullptr, 0, w, n, eps, n_tok, y, ldy, r, s);
+}
+
+void rmsnorm_q8(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
+                int64_t ldy, Round r, void* xq, cudaStream_t s) {
+  run(const_cast<float*>(x), ldx, nullptr, 0, w, n, eps, n_tok, y, ldy, r, s, xq);
 }
 
 void add_rmsnorm(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps,

@@ -19,6 +19,11 @@ namespace ft::cuda {
 void rmsnorm(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
              int64_t ldy, Round r, cudaStream_t s);
 
+// rmsnorm that also writes y's Q8 copy for the integer GEMV (act_q8.h layout, the bytes
+// quantize_act_q8 would write from y), saving that launch. n % 32 == 0.
+void rmsnorm_q8(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
+                int64_t ldy, Round r, void* xq, cudaStream_t s);
+
 // The residual add fused in front of the norm (one launch instead of two):
 //   x[t] += b[t]   (fp32, written back: x is the residual stream), then y[t] = rmsnorm(x[t]).
 // Twin: decoder.cpp's add_rows followed by engine::rmsnorm. y must not alias x or b.

@@ -44,11 +44,11 @@ GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers
 
 void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
                         int64_t ldy, Round round, bool accumulate, bool q8, cudaStream_t s,
-                        bool exact) const {
+                        bool exact, bool xq_ready) const {
   if (use_gemv(n_tok)) {
     bool quantised = false;
     for (const DevMatrix& p : l.parts) quantised |= q8 && has_q8_kernel(p.type);
-    if (quantised) cuda::quantize_act_q8(x, ldx, l.k, n_tok, b_.xq.get(), s);
+    if (quantised && !xq_ready) cuda::quantize_act_q8(x, ldx, l.k, n_tok, b_.xq.get(), s);
     for (const DevMatrix& p : l.parts) {
       cuda::GemvArgs a;
       a.type = p.type;
@@ -91,6 +91,13 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
   }
 }
 
+bool GpuForward::wants_q8(const DevLinear& l) const {
+  if (!num_.q8) return false;
+  for (const DevMatrix& p : l.parts)
+    if (has_q8_kernel(p.type)) return true;
+  return false;
+}
+
 void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   const model::HParams& hp = m_.hp;
   const DevLayer& L = w_.layers[il];
@@ -103,8 +110,13 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   float* attn = b_.attn.as<float>();
   const int32_t* pos = b_.pos.as<int32_t>();
 
-  cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
-  linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s);
+  // Decode: the norm also writes the Q8 copy the qkv GEMV reads (one launch fewer).
+  const bool fuse_q8 = use_gemv(n_tok) && wants_q8(L.qkv) && n_embd % 32 == 0;
+  if (fuse_q8)
+    cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
+  else
+    cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
+  linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
   cuda::qk_norm_rope(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps,
                      b_.rope_cs.as<float>(), hp.rope.n_rot, hp.rope.type == model::RopeType::kNeox,
                      pos, num_.round, s);
@@ -138,32 +150,48 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   const int64_t n_embd = hp.n_embd;
   float* x = b_.x.as<float>();
   float* h = b_.h.as<float>();
-  cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
   if (!L.moe) {
     const int64_t n_ff = L.down.k;
     float* gu = b_.gu.as<float>();
     float* hh = b_.hh.as<float>();
-    linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s);
-    cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
-    linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
+    // Decode: norm and SwiGLU also write the Q8 copies their GEMVs read.
+    const bool gemv = use_gemv(n_tok);
+    const bool q8_in = gemv && wants_q8(L.gate_up) && n_embd % 32 == 0;
+    const bool q8_mid = gemv && wants_q8(L.down) && n_ff % 32 == 0;
+    if (q8_in)
+      cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
+    else
+      cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
+    linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in);
+    if (q8_mid)
+      cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, b_.xq.get(), s);
+    else
+      cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
+    linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid);
     return;
   }
+  const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;
+  const bool q8_in = use_gemv(n_tok) && num_.q8 && has_q8_kernel(first.type) && n_embd % 32 == 0;
+  if (q8_in)
+    cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
+  else
+    cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
   // Router logits stay fp32 in every dtype (as on the CPU and in llama.cpp).
   const int64_t n_expert = hp.n_expert;
   const int n_used = static_cast<int>(hp.n_expert_used[il]);
   linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s,
-         /*exact=*/true);
+         /*exact=*/true, /*xq_ready=*/q8_in);
   cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
                   b_.wts.as<float>(), s);
   if (use_gemv(n_tok))
-    moe_decode(il, n_tok, s);
+    moe_decode(il, n_tok, s, q8_in);
   else
     moe_prefill(il, n_tok, s);
 }
 
 // Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
 // GEMV sums the slots of a token with their routing weights and adds them to x.
-void GpuForward::moe_decode(int64_t il, int64_t n_tok, cudaStream_t s) const {
+void GpuForward::moe_decode(int64_t il, int64_t n_tok, cudaStream_t s, bool xq_ready) const {
   const model::HParams& hp = m_.hp;
   const DevExperts& E = w_.layers[il].experts;
   const int n_used = static_cast<int>(hp.n_expert_used[il]);
@@ -202,13 +230,17 @@ void GpuForward::moe_decode(int64_t il, int64_t n_tok, cudaStream_t s) const {
   };
   const float* h = b_.h.as<float>();
   if (E.gate_up) {
-    grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, nullptr, true);
+    grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, nullptr, !xq_ready);
   } else {
-    grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, nullptr, true);
+    grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, nullptr, !xq_ready);
     grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr, !has_q8_kernel(E.gate.type));
   }
-  cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, s);
-  grouped(E.down, hh, n_ff, 1, b_.x.as<float>(), n_embd, 2, b_.wts.as<float>(), true);
+  const bool q8_mid = num_.q8 && has_q8_kernel(E.down.type) && n_ff % 32 == 0;
+  if (q8_mid)
+    cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, b_.xq.get(), s);
+  else
+    cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, s);
+  grouped(E.down, hh, n_ff, 1, b_.x.as<float>(), n_embd, 2, b_.wts.as<float>(), !q8_mid);
 }
 
 // Prefill: token-slots sorted by expert on the device, one grouped tensor-core GEMM per

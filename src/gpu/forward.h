@@ -36,10 +36,12 @@ class GpuForward {
  private:
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
               cuda::Round round, bool accumulate, bool q8, cudaStream_t s,
-              bool exact = false) const;
+              bool exact = false, bool xq_ready = false) const;
+  // Whether the integer GEMV will read b_.xq for this projection / expert tensor.
+  bool wants_q8(const DevLinear& l) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   void ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
-  void moe_decode(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  void moe_decode(int64_t il, int64_t n_tok, cudaStream_t s, bool xq_ready) const;
   void moe_prefill(int64_t il, int64_t n_tok, cudaStream_t s) const;
 
   const model::Model& m_;
