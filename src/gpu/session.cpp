@@ -35,6 +35,9 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   if (const char* e = std::getenv("FT_CUDA_GRAPHS"); e && std::strcmp(e, "0") == 0) graphs_ = false;
   int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(m.hp.n_ctx_train, 4096);
   if (n_ctx <= 0) n_ctx = 4096;
+  FT_CUDA_CHECK(cudaFree(nullptr));  // the context exists before the first reading
+  size_t free_before = 0, total = 0;
+  FT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
   FT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   w_ = std::make_unique<DeviceWeights>(m, o.progress);
   b_ = std::make_unique<GpuBuffers>(m, num_, n_ctx, o.n_ubatch);
@@ -44,11 +47,15 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   mem_.kv = b_->kv_bytes;
   mem_.workspace = b_->workspace_bytes;
   FT_CUDA_CHECK(cudaMemGetInfo(&mem_.free_after, &mem_.total));
+  mem_.taken = free_before > mem_.free_after ? free_before - mem_.free_after : 0;
   constexpr double kMiB = 1024.0 * 1024.0;
   log::info("cuda: {}", cuda::device_summary());
-  log::info("cuda memory: weights {:.1f} MiB, KV {:.1f} MiB ({} tokens), workspace {:.1f} MiB, free {:.1f} MiB",
+  log::info("cuda memory: weights {:.1f} MiB, KV {:.1f} MiB ({} tokens), workspace {:.1f} MiB; "
+            "taken {:.1f} MiB ({:+.1f}% of declared), free {:.1f} MiB",
             static_cast<double>(mem_.weights) / kMiB, static_cast<double>(mem_.kv) / kMiB, n_ctx,
-            static_cast<double>(mem_.workspace) / kMiB, static_cast<double>(mem_.free_after) / kMiB);
+            static_cast<double>(mem_.workspace) / kMiB, static_cast<double>(mem_.taken) / kMiB,
+            100.0 * (static_cast<double>(mem_.taken) / static_cast<double>(mem_.declared()) - 1.0),
+            static_cast<double>(mem_.free_after) / kMiB);
 }
 
 GpuSession::~GpuSession() {

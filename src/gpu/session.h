@@ -38,6 +38,8 @@ struct GpuSessionOptions {
 
 struct GpuMemoryReport {
   size_t weights = 0, kv = 0, workspace = 0, free_after = 0, total = 0;
+  size_t taken = 0;  // device memory this session took (free before - free after), cuBLAS included
+  size_t declared() const { return weights + kv + workspace; }
 };
 
 // Resolves --dtype for the GPU; throws on an unknown name.
