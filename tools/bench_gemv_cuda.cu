@@ -6,7 +6,7 @@
 //   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4]
 //
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
-// a sweep of its plans (kernel / rows / depth).
+// a sweep of its plans (kernel / rows / activations from shared or global memory).
 //
 // Every case cycles through copies of its weights spread over a pool much larger than L2
 // (default 2 GiB; the H200 has 50-60 MB of L2), so each launch reads from HBM. Launches are
@@ -122,7 +122,7 @@ struct Case {
   bool q8 = false;
   bool combine = false;  // grouped down projection fused with the weighted expert sum
   int lanes = 0, rows_per_lane = 0;
-  int nv_kernel = -1, nv_rows = 0, nv_depth = 0;  // gemv_set_nvfp4_override
+  int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -168,7 +168,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_stages_override(c.stages);
   gemv_set_lanes_override(c.lanes);
   gemv_set_rows_override(c.rows_per_lane);
-  gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_depth);
+  gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -219,14 +219,14 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
            std::to_string(pl.stages);
   }
   const bool nv = c.q8 && c.type == GgmlType::NVFP4 && c.lanes == 0 && c.nv_kernel != 0;
-  if (nv) {  // gemv_nvfp4.cu: kernel / rows / depth
+  if (nv) {  // gemv_nvfp4.cu: kernel / rows / activations in shared memory (s) or global (g)
     const int64_t n_out = grouped ? (c.combine ? c.n_tok : n_slot) : 1;
     GemvNvfp4Plan pl = gemv_nvfp4_plan(c.rows, c.k, grouped ? 1 : c.n_tok, n_out, c.combine ? c.n_used : 1, grouped);
     if (c.nv_kernel >= 0) pl.kernel = c.nv_kernel;
     if (c.nv_rows > 0) pl.rows = c.nv_rows;
-    if (c.nv_depth > 0) pl.depth = c.nv_depth;
-    plan = (c.nv_kernel >= 0 || c.nv_rows > 0 || c.nv_depth > 0 ? "N" : "n") + std::to_string(pl.kernel) + "/" +
-           std::to_string(pl.rows) + "/" + std::to_string(pl.kernel == 1 ? pl.depth : 0);
+    if (c.nv_xs > 0) pl.x_smem = c.nv_xs == 2;
+    plan = (c.nv_kernel >= 0 || c.nv_rows > 0 || c.nv_xs > 0 ? "N" : "n") + std::to_string(pl.kernel) + "/" +
+           std::to_string(pl.rows) + "/" + (pl.x_smem ? "s" : "g");
   } else if (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
     plan = f(c.lanes, 0) + "/" + f(c.rows_per_lane, 0) + "/" + f(c.stages, -1);
@@ -334,17 +334,19 @@ int main(int argc, char** argv) {
           v.push_back(comb);
           for (const Case& base : v) {
             for (int rows : {1, 2, 4})
-              for (int depth : {1, 2}) {
+              for (int xs : {1, 2}) {
                 if (nt > 1 && rows == 1) continue;
+                if (base.n_expert > 0 && base.k < 2048 && rows == 1) continue;  // measured in run 4: 2-3x slower
                 Case c = base;
-                c.nv_kernel = 1, c.nv_rows = rows, c.nv_depth = depth;
+                c.nv_kernel = 1, c.nv_rows = rows, c.nv_xs = xs;
                 cases.push_back(c);
               }
-            if (base.n_expert > 0 && base.k < 2048) {
-              Case c = base;
-              c.nv_kernel = 2;
-              cases.push_back(c);
-            }
+            if (base.n_expert > 0 && base.k < 2048)
+              for (int xs : {1, 2}) {
+                Case c = base;
+                c.nv_kernel = 2, c.nv_xs = xs;
+                cases.push_back(c);
+              }
           }
         }
       for (const Case& c : cases) run_case(c, pool, launches);

@@ -72,10 +72,10 @@ bool gemv_q8_supported(GgmlType t) {
 void gemv_set_stages_override(int stages) { g_stages_override = stages; }
 void gemv_set_lanes_override(int lanes) { g_lanes_override = lanes; }
 void gemv_set_rows_override(int rows) { g_rows_override = rows; }
-void gemv_set_nvfp4_override(int kernel, int rows, int depth) {
+void gemv_set_nvfp4_override(int kernel, int rows, int x_smem) {
   g_nvfp4_override.kernel = kernel;
   g_nvfp4_override.rows = rows;
-  g_nvfp4_override.depth = depth;
+  g_nvfp4_override.x_smem = x_smem;
 }
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {

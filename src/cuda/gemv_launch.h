@@ -22,7 +22,7 @@ struct Q8Plan {
 };
 // NVFP4 kernel overrides (gemv_set_nvfp4_override; -1 / 0: the plan's).
 struct Nvfp4Override {
-  int kernel = -1, rows = 0, depth = 0;
+  int kernel = -1, rows = 0, x_smem = 0;
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.

@@ -9,9 +9,13 @@
 // Why this shape: at 4.5 TB/s and 0.5625 byte per element the H200 affords ~4 lane
 // instructions per weight element. The generic kernel spent them on per-chunk cursor work,
 // unaligned shared reads (funnel shifts) and cp.async bookkeeping. Here:
-//   - weights move global -> registers with 16-byte loads (__ldcs: streamed once), one step
-//     ahead (depth 1) or two (depth 2), then registers -> shared (STS.128) -> __syncwarp;
-//     no __syncthreads: every warp is an independent worker;
+//   - weights move global -> registers with 16-byte loads (L1::no_allocate: streamed once,
+//     and the activations keep L1), one step ahead, then registers -> shared (STS.128) ->
+//     __syncwarp; every warp is an independent worker (H200 run 4: two steps ahead was 3-30%
+//     slower at every shape, more registers for nothing);
+//   - the activations of the whole call (all token rows, when they take <= 36 KB) are copied
+//     once per CTA into shared memory (swizzled: conflict-free 16-byte reads at the lanes'
+//     64-byte stride), so the dp4a chains wait on shared, not L2, latency;
 //   - a lane decodes whole 36-byte blocks from shared memory at a 9-word stride (lane l
 //     reads word 9l + j: bank (9l + j) mod 32, conflict-free) -- no funnel shifts;
 //   - slab kernel: a step is 32 consecutive blocks (1152 bytes) of each of the warp's R rows;
@@ -22,6 +26,7 @@
 //     (row, slot, block) list and per-row sums go through shared memory in block order.
 // Sums are made by one warp in a fixed order (deterministic, no atomics); the combine sums
 // the ranks in order with the exact epilogue of gemv.h.
+#include <atomic>
 #include <cstdint>
 
 #include "cuda/act_q8.h"
@@ -49,6 +54,8 @@ struct Nv4 {
   int n_sub;    // slots per out row (combine: n_used; else 1)
   int rb;       // packed: rows per item
   int pieces;   // packed: rb * n_sub
+  int xs_rows;  // activation rows staged in shared memory (0: read from global)
+  int xs_row;   // their stride there: k + k / 4 bytes (codes, then scales)
 };
 
 template <int VB>
@@ -62,10 +69,40 @@ struct VecOf<4> {
   using T = uint32_t;
 };
 
+// Weights are read once: no L1 allocation, so the activations stay there.
 template <int VB>
 __device__ __forceinline__ typename VecOf<VB>::T ld_w(const uint8_t* p) {
-  if constexpr (VB == 16) return __ldcs(reinterpret_cast<const uint4*>(p));
-  else return __ldcs(reinterpret_cast<const unsigned int*>(p));
+  if constexpr (VB == 16) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+  } else {
+    uint32_t v;
+    asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+  }
+}
+
+// Activation rows in shared memory: row t at t * xs_row holds the codes with 16-byte chunk
+// q = 4c + s (block c, sub-block s) at chunk 4c + (s ^ ((c >> 1) & 3)), then the scales as in
+// act_q8. Lanes read chunk 4c + s for consecutive c: each group of 8 lanes (one LDS.128
+// phase) then covers the 8 bank groups once.
+FT_HD inline int xs_chunk(int64_t c, int s) { return static_cast<int>(4 * c + (s ^ ((c >> 1) & 3))); }
+
+// Copies activation rows [0, g.xs_rows) into xs (all threads of the CTA; ends in
+// __syncthreads).
+__device__ __forceinline__ void stage_x(uint8_t* xs, const Params& p, int xs_rows, int xs_row) {
+  const int per_row = xs_row / 16, k16 = static_cast<int>(p.k / 16);
+  const int n = xs_rows * per_row;
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) {
+    const int t = i / per_row, j = i - t * per_row;
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p.xq + t * p.xq_row) + j);
+    const int d = j < k16 ? xs_chunk(j >> 2, j & 3) : j;
+    *reinterpret_cast<uint4*>(xs + t * xs_row + 16 * d) = v;
+  }
+  __syncthreads();
 }
 template <int VB>
 __device__ __forceinline__ void st_s(uint8_t* p, const typename VecOf<VB>::T& v) {
@@ -74,8 +111,9 @@ __device__ __forceinline__ void st_s(uint8_t* p, const typename VecOf<VB>::T& v)
 __device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
 // acc[r][t] += block c of R staged rows (row r's block at sb + r * rstride, 4-aligned) times
-// the activations of token t (row x0 + t * xq_row, act_q8 layout, k elements), t < n_tok.
-template <int NT, int R>
+// the activations of token t (row x0 + t * xq_row: act_q8 layout in global memory, or the
+// swizzled shared copy when XS), t < n_tok.
+template <int NT, int R, bool XS>
 __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb, int rstride, const uint8_t* x0,
                                           int64_t xq_row, int64_t k, int64_t c, int n_tok) {
   float sw[R][4];
@@ -97,7 +135,8 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
   for (int t = 0; t < NT; ++t) {
     dx[t][0] = dx[t][1] = 0.0f;
     if (t < n_tok) {
-      const uint4 d = __ldg(reinterpret_cast<const uint4*>(x0 + t * xq_row + k) + c);
+      const uint4* dp = reinterpret_cast<const uint4*>(x0 + t * xq_row + k) + c;
+      const uint4 d = XS ? *dp : __ldg(dp);
       dx[t][0] = __uint_as_float(d.x) * 128.0f;
       dx[t][1] = __uint_as_float(d.z) * 128.0f;
     }
@@ -116,7 +155,8 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       if (t >= n_tok) break;
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(x0 + t * xq_row + 64 * c + 16 * s));
+      const uint4 v = XS ? *reinterpret_cast<const uint4*>(x0 + t * xq_row + 16 * xs_chunk(c, s))
+                         : __ldg(reinterpret_cast<const uint4*>(x0 + t * xq_row + 64 * c + 16 * s));
       const uint32_t a0 = x_pair_0(v.x, v.z), a1 = x_pair_1(v.x, v.z);
       const uint32_t a2 = x_pair_0(v.y, v.w), a3 = x_pair_1(v.y, v.w);
 #pragma unroll
@@ -141,15 +181,16 @@ __device__ __forceinline__ float slot_scale(const Params& p, int64_t slot) {
 // ---- slab kernel ----------------------------------------------------------------------------
 //
 // Work item = (out row, R consecutive rows); its steps are (slot j < n_sub, slab). Warp gw
-// takes items gw, gw + n_w, ... and streams their steps with D steps of loads in flight.
-template <int NT, int R, int D, int VB>
+// takes items gw, gw + n_w, ... and streams their steps with one step of loads in flight.
+template <int NT, int R, bool XS, int VB>
 __global__ void __launch_bounds__(kWarps * 32, 4) slab_kernel(const Params p, const Nv4 g) {
   using Vec = typename VecOf<VB>::T;
   constexpr int kNv = kSlabBytes / VB;     // vectors per row of a full slab
   constexpr int kV = (R * kNv + 31) / 32;  // vectors per lane (R = 4, VB = 16: exactly 9)
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
-  uint8_t* st = smem + warp * (R * kSlabBytes);
+  uint8_t* xs = smem;  // XS: g.xs_rows activation rows, then the warps' stages
+  uint8_t* st = smem + (XS ? g.xs_rows * g.xs_row : 0) + warp * (R * kSlabBytes);
   const int64_t gw = static_cast<int64_t>(blockIdx.x) * kWarps + warp, n_w = static_cast<int64_t>(gridDim.x) * kWarps;
   const int64_t n_items = p.n_rg * p.n_out;
   const int64_t my_items = gw < n_items ? (n_items - gw + n_w - 1) / n_w : 0;
@@ -268,7 +309,12 @@ __global__ void __launch_bounds__(kWarps * 32, 4) slab_kernel(const Params p, co
     const int64_t c = static_cast<int64_t>(m.slab) * kSlabBlocks + lane;
     if (c < g.nb) {
       const int64_t xrow = p.ids != nullptr ? m.slot / p.x_div : 0;
-      block_dot<NT, R>(acc, st + kBlockBytes * lane, kSlabBytes, p.xq + xrow * p.xq_row, p.xq_row, p.k, c, p.n_tok);
+      if constexpr (XS)
+        block_dot<NT, R, true>(acc, st + kBlockBytes * lane, kSlabBytes, xs + xrow * g.xs_row, g.xs_row, p.k, c,
+                               p.n_tok);
+      else
+        block_dot<NT, R, false>(acc, st + kBlockBytes * lane, kSlabBytes, p.xq + xrow * p.xq_row, p.xq_row, p.k, c,
+                                p.n_tok);
     }
     if (m.slab == n_slabs - 1) epilogue(m);
   };
@@ -277,35 +323,15 @@ __global__ void __launch_bounds__(kWarps * 32, 4) slab_kernel(const Params p, co
   locate(ahead);
   Step m = ahead;
   Vec b0[kV] = {};
-  if constexpr (D == 1) {
-    if (n_steps > 0) issue(b0, ahead), advance(ahead);
-    for (int s = 0; s < n_steps; ++s) {
-      __syncwarp();  // every lane is done with the previous step's stage
-      store(b0, m);
-      __syncwarp();
-      if (s + 1 < n_steps) issue(b0, ahead), advance(ahead);
-      compute(m);
-      advance(m);
-    }
-  } else {
-    Vec b1[kV] = {};
-    if (n_steps > 0) issue(b0, ahead), advance(ahead);
-    if (n_steps > 1) issue(b1, ahead), advance(ahead);
-    for (int s = 0; s < n_steps; s += 2) {
-      __syncwarp();
-      store(b0, m);
-      __syncwarp();
-      if (s + 2 < n_steps) issue(b0, ahead), advance(ahead);
-      compute(m);
-      advance(m);
-      if (s + 1 >= n_steps) break;
-      __syncwarp();
-      store(b1, m);
-      __syncwarp();
-      if (s + 3 < n_steps) issue(b1, ahead), advance(ahead);
-      compute(m);
-      advance(m);
-    }
+  if (n_steps > 0) issue(b0, ahead), advance(ahead);
+  if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);  // while the first slab loads
+  for (int s = 0; s < n_steps; ++s) {
+    __syncwarp();  // every lane is done with the previous step's stage
+    store(b0, m);
+    __syncwarp();
+    if (s + 1 < n_steps) issue(b0, ahead), advance(ahead);
+    compute(m);
+    advance(m);
   }
 }
 
@@ -315,13 +341,14 @@ __global__ void __launch_bounds__(kWarps * 32, 4) slab_kernel(const Params p, co
 // slot j (combine: token out's rank j; else the out row's one slot). Piece q's blocks are
 // list entries q * nb .. q * nb + nb - 1, staged at 36 * entry; lane l computes entries
 // l + 32 m (m < 4). Items stream with one item of loads in flight.
-template <int VB>
+template <int VB, bool XS>
 __global__ void __launch_bounds__(kWarps * 32, 4) packed_kernel(const Params p, const Nv4 g) {
   using Vec = typename VecOf<VB>::T;
   constexpr int kV = (kPackStage / VB + 31) / 32;
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
-  uint8_t* st = smem + warp * kPackWarpBytes;
+  uint8_t* xs = smem;
+  uint8_t* st = smem + (XS ? g.xs_rows * g.xs_row : 0) + warp * kPackWarpBytes;
   float* red = reinterpret_cast<float*>(st + kPackStage);
   const int64_t gw = static_cast<int64_t>(blockIdx.x) * kWarps + warp, n_w = static_cast<int64_t>(gridDim.x) * kWarps;
   const int64_t n_items = p.n_rg * p.n_out;
@@ -383,7 +410,10 @@ __global__ void __launch_bounds__(kWarps * 32, 4) packed_kernel(const Params p, 
       if (i < nbt) {
         const int64_t xrow = slot_of(out, e_j[m]) / p.x_div;
         float a[1][1] = {{0.0f}};
-        block_dot<1, 1>(a, st + kBlockBytes * i, 0, p.xq + xrow * p.xq_row, p.xq_row, p.k, e_b[m], 1);
+        if constexpr (XS)
+          block_dot<1, 1, true>(a, st + kBlockBytes * i, 0, xs + xrow * g.xs_row, g.xs_row, p.k, e_b[m], 1);
+        else
+          block_dot<1, 1, false>(a, st + kBlockBytes * i, 0, p.xq + xrow * p.xq_row, p.xq_row, p.k, e_b[m], 1);
         red[i] = a[0][0];
       }
     }
@@ -416,6 +446,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) packed_kernel(const Params p, 
   Vec buf[kV] = {};
   int64_t item = gw;
   if (item < n_items) issue(buf, item);
+  if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);
   for (; item < n_items; item += n_w) {
     store(buf);
     __syncwarp();
@@ -426,12 +457,20 @@ __global__ void __launch_bounds__(kWarps * 32, 4) packed_kernel(const Params p, 
 
 // ---- launch ---------------------------------------------------------------------------------
 
-// Resident CTAs per SM of `kernel` at `smem` bytes (asked once per kernel: the sizes are fixed).
+// Resident CTAs per SM of `kernel` at `smem` bytes, cached per kernel (smem << 32 | ctas);
+// above 48 KB the kernel is first allowed the opt-in maximum.
 template <class K>
-int ctas_per_sm(K kernel, size_t smem) {
+int ctas_per_sm(K kernel, size_t smem, std::atomic<uint64_t>& cache) {
+  const uint64_t c = cache.load(std::memory_order_relaxed);
+  if ((c >> 32) == smem && (c & 0xFFFFFFFFu) != 0) return static_cast<int>(c & 0xFFFFFFFFu);
+  if (smem > size_t{48} << 10) {
+    if (smem > static_cast<size_t>(max_smem_optin())) fail_message("cuda gemv: nvfp4 plan needs too much shared memory");
+    FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()));
+  }
   int blocks = 0;
   FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, smem));
   if (blocks < 1) fail_message("cuda gemv: nvfp4 kernel does not fit on an SM");
+  cache.store((static_cast<uint64_t>(smem) << 32) | static_cast<uint64_t>(blocks), std::memory_order_relaxed);
   return blocks;
 }
 
@@ -443,50 +482,52 @@ dim3 grid_for(int64_t n_items, int ctas) {
   return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
 }
 
-template <int NT, int R, int D, int VB>
+template <int NT, int R, bool XS, int VB>
 void launch_slab(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
-  auto kernel = slab_kernel<NT, R, D, VB>;
+  auto kernel = slab_kernel<NT, R, XS, VB>;
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes;
-  static const int ctas = ctas_per_sm(kernel, smem);
+  const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes + (XS ? static_cast<size_t>(g.xs_rows) * g.xs_row : 0);
+  static std::atomic<uint64_t> cache{0};
+  const int ctas = ctas_per_sm(kernel, smem, cache);
   kernel<<<grid_for(p.n_rg * n_out, ctas), kWarps * 32, smem, stream>>>(p, g);
   FT_CUDA_CHECK_LAUNCH();
 }
 
-template <int VB>
+template <int VB, bool XS>
 void launch_packed(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
-  auto kernel = packed_kernel<VB>;
+  auto kernel = packed_kernel<VB, XS>;
   p.n_rg = (p.rows + g.rb - 1) / g.rb;
   p.n_out = n_out;
-  const size_t smem = static_cast<size_t>(kWarps) * kPackWarpBytes;
-  static const int ctas = ctas_per_sm(kernel, smem);
+  const size_t smem = static_cast<size_t>(kWarps) * kPackWarpBytes + (XS ? static_cast<size_t>(g.xs_rows) * g.xs_row : 0);
+  static std::atomic<uint64_t> cache{0};
+  const int ctas = ctas_per_sm(kernel, smem, cache);
   kernel<<<grid_for(p.n_rg * n_out, ctas), kWarps * 32, smem, stream>>>(p, g);
   FT_CUDA_CHECK_LAUNCH();
 }
 
-// Instances: one token R = 1, 2, 4 and depth 1, 2; several tokens R = 2, 4 (NT = 2, 4, 8);
-// 4-byte vectors (rows not 16-byte aligned) R = 2, depth 1 only.
-template <int NT, int VB>
-void slab_rows(const Params& p, int64_t n_out, const Nv4& g, int R, int D, cudaStream_t s) {
+// Instances: one token R = 1, 2, 4; several tokens R = 2, 4 (NT = 2, 4, 8); 4-byte vectors
+// (rows not 16-byte aligned) R = 2 only. Each with and without the shared activations.
+template <int NT, bool XS, int VB>
+void slab_rows(const Params& p, int64_t n_out, const Nv4& g, int R, cudaStream_t s) {
   if constexpr (VB == 4) {
-    (void)R, (void)D;
-    return launch_slab<NT, 2, 1, 4>(p, n_out, g, s);
+    (void)R;
+    return launch_slab<NT, 2, XS, 4>(p, n_out, g, s);
   } else {
     if constexpr (NT == 1) {
-      if (R == 1) return D == 1 ? launch_slab<1, 1, 1, VB>(p, n_out, g, s) : launch_slab<1, 1, 2, VB>(p, n_out, g, s);
+      if (R == 1) return launch_slab<1, 1, XS, VB>(p, n_out, g, s);
     }
-    if (R <= 2) return D == 1 ? launch_slab<NT, 2, 1, VB>(p, n_out, g, s) : launch_slab<NT, 2, 2, VB>(p, n_out, g, s);
-    return D == 1 ? launch_slab<NT, 4, 1, VB>(p, n_out, g, s) : launch_slab<NT, 4, 2, VB>(p, n_out, g, s);
+    if (R <= 2) return launch_slab<NT, 2, XS, VB>(p, n_out, g, s);
+    return launch_slab<NT, 4, XS, VB>(p, n_out, g, s);
   }
 }
 
-template <int VB>
-void slab_tokens(const Params& p, int64_t nt, int64_t n_out, const Nv4& g, int R, int D, cudaStream_t s) {
-  if (nt == 1) return slab_rows<1, VB>(p, n_out, g, R, D, s);
-  if (nt == 2) return slab_rows<2, VB>(p, n_out, g, R, D, s);
-  if (nt <= 4) return slab_rows<4, VB>(p, n_out, g, R, D, s);
-  return slab_rows<8, VB>(p, n_out, g, R, D, s);
+template <bool XS, int VB>
+void slab_tokens(const Params& p, int64_t nt, int64_t n_out, const Nv4& g, int R, cudaStream_t s) {
+  if (nt == 1) return slab_rows<1, XS, VB>(p, n_out, g, R, s);
+  if (nt == 2) return slab_rows<2, XS, VB>(p, n_out, g, R, s);
+  if (nt <= 4) return slab_rows<4, XS, VB>(p, n_out, g, R, s);
+  return slab_rows<8, XS, VB>(p, n_out, g, R, s);
 }
 
 }  // namespace
@@ -504,13 +545,10 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
       if (pl.rows == 0) pl.kernel = 0;
     } else if (pl.kernel == 1) {
       pl.rows = 2;
-      pl.depth = 2;
     }
   }
-  if (pl.kernel == 1) {
-    if (over.rows == 1 || over.rows == 2 || over.rows == 4) pl.rows = over.rows;
-    if (over.depth == 1 || over.depth == 2) pl.depth = over.depth;
-  }
+  if (pl.kernel == 1 && (over.rows == 1 || over.rows == 2 || over.rows == 4)) pl.rows = over.rows;
+  if (over.x_smem == 1 || over.x_smem == 2) pl.x_smem = over.x_smem == 2;
   if (pl.kernel == 0) return false;
 
   // Vector width: 16 bytes when every row, expert and (partial) slab or piece starts
@@ -526,16 +564,21 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   g.nb = nb;
   g.n_slabs = static_cast<int>((nb + kSlabBlocks - 1) / kSlabBlocks);
   g.n_sub = n_sub;
+  // Every activation row the call reads (grouped: slots / x_div of them).
+  const int64_t x_rows = grouped ? (n_tok - 1) / p.x_div + 1 : nt;
+  g.xs_row = static_cast<int>(p.k + p.k / 4);
+  const bool xs = pl.x_smem && x_rows * g.xs_row <= kNvfp4XSmemMax;
+  g.xs_rows = xs ? static_cast<int>(x_rows) : 0;
   if (pl.kernel == 2) {
     g.rb = pl.rows;
     g.pieces = pl.rows * n_sub;
-    if (vb == 16) launch_packed<16>(p, n_out, g, stream);
-    else launch_packed<4>(p, n_out, g, stream);
+    if (vb == 16) xs ? launch_packed<16, true>(p, n_out, g, stream) : launch_packed<16, false>(p, n_out, g, stream);
+    else xs ? launch_packed<4, true>(p, n_out, g, stream) : launch_packed<4, false>(p, n_out, g, stream);
     return true;
   }
   const int R = nt > 1 && pl.rows < 2 ? 2 : pl.rows;
-  if (vb == 16) slab_tokens<16>(p, nt, n_out, g, R, pl.depth, stream);
-  else slab_tokens<4>(p, nt, n_out, g, R, pl.depth, stream);
+  if (vb == 16) xs ? slab_tokens<true, 16>(p, nt, n_out, g, R, stream) : slab_tokens<false, 16>(p, nt, n_out, g, R, stream);
+  else xs ? slab_tokens<true, 4>(p, nt, n_out, g, R, stream) : slab_tokens<false, 4>(p, nt, n_out, g, R, stream);
   return true;
 }
 

@@ -96,8 +96,9 @@ inline GemvQ8Plan gemv_q8_plan(GgmlType type, int64_t rows, int64_t k, int64_t n
 struct GemvNvfp4Plan {
   int kernel;  // 0 generic, 1 slab, 2 packed
   int rows;    // slab: R (1, 2, 4); packed: rows per work item
-  int depth;   // slab: slabs in flight per warp in registers (1, 2)
+  bool x_smem;  // activations copied to shared memory per CTA (when <= kNvfp4XSmemMax bytes)
 };
+inline constexpr int64_t kNvfp4XSmemMax = 36 << 10;
 inline constexpr int kNvfp4PackBlocksPerLane = 4;
 // Work items (warps' worth of parallel work) below which the slab kernel takes fewer rows
 // per warp: the H200 holds ~2100 warps of this kernel at once.
@@ -126,24 +127,23 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   const int64_t nb = k / 64;
   if (grouped && nb < 32) {
     const int rb = gemv_nvfp4_pack_rows(nb, n_sub, rows);
-    if (rb > 0) return {2, rb, 1};
+    if (rb > 0) return {2, rb, true};
   }
-  // Registers (ptxas, 128 per thread at 16 warps per SM): R = 4 with 2 slabs in flight
-  // spills from 2 tokens on, R = 4 with 3-8 tokens spills even at depth 1.
-  GemvNvfp4Plan pl{1, 1, 2};
+  // Registers (ptxas, 128 per thread at 16 warps per SM): R = 4 with 3-8 tokens spills.
+  GemvNvfp4Plan pl{1, 1, true};
   const int r_max = n_tok > 2 ? 2 : 4;
   for (int r = r_max; r >= 1; r /= 2) {
     pl.rows = r;
     if ((rows + r - 1) / r * n_out >= kNvfp4MinItems) break;
   }
   if (n_tok > 1 && pl.rows < 2) pl.rows = 2;  // instances for several tokens: R = 2, 4
-  if (n_tok > 1 && pl.rows == 4) pl.depth = 1;
   return pl;
 }
 
 // Forces the NVFP4 plan (tests, benchmarks; process-wide, not thread-safe): kernel -1 = the
 // plan's, 0/1/2 as above (a kernel that cannot take the shape falls back to the generic one);
-// rows / depth 0 = the plan's. Defined in gemv.cu.
-void gemv_set_nvfp4_override(int kernel, int rows, int depth);
+// rows 0 = the plan's; x_smem 0 = the plan's, 1 = activations from global memory, 2 = from
+// shared memory where they fit. Defined in gemv.cu.
+void gemv_set_nvfp4_override(int kernel, int rows, int x_smem);
 
 }  // namespace ft::cuda

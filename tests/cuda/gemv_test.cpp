@@ -688,14 +688,14 @@ TEST(CudaGemvNvfp4, ForcedKernelsMatchTwin) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(2024);
   struct Force {
-    int kernel, rows, depth;
+    int kernel, rows, x_smem;
   };
-  const Force forces[] = {{1, 1, 1}, {1, 1, 2}, {1, 2, 1}, {1, 2, 2}, {1, 4, 1}, {1, 4, 2}, {-1, 0, 0}};
+  const Force forces[] = {{1, 1, 1}, {1, 1, 2}, {1, 2, 1}, {1, 2, 2}, {1, 4, 1}, {1, 4, 2}, {2, 0, 1}, {-1, 0, 0}};
   int n = 0;
   for (const Force& f : forces) {
-    gemv_set_nvfp4_override(f.kernel, f.rows, f.depth);
-    SCOPED_TRACE("nvfp4 kernel " + std::to_string(f.kernel) + " rows " + std::to_string(f.rows) + " depth " +
-                 std::to_string(f.depth));
+    gemv_set_nvfp4_override(f.kernel, f.rows, f.x_smem);
+    SCOPED_TRACE("nvfp4 kernel " + std::to_string(f.kernel) + " rows " + std::to_string(f.rows) + " x_smem " +
+                 std::to_string(f.x_smem));
     for (int64_t k : {64, 192, 320, 2112, 2304, 4160})
       for (int64_t rows : {1, 5, 33}) {
         const int64_t n_tok = 1 + (n * 3) % kGemvMaxTokens;
