@@ -13,9 +13,9 @@
 //     and the activations keep L1), one step ahead, then registers -> shared (STS.128) ->
 //     __syncwarp; every warp is an independent worker (H200 run 4: two steps ahead was 3-30%
 //     slower at every shape, more registers for nothing);
-//   - the activations of the whole call (all token rows, when they take <= 36 KB) are copied
-//     once per CTA into shared memory (swizzled: conflict-free 16-byte reads at the lanes'
-//     64-byte stride), so the dp4a chains wait on shared, not L2, latency;
+//   - optionally (plan x_smem, off: 0-10% slower on the H200, run 5) the activations of the
+//     whole call are copied once per CTA into shared memory (swizzled: conflict-free 16-byte
+//     reads at the lanes' 64-byte stride);
 //   - a lane decodes whole 36-byte blocks from shared memory at a 9-word stride (lane l
 //     reads word 9l + j: bank (9l + j) mod 32, conflict-free) -- no funnel shifts;
 //   - slab kernel: a step is 32 consecutive blocks (1152 bytes) of each of the warp's R rows;
