@@ -173,15 +173,20 @@ int run_generate(const GenerateOptions& o) {
   engine::Sampler sampler(sp);
   for (int32_t id : prompt) sampler.accept(id);
 
-  // Greedy without penalties needs only the argmax, which a GPU computes on the device.
+  // Greedy without penalties needs only the argmax, and any other choice only the sampler:
+  // a GPU computes either where the logits are. Teacher forcing and --logits-out need the
+  // logits themselves.
   const bool teacher = o.force_tokens.has_value();
   const bool argmax_only = o.temperature <= 0.0f && o.repeat_penalty == 1.0f && !teacher &&
                            o.logits_out.empty();
+  const bool sample_only = !argmax_only && !teacher && o.logits_out.empty();
   const double t_pf0 = now_s();
   const float* logits = nullptr;
   int32_t next = -1;
   if (argmax_only)
     next = sess.eval_argmax(prompt.data(), static_cast<int64_t>(prompt.size()));
+  else if (sample_only)
+    next = sess.eval_sample(prompt.data(), static_cast<int64_t>(prompt.size()), sampler);
   else
     logits = sess.eval(prompt.data(), static_cast<int64_t>(prompt.size()));
   const double prefill_s = now_s() - t_pf0;
@@ -199,7 +204,7 @@ int run_generate(const GenerateOptions& o) {
     if (teacher) {
       tf.push_back(engine::argmax(logits, static_cast<int32_t>(n_vocab)));
       id = forced[i];
-    } else if (argmax_only) {
+    } else if (argmax_only || sample_only) {
       id = next;
     } else {
       id = sampler.sample(logits, static_cast<int32_t>(n_vocab));
@@ -219,6 +224,8 @@ int run_generate(const GenerateOptions& o) {
     const double t0 = now_s();
     if (argmax_only)
       next = sess.eval_argmax(&id, 1);
+    else if (sample_only)
+      next = sess.eval_sample(&id, 1, sampler);
     else
       logits = sess.eval(&id, 1);
     decode_s += now_s() - t0;

@@ -8,6 +8,8 @@
 
 namespace ft::engine {
 
+class Sampler;
+
 class Runner {
  public:
   virtual ~Runner() = default;
@@ -19,6 +21,10 @@ class Runner {
   // Appends tokens and returns the argmax of the last logits (first index on ties). A device
   // backend computes it where the logits are and copies back one integer.
   virtual int32_t eval_argmax(const int32_t* tokens, int64_t n);
+  // Appends tokens and picks the next one with `s` (its parameters, history and random
+  // stream), exactly as s.sample(eval(tokens, n)) would. A device backend samples where the
+  // logits are and copies back one integer.
+  virtual int32_t eval_sample(const int32_t* tokens, int64_t n, Sampler& s);
 
   // Forgets the sequence (the KV cache is reused from position 0).
   virtual void reset() = 0;

@@ -20,6 +20,8 @@ void Sampler::accept(int32_t token) {
   if (history_.size() > static_cast<size_t>(p_.repeat_last_n)) history_.erase(history_.begin());
 }
 
+double Sampler::draw() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+
 int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
   cand_.resize(static_cast<size_t>(n_vocab));
   for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {i, logits[i]};
@@ -87,8 +89,7 @@ int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
   }
 
   softmax(n, p_.temperature);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const double r = u(rng_);
+  const double r = draw();
   double cum = 0.0;
   for (size_t i = 0; i < n; ++i) {
     cum += probs_[i];

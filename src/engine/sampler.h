@@ -31,6 +31,11 @@ class Sampler {
   void accept(int32_t token);
 
   const SamplerParams& params() const { return p_; }
+  // For a backend that samples elsewhere (the GPU's twin of sample()): the tokens the
+  // repetition penalty sees, and the one uniform draw sample() would take now (only
+  // non-greedy samples draw), from the same random stream.
+  const std::vector<int32_t>& history() const { return history_; }
+  double draw();
 
  private:
   struct Cand {

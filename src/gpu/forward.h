@@ -23,7 +23,8 @@
 
 namespace ft::gpu {
 
-enum class Head { kNone, kLast, kAll, kArgmax };
+// kSample: logits of the last row, then the session's sampling kernel (gpu/session.cpp).
+enum class Head { kNone, kLast, kAll, kArgmax, kSample };
 
 class GpuForward {
  public:

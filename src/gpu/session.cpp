@@ -9,6 +9,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
+#include "engine/sampler.h"
 #include "model/model.h"
 
 namespace ft::gpu {
@@ -60,6 +61,8 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
 
 GpuSession::~GpuSession() {
   for (auto& [k, g] : graphs_by_shape_) cudaGraphExecDestroy(g);
+  if (h_u_) cudaFreeHost(h_u_);
+  if (h_hist_) cudaFreeHost(h_hist_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -85,9 +88,19 @@ void GpuSession::enqueue(int64_t n, Head head) {
   GpuBuffers& b = *b_;
   FT_CUDA_CHECK(cudaMemcpyAsync(b.tokens.get(), b.h_tokens, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   FT_CUDA_CHECK(cudaMemcpyAsync(b.pos.get(), b.h_pos, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-  fwd_->run(n, head, stream_);
   const int64_t V = m_.hp.n_vocab;
-  if (head == Head::kArgmax) {
+  if (head == Head::kSample) {
+    FT_CUDA_CHECK(cudaMemcpyAsync(sample_u_.get(), h_u_, sizeof(double), cudaMemcpyHostToDevice, stream_));
+    if (sp_.n_penalty > 0)
+      FT_CUDA_CHECK(cudaMemcpyAsync(sample_hist_.get(), h_hist_, sp_.n_penalty * sizeof(int32_t),
+                                    cudaMemcpyHostToDevice, stream_));
+  }
+  fwd_->run(n, head, stream_);
+  if (head == Head::kSample) {
+    cuda::sample(b.logits.as<float>(), V, sp_, sample_u_.as<double>(), b.argmax.as<int32_t>(), sample_ws_.get(),
+                 stream_);
+    FT_CUDA_CHECK(cudaMemcpyAsync(b.h_argmax, b.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  } else if (head == Head::kArgmax) {
     FT_CUDA_CHECK(cudaMemcpyAsync(b.h_argmax, b.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   } else if (head != Head::kNone) {
     const int64_t rows = head == Head::kAll ? n : 1;
@@ -146,6 +159,66 @@ const float* GpuSession::eval(const int32_t* tokens, int64_t n, bool all_logits)
       std::memcpy(logits_.data(), b_->h_logits, V * sizeof(float));
   }
   return logits_.data();
+}
+
+void GpuSession::prepare_sampling(const engine::Sampler& s) {
+  const engine::SamplerParams& p = s.params();
+  const int64_t V = m_.hp.n_vocab;
+  if (!sample_ws_.get()) {  // first call: buffers for the rest of the session
+    sample_ws_ = cuda::DeviceBuffer(cuda::sample_workspace_bytes(V));
+    sample_u_ = cuda::DeviceBuffer(sizeof(double));
+    FT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&h_u_), sizeof(double), cudaHostAllocDefault));
+  }
+  const int32_t window = p.repeat_penalty != 1.0f ? std::max<int32_t>(p.repeat_last_n, 0) : 0;
+  if (window > hist_cap_) {
+    if (h_hist_) cudaFreeHost(h_hist_);
+    FT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&h_hist_), window * sizeof(int32_t), cudaHostAllocDefault));
+    sample_hist_ = cuda::DeviceBuffer(window * sizeof(int32_t));
+    hist_cap_ = window;
+    sp_set_ = false;  // the graphs point at the old buffer
+  }
+  cuda::SampleParams sp;
+  sp.temperature = p.temperature;
+  sp.top_k = p.top_k;
+  sp.top_p = p.top_p;
+  sp.min_p = p.min_p;
+  sp.repeat_penalty = p.repeat_penalty;
+  sp.penalty_tokens = window > 0 ? sample_hist_.as<int32_t>() : nullptr;
+  sp.n_penalty = window;
+  const bool same = sp_set_ && sp.temperature == sp_.temperature && sp.top_k == sp_.top_k && sp.top_p == sp_.top_p &&
+                    sp.min_p == sp_.min_p && sp.repeat_penalty == sp_.repeat_penalty &&
+                    sp.penalty_tokens == sp_.penalty_tokens && sp.n_penalty == sp_.n_penalty;
+  if (!same) {  // graphs captured with other parameters must not replay
+    for (auto it = graphs_by_shape_.begin(); it != graphs_by_shape_.end();) {
+      if (it->first.second == static_cast<int>(Head::kSample)) {
+        cudaGraphExecDestroy(it->second);
+        it = graphs_by_shape_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    sp_ = sp;
+    sp_set_ = true;
+  }
+  // The window as the CPU sampler sees it (its last repeat_last_n tokens), padded with -1.
+  const auto& h = s.history();
+  const size_t first = h.size() > static_cast<size_t>(window) ? h.size() - window : 0;
+  for (int32_t i = 0; i < window; ++i) {
+    const size_t j = first + static_cast<size_t>(i);
+    h_hist_[i] = j < h.size() ? h[j] : -1;
+  }
+}
+
+int32_t GpuSession::eval_sample(const int32_t* tokens, int64_t n, engine::Sampler& s) {
+  check(tokens, n);
+  prepare_sampling(s);
+  // One uniform draw per non-greedy token, from the sampler's own stream, as sample() takes it.
+  *h_u_ = s.params().temperature > 0.0f ? s.draw() : 0.0;
+  for (int64_t i0 = 0; i0 < n; i0 += b_->n_ubatch) {
+    const int64_t nb = std::min(b_->n_ubatch, n - i0);
+    step(tokens + i0, nb, i0 + nb == n ? Head::kSample : Head::kNone);
+  }
+  return *b_->h_argmax;
 }
 
 int32_t GpuSession::eval_argmax(const int32_t* tokens, int64_t n) {

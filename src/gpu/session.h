@@ -17,6 +17,8 @@
 #include <string>
 #include <utility>
 
+#include "cuda/buffer.h"
+#include "cuda/sample.h"
 #include "engine/runner.h"
 #include "gpu/forward.h"
 #include "gpu/state.h"
@@ -52,6 +54,7 @@ class GpuSession : public engine::Runner {
 
   const float* eval(const int32_t* tokens, int64_t n, bool all_logits = false) override;
   int32_t eval_argmax(const int32_t* tokens, int64_t n) override;
+  int32_t eval_sample(const int32_t* tokens, int64_t n, engine::Sampler& s) override;
   void reset() override { n_past_ = 0; }
   int64_t n_past() const override { return n_past_; }
   int64_t n_ctx() const override { return b_->n_ctx; }
@@ -76,6 +79,16 @@ class GpuSession : public engine::Runner {
   cudaStream_t stream_ = nullptr;
   std::map<std::pair<int64_t, int>, cudaGraphExec_t> graphs_by_shape_;
   std::vector<float> logits_;
+  // Sampling on the device (eval_sample): the CPU sampler's draw and penalty window travel
+  // through pinned slots; the parameters are baked into the captured graphs, which are
+  // recaptured when they change.
+  void prepare_sampling(const engine::Sampler& s);
+  cuda::DeviceBuffer sample_ws_, sample_u_, sample_hist_;
+  double* h_u_ = nullptr;
+  int32_t* h_hist_ = nullptr;
+  int32_t hist_cap_ = 0;
+  cuda::SampleParams sp_;
+  bool sp_set_ = false;
   int64_t n_past_ = 0;
   GpuMemoryReport mem_;
 };
