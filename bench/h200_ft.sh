@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One device call for ft alone (no llama.cpp build): the gpu tests and GPU parity
+# (scripts/device-test.sh), then ft bench on the two realistic-size NVFP4 files at depths 0,
+# 4096, 16384, the same decode with FT_CUDA_HALF_GEMM=1 and with graphs off, and a per-kernel
+# time profile (ncu, graphs off) of one decode step of a 4-layer Qwen3-30B-A3B-shaped file.
+# Carried: .devcarry/pack (scripts/pack-device.sh). Results under $OUT (<= 8 files).
+set -uo pipefail
+ROOT=$PWD
+OUT=${OUT:-/tmp/ft-out}
+mkdir -p "$OUT"
+[ -x .devcarry/bin/ft ] || tar xJf .devcarry/pack/bin.tar.xz -C .devcarry
+B=$ROOT/.devcarry/bin
+export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+log() { echo "[$(date -u +%T)] $*" | tee -a "$OUT/log.txt"; }
+log "tests"
+bash scripts/device-test.sh > "$OUT/summary.txt" 2>&1
+M=/tmp/ft-models
+mkdir -p $M
+log "models"
+"$B/ft-bigmodel" --preset llama8b-nvfp4 -o $M/llama8b.gguf -q >>"$OUT/log.txt" 2>&1
+"$B/ft-bigmodel" --preset qwen3moe-30b-nvfp4 -o $M/qwen3moe.gguf -q >>"$OUT/log.txt" 2>&1
+"$B/ft-bigmodel" --preset qwen3moe-30b-nvfp4 --layers 4 -o $M/qwen3moe4.gguf -q >>"$OUT/log.txt" 2>&1
+for m in llama8b qwen3moe; do
+  log "bench $m"
+  timeout 150 "$B/ft" bench -m $M/$m.gguf --device cuda -p 512 -n 128 -d 0,4096,16384 --bw-gbs 4562 \
+    >>"$OUT/bench.md" 2>>"$OUT/log.txt"
+  log "bench $m half-gemm / graphs off"
+  FT_CUDA_HALF_GEMM=1 timeout 60 "$B/ft" bench -m $M/$m.gguf --device cuda -p 0 -n 128 --bw-gbs 4562 \
+    2>>"$OUT/log.txt" | sed 's/graphs |/graphs, FT_CUDA_HALF_GEMM=1 |/' | tail -1 >>"$OUT/bench.md"
+  FT_CUDA_GRAPHS=0 timeout 60 "$B/ft" bench -m $M/$m.gguf --device cuda -p 0 -n 128 --bw-gbs 4562 \
+    2>>"$OUT/log.txt" | tail -1 >>"$OUT/bench.md"
+done
+grep -h "cuda memory" "$OUT/log.txt" | sort -u >>"$OUT/bench.md"
+log "ncu"
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$NCU" ]; then
+  FT_CUDA_GRAPHS=0 timeout 120 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv \
+    "$B/ft" generate --model $M/qwen3moe4.gguf --device cuda --prompt-tokens 1 --max-tokens 2 \
+    --temperature 0 --ignore-eos >"$OUT/ncu.csv" 2>>"$OUT/log.txt" || log "ncu failed ($?)"
+else
+  log "no ncu"
+fi
+log "done"
+cat "$OUT/summary.txt" | cut -c1-250 | grep -v "^GPU-VS-CPU" | tail -45
+cat "$OUT/bench.md"
