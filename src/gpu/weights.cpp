@@ -10,7 +10,9 @@
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/gemv.h"
+#include "core/log.h"
 #include "engine/linear.h"
+#include "quant/dequant.h"
 #include "model/model.h"
 
 namespace ft::gpu {
@@ -29,7 +31,8 @@ class Planner {
 
   // Places the pieces one after another; a single piece already placed (the tied output
   // head is token_embd) is shared.
-  size_t place(std::vector<Piece> pieces) {
+  size_t place(std::vector<Piece> pieces, bool last_owned = false) {
+    if (last_owned) pieces.back().bytes = owned_.back().size() * sizeof(float);
     if (pieces.size() == 1) {
       auto it = seen_.find(pieces[0].src);
       if (it != seen_.end()) return it->second;
@@ -42,9 +45,11 @@ class Planner {
     total_ = (total_ + bytes + kAlign - 1) / kAlign * kAlign;
     return off;
   }
-  size_t place_floats(std::vector<float> v) {
+  size_t place_floats(std::vector<float> v) { return place({{own(std::move(v)), 0}}, true); }
+  // Keeps host data alive until the upload (stable address).
+  const float* own(std::vector<float> v) {
     owned_.push_back(std::move(v));
-    return place({{owned_.back().data(), owned_.back().size() * sizeof(float)}});
+    return owned_.back().data();
   }
   size_t total() const { return total_; }
 
@@ -91,11 +96,30 @@ void fix(T*& p, uint8_t* base) {
   p = reinterpret_cast<T*>(base + (reinterpret_cast<uintptr_t>(p) - 1));
 }
 
-void check_type(GgmlType t, const char* name) {
-  if (!cuda::gemv_supported(t))
-    fail("tensor '{}' has type {}, which the CUDA backend does not run (F32, F16, BF16, Q8_0, "
-         "Q4_K, Q6_K, MXFP4, NVFP4)",
-         name, type_name(t));
+// A weight as it goes to the device: the file's bytes, or -- for a type without GPU kernels
+// (Q4_0, Q5_K, IQ3_XXS, ...) -- its rows dequantised to F32 on the host (exact, 4 bytes per
+// weight: a correctness fallback, logged once per type).
+struct Src {
+  GgmlType type;
+  const uint8_t* data;
+  int64_t row_bytes;
+};
+
+Src source(Planner& pl, const model::Tensor& t, int64_t n_rows) {
+  if (cuda::gemv_supported(t.type)) return {t.type, t.data, t.row_bytes()};
+  if (!quant::has_ref_dequant(t.type))
+    fail("tensor '{}' has type {}, which the CUDA backend cannot run or dequantise", t.name, type_name(t.type));
+  static bool warned[64] = {};
+  const auto ti = static_cast<size_t>(t.type) % 64;
+  if (!warned[ti]) {
+    warned[ti] = true;
+    log::warn("cuda: {} tensors (e.g. '{}') have no GPU kernels; they run dequantised to F32 (8x their size)",
+              type_name(t.type), t.name);
+  }
+  const int64_t k = t.ne[0];
+  std::vector<float> f(static_cast<size_t>(n_rows * k));
+  for (int64_t r = 0; r < n_rows; ++r) quant::dequantize_row_ref(t.type, t.data + r * t.row_bytes(), f.data() + r * k, k);
+  return {GgmlType::F32, reinterpret_cast<const uint8_t*>(pl.own(std::move(f))), k * 4};
 }
 
 const float* place_f32(Planner& pl, const model::Tensor& t) {
@@ -109,25 +133,29 @@ DevLinear place_linear(Planner& pl, const engine::Linear& l) {
   if (l.empty()) return d;
   d.rows = l.rows();
   d.k = l.k();
+  std::vector<Src> src;
   for (const auto& p : l.parts()) {
     if (p.bias) fail("tensor '{}' has a bias, which the CUDA backend does not apply yet", p.w.name);
-    check_type(p.w.type, p.w.name);
+    src.push_back(source(pl, p.w, p.rows()));
   }
-  if (l.same_type() && l.parts().size() > 1) {
+  bool same = true;
+  for (const Src& x : src) same &= x.type == src[0].type;
+  if (same && l.parts().size() > 1) {
     std::vector<Planner::Piece> pieces;
-    for (const auto& p : l.parts())
-      pieces.push_back({p.w.data, static_cast<size_t>(p.w.row_bytes() * p.rows())});
-    const auto& p0 = l.parts()[0];
-    d.parts.push_back({p0.w.type, tag<const uint8_t>(pl.place(std::move(pieces))), p0.w.row_bytes(),
+    for (size_t i = 0; i < src.size(); ++i)
+      pieces.push_back({src[i].data, static_cast<size_t>(src[i].row_bytes * l.parts()[i].rows())});
+    d.parts.push_back({src[0].type, tag<const uint8_t>(pl.place(std::move(pieces))), src[0].row_bytes,
                        l.k(), l.rows(), 0, 1.0f});
     const std::vector<float> rs = l.row_scales();
     if (std::any_of(rs.begin(), rs.end(), [](float s) { return s != 1.0f; }))
       d.row_scale = tag<const float>(pl.place_floats(rs));
   } else {
-    for (const auto& p : l.parts())
-      d.parts.push_back({p.w.type,
-                         tag<const uint8_t>(pl.place({{p.w.data, static_cast<size_t>(p.w.row_bytes() * p.rows())}})),
-                         p.w.row_bytes(), l.k(), p.rows(), p.row0, p.scale});
+    for (size_t i = 0; i < src.size(); ++i) {
+      const auto& p = l.parts()[i];
+      d.parts.push_back({src[i].type,
+                         tag<const uint8_t>(pl.place({{src[i].data, static_cast<size_t>(src[i].row_bytes * p.rows())}})),
+                         src[i].row_bytes, l.k(), p.rows(), p.row0, p.scale});
+    }
   }
   return d;
 }
@@ -135,13 +163,13 @@ DevLinear place_linear(Planner& pl, const engine::Linear& l) {
 DevExpertTensor place_experts(Planner& pl, const model::ExpertTensor& t) {
   DevExpertTensor d;
   if (!t) return d;
-  check_type(t.w.type, t.w.name);
-  d.type = t.w.type;
-  d.row_bytes = t.w.row_bytes();
-  d.expert_bytes = t.w.matrix_bytes();
+  const Src src = source(pl, t.w, t.w.ne[1] * t.w.ne[2]);
+  d.type = src.type;
+  d.row_bytes = src.row_bytes;
+  d.expert_bytes = src.row_bytes * t.w.ne[1];
   d.rows = t.w.ne[1];
   d.k = t.w.ne[0];
-  d.w = tag<const uint8_t>(pl.place({{t.w.data, static_cast<size_t>(d.expert_bytes * t.w.ne[2])}}));
+  d.w = tag<const uint8_t>(pl.place({{src.data, static_cast<size_t>(d.expert_bytes * t.w.ne[2])}}));
   return d;
 }
 
@@ -155,9 +183,9 @@ void fix(DevLinear& l, uint8_t* base) {
 DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress) {
   Planner pl;
   const auto& te = m.token_embd;
-  check_type(te.type, te.name);
-  token_embd = {te.type, tag<const uint8_t>(pl.place({{te.data, static_cast<size_t>(te.row_bytes() * te.ne[1])}})),
-                te.row_bytes(), te.ne[0], te.ne[1], 0, 1.0f};
+  const Src tes = source(pl, te, te.ne[1]);
+  token_embd = {tes.type, tag<const uint8_t>(pl.place({{tes.data, static_cast<size_t>(tes.row_bytes * te.ne[1])}})),
+                tes.row_bytes, te.ne[0], te.ne[1], 0, 1.0f};
   output_norm = place_f32(pl, m.output_norm);
   output = place_linear(pl, m.output);
 
