@@ -22,17 +22,26 @@ namespace {
 using cuda::Round;
 
 // Types whose GEMV has an integer (Q8 activation) kernel.
-bool has_q8_kernel(GgmlType t) {
-  switch (t) {
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_K:
-    case GgmlType::Q6_K:
-    case GgmlType::MXFP4:
-    case GgmlType::NVFP4:
-      return true;
-    default:
-      return false;
-  }
+bool has_q8_kernel(GgmlType t) { return cuda::gemv_q8_supported(t); }
+
+// The fields GEMV and GEMM arguments share, for part p of a projection.
+template <class A>
+void fill_common(A& a, const DevMatrix& p, const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
+                 int64_t ldy, Round round, bool accumulate) {
+  a.type = p.type;
+  a.w = p.w;
+  a.row_bytes = p.row_bytes;
+  a.k = l.k;
+  a.rows = p.rows;
+  a.x = x;
+  a.ldx = ldx;
+  a.n_tok = n_tok;
+  a.y = y + p.row0;
+  a.ldy = ldy;
+  a.row_scale = l.row_scale ? l.row_scale + p.row0 : nullptr;
+  a.scale = p.scale;
+  a.round = round;
+  a.accumulate = accumulate;
 }
 
 // Decode sizes run the GEMV family; larger batches the tensor-core GEMM.
@@ -67,20 +76,7 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
     if (quantised && !xq_ready) cuda::quantize_act_q8(x, ldx, l.k, n_tok, b_.xq.get(), s);
     for (const DevMatrix& p : l.parts) {
       cuda::GemvArgs a;
-      a.type = p.type;
-      a.w = p.w;
-      a.row_bytes = p.row_bytes;
-      a.k = l.k;
-      a.rows = p.rows;
-      a.x = x;
-      a.ldx = ldx;
-      a.n_tok = n_tok;
-      a.y = y + p.row0;
-      a.ldy = ldy;
-      a.row_scale = l.row_scale ? l.row_scale + p.row0 : nullptr;
-      a.scale = p.scale;
-      a.round = round;
-      a.accumulate = accumulate;
+      fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
       a.xq = q8 && has_q8_kernel(p.type) ? b_.xq.get() : nullptr;
       cuda::gemv(a, s);
     }
@@ -88,20 +84,7 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
   }
   for (const DevMatrix& p : l.parts) {
     cuda::GemmArgs a;
-    a.type = p.type;
-    a.w = p.w;
-    a.row_bytes = p.row_bytes;
-    a.k = l.k;
-    a.rows = p.rows;
-    a.x = x;
-    a.ldx = ldx;
-    a.n_tok = n_tok;
-    a.y = y + p.row0;
-    a.ldy = ldy;
-    a.row_scale = l.row_scale ? l.row_scale + p.row0 : nullptr;
-    a.scale = p.scale;
-    a.round = round;
-    a.accumulate = accumulate;
+    fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
     a.prec = exact ? cuda::GemmPrec::kF32 : num_.prec;
     if (half && !exact) a.prec = p.type == GgmlType::F16 ? cuda::GemmPrec::kF16 : cuda::GemmPrec::kBF16;
     b_.gemm->run(a, s);
