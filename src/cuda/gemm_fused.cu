@@ -19,7 +19,7 @@
 // offsets copied to shared memory (a serial scan of n_group + 1 broadcast reads, ~1% of a
 // tile's work for 128 experts); CTAs past the last tile exit at once.
 //
-// NVFP4 (gemm_set_fused_fp4_fast, default off until measured): the pair layout of
+// NVFP4 (gemm_set_fused_fp4_fast; on by default since the H200 run, gemm_tuning.h): the pair layout of
 // gemm_fp4.cuh -- a byte's two weights side by side, X staged in the same column order --
 // turns 8 weights into 4 table lookups and 4 paired multiplies instead of ~50 integer and
 // fp32 operations. Whether that wins is a question for the H200: at BT = 32 the generic
@@ -41,6 +41,7 @@
 #include "cuda/gemm_decode.cuh"
 #include "cuda/gemm_fp4.cuh"
 #include "cuda/gemm_fused.h"
+#include "cuda/gemm_tuning.h"
 #include "cuda/round.cuh"
 
 namespace ft::cuda::gemm_detail {
@@ -51,7 +52,7 @@ constexpr int kBK = 32;
 constexpr int kMaxGroups = 4096;  // offsets staged in shared memory (16 KB)
 
 int g_tile_override = 0;
-bool g_fp4_fast = false;
+bool g_fp4_fast = kFusedNvfp4PairLayout;
 
 // Resolves this CTA's token tile; false when it has none. first/end: positions of the tile's
 // group, group: its index.
@@ -395,6 +396,7 @@ void fused_gemm(const FusedParams& p, cudaStream_t s) {
   const int br = f32 ? 64 : 128;
   // BT = 32 where the groups are small (avg <= 32 positions per group), else 64.
   int bt = f32 ? 32 : (p.n_tok <= 32 * p.n_group ? 32 : 64);
+  if (!f32 && p.type == GgmlType::NVFP4 && g_fp4_fast) bt = kFusedNvfp4Tile;
   if (!f32 && g_tile_override != 0) bt = g_tile_override;
   const int64_t tiles = (p.n_tok + bt - 1) / bt + (p.offsets != nullptr ? p.n_group : 0);
   const int64_t row_tiles = (p.rows + br - 1) / br;

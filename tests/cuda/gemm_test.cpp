@@ -19,6 +19,7 @@
 //          stays below 0.18), plus 1e-7 S1 for f16 subnormals;
 // plus one unit in the last place of the rounded output (bf16 2^-7, f16 2^-10 relative).
 #include "cuda/gemm.h"
+#include "cuda/gemm_tuning.h"
 
 #include <gtest/gtest.h>
 
@@ -543,8 +544,8 @@ TEST(CudaGemmGrouped, ForcedTokenTiles) {
   EXPECT_THROW(gemm_set_fused_tile_override(48), Error);
 }
 
-// NVFP4 in the fused kernel: the pair-layout path and the generic decoder (default), both
-// precisions, both token tiles.
+// NVFP4 in the fused kernel: the pair-layout path (default, gemm_tuning.h) and the generic
+// decoder, both precisions, both token tiles.
 TEST(CudaGemmGrouped, Nvfp4FastAndGenericPaths) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(13);
@@ -567,7 +568,7 @@ TEST(CudaGemmGrouped, Nvfp4FastAndGenericPaths) {
     if (::testing::Test::HasFatalFailure()) break;
   }
   gemm_set_fused_tile_override(0);
-  gemm_set_fused_fp4_fast(false);
+  gemm_set_fused_fp4_fast(kFusedNvfp4PairLayout);
 }
 
 TEST(CudaGemmGrouped, OneTokenAndEmptyInput) {
