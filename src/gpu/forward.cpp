@@ -21,9 +21,6 @@ namespace {
 
 using cuda::Round;
 
-// Types whose GEMV has an integer (Q8 activation) kernel.
-bool has_q8_kernel(GgmlType t) { return cuda::gemv_q8_supported(t); }
-
 // The fields GEMV and GEMM arguments share, for part p of a projection.
 template <class A>
 void fill_common(A& a, const DevMatrix& p, const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
@@ -72,12 +69,12 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
   for (const DevMatrix& p : l.parts) half &= p.type == GgmlType::BF16 || p.type == GgmlType::F16;
   if (use_gemv(n_tok) && !half) {
     bool quantised = false;
-    for (const DevMatrix& p : l.parts) quantised |= q8 && has_q8_kernel(p.type);
+    for (const DevMatrix& p : l.parts) quantised |= q8 && cuda::gemv_q8_supported(p.type);
     if (quantised && !xq_ready) cuda::quantize_act_q8(x, ldx, l.k, n_tok, b_.xq.get(), s);
     for (const DevMatrix& p : l.parts) {
       cuda::GemvArgs a;
       fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
-      a.xq = q8 && has_q8_kernel(p.type) ? b_.xq.get() : nullptr;
+      a.xq = q8 && cuda::gemv_q8_supported(p.type) ? b_.xq.get() : nullptr;
       cuda::gemv(a, s);
     }
     return;
@@ -94,7 +91,7 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
 bool GpuForward::wants_q8(const DevLinear& l) const {
   if (!num_.q8) return false;
   for (const DevMatrix& p : l.parts)
-    if (has_q8_kernel(p.type)) return true;
+    if (cuda::gemv_q8_supported(p.type)) return true;
   return false;
 }
 
@@ -171,7 +168,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     return;
   }
   const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;
-  const bool q8_in = use_gemv(n_tok) && num_.q8 && has_q8_kernel(first.type) && n_embd % 32 == 0;
+  const bool q8_in = use_gemv(n_tok) && num_.q8 && cuda::gemv_q8_supported(first.type) && n_embd % 32 == 0;
   if (q8_in)
     cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
   else
@@ -201,7 +198,7 @@ void GpuForward::moe_decode(int64_t il, int64_t n_tok, cudaStream_t s, bool xq_r
   // quantize: whether this call must (re)write the Q8 copy of x (gate and up share theirs).
   auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, int64_t x_div, float* y,
                      int64_t ldy, int bank_col, const float* slot_w, bool quantize) {
-    const bool q8 = num_.q8 && has_q8_kernel(t.type);
+    const bool q8 = num_.q8 && cuda::gemv_q8_supported(t.type);
     if (q8 && quantize) cuda::quantize_act_q8(x, ldx, t.k, n_slots / x_div, b_.xq.get(), s);
     cuda::GemvArgs a;
     a.type = t.type;
@@ -233,9 +230,9 @@ void GpuForward::moe_decode(int64_t il, int64_t n_tok, cudaStream_t s, bool xq_r
     grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, nullptr, !xq_ready);
   } else {
     grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, nullptr, !xq_ready);
-    grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr, !has_q8_kernel(E.gate.type));
+    grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr, !cuda::gemv_q8_supported(E.gate.type));
   }
-  const bool q8_mid = num_.q8 && has_q8_kernel(E.down.type) && n_ff % 32 == 0;
+  const bool q8_mid = num_.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
   if (q8_mid)
     cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, b_.xq.get(), s);
   else

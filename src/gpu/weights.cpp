@@ -31,8 +31,7 @@ class Planner {
 
   // Places the pieces one after another; a single piece already placed (the tied output
   // head is token_embd) is shared.
-  size_t place(std::vector<Piece> pieces, bool last_owned = false) {
-    if (last_owned) pieces.back().bytes = owned_.back().size() * sizeof(float);
+  size_t place(std::vector<Piece> pieces) {
     if (pieces.size() == 1) {
       auto it = seen_.find(pieces[0].src);
       if (it != seen_.end()) return it->second;
@@ -45,7 +44,10 @@ class Planner {
     total_ = (total_ + bytes + kAlign - 1) / kAlign * kAlign;
     return off;
   }
-  size_t place_floats(std::vector<float> v) { return place({{own(std::move(v)), 0}}, true); }
+  size_t place_floats(std::vector<float> v) {
+    const size_t bytes = v.size() * sizeof(float);
+    return place({{own(std::move(v)), bytes}});
+  }
   // Keeps host data alive until the upload (stable address).
   const float* own(std::vector<float> v) {
     owned_.push_back(std::move(v));
