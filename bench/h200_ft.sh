@@ -34,11 +34,25 @@ grep -h "cuda memory" "$OUT/log.txt" | sort -u >>"$OUT/bench.md"
 log "ncu"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ]; then
-  FT_CUDA_GRAPHS=0 timeout 120 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv \
+  FT_CUDA_GRAPHS=0 timeout 120 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
     "$B/ft" generate --model $M/qwen3moe4.gguf --device cuda --prompt-tokens 1 --max-tokens 2 \
     --temperature 0 --ignore-eos >"$OUT/ncu.csv" 2>>"$OUT/log.txt" || log "ncu failed ($?)"
 else
   log "no ncu"
+fi
+# In-graph kernel times (graphs on, warm caches, as decode really runs), where nsys exists.
+NSYS=$(command -v nsys || ls /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda/bin/nsys 2>/dev/null | head -1)
+if [ -n "$NSYS" ]; then
+  "$B/ft-bigmodel" --preset llama8b-nvfp4 --layers 4 -o $M/llama4.gguf -q >>"$OUT/log.txt" 2>&1
+  for m in qwen3moe4 llama4; do
+    log "nsys $m"
+    timeout 120 "$NSYS" profile --cuda-graph-trace=node -t cuda -o /tmp/nsys-$m -f true \
+      "$B/ft" generate --model $M/$m.gguf --device cuda --prompt-tokens 8 --max-tokens 64 \
+      --temperature 0 --ignore-eos >>"$OUT/log.txt" 2>&1 || log "nsys failed ($?)"
+    "$NSYS" stats -q --report cuda_gpu_kern_sum --format csv /tmp/nsys-$m.nsys-rep >"$OUT/nsys-$m.csv" 2>>"$OUT/log.txt"
+  done
+else
+  log "no nsys"
 fi
 log "done"
 cat "$OUT/summary.txt" | cut -c1-250 | grep -v "^GPU-VS-CPU" | tail -45
