@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/attention.h"
+#include "engine/deltanet.h"
 #include "engine/exec.h"
 #include "engine/rope.h"
 
@@ -29,6 +30,8 @@ struct Scratch {
   std::vector<int32_t> order;  // [n_expert]
   std::vector<int32_t> moe_ids;  // [U][n_expert_used]
   std::vector<float> moe_w;      // [U][n_expert_used]
+  std::vector<float> attn_gate;  // [U][n_head * head_dim_v] qwen35: attention output gate
+  std::vector<float> shexp;      // [U][n_embd] qwen35moe: shared-expert output
 };
 
 struct State {
@@ -38,6 +41,7 @@ struct State {
   int64_t n_ctx;
   int64_t n_ubatch;
   KvCache kv;
+  DeltaNetState dn;  // conv + delta-rule state of the Gated DeltaNet layers (qwen35)
   RopeCache rope;
   AttnScratch attn;
   Scratch s;

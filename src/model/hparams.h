@@ -41,11 +41,17 @@ struct HParams {
   int64_t n_expert = 0;
   std::vector<int64_t> n_expert_used;  // per layer
   int64_t n_ff_exp = 0;                // expert FFN width
+  int64_t n_ff_shexp = 0;              // shared-expert FFN width (qwen35moe)
+  // Hybrid archs (qwen35, qwen35moe): 1 = Gated DeltaNet layer, which has no KV cache.
+  // Empty: every layer is attention.
+  std::vector<uint8_t> recurrent;
+  bool attn_gated_q = false;  // attn_q rows per head: the query (hd), then its output gate (hd)
   float rms_eps = 1e-5f;
   float attn_scale = 1.0f;  // set by the arch (1/sqrt(head_dim) for llama/qwen3)
   bool causal = true;
   RopeParams rope;
 
+  bool is_recurrent(int64_t il) const { return !recurrent.empty() && recurrent[il] != 0; }
   int64_t q_dim(int64_t il) const { return n_head[il] * head_dim_k; }
   int64_t kv_dim(int64_t il) const { return n_head_kv[il] * head_dim_k; }
   int64_t max_of(const std::vector<int64_t>& v) const;

@@ -12,9 +12,11 @@ namespace ft::model {
 extern const Arch kArchLlama;
 extern const Arch kArchQwen3;
 extern const Arch kArchQwen3Moe;
+extern const Arch kArchQwen35;
+extern const Arch kArchQwen35Moe;
 
 const std::vector<const Arch*>& architectures() {
-  static const std::vector<const Arch*> all = {&kArchLlama, &kArchQwen3, &kArchQwen3Moe};
+  static const std::vector<const Arch*> all = {&kArchLlama, &kArchQwen3, &kArchQwen3Moe, &kArchQwen35, &kArchQwen35Moe};
   return all;
 }
 
@@ -94,12 +96,12 @@ void load_attention(TensorLoader& tl, Model& m, int64_t il, bool qk_norm) {
            hp.arch == "llama" ? tl.get_f32(blk(il, "attn_output.bias"), {n_embd}, false) : Tensor{});
 }
 
-void load_dense_ffn(TensorLoader& tl, Model& m, int64_t il) {
+void load_dense_ffn(TensorLoader& tl, Model& m, int64_t il, const char* norm) {
   const HParams& hp = m.hp;
   Layer& L = m.layers[il];
   const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff[il];
   const bool biases = hp.arch == "llama";
-  L.ffn_norm = tl.get_f32(blk(il, "ffn_norm.weight"), {n_embd});
+  L.ffn_norm = tl.get_f32(fmt::format("blk.{}.{}.weight", il, norm), {n_embd});
   const ScaledTensor g = tl.get_scaled(blk(il, "ffn_gate"), {n_embd, n_ff});
   const ScaledTensor u = tl.get_scaled(blk(il, "ffn_up"), {n_embd, n_ff});
   const ScaledTensor d = tl.get_scaled(blk(il, "ffn_down"), {n_ff, n_embd});
@@ -114,11 +116,12 @@ void load_dense_ffn(TensorLoader& tl, Model& m, int64_t il) {
   L.ffn_down.add(d, db);
 }
 
-void load_moe_ffn(TensorLoader& tl, Model& m, int64_t il, bool allow_merged_gate_up) {
+void load_moe_ffn(TensorLoader& tl, Model& m, int64_t il, bool allow_merged_gate_up,
+                  const char* norm) {
   const HParams& hp = m.hp;
   Layer& L = m.layers[il];
   const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff_exp, E = hp.n_expert;
-  L.ffn_norm = tl.get_f32(blk(il, "ffn_norm.weight"), {n_embd});
+  L.ffn_norm = tl.get_f32(fmt::format("blk.{}.{}.weight", il, norm), {n_embd});
   L.router.add(tl.get_weight(blk(il, "ffn_gate_inp.weight"), {n_embd, E}), 1.0f);
   engine::ExpertWeights& ew = L.experts;
   ew.n_expert = E;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/deltanet.h"
 #include "engine/linear.h"
 #include "engine/moe.h"
 #include "format/gguf.h"
@@ -39,6 +40,15 @@ struct Layer {
   engine::ExpertWeights experts;
   std::unique_ptr<engine::MoeExperts> moe;  // null for dense layers
   bool is_moe() const { return moe != nullptr; }
+
+  // qwen35 / qwen35moe (model/qwen35_blocks.h). Gated DeltaNet layers:
+  engine::Linear gdn_in;         // {n_embd} -> qkv (conv_dim) | z (value_dim) | beta (H_v) | alpha (H_v)
+  engine::DeltaNetWeights gdn;   // conv1d, dt bias, a, norm (f32 views)
+  engine::Linear gdn_out;        // ssm_out {value_dim} -> {n_embd}
+  // Shared expert beside the routed ones, scaled by sigmoid(ffn_gate_inp_shexp . x):
+  engine::Linear ffn_gate_up_shexp;   // rows gate (n_ff_shexp) | up (n_ff_shexp)
+  engine::Linear ffn_down_shexp;      // {n_ff_shexp} -> {n_embd}
+  engine::Linear ffn_gate_inp_shexp;  // {n_embd} -> 1
 };
 
 struct Model;
@@ -73,6 +83,10 @@ struct Model {
   Tensor rope_freqs;   // {n_rot/2} f32, optional
   engine::Linear output;  // {n_embd} -> {n_vocab} (token_embd when tied)
   std::vector<Layer> layers;
+  // qwen35: Gated DeltaNet sizes, and per rope pair a frequency divisor: +inf for the pairs
+  // llama.cpp's IMROPE turns by the 4th position, which is 0 for text (angle 0), else 1.
+  engine::DeltaNetShape gdn_shape;
+  std::vector<float> rope_pair_div;
 
   void forward(engine::State& st, const int32_t* tokens, int64_t n_tok, int64_t pos0,
                float* logits, bool all_logits) const {
@@ -87,8 +101,10 @@ std::unique_ptr<Model> load_model(std::unique_ptr<gguf::File> file, const LoadOp
 
 // Shared pieces the arch builders use.
 void load_attention(TensorLoader& tl, Model& m, int64_t il, bool qk_norm);
-void load_dense_ffn(TensorLoader& tl, Model& m, int64_t il);
-void load_moe_ffn(TensorLoader& tl, Model& m, int64_t il, bool allow_merged_gate_up);
+// `norm`: the FFN's input norm (qwen35 calls it post_attention_norm).
+void load_dense_ffn(TensorLoader& tl, Model& m, int64_t il, const char* norm = "ffn_norm");
+void load_moe_ffn(TensorLoader& tl, Model& m, int64_t il, bool allow_merged_gate_up,
+                  const char* norm = "ffn_norm");
 void load_embeddings_and_head(TensorLoader& tl, Model& m);
 
 }  // namespace ft::model

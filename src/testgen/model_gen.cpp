@@ -12,6 +12,7 @@
 #include "quant/dequant.h"
 #include "quant/quantize.h"
 #include "testgen/bpe_vocab.h"
+#include "testgen/gen_qwen35.h"
 #include "testgen/rng.h"
 
 namespace ft::testgen {
@@ -21,6 +22,8 @@ std::string_view arch_name(Arch a) {
     case Arch::kLlama: return "llama";
     case Arch::kQwen3: return "qwen3";
     case Arch::kQwen3Moe: return "qwen3moe";
+    case Arch::kQwen35: return "qwen35";
+    case Arch::kQwen35Moe: return "qwen35moe";
   }
   return "?";
 }
@@ -29,7 +32,9 @@ Arch parse_arch(std::string_view s) {
   if (s == "llama") return Arch::kLlama;
   if (s == "qwen3") return Arch::kQwen3;
   if (s == "qwen3moe") return Arch::kQwen3Moe;
-  fail("unknown test-model architecture '{}' (expected llama, qwen3 or qwen3moe)", s);
+  if (s == "qwen35") return Arch::kQwen35;
+  if (s == "qwen35moe") return Arch::kQwen35Moe;
+  fail("unknown test-model architecture '{}' (expected llama, qwen3, qwen3moe, qwen35 or qwen35moe)", s);
 }
 
 std::string_view role_name(Role r) {
@@ -66,6 +71,17 @@ ModelSpec preset(std::string_view name, Arch arch) {
       s.n_ff = 256;
       break;
     case Arch::kQwen3Moe:
+      s.n_ff = 128;
+      break;
+    case Arch::kQwen35:  // spec qwen35.md §5
+      s.n_layer = 4;
+      s.rope_base = 1e7f;
+      s.n_expert = s.n_expert_used = 0;
+      s.n_ff = 256;
+      break;
+    case Arch::kQwen35Moe:  // spec qwen35moe.md §5
+      s.n_layer = 4;
+      s.rope_base = 1e7f;
       s.n_ff = 128;
       break;
   }
@@ -198,6 +214,8 @@ void validate(const ModelSpec& s) {
   need(s.head_dim % 2 == 0, "head_dim must be even");
   need(s.arch != Arch::kQwen3Moe || (s.n_expert > 0 && s.n_expert_used > 0), "qwen3moe needs n_expert > 0 and n_expert_used > 0");
   need(s.n_expert_used <= s.n_expert, "n_expert_used must be <= n_expert");
+  need(s.arch != Arch::kQwen35Moe || (s.n_expert > 0 && s.n_expert_used > 0), "qwen35moe needs n_expert > 0 and n_expert_used > 0");
+  need(s.arch != Arch::kQwen35 || s.n_expert == 0, "qwen35 is dense (n_expert must be 0)");
   need(s.arch != Arch::kQwen3 || s.n_expert == 0, "qwen3 is dense (n_expert must be 0)");
 }
 
@@ -261,6 +279,7 @@ GenerateResult generate_model(const ModelSpec& spec, const std::string& path, co
     w.set_u32(key("expert_used_count"), static_cast<uint32_t>(spec.n_expert_used));
     if (spec.arch == Arch::kQwen3Moe) w.set_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(spec.n_ff_exp));
   }
+  if (is_qwen35(spec.arch)) write_qwen35_keys(spec, w);
   if (spec.bpe_vocab) {
     w.set_string("tokenizer.ggml.model", "gpt2");
     w.set_string("tokenizer.ggml.pre", "qwen2");
@@ -309,8 +328,17 @@ GenerateResult generate_model(const ModelSpec& spec, const std::string& path, co
     if (!spec.tied_output)
       b.add_weight("output.weight", n_embd, n_vocab, 1, Role::kOutput, spec.logit_std * sd_in, {a_out}, true);
   }
+  const LayerSink qwen35_sink{
+      [&](const std::string& n, std::vector<int64_t> ne, const std::vector<float>& v) { b.add_f32(n, std::move(ne), v); },
+      [&](const std::string& n, int64_t cols, int64_t rows, int64_t n_mat, Role role, float sd,
+          const std::vector<float>& f, bool scaled) { b.add_weight(n, cols, rows, n_mat, role, sd, f, scaled); },
+      spread, r_branch, sd_in};
   for (int64_t il = 0; il < spec.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
+    if (is_qwen35(spec.arch)) {
+      add_qwen35_layer(spec, il, qwen35_sink);
+      continue;
+    }
     b.add_f32(p + "attn_norm.weight", {n_embd}, uniform_vec(seed, p + "attn_norm", n_embd, 0.8f, 1.2f));
     const float a_q = spread(-1, 1), a_k = spec.arch == Arch::kLlama ? 1.0f / a_q : spread(-1, 1);
     const float a_v = spread(-1, 1.5f);

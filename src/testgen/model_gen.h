@@ -25,7 +25,7 @@
 
 namespace ft::testgen {
 
-enum class Arch { kLlama, kQwen3, kQwen3Moe };
+enum class Arch { kLlama, kQwen3, kQwen3Moe, kQwen35, kQwen35Moe };
 std::string_view arch_name(Arch a);
 Arch parse_arch(std::string_view s);  // throws ft::Error
 
@@ -67,6 +67,16 @@ struct ModelSpec {
   float resid_scale = 4.0f;   // RMS of the embeddings / residual stream
   float router_std = 2.5f;    // std of router logits
   std::string name = "ft-testmodel";
+
+  // qwen35 / qwen35moe (testgen/gen_qwen35.cpp; spec arch/qwen35.md §5).
+  struct Qwen35 {
+    int64_t full_attn_interval = 2;  // layers 1, 3, ... full attention, the rest Gated DeltaNet
+    int64_t rope_dim = 16;           // rope.dimension_count (partial rope); 0: head_dim
+    std::array<int32_t, 4> sections{3, 3, 2, 0};
+    int64_t d_conv = 4, d_head = 32, n_k_heads = 2, n_v_heads = 4;
+    int64_t n_ff_shexp = 128;  // qwen35moe shared expert (spec: 96; NVFP4 rows need multiples of 64)
+    bool merged_gate_up_exps = false;  // qwen35moe: ffn_gate_up_exps instead of gate/up
+  } q35;
 
   GgmlType type(Role r) const { return role_type[static_cast<int>(r)]; }
   void set_type(Role r, GgmlType t) { role_type[static_cast<int>(r)] = t; }
