@@ -1,6 +1,7 @@
 #include "cli/runner_factory.h"
 
 #include "core/error.h"
+#include "core/log.h"
 #include "engine/session.h"
 #include "model/model.h"
 
@@ -31,7 +32,13 @@ std::string resolve_device(const std::string& device) {
 }
 
 std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerOptions& o) {
-  const std::string dev = resolve_device(o.device);
+  std::string dev = resolve_device(o.device);
+#ifdef FT_HAVE_CUDA
+  if (dev == "cuda" && o.device == "auto" && !gpu::gpu_supports(m)) {
+    log::info("--device auto: the CUDA backend does not run '{}' yet, running on the CPU", m.arch->name);
+    dev = "cpu";
+  }
+#endif
   if (dev == "cpu") {
     if (o.moe_backend != "auto" && o.moe_backend != "cpu")
       fail("--moe-backend '{}' needs --device cuda (on the CPU the experts run on the CPU)", o.moe_backend);

@@ -1,14 +1,16 @@
 // Activation quantiser of the integer GEMV path (act_q8.h). One warp per block of 32: lane
 // i quantises element i; the block maximum and the half sums are warp shuffles. The inputs
 // are a few KB per token, so this kernel's cost is its launch.
+#include "cuda/act_q8.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
-#include "cuda/act_q8.h"
 #include "cuda/check.h"
 #include "cuda/gemv_q8_formats.cuh"
+#include "cuda/pdl.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -20,6 +22,8 @@ constexpr int kThreads = 256;
 __global__ void __launch_bounds__(kThreads) quantize_act_q8_kernel(const float* __restrict__ x, int64_t ldx,
                                                                    int64_t k, int64_t n_tok, uint8_t* xq,
                                                                    int64_t row_bytes) {
+  pdl_wait();
+  pdl_trigger();
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t blocks_per_row = k / 32;
   const int64_t n_blocks = blocks_per_row * n_tok;
@@ -63,8 +67,8 @@ void quantize_act_q8(const float* x, int64_t ldx, int64_t k, int64_t n_tok, void
   const int64_t n_blocks = k / 32 * n_tok;
   const int64_t per_cta = kThreads / 32;
   const int64_t grid = std::min<int64_t>((n_blocks + per_cta - 1) / per_cta, 4096);
-  quantize_act_q8_kernel<<<static_cast<unsigned>(grid), kThreads, 0, s>>>(x, ldx, k, n_tok, static_cast<uint8_t*>(xq),
-                                                                         act_q8_row_bytes(k));
+  launch_pdl(quantize_act_q8_kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0, s, x,
+             ldx, k, n_tok, static_cast<uint8_t*>(xq), act_q8_row_bytes(k));
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -7,6 +7,7 @@
 
 #include "cuda/check.h"
 #include "cuda/embed_decode.cuh"
+#include "cuda/pdl.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -16,6 +17,8 @@ constexpr int kThreads = 128;
 template <GgmlType T>
 __global__ void embed_kernel(const uint8_t* table, int64_t row_bytes, int64_t n_embd, int64_t n_vocab,
                              float scale, const int32_t* tokens, float* x, int64_t ldx, int* bad) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t t = blockIdx.x;
   const int32_t id = tokens[t];
   float* y = x + t * ldx;
@@ -47,8 +50,8 @@ void launch(const uint8_t* table, int64_t row_bytes, int64_t n_embd, int64_t n_v
   if ((reinterpret_cast<uintptr_t>(table) | static_cast<uintptr_t>(row_bytes)) % D::kAlign != 0)
     fail_message("embed: the " + name + " table and its row stride must be " + std::to_string(D::kAlign) +
                  "-byte aligned");
-  embed_kernel<T><<<static_cast<unsigned>(n_tok), kThreads, 0, s>>>(table, row_bytes, n_embd, n_vocab, scale,
-                                                                    tokens, x, ldx, bad);
+  launch_pdl(embed_kernel<T>, dim3(static_cast<unsigned>(n_tok)), dim3(kThreads), 0, s, table,
+             row_bytes, n_embd, n_vocab, scale, tokens, x, ldx, bad);
   FT_CUDA_CHECK_LAUNCH();
 }
 

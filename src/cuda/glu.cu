@@ -7,6 +7,7 @@
 
 #include "cuda/check.h"
 #include "cuda/ops_math.cuh"
+#include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
 #include "cuda/round.cuh"
 
@@ -21,6 +22,8 @@ __device__ __forceinline__ float swiglu1(float g, float u, Round r) { return rou
 template <bool kVec>
 __global__ void swiglu_kernel(const float* gu, int64_t ldgu, int64_t n_ff, float* h, int64_t ldh, Round r,
                               uint8_t* xq, int64_t xq_row_bytes) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t t = blockIdx.x;
   const int64_t c0 = static_cast<int64_t>(blockIdx.y) * kThreads * kPerThread;
   const int64_t j = c0 + static_cast<int64_t>(threadIdx.x) * kPerThread;
@@ -63,9 +66,11 @@ void swiglu_q8(const float* gu, int64_t ldgu, int64_t n_ff, int64_t n_tok, float
   const dim3 grid(static_cast<unsigned>(n_tok),
                   static_cast<unsigned>((n_ff + kThreads * kPerThread - 1) / (kThreads * kPerThread)));
   if (vec)
-    swiglu_kernel<true><<<grid, kThreads, 0, s>>>(gu, ldgu, n_ff, h, ldh, r, xq, xrb);
+    launch_pdl(swiglu_kernel<true>, dim3(grid), dim3(kThreads), 0, s, gu, ldgu, n_ff, h, ldh, r, xq,
+               xrb);
   else
-    swiglu_kernel<false><<<grid, kThreads, 0, s>>>(gu, ldgu, n_ff, h, ldh, r, xq, xrb);
+    launch_pdl(swiglu_kernel<false>, dim3(grid), dim3(kThreads), 0, s, gu, ldgu, n_ff, h, ldh, r,
+               xq, xrb);
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,15 +1,17 @@
 // kv_store (cuda/attention.h): n_tok rows of K and V, fp32 in, converted to the cache type
 // with round-to-nearest-even (as engine::KvCache::store) at rows *d_pos .. *d_pos+n_tok-1.
 // One thread per element; the position is read on the device (graph capture).
+#include "cuda/attention.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
 
-#include "cuda/attention.h"
 #include "cuda/attn_plan.cuh"
 #include "cuda/attn_types.cuh"
 #include "cuda/check.h"
+#include "cuda/pdl.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -21,6 +23,8 @@ using attn_detail::KvSlot;
 template <class T>
 __global__ void kv_store_kernel(T* kc, T* vc, int64_t k_dim, int64_t v_dim, const float* k, int64_t ldk,
                                 const float* v, int64_t ldv, int64_t n_tok, const int32_t* d_pos) {
+  pdl_wait();
+  pdl_trigger();
   const int64_t pos = *d_pos;
   const int64_t n_all = n_tok * (k_dim + v_dim);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_all;
@@ -40,8 +44,9 @@ void launch(void* k_cache, void* v_cache, int64_t k_dim, int64_t v_dim, const fl
   const int64_t n_all = n_tok * (k_dim + v_dim);
   int64_t blocks = (n_all + kThreads - 1) / kThreads;
   if (blocks > 65536) blocks = 65536;  // grid-stride beyond that
-  kv_store_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
-      static_cast<T*>(k_cache), static_cast<T*>(v_cache), k_dim, v_dim, k, ldk, v, ldv, n_tok, d_pos);
+  launch_pdl(kv_store_kernel<T>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, s,
+             static_cast<T*>(k_cache), static_cast<T*>(v_cache), k_dim, v_dim, k, ldk, v, ldv,
+             n_tok, d_pos);
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -10,6 +10,7 @@
 #include "cuda/check.h"
 #include "cuda/ops_math.cuh"
 #include "cuda/ops_reduce.cuh"
+#include "cuda/pdl.cuh"
 #include "cuda/stl_sort.cuh"
 
 namespace ft::cuda {
@@ -26,6 +27,8 @@ struct ByProbDesc {
 
 __global__ void moe_route_kernel(const float* logits, int64_t ld, int n_expert, int n_used, int32_t* ids,
                                  float* weights) {
+  pdl_wait();
+  pdl_trigger();
   extern __shared__ float smem[];
   float* probs = smem;                                         // [n_expert]
   int32_t* order = reinterpret_cast<int32_t*>(smem + n_expert);  // [n_expert], tie path only
@@ -94,8 +97,8 @@ void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok,
                  std::to_string(kMaxUsed) + ")]");
   if (n_tok > 0x7fffffff) fail_message("moe_route: " + std::to_string(n_tok) + " tokens exceed the grid limit");
   const size_t smem = static_cast<size_t>(n_expert) * (sizeof(float) + sizeof(int32_t));
-  moe_route_kernel<<<static_cast<unsigned>(n_tok), kThreads, smem, s>>>(logits, ld, static_cast<int>(n_expert),
-                                                                        n_used, ids, weights);
+  launch_pdl(moe_route_kernel, dim3(static_cast<unsigned>(n_tok)), dim3(kThreads), smem, s, logits,
+             ld, static_cast<int>(n_expert), n_used, ids, weights);
   FT_CUDA_CHECK_LAUNCH();
 }
 

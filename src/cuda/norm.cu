@@ -6,9 +6,10 @@
 #include <string>
 
 #include "cuda/check.h"
-#include "cuda/q8_tail.cuh"
 #include "cuda/ops_math.cuh"
 #include "cuda/ops_reduce.cuh"
+#include "cuda/pdl.cuh"
+#include "cuda/q8_tail.cuh"
 #include "cuda/round.cuh"
 
 namespace ft::cuda {
@@ -20,6 +21,8 @@ constexpr int kThreads = 256;
 template <bool kAdd, bool kVec>
 __global__ void rmsnorm_kernel(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n,
                                float eps, float* y, int64_t ldy, Round r, uint8_t* xq, int64_t xq_row_bytes) {
+  pdl_wait();
+  pdl_trigger();
   __shared__ double scratch[32];
   const int64_t t = blockIdx.x;
   float* xr = x + t * ldx;
@@ -97,14 +100,18 @@ void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int
   const unsigned grid = static_cast<unsigned>(n_tok);
   if (b != nullptr) {
     if (vec)
-      rmsnorm_kernel<true, true><<<grid, kThreads, 0, s>>>(x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
+      launch_pdl(rmsnorm_kernel<true, true>, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n,
+                 eps, y, ldy, r, xq, xrb);
     else
-      rmsnorm_kernel<true, false><<<grid, kThreads, 0, s>>>(x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
+      launch_pdl(rmsnorm_kernel<true, false>, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w,
+                 n, eps, y, ldy, r, xq, xrb);
   } else {
     if (vec)
-      rmsnorm_kernel<false, true><<<grid, kThreads, 0, s>>>(x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb);
+      launch_pdl(rmsnorm_kernel<false, true>, dim3(grid), dim3(kThreads), 0, s, x, ldx, nullptr, 0,
+                 w, n, eps, y, ldy, r, xq, xrb);
     else
-      rmsnorm_kernel<false, false><<<grid, kThreads, 0, s>>>(x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb);
+      launch_pdl(rmsnorm_kernel<false, false>, dim3(grid), dim3(kThreads), 0, s, x, ldx, nullptr, 0,
+                 w, n, eps, y, ldy, r, xq, xrb);
   }
   FT_CUDA_CHECK_LAUNCH();
 }

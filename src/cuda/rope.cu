@@ -4,10 +4,13 @@
 #include "cuda/rope.h"
 
 #include <string>
+#include <type_traits>
 
+#include "cuda/attn_types.cuh"
 #include "cuda/check.h"
 #include "cuda/ops_math.cuh"
 #include "cuda/ops_reduce.cuh"
+#include "cuda/pdl.cuh"
 #include "cuda/round.cuh"
 
 namespace ft::cuda {
@@ -15,9 +18,14 @@ namespace {
 
 constexpr int kWarps = 8;
 
+// T: the KV-cache element type the k heads (after rotation) and the v heads are stored as
+// (KvStore), or void for none.
+template <class T>
 __global__ void qk_norm_rope_kernel(float* x, int64_t ld, int64_t n_head, int64_t n_head_kv, int64_t hd,
                                     const float* q_norm_w, const float* k_norm_w, float eps, const float* cs,
-                                    int n_rot, bool neox, const int32_t* d_pos, Round r) {
+                                    int n_rot, bool neox, const int32_t* d_pos, Round r, KvStore kv) {
+  pdl_wait();
+  pdl_trigger();
   __shared__ float stage[kWarps][kRopeMaxHeadDim];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t t = blockIdx.x;
@@ -49,16 +57,23 @@ __global__ void qk_norm_rope_kernel(float* x, int64_t ld, int64_t n_head, int64_
     }
     if (w != nullptr)
       for (int64_t i = n_rot + lane; i < hd; i += 32) hp[i] = buf[i];
-    __syncwarp();  // buf is refilled for the next head
+    __syncwarp();  // buf is refilled for the next head; hp is final
+    if constexpr (!std::is_void_v<T>) {
+      if (h >= n_head) {  // a k head: store it as kv_store does (same lanes wrote hp above)
+        T* dst = static_cast<T*>(kv.k_cache) + (static_cast<int64_t>(*d_pos) + t) * n_head_kv * hd + (h - n_head) * hd;
+        for (int64_t i = lane; i < hd; i += 32) dst[i] = attn_detail::from_float<T>(hp[i]);
+      }
+    }
+  }
+  if constexpr (!std::is_void_v<T>) {  // the v heads, untouched by the norm and the rope
+    const int64_t v_dim = n_head_kv * kv.v_head_dim;
+    T* dst = static_cast<T*>(kv.v_cache) + (static_cast<int64_t>(*d_pos) + t) * v_dim;
+    const float* src = kv.v + t * kv.ldv;
+    for (int64_t i = threadIdx.x; i < v_dim; i += blockDim.x) dst[i] = attn_detail::from_float<T>(src[i]);
   }
 }
 
-}  // namespace
-
-void qk_norm_rope(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd,
-                  const float* q_norm_w, const float* k_norm_w, float eps, const float* cs, int n_rot, bool neox,
-                  const int32_t* d_pos, Round r, cudaStream_t s) {
-  if (n_tok <= 0) return;
+void check_args(int64_t hd, int n_rot, int64_t ld, int64_t n_head, int64_t n_head_kv) {
   if (hd <= 0 || hd > kRopeMaxHeadDim)
     fail_message("qk_norm_rope: head_dim " + std::to_string(hd) + " must be in [1, " +
                  std::to_string(kRopeMaxHeadDim) + "]");
@@ -68,8 +83,38 @@ void qk_norm_rope(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int64_t n
   if (ld < (n_head + n_head_kv) * hd)
     fail_message("qk_norm_rope: row stride " + std::to_string(ld) + " is shorter than the q and k heads (" +
                  std::to_string((n_head + n_head_kv) * hd) + ")");
-  qk_norm_rope_kernel<<<static_cast<unsigned>(n_tok), 32 * kWarps, 0, s>>>(
-      x, ld, n_head, n_head_kv, hd, q_norm_w, k_norm_w, eps, cs, n_rot, neox, d_pos, r);
+}
+
+}  // namespace
+
+void qk_norm_rope(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd,
+                  const float* q_norm_w, const float* k_norm_w, float eps, const float* cs, int n_rot, bool neox,
+                  const int32_t* d_pos, Round r, cudaStream_t s) {
+  if (n_tok <= 0) return;
+  check_args(hd, n_rot, ld, n_head, n_head_kv);
+  launch_pdl(qk_norm_rope_kernel<void>, dim3(static_cast<unsigned>(n_tok)), dim3(32 * kWarps), 0, s, x,
+             ld, n_head, n_head_kv, hd, q_norm_w, k_norm_w, eps, cs, n_rot, neox, d_pos, r, KvStore{});
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+void qk_norm_rope_store(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd,
+                        const float* q_norm_w, const float* k_norm_w, float eps, const float* cs, int n_rot,
+                        bool neox, const int32_t* d_pos, Round r, const KvStore& kv, cudaStream_t s) {
+  if (n_tok <= 0) return;
+  check_args(hd, n_rot, ld, n_head, n_head_kv);
+  if (kv.k_cache == nullptr || kv.v_cache == nullptr || kv.v == nullptr || kv.v_head_dim <= 0 ||
+      kv.ldv < n_head_kv * kv.v_head_dim)
+    fail_message("qk_norm_rope_store: need both caches, v rows, v_head_dim > 0 and ldv >= n_head_kv * v_head_dim");
+  auto go = [&](auto kernel) {
+    launch_pdl(kernel, dim3(static_cast<unsigned>(n_tok)), dim3(32 * kWarps), 0, s, x, ld, n_head, n_head_kv, hd,
+               q_norm_w, k_norm_w, eps, cs, n_rot, neox, d_pos, r, kv);
+  };
+  if (kv.type == KvType::kF32)
+    go(qk_norm_rope_kernel<float>);
+  else if (kv.type == KvType::kF16)
+    go(qk_norm_rope_kernel<__half>);
+  else
+    go(qk_norm_rope_kernel<__nv_bfloat16>);
   FT_CUDA_CHECK_LAUNCH();
 }
 

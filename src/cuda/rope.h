@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "cuda/attention.h"
 #include "cuda/round.h"
 
 namespace ft::cuda {
@@ -29,5 +30,23 @@ inline constexpr int64_t kRopeMaxHeadDim = 512;
 void qk_norm_rope(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd,
                   const float* q_norm_w, const float* k_norm_w, float eps, const float* cs, int n_rot, bool neox,
                   const int32_t* d_pos, Round r, cudaStream_t s);
+
+// Where qk_norm_rope_store puts the token's K and V: k heads after the norm and the rotation
+// and the v heads (n_head_kv x v_head_dim floats at v + t*ldv) converted as kv_store does, at
+// cache row *d_pos + t (caches of n_head_kv*hd and n_head_kv*v_head_dim elements per row).
+struct KvStore {
+  KvType type = KvType::kF32;
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  const float* v = nullptr;
+  int64_t ldv = 0;
+  int64_t v_head_dim = 0;
+};
+
+// qk_norm_rope followed by kv_store of the same rows, in one launch (the decode path: one
+// kernel fewer per layer). Same results, bit for bit.
+void qk_norm_rope_store(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd,
+                        const float* q_norm_w, const float* k_norm_w, float eps, const float* cs, int n_rot,
+                        bool neox, const int32_t* d_pos, Round r, const KvStore& kv, cudaStream_t s);
 
 }  // namespace ft::cuda

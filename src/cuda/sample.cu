@@ -18,6 +18,7 @@
 #include "cuda/check.h"
 #include "cuda/ops_math.cuh"
 #include "cuda/ops_reduce.cuh"
+#include "cuda/pdl.cuh"
 #include "cuda/sample_keys.cuh"
 
 namespace ft::cuda {
@@ -53,6 +54,8 @@ __device__ __forceinline__ Best warp_best(Best b) {
 
 template <bool kVec>
 __global__ void argmax_kernel(const float* logits, int64_t ld, int64_t n, int32_t* out) {
+  pdl_wait();
+  pdl_trigger();
   __shared__ Best scratch[32];
   const float* x = logits + static_cast<int64_t>(blockIdx.x) * ld;
   Best b{-INFINITY, -1};
@@ -241,9 +244,11 @@ void argmax(const float* logits, int64_t ld, int64_t n_vocab, int64_t n_rows, in
   if (n_rows > INT_MAX) fail_message("argmax: " + std::to_string(n_rows) + " rows exceed the grid limit");
   const bool vec = n_vocab % 4 == 0 && ld % 4 == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0;
   if (vec)
-    argmax_kernel<true><<<static_cast<unsigned>(n_rows), kArgmaxThreads, 0, s>>>(logits, ld, n_vocab, out);
+    launch_pdl(argmax_kernel<true>, dim3(static_cast<unsigned>(n_rows)), dim3(kArgmaxThreads), 0, s,
+               logits, ld, n_vocab, out);
   else
-    argmax_kernel<false><<<static_cast<unsigned>(n_rows), kArgmaxThreads, 0, s>>>(logits, ld, n_vocab, out);
+    launch_pdl(argmax_kernel<false>, dim3(static_cast<unsigned>(n_rows)), dim3(kArgmaxThreads), 0,
+               s, logits, ld, n_vocab, out);
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -114,11 +114,16 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   else
     cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
   linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
-  cuda::qk_norm_rope(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps,
-                     b_.rope_cs.as<float>(), hp.rope.n_rot, hp.rope.type == model::RopeType::kNeox,
-                     pos, num_.round, s);
-  cuda::kv_store(num_.kv, b_.k_cache[il].get(), b_.v_cache[il].get(), kv_dim, nkv * hp.head_dim_v,
-                 qkv + q_dim, ld, qkv + q_dim + kv_dim, ld, n_tok, pos, s);
+  // Norm + rope of q and k, and K and V into the cache, in one launch.
+  cuda::KvStore kv;
+  kv.type = num_.kv;
+  kv.k_cache = b_.k_cache[il].get();
+  kv.v_cache = b_.v_cache[il].get();
+  kv.v = qkv + q_dim + kv_dim;
+  kv.ldv = ld;
+  kv.v_head_dim = hp.head_dim_v;
+  cuda::qk_norm_rope_store(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps, b_.rope_cs.as<float>(),
+                           hp.rope.n_rot, hp.rope.type == model::RopeType::kNeox, pos, num_.round, kv, s);
   cuda::AttnArgs a;
   a.n_head = nh;
   a.n_head_kv = nkv;

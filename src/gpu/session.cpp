@@ -30,9 +30,16 @@ GpuNumerics gpu_numerics(const std::string& dtype) {
   return n;
 }
 
+bool gpu_supports(const model::Model& m) {
+  const std::string a = m.arch->name;
+  return a == "llama" || a == "qwen3" || a == "qwen3moe";
+}
+
 GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
     : m_(m), dtype_(o.dtype), num_(gpu_numerics(o.dtype)), graphs_(o.graphs) {
   if (!cuda::has_device()) fail("--device cuda: no CUDA device is available (driver and GPU needed)");
+  if (!gpu_supports(m))
+    fail("{}: the CUDA backend does not run architecture '{}' yet; use --device cpu", m.file->path(), m.arch->name);
   if (const char* e = std::getenv("FT_CUDA_GRAPHS"); e && std::strcmp(e, "0") == 0) graphs_ = false;
   int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(m.hp.n_ctx_train, 4096);
   if (n_ctx <= 0) n_ctx = 4096;

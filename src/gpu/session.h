@@ -44,6 +44,9 @@ struct GpuMemoryReport {
   size_t declared() const { return weights + kv + workspace; }
 };
 
+// Whether the GPU forward pass runs this model's architecture (llama, qwen3, qwen3moe).
+bool gpu_supports(const model::Model& m);
+
 // Resolves --dtype for the GPU; throws on an unknown name.
 GpuNumerics gpu_numerics(const std::string& dtype);
 

@@ -79,5 +79,65 @@ TEST(CudaOpsRope, MatchesCpuNormAndRope) {
     for (const RopeCase& c : cases) check(c, rc);
 }
 
+// qk_norm_rope_store = qk_norm_rope then kv_store, bit for bit: the rows of x and both
+// caches (the rows at *d_pos + t written, the others untouched), every cache type.
+TEST(CudaOpsRope, StoreFusedEqualsRopeThenKvStore) {
+  FT_OPS_REQUIRE_GPU();
+  struct C {
+    int64_t n_head, n_kv, hd, hd_v;
+    int n_rot;
+    bool neox, norm;
+    int64_t n_tok, pos0;
+  };
+  const C cases[] = {{32, 4, 128, 128, 128, true, true, 1, 0},   {32, 8, 128, 128, 128, false, false, 1, 77},
+                     {4, 2, 64, 64, 32, true, true, 3, 5},        {16, 4, 256, 256, 256, true, true, 2, 9},
+                     {8, 2, 128, 64, 64, false, true, 5, 1}};
+  const KvType types[] = {KvType::kF32, KvType::kF16, KvType::kBF16};
+  for (const KvType kt : types) {
+    for (const C& c : cases) {
+      SCOPED_TRACE("kv type " + std::to_string(static_cast<int>(kt)) + " heads " + std::to_string(c.n_head) + "/" +
+                   std::to_string(c.n_kv) + " hd " + std::to_string(c.hd) + " n_tok " + std::to_string(c.n_tok));
+      const int64_t n_ctx = c.pos0 + c.n_tok + 4, k_dim = c.n_kv * c.hd, v_dim = c.n_kv * c.hd_v;
+      const int64_t q_dim = c.n_head * c.hd, ld = q_dim + k_dim + v_dim + 5;
+      model::RopeParams rp;
+      rp.type = c.neox ? model::RopeType::kNeox : model::RopeType::kNorm;
+      rp.n_rot = c.n_rot;
+      rp.freq_base = 10000.0f;
+      rp.n_ctx_orig = 4096;
+      std::vector<float> cs(static_cast<size_t>(n_ctx * c.n_rot));
+      for (int64_t p = 0; p < n_ctx; ++p) engine::rope_angles(rp, nullptr, p, cs.data() + p * c.n_rot);
+      const auto x = randn(static_cast<size_t>(c.n_tok * ld), static_cast<uint64_t>(c.hd + c.n_tok), 2.0f);
+      const auto qw = randn(static_cast<size_t>(c.hd), 31), kw = randn(static_cast<size_t>(c.hd), 32);
+      const size_t es = kt == KvType::kF32 ? 4 : 2;
+      const std::vector<uint8_t> fill(static_cast<size_t>(n_ctx * (k_dim + v_dim)) * es, 0xA5);
+      DeviceBuffer dcs = to_device(cs), dqw = to_device(qw), dkw = to_device(kw),
+                   dpos = to_device(std::vector<int32_t>{static_cast<int32_t>(c.pos0)});
+      DeviceBuffer xa = to_device(x), xb = to_device(x);
+      DeviceBuffer ka = to_device(fill), va = to_device(fill), kb = to_device(fill), vb = to_device(fill);
+      const float* qn = c.norm ? dqw.as<float>() : nullptr;
+      const float* kn = c.norm ? dkw.as<float>() : nullptr;
+      qk_norm_rope(xa.as<float>(), ld, c.n_tok, c.n_head, c.n_kv, c.hd, qn, kn, 1e-6f, dcs.as<float>(), c.n_rot,
+                   c.neox, dpos.as<int32_t>(), Round::kNone, nullptr);
+      kv_store(kt, ka.get(), va.get(), k_dim, v_dim, xa.as<float>() + q_dim, ld, xa.as<float>() + q_dim + k_dim, ld,
+               c.n_tok, dpos.as<int32_t>(), nullptr);
+      KvStore st;
+      st.type = kt;
+      st.k_cache = kb.get();
+      st.v_cache = vb.get();
+      st.v = xb.as<float>() + q_dim + k_dim;
+      st.ldv = ld;
+      st.v_head_dim = c.hd_v;
+      qk_norm_rope_store(xb.as<float>(), ld, c.n_tok, c.n_head, c.n_kv, c.hd, qn, kn, 1e-6f, dcs.as<float>(),
+                         c.n_rot, c.neox, dpos.as<int32_t>(), Round::kNone, st, nullptr);
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_EQ(to_host<float>(xa, x.size()), to_host<float>(xb, x.size()));
+      EXPECT_EQ(to_host<uint8_t>(ka, fill.size()), to_host<uint8_t>(kb, fill.size()));
+      EXPECT_EQ(to_host<uint8_t>(va, fill.size()), to_host<uint8_t>(vb, fill.size()));
+      // The store wrote something: the cache rows at pos0 changed from the fill.
+      EXPECT_NE(to_host<uint8_t>(kb, fill.size()), fill);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ft::cuda
