@@ -161,5 +161,49 @@ TEST(Qwen35Loader, RefusesBrokenFiles) {
   }
 }
 
+// Last-token logits of a short prompt (fresh session).
+std::vector<float> logits_of(const std::string& path) {
+  auto m = load_model(path);
+  engine::Session s(*m, opts(512));
+  const auto p = prompt(12, 3);
+  const float* l = s.eval(p.data(), static_cast<int64_t>(p.size()));
+  return std::vector<float>(l, l + s.n_vocab());
+}
+
+// attention.recurrent_layers replaces full_attention_interval; an MTP block after the trunk
+// (block_count + 1, nextn_predict_layers = 1) is loaded past and never run.
+TEST(Qwen35Loader, RecurrentLayersKeyAndMtpBlock) {
+  const std::string& src = model_file(Arch::kQwen35);
+  const auto ref = logits_of(src);
+  auto keep_all = [](const gguf::TensorInfo&) { return true; };
+  {
+    const std::string dst = test::tmp_path("q35_reclayers.gguf");
+    test::rewrite_gguf(src, dst, keep_all, [](gguf::Writer& w) {
+      w.set_u32("qwen35.full_attention_interval", 3);  // would be wrong; the array wins
+      w.set_bool_array("qwen35.attention.recurrent_layers", {true, false, true, false});
+    });
+    EXPECT_EQ(ref, logits_of(dst));
+    const std::string bad = test::tmp_path("q35_reclayers_bad.gguf");
+    test::rewrite_gguf(src, bad, keep_all, [](gguf::Writer& w) {
+      w.set_bool_array("qwen35.attention.recurrent_layers", {true, true, true, false});
+    });
+    expect_refused(bad, "blk.1.");  // layer 1 holds attention tensors, not Gated DeltaNet ones
+  }
+  {
+    const std::string dst = test::tmp_path("q35_mtp.gguf");
+    auto f = gguf::File::open(src);
+    test::rewrite_gguf(src, dst, keep_all, [&](gguf::Writer& w) {
+      w.set_u32("qwen35.block_count", 5);
+      w.set_u32("qwen35.nextn_predict_layers", 1);
+      for (const auto& t : f->tensors()) {  // layer 3 (full attention) copied as the MTP block
+        if (t.name.rfind("blk.3.", 0) != 0) continue;
+        w.add_tensor("blk.4." + t.name.substr(6), t.type, std::vector<int64_t>(t.ne, t.ne + std::max(1, t.n_dims)),
+                     std::vector<uint8_t>(t.data, t.data + t.nbytes));
+      }
+    });
+    EXPECT_EQ(ref, logits_of(dst));
+  }
+}
+
 }  // namespace
 }  // namespace ft::model
