@@ -3,8 +3,11 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4]
+//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--stream]
 //
+// --stream: only the NVFP4 streaming kernel (gemv_stream.cu) against the slab / packed
+// kernels and the generic one, 1 and 2 tokens, then a sweep of its plans (stages, warps,
+// blocks per thread, CTAs per SM). Plans: S/s<stages>/<warps>/<m>/<CTAs per SM> (S forced).
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory).
 //
@@ -123,6 +126,8 @@ struct Case {
   bool combine = false;  // grouped down projection fused with the weighted expert sum
   int lanes = 0, rows_per_lane = 0;
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
+  // gemv_set_stream_override: mode -1 routing, 0 off, 1 forced; stages / warps / m / CTAs per SM
+  int st_mode = -1, st_stages = 0, st_warps = 0, st_m = 0, st_ctas = 0;
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -169,6 +174,8 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_lanes_override(c.lanes);
   gemv_set_rows_override(c.rows_per_lane);
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
+  gemv_set_stream_override(c.st_mode, c.st_stages, c.st_warps, c.st_m, c.st_ctas);
+  const int64_t stream_before = gemv_stream_launches();
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -203,6 +210,8 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_lanes_override(0);
   gemv_set_rows_override(0);
   gemv_set_nvfp4_override(-1, 0, 0);
+  gemv_set_stream_override(-1, 0, 0, 0, 0);
+  const bool streamed = gemv_stream_launches() != stream_before;
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
   const double gbs = bytes / t * 1e-9;
   char shape[64];
@@ -227,6 +236,14 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     if (c.nv_xs > 0) pl.x_smem = c.nv_xs == 2;
     plan = (c.nv_kernel >= 0 || c.nv_rows > 0 || c.nv_xs > 0 ? "N" : "n") + std::to_string(pl.kernel) + "/" +
            std::to_string(pl.rows) + "/" + (pl.x_smem ? "s" : "g");
+  }
+  if (streamed) {  // gemv_stream.cu: S<stages>/<warps>/<blocks per thread>/<CTAs per SM>
+    const auto f = [](int v, int dflt) { return std::to_string(v > 0 ? v : dflt); };
+    plan = std::string(c.st_mode == 1 ? "S" : "s") + f(c.st_stages, kGemvStreamPlan.stages) + "/" +
+           f(c.st_warps, kGemvStreamPlan.warps) + "/" + f(c.st_m, kGemvStreamPlan.m) + "/" +
+           f(c.st_ctas, kGemvStreamPlan.ctas_per_sm);
+  } else if (nv) {
+    // the slab / packed plan above
   } else if (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
     plan = f(c.lanes, 0) + "/" + f(c.rows_per_lane, 0) + "/" + f(c.stages, -1);
@@ -243,7 +260,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
 int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
-  bool quick = false, sweep = true, nvfp4_only = false;
+  bool quick = false, sweep = true, nvfp4_only = false, stream_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
@@ -251,8 +268,9 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else if (a == "--no-sweep") sweep = false;
     else if (a == "--nvfp4") nvfp4_only = true;
+    else if (a == "--stream") stream_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--stream]\n");
       return 2;
     }
   }
@@ -310,6 +328,59 @@ int main(int argc, char** argv) {
       for (Case& c : v) c.q8 = q8;
       return v;
     };
+    if (stream_only) {
+      std::vector<Case> shapes;
+      for (int64_t nt : {1, 2}) {
+        std::vector<Case> v = key(true, nt);
+        if (nt == 1) shapes = v;
+        for (Case c : v) {
+          cases.push_back(c);  // the routing (stream where gemv_stream_routes says so)
+          c.st_mode = 0;       // slab / packed
+          c.name += " (slab)";
+          cases.push_back(c);
+        }
+      }
+      {
+        Case comb = key(true, 1)[3];
+        comb.combine = true;
+        comb.name = "qwen3moe down+combine";
+        cases.push_back(comb);
+      }
+      if (sweep) {
+        struct P {
+          int stages, warps, m, ctas;
+        };
+        const P plans[] = {{2, 8, 2, 2}, {3, 8, 2, 2}, {4, 8, 2, 2}, {6, 8, 2, 2}, {4, 8, 1, 2}, {4, 8, 1, 3},
+                           {4, 8, 1, 4}, {6, 8, 1, 3}, {8, 8, 1, 2}, {3, 8, 4, 1}, {4, 8, 4, 1}, {2, 8, 4, 2},
+                           {3, 8, 4, 2}, {4, 4, 2, 4}, {6, 4, 2, 3}, {8, 4, 1, 4}, {4, 4, 4, 3}, {4, 8, 2, 1}};
+        for (const Case& base : shapes)
+          for (const P& pl : plans) {
+            Case c = base;
+            c.st_mode = 1, c.st_stages = pl.stages, c.st_warps = pl.warps, c.st_m = pl.m, c.st_ctas = pl.ctas;
+            cases.push_back(c);
+          }
+        // Two tokens: a few plans.
+        for (const Case& base : key(true, 2))
+          for (const P& pl : {P{4, 8, 2, 2}, P{4, 8, 1, 3}, P{3, 8, 4, 1}, P{6, 4, 2, 3}}) {
+            if (base.n_expert > 0) continue;
+            Case c = base;
+            c.st_mode = 1, c.st_stages = pl.stages, c.st_warps = pl.warps, c.st_m = pl.m, c.st_ctas = pl.ctas;
+            cases.push_back(c);
+          }
+        // Expert gate at 8 tokens (64 slots).
+        for (const P& pl : {P{4, 8, 2, 2}, P{4, 8, 1, 3}, P{3, 8, 4, 1}}) {
+          Case c = key(true, 8)[2];
+          c.st_mode = 1, c.st_stages = pl.stages, c.st_warps = pl.warps, c.st_m = pl.m, c.st_ctas = pl.ctas;
+          cases.push_back(c);
+        }
+        Case c = key(true, 8)[2];
+        c.st_mode = 0;
+        c.name += " (slab)";
+        cases.push_back(c);
+      }
+      for (const Case& c : cases) run_case(c, pool, launches);
+      return 0;
+    }
     if (nvfp4_only) {
       // The new kernels (auto plan), the generic kernel (kernel 0), then a plan sweep.
       for (int64_t nt : {1, 2, 4, 8})

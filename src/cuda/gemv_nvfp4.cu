@@ -32,6 +32,7 @@
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
 #include "cuda/gemv_launch.h"
+#include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
 
@@ -85,12 +86,6 @@ __device__ __forceinline__ typename VecOf<VB>::T ld_w(const uint8_t* p) {
   }
 }
 
-// Activation rows in shared memory: row t at t * xs_row holds the codes with 16-byte chunk
-// q = 4c + s (block c, sub-block s) at chunk 4c + (s ^ ((c >> 1) & 3)), then the scales as in
-// act_q8. Lanes read chunk 4c + s for consecutive c: each group of 8 lanes (one LDS.128
-// phase) then covers the 8 bank groups once.
-FT_HD inline int xs_chunk(int64_t c, int s) { return static_cast<int>(4 * c + (s ^ ((c >> 1) & 3))); }
-
 // Copies activation rows [0, g.xs_rows) into xs (all threads of the CTA; ends in
 // __syncthreads).
 __device__ __forceinline__ void stage_x(uint8_t* xs, const Params& p, int xs_rows, int xs_row) {
@@ -107,75 +102,6 @@ __device__ __forceinline__ void stage_x(uint8_t* xs, const Params& p, int xs_row
 template <int VB>
 __device__ __forceinline__ void st_s(uint8_t* p, const typename VecOf<VB>::T& v) {
   *reinterpret_cast<typename VecOf<VB>::T*>(p) = v;
-}
-__device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
-
-// acc[r][t] += block c of R staged rows (row r's block at sb + r * rstride, 4-aligned) times
-// the activations of token t (row x0 + t * xq_row: act_q8 layout in global memory, or the
-// swizzled shared copy when XS), t < n_tok.
-template <int NT, int R, bool XS>
-__device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb, int rstride, const uint8_t* x0,
-                                          int64_t xq_row, int64_t k, int64_t c, int n_tok) {
-  float sw[R][4];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const uint32_t s = lds32(sb + r * rstride);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) sw[r][i] = ue4m3_x2e8(s, i);
-    if (ue4m3_has_nan(s)) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (((s >> (8 * i)) & 0xFFu) == 0x7Fu) sw[r][i] = 0.0f;
-    }
-  }
-  // Activation scales of blocks 2c and 2c + 1: one 16-byte load ({d, sums} x 2), times the
-  // 2^7 that ue4m3_x2e8 leaves out.
-  float dx[NT][2];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    dx[t][0] = dx[t][1] = 0.0f;
-    if (t < n_tok) {
-      const uint4* dp = reinterpret_cast<const uint4*>(x0 + t * xq_row + k) + c;
-      const uint4 d = XS ? *dp : __ldg(dp);
-      dx[t][0] = __uint_as_float(d.x) * 128.0f;
-      dx[t][1] = __uint_as_float(d.z) * 128.0f;
-    }
-  }
-#pragma unroll
-  for (int s = 0; s < 4; ++s) {
-    // Sub-block s: bytes 4 + 8s .. 4 + 8s + 7; low nibble of byte j = element 16s + j,
-    // high = 16s + j + 8. e2m1x8_i8 yields them interleaved, x_pair_* matches the order.
-    uint32_t wv[R][4];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* q = sb + r * rstride + 4 + 8 * s;
-      e2m1x8_i8(lds32(q), wv[r][0], wv[r][1]);
-      e2m1x8_i8(lds32(q + 4), wv[r][2], wv[r][3]);
-    }
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (t >= n_tok) break;
-      const uint4 v = XS ? *reinterpret_cast<const uint4*>(x0 + t * xq_row + 16 * xs_chunk(c, s))
-                         : __ldg(reinterpret_cast<const uint4*>(x0 + t * xq_row + 64 * c + 16 * s));
-      const uint32_t a0 = x_pair_0(v.x, v.z), a1 = x_pair_1(v.x, v.z);
-      const uint32_t a2 = x_pair_0(v.y, v.w), a3 = x_pair_1(v.y, v.w);
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        int is = dp4a(wv[r][0], a0, 0);
-        is = dp4a(wv[r][1], a1, is);
-        is = dp4a(wv[r][2], a2, is);
-        is = dp4a(wv[r][3], a3, is);
-        acc[r][t] = fmaf(static_cast<float>(is), sw[r][s] * dx[t][s >> 1], acc[r][t]);
-      }
-    }
-  }
-}
-
-// The scale of a slot: scale times the expert's bank entry (gemv.h).
-__device__ __forceinline__ float slot_scale(const Params& p, int64_t slot) {
-  float s = p.scale;
-  if (p.ids != nullptr && p.bank != nullptr) s *= p.bank[static_cast<int64_t>(p.ids[slot]) * 4 + p.bank_col];
-  return s;
 }
 
 // ---- slab kernel ----------------------------------------------------------------------------

@@ -145,6 +145,37 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   return pl;
 }
 
+// ---- NVFP4 streaming kernel (gemv_stream.cu) -------------------------------------------
+//
+// A persistent grid (ctas_per_sm x SMs, at most one CTA per row) where each CTA streams the
+// contiguous bytes of its rows through a ring of `stages` shared-memory slots of
+// 32 x warps x m blocks (m x 9 KB at 8 warps). Handles NVFP4 on the integer path with packed
+// rows: dense 1..2 tokens, grouped without the combine.
+struct GemvStreamPlan {
+  int stages;       // ring slots, 2..8 (stages - 1 in flight while one is decoded)
+  int warps;        // warps per CTA: 4 or 8
+  int m;            // blocks per thread per stage: 1, 2, 4
+  int ctas_per_sm;  // CTAs per SM (capped by what fits)
+};
+// First guess, before an H200 measurement: 4 x 18 KB slots, 2 CTAs per SM (~54 KB in flight
+// per SM against the ~35 KB that 4.5 TB/s x ~1 us of loaded latency asks of each of 132 SMs).
+inline constexpr GemvStreamPlan kGemvStreamPlan{4, 8, 2, 2};
+
+// Whether gemv routes an NVFP4 integer-path product to the streaming kernel: n_tok tokens
+// (dense) or n_out slots (grouped), combine = the fused expert sum (kept on the packed kernel).
+inline bool gemv_stream_routes(int64_t n_tok, int64_t n_out, bool grouped, bool combine) {
+  if (combine) return false;
+  if (!grouped) return n_tok <= 2;
+  return n_out <= 16;
+}
+
+// Forces the streaming kernel (tests, benchmarks; process-wide, not thread-safe): mode -1 =
+// the routing above, 0 = never, 1 = wherever it can take the shape; stages / warps / m /
+// ctas_per_sm 0 = kGemvStreamPlan's. Defined in gemv.cu.
+void gemv_set_stream_override(int mode, int stages, int warps, int m, int ctas_per_sm);
+// Streaming-kernel launches so far in this process (tests check that a forced plan ran).
+int64_t gemv_stream_launches();
+
 // Forces the NVFP4 plan (tests, benchmarks; process-wide, not thread-safe): kernel -1 = the
 // plan's, 0/1/2 as above (a kernel that cannot take the shape falls back to the generic one);
 // rows 0 = the plan's; x_smem 0 = the plan's, 1 = activations from global memory, 2 = from

@@ -726,6 +726,63 @@ TEST(CudaGemvNvfp4, ForcedKernelsMatchTwin) {
   gemv_set_nvfp4_override(-1, 0, 0);
 }
 
+// ---- NVFP4 streaming kernel (gemv_stream.cu) ------------------------------------------
+
+// Every streaming plan against the twin: stages 2..8 (ring depths), 4 or 8 warps, 1..4 blocks
+// per thread (stages of 128..1024 blocks: rows of 1..224 blocks spanning many stages or many
+// rows in one, so partial sums cross stages), 1..3 CTAs per SM (CTA ranges crossing slot
+// boundaries); rows not a multiple of anything, k = 64 x odd (rows not 16-byte aligned: the
+// ranges start mid-vector), 1 and 2 tokens, scales, roundings, accumulate; grouped with shared
+// and per-slot inputs. The launch counter proves the kernel ran.
+TEST(CudaGemvStream, ForcedPlansMatchTwin) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(31337);
+  struct Plan {
+    int stages, warps, m, ctas;
+  };
+  const Plan plans[] = {{4, 8, 2, 2}, {2, 4, 1, 1}, {3, 8, 1, 3}, {8, 4, 4, 1}, {6, 8, 4, 2}, {5, 4, 2, 3}};
+  int n = 0;
+  for (const Plan& pl : plans) {
+    gemv_set_stream_override(1, pl.stages, pl.warps, pl.m, pl.ctas);
+    SCOPED_TRACE("stream stages " + std::to_string(pl.stages) + " warps " + std::to_string(pl.warps) + " m " +
+                 std::to_string(pl.m) + " ctas " + std::to_string(pl.ctas));
+    for (int64_t k : {64, 192, 320, 768, 2112, 4160, 14336})
+      for (int64_t rows : {1, 5, 33, 130, 301}) {
+        const int64_t n_tok = 1 + n % 2;
+        const quant::Round round = n % 5 == 3 ? quant::Round::kBF16 : n % 5 == 4 ? quant::Round::kF16 : quant::Round::kNone;
+        const int64_t before = gemv_stream_launches();
+        check_dense_q8({GgmlType::NVFP4, k, rows, n_tok, n % 4, round, 0, n % 3 == 1}, rng);
+        if (::testing::Test::HasFatalFailure()) break;
+        ASSERT_EQ(gemv_stream_launches(), before + 1) << "k " << k << " rows " << rows << ": stream kernel not taken";
+        ++n;
+      }
+    if (::testing::Test::HasFatalFailure()) break;
+    for (int64_t k : {768, 320, 2112, 4160}) {
+      const int64_t before = gemv_stream_launches();
+      // gate/up-like (shared input, 8 ranks of 2 tokens), down-like (per-slot input).
+      check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, k, 45, 9, 8, 2, rng);
+      check_grouped_epilogue(GgmlType::NVFP4, true, false, true, false, quant::Round::kBF16, k, 70, 16, 8, 2, rng);
+      check_grouped_epilogue(GgmlType::NVFP4, true, false, n % 2 == 0, false, quant::Round::kF16, k, 20, 5, 3, 1, rng);
+      if (::testing::Test::HasFatalFailure()) break;
+      ASSERT_EQ(gemv_stream_launches(), before + 3) << "grouped k " << k << ": stream kernel not taken";
+      ++n;
+    }
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  // What it cannot take falls back: padded rows, 3+ tokens, the combine.
+  const int64_t before = gemv_stream_launches();
+  check_dense_q8({GgmlType::NVFP4, 2112, 33, 1, 3, quant::Round::kNone, 16 - row_bytes(GgmlType::NVFP4, 2112) % 16 + 16},
+                 rng);
+  check_dense_q8({GgmlType::NVFP4, 2112, 33, 3, 1, quant::Round::kNone, 0}, rng);
+  check_grouped_epilogue(GgmlType::NVFP4, true, true, false, false, quant::Round::kNone, 768, 40, 9, 8, 2, rng);
+  EXPECT_EQ(gemv_stream_launches(), before);
+  // Off: never taken, even where the routing would.
+  gemv_set_stream_override(0, 0, 0, 0, 0);
+  check_dense_q8({GgmlType::NVFP4, 4160, 33, 1, 1, quant::Round::kNone, 0}, rng);
+  EXPECT_EQ(gemv_stream_launches(), before);
+  gemv_set_stream_override(-1, 0, 0, 0, 0);
+}
+
 TEST(CudaGemvQ8, RefusesBadCombine) {
   FT_REQUIRE_GPU();
   DeviceBuffer buf(1 << 16);
