@@ -8,6 +8,7 @@
 #include "cuda/gemm.h"
 #include "cuda/act_q8.h"
 #include "cuda/gemv.h"
+#include "cuda/gemv_half.h"
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "cuda/moe_route.h"
@@ -75,7 +76,10 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
       cuda::GemvArgs a;
       fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
       a.xq = q8 && cuda::gemv_q8_supported(p.type) ? b_.xq.get() : nullptr;
-      cuda::gemv(a, s);
+      if (a.xq == nullptr && cuda::gemv_half_supported(a))
+        cuda::gemv_half(a, s);  // BF16/F16 (the output head): the register-direct kernel
+      else
+        cuda::gemv(a, s);
     }
     return;
   }
