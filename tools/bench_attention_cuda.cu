@@ -2,14 +2,18 @@
 // of Llama-3.1-8B (32 heads, 8 KV heads, hd 128) and Qwen3-30B-A3B (32 heads, 4 KV heads,
 // hd 128).
 //
-//   ft-bench-attention-cuda [--kv bf16|f16|f32] [--pool-gib N]
+//   ft-bench-attention-cuda [--kv bf16|f16|f32] [--pool-gib N] [--decode-only] [--sweep]
 //
-// Decode (1 and 8 query tokens at context 4k and 16k, plus a 32k cache holding 4k live keys
-// to show the cost of idle chunks): each launch reads another layer's cache, layers spread
-// over a pool much larger than L2 (default 2 GiB), so the K/V reads come from HBM. Launches
-// are captured into a CUDA graph and timed with events (median of 7 replays, per launch).
-// GB/s counts the K and V bytes one launch must read (live keys x kv_dim x 2 x element
-// size); "% read BW" divides it by the streaming-read kernel's rate measured at start-up.
+// Decode (1 query token at 8, 512, 4096 and 16384 live keys; 8 tokens at 4096; a 32k cache
+// holding 4k live keys to show the cost of idle chunks; short contexts in a 4096-row cache as
+// a session allocates it): each launch reads another layer's cache, layers spread over a pool
+// much larger than L2 (default 2 GiB), so the K/V reads come from HBM. Launches are captured
+// into a CUDA graph and timed with events (median of 7 replays, per launch). GB/s counts the
+// K and V bytes one launch must read (live keys x kv_dim x 2 x element size); "% read BW"
+// divides it by the streaming-read kernel's rate measured at start-up. Each case runs the
+// dedicated decode kernel ("decode") and the SIMT split-K kernel + combine ("simt"); --sweep
+// adds the dedicated kernel with other plans (rows per block, blocks per SM) and without
+// AttnArgs::ws_zeroed (a ticket memset per call).
 //
 // Prefill (512 tokens from position 0, and 512 tokens after 4096 cached ones): time per
 // layer and TFLOP/s counting 4*d flops per (query head, visible key) pair; for bf16/f16 the
@@ -133,7 +137,17 @@ struct Bench {
     return ms / static_cast<float>(n_layers);
   }
 
-  void run(const Model& m, int64_t n_ctx, int64_t live, int64_t n_tok, bool decode) {
+  // Decode plan of one run: the kernel (0 dedicated, 1 SIMT), rows per block and blocks per SM
+  // (0: defaults), and whether the workspace was zeroed once (no per-call ticket memset).
+  struct Plan {
+    const char* label;
+    int mode, rows, per_sm;
+    bool zeroed;
+    int keys_per_slot;  // 0: default
+  };
+
+  void run(const Model& m, int64_t n_ctx, int64_t live, int64_t n_tok, bool decode,
+           const Plan& plan = Plan{"decode", 0, 0, 0, true, 0}) {
     const int64_t kv_dim = m.n_head_kv * m.d;
     const size_t layer_bytes = static_cast<size_t>(n_ctx * kv_dim * esize);  // K or V
     int64_t n_layers = static_cast<int64_t>(pool_bytes / (2 * layer_bytes));
@@ -148,6 +162,7 @@ struct Bench {
     fill_cache<<<256, 256, 0, s>>>(nullptr, q.as<float>(), static_cast<size_t>(n_tok * width), 3, 0);
     FT_CUDA_CHECK_LAUNCH();
     DeviceBuffer ws(std::max<size_t>(16, attention_workspace_bytes(m.n_head, n_tok, n_ctx, m.d)));
+    attention_workspace_init(ws.get(), ws.bytes(), s);
     const int32_t pos = static_cast<int32_t>(live - n_tok);
     DeviceBuffer dpos(4);
     dpos.upload(&pos, 4);
@@ -167,6 +182,8 @@ struct Bench {
     a.out = out.as<float>();
     a.ldo = width;
     a.round = kv == KvType::kF32 ? Round::kNone : kv == KvType::kF16 ? Round::kF16 : Round::kBF16;
+    a.ws_zeroed = plan.zeroed;
+    attention_set_decode_override(plan.mode, plan.rows, plan.per_sm, plan.keys_per_slot);
     const float ms = per_launch(n_layers, [&](int64_t l) {
       const uint8_t* base = cache.as<uint8_t>() + 2 * layer_bytes * static_cast<size_t>(l);
       a.k_cache = base;
@@ -176,13 +193,14 @@ struct Bench {
       else
         attention_prefill(a, s);
     });
+    attention_set_decode_override(0);
     const double us = ms * 1e3;
     if (decode) {
       const double bytes = 2.0 * static_cast<double>(live * kv_dim * esize);
       const double gbs = bytes / (us * 1e-6) / 1e9;
-      std::printf("decode   %-14s n_tok %2lld ctx %6lld (cache %6lld)  %8.2f us  %7.1f GB/s  %5.1f%% read BW\n", m.name,
-                  static_cast<long long>(n_tok), static_cast<long long>(live), static_cast<long long>(n_ctx), us, gbs,
-                  100.0 * gbs / read_gbs);
+      std::printf("%-22s %-14s n_tok %2lld ctx %6lld (cache %6lld)  %8.2f us  %7.1f GB/s  %5.1f%% read BW\n",
+                  plan.label, m.name, static_cast<long long>(n_tok), static_cast<long long>(live),
+                  static_cast<long long>(n_ctx), us, gbs, 100.0 * gbs / read_gbs);
     } else {
       double pairs = 0;  // (query token, visible key) pairs
       for (int64_t t = 0; t < n_tok; ++t) pairs += static_cast<double>(pos + t + 1);
@@ -198,6 +216,7 @@ struct Bench {
 int main(int argc, char** argv) {
   KvType kv = KvType::kBF16;
   double pool_gib = 2.0;
+  bool decode_only = false, sweep = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--kv" && i + 1 < argc) {
@@ -205,8 +224,13 @@ int main(int argc, char** argv) {
       kv = t == "f32" ? KvType::kF32 : t == "f16" ? KvType::kF16 : KvType::kBF16;
     } else if (arg == "--pool-gib" && i + 1 < argc) {
       pool_gib = std::atof(argv[++i]);
+    } else if (arg == "--decode-only") {
+      decode_only = true;
+    } else if (arg == "--sweep") {
+      sweep = true;
     } else {
-      std::fprintf(stderr, "usage: ft-bench-attention-cuda [--kv bf16|f16|f32] [--pool-gib N]\n");
+      std::fprintf(stderr,
+                   "usage: ft-bench-attention-cuda [--kv bf16|f16|f32] [--pool-gib N] [--decode-only] [--sweep]\n");
       return 2;
     }
   }
@@ -223,10 +247,31 @@ int main(int argc, char** argv) {
     std::printf("kv %s, streaming read %.0f GB/s\n", kv == KvType::kF32 ? "f32" : kv == KvType::kF16 ? "f16" : "bf16",
                 b.read_gbs);
     const Model models[] = {{"llama-8b", 32, 8, 128}, {"qwen3-30b-a3b", 32, 4, 128}};
+    std::vector<Bench::Plan> plans = {{"decode", 0, 0, 0, true, 0}, {"simt", 1, 0, 0, true, 0}};
+    if (sweep) {
+      plans.push_back({"decode rows4", 0, 4, 0, true, 0});
+      plans.push_back({"decode rows2", 0, 2, 0, true, 0});
+      plans.push_back({"decode 2/SM", 0, 0, 2, true, 0});
+      plans.push_back({"decode 8/SM", 0, 0, 8, true, 0});
+      plans.push_back({"decode 16/SM", 0, 0, 16, true, 0});
+      plans.push_back({"decode no-zeroed-ws", 0, 0, 0, false, 0});
+      plans.push_back({"decode nk1", 0, 0, 0, true, 1});
+      plans.push_back({"decode nk2", 0, 0, 0, true, 2});
+      plans.push_back({"decode nk4", 0, 0, 0, true, 4});
+      plans.push_back({"decode nk8", 0, 0, 0, true, 8});
+      plans.push_back({"decode rows4 nk2", 0, 4, 0, true, 2});
+      plans.push_back({"decode rows4 nk8", 0, 4, 0, true, 8});
+      plans.push_back({"decode rows4 8/SM", 0, 4, 8, true, 0});
+    }
+    struct DecodeCase {
+      int64_t n_ctx, live, n_tok;
+    };
+    const DecodeCase cases[] = {{4096, 8, 1},     {4096, 512, 1}, {4096, 4096, 1}, {16384, 16384, 1},
+                                {4096, 4096, 8},  {32768, 4096, 1}};
     for (const Model& m : models) {
-      for (int64_t n_tok : {1, 8})
-        for (int64_t ctx : {4096, 16384}) b.run(m, ctx, ctx, n_tok, true);
-      b.run(m, 32768, 4096, 1, true);
+      for (const DecodeCase& c : cases)
+        for (const Bench::Plan& p : plans) b.run(m, c.n_ctx, c.live, c.n_tok, true, p);
+      if (decode_only) continue;
       b.run(m, 512, 512, 512, false);
       b.run(m, 4608, 4608, 512, false);
       if (kv != KvType::kF32) {  // the SIMT kernel on the same shapes, for comparison

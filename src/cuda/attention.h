@@ -8,10 +8,11 @@
 // sized from the cache capacity n_ctx, so one captured CUDA graph serves every decode step.
 //
 // Kernels (all accumulate in fp32):
-//   decode  (n_tok <= kAttnDecodeMaxTokens): split-K flash-decoding. A block takes one KV
-//           head, up to 16 of its query rows (token x head of the group, so each K/V row is
-//           read once for all of them) and one chunk of keys; the chunk length is planned on
-//           the device from the live length (attn_plan.cuh). A combine kernel merges chunks.
+//   decode  (n_tok <= kAttnDecodeMaxTokens): split-K flash-decoding (attn_decode.cuh). A
+//           block takes one KV head, up to 8 of its query rows (token x head of the group, so
+//           each K/V row is read once for all of them) and one chunk of keys, read straight
+//           from global memory; the chunk length is planned on the device from the live
+//           length (attn_plan.cuh). The last block of a KV head to finish merges the chunks.
 //   prefill (any n_tok): causal flash attention, one block per (query tile, KV head), online
 //           softmax over key tiles, no workspace. bf16/f16 caches at head_dim 64/128 use tensor
 //           cores (mma.sync m16n8k16, sm_80+); the f32 cache and head_dim 256 use the SIMT
@@ -58,12 +59,22 @@ struct AttnArgs {
   float* out = nullptr;  // device: n_tok rows of n_head*head_dim_v floats, ldo apart
   int64_t ldo = 0;
   Round round = Round::kNone;  // rounding of the output to the activation dtype
+  // The caller zeroed the workspace once (attention_workspace_init) and uses it for nothing
+  // else: the decode kernel's ticket counters are then zero on entry (every call leaves them
+  // zero), so attention() skips the per-call reset (a memset node, which also breaks the
+  // programmatic-launch chain).
+  bool ws_zeroed = false;
 };
 
-// Device workspace that attention() needs for calls of up to max_tok query tokens: the
-// decode split partials, [min(max_tok, 8) * n_head][min(n_ctx/64, 128) splits][head_dim + 2]
-// floats (Llama-8B at n_ctx >= 8k: 8*32*128*130*4 = 17 MB). Prefill needs none.
+// Device workspace that attention() needs for calls of up to max_tok query tokens: 64 KB of
+// ticket counters, then the decode split partials, [min(max_tok, 8) * n_head]
+// [min(n_ctx/32, 128) splits + 8 merge groups][head_dim + 2] floats (Llama-8B at n_ctx >= 4k:
+// 8*32*136*130*4 = 18 MB). Prefill needs none.
 size_t attention_workspace_bytes(int64_t n_head, int64_t max_tok, int64_t n_ctx, int64_t head_dim_v);
+
+// Zeroes a workspace once after its allocation (stream-ordered), so that calls may set
+// AttnArgs::ws_zeroed.
+void attention_workspace_init(void* workspace, size_t bytes, cudaStream_t s);
 
 // Picks decode (n_tok <= kAttnDecodeMaxTokens) or prefill. No host sync, no allocation:
 // capturable in a CUDA graph. `workspace` holds attention_workspace_bytes(n_head, n_tok, ...).
@@ -76,5 +87,13 @@ void attention_prefill(const AttnArgs& a, cudaStream_t s);                   // 
 // Prefill kernel choice for tests and benchmarks (process-wide, not thread-safe):
 // 0 automatic (tensor cores for bf16/f16), 1 always the SIMT kernel.
 void attention_set_prefill_override(int mode);
+
+// Decode kernel choice for tests and benchmarks (process-wide, not thread-safe): mode 0 the
+// dedicated decode kernel (attn_decode.cuh), 1 the SIMT split-K kernel + combine kernel.
+// max_rows (1, 2, 4, 8; 0 = tuning default) caps the query rows per decode block,
+// blocks_per_sm (0 = default) sets the grid the split plan aims for, and keys_per_slot
+// (1, 2, 4, 8; 0 = default; 16-bit caches at head dim 128 only) the keys each lane group
+// loads per step.
+void attention_set_decode_override(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0);
 
 }  // namespace ft::cuda

@@ -1,10 +1,14 @@
-// Decode attention (split-K flash-decoding, attn_simt.cuh with kPartial) and its combine
-// kernel; attention() picks this path or the prefill one (attention_prefill.cu).
+// Decode attention: the dedicated decode kernel (attn_decode.cuh, default) or the SIMT
+// split-K kernel (attn_simt.cuh with kPartial) and its combine kernel (kept for comparison,
+// attention_set_decode_override(1)); attention() picks decode or prefill
+// (attention_prefill.cu).
 //
-// Graph capture: the grid is (row blocks, n_head_kv, splits) with splits fixed by n_ctx and
+// Graph capture: the grid is (row blocks, splits, n_head_kv) with splits fixed by n_ctx and
 // the SM count; the chunk length is planned on the device from *d_pos (attn_plan.cuh
-// decode_plan), chunks past the live length exit at once, and the combine kernel evaluates
-// the same plan. No host sync, no allocation.
+// decode_plan), chunks past the live length exit at once, and the merge evaluates the same
+// plan. No host sync, no allocation.
+//
+// Workspace: kDecodeTicketBytes of ticket counters (zero between calls), then the partials.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -12,6 +16,8 @@
 
 #include "cuda/attention.h"
 #include "cuda/attn_args.cuh"
+#include "cuda/attn_decode.cuh"
+#include "cuda/attn_decode_tuning.cuh"
 #include "cuda/attn_plan.cuh"
 #include "cuda/attn_simt.cuh"
 #include "cuda/check.h"
@@ -21,9 +27,12 @@ namespace ft::cuda {
 namespace attn_detail {
 namespace {
 
-// Blocks per SM the decode grid aims for: the bf16 hd-128 block takes 47 KB of shared
+// Blocks per SM the SIMT decode grid aims for: the bf16 hd-128 block takes 47 KB of shared
 // memory, so 4 fit on an SM and keep ~128 KB of K/V loads in flight there.
-constexpr int64_t kDecodeBlocksPerSm = 4;
+constexpr int64_t kSimtBlocksPerSm = 4;
+
+// attention_set_decode_override (tests and benchmarks).
+int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0;
 
 // One block per (token, head) row, one thread per output column (combine_column).
 __global__ void attn_combine_kernel(const CombineParams p) {
@@ -32,6 +41,18 @@ __global__ void attn_combine_kernel(const CombineParams p) {
 
 int64_t decode_row_blocks(int64_t n_tok, int64_t group) { return ceil_div(n_tok * group, kRowsPerBlock); }
 
+// Rows per block of the dedicated kernel: the smallest power of two that holds a KV head's
+// rows, at most kDecodeMaxRows (or the override).
+int decode_rows(int64_t n_rows) {
+  const int cap = g_decode_rows > 0 ? g_decode_rows : kDecodeMaxRows;
+  int r = 1;
+  while (r < n_rows && r < cap) r *= 2;
+  return r;
+}
+
+void simt_decode(const AttnArgs& a, float* parts, cudaStream_t s);
+void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_t s);
+
 }  // namespace
 }  // namespace attn_detail
 
@@ -39,9 +60,24 @@ size_t attention_workspace_bytes(int64_t n_head, int64_t max_tok, int64_t n_ctx,
   using namespace attn_detail;
   const int64_t tok = max_tok < kAttnDecodeMaxTokens ? max_tok : kAttnDecodeMaxTokens;
   if (tok <= 0 || n_head <= 0 || n_ctx <= 0 || head_dim_v <= 0) return 0;
-  int64_t splits = ceil_div(n_ctx, kChunkUnit);
+  // The most splits either decode kernel plans (the dedicated one has the smaller unit).
+  const int64_t unit = kDecodeUnit < kChunkUnit ? kDecodeUnit : kChunkUnit;
+  int64_t splits = ceil_div(n_ctx, unit);
   if (splits > kMaxSplits) splits = kMaxSplits;
-  return static_cast<size_t>(tok * n_head * splits * (head_dim_v + 2)) * sizeof(float);
+  return kDecodeTicketBytes +
+         static_cast<size_t>(tok * n_head * (splits + kDecodeMaxGroups) * (head_dim_v + 2)) * sizeof(float);
+}
+
+void attention_workspace_init(void* workspace, size_t bytes, cudaStream_t s) {
+  if (workspace != nullptr && bytes > 0) FT_CUDA_CHECK(cudaMemsetAsync(workspace, 0, bytes, s));
+}
+
+void attention_set_decode_override(int mode, int max_rows, int blocks_per_sm, int keys_per_slot) {
+  using namespace attn_detail;
+  g_decode_mode = mode;
+  g_decode_rows = max_rows;
+  g_decode_blocks_per_sm = blocks_per_sm;
+  g_decode_keys_per_slot = keys_per_slot;
 }
 
 void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
@@ -53,9 +89,19 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   if (a.n_tok == 0) return;
   if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
     fail_message("cuda attention_decode: workspace must be a 16-byte aligned device buffer");
+  uint32_t* tickets = static_cast<uint32_t*>(workspace);
+  float* parts = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + kDecodeTicketBytes);
+  if (g_decode_mode == 1) return simt_decode(a, parts, s);
+  fast_decode(a, tickets, parts, s);
+}
+
+namespace attn_detail {
+namespace {
+
+void simt_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   const int64_t d = a.head_dim_k, group = a.n_head / a.n_head_kv;
   const int64_t row_blocks = decode_row_blocks(a.n_tok, group);
-  const int64_t splits = decode_splits(a.n_ctx, a.n_head_kv, row_blocks, kDecodeBlocksPerSm * sm_count());
+  const int64_t splits = decode_splits(a.n_ctx, a.n_head_kv, row_blocks, kSimtBlocksPerSm * sm_count());
 
   SimtParams p{};
   p.q = a.q;
@@ -65,7 +111,7 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   p.kv_stride = a.n_head_kv * d;
   p.out = a.out;
   p.ldo = a.ldo;
-  p.part_acc = static_cast<float*>(workspace);
+  p.part_acc = parts;
   p.part_ml = p.part_acc + a.n_tok * a.n_head * splits * d;
   p.d_pos = a.d_pos;
   p.n_tok = a.n_tok;
@@ -95,6 +141,50 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   attn_combine_kernel<<<static_cast<unsigned>(a.n_tok * a.n_head), static_cast<unsigned>(d), 0, s>>>(c);
   FT_CUDA_CHECK_LAUNCH();
 }
+
+void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_t s) {
+  const int64_t d = a.head_dim_k, group = a.n_head / a.n_head_kv;
+  const int rows = decode_rows(a.n_tok * group);
+  const int64_t row_blocks = ceil_div(a.n_tok * group, rows);
+  const int64_t n_tickets = a.n_head_kv * row_blocks * kDecodeTicketsPerHead;
+  if (n_tickets > kDecodeTickets)
+    fail_message("cuda attention_decode: n_head_kv x row blocks = " + std::to_string(a.n_head_kv * row_blocks) +
+                 " needs more than the " + std::to_string(kDecodeTickets) + " ticket counters");
+  const int64_t per_sm = g_decode_blocks_per_sm > 0 ? g_decode_blocks_per_sm : kDecodeBlocksPerSm;
+  const int64_t splits = decode_splits(a.n_ctx, a.n_head_kv, row_blocks, per_sm * sm_count(), kDecodeUnit);
+  if (!a.ws_zeroed)
+    FT_CUDA_CHECK(cudaMemsetAsync(tickets, 0, static_cast<size_t>(n_tickets) * sizeof(uint32_t), s));
+
+  DecodeParams p{};
+  p.q = a.q;
+  p.ldq = a.ldq;
+  p.k = a.k_cache;
+  p.v = a.v_cache;
+  p.kv_stride = a.n_head_kv * d;
+  p.out = a.out;
+  p.ldo = a.ldo;
+  p.part_acc = parts;
+  p.part_ml = parts + a.n_tok * a.n_head * splits * d;
+  p.group_acc = p.part_ml + a.n_tok * a.n_head * splits * 2;
+  p.group_ml = p.group_acc + a.n_tok * a.n_head * kDecodeMaxGroups * d;
+  p.tickets = tickets;
+  p.d_pos = a.d_pos;
+  p.n_tok = a.n_tok;
+  p.n_ctx = a.n_ctx;
+  p.group = group;
+  p.n_head = a.n_head;
+  p.splits = splits;
+  p.row_blocks = row_blocks;
+  p.scale_log2 = a.scale * 1.4426950408889634f;
+  p.round = a.round;
+  dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, p,
+                  dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(splits),
+                       static_cast<unsigned>(a.n_head_kv)),
+                  s);
+}
+
+}  // namespace
+}  // namespace attn_detail
 
 void attention(const AttnArgs& a, void* workspace, cudaStream_t s) {
   if (a.n_tok <= kAttnDecodeMaxTokens) return attention_decode(a, workspace, s);

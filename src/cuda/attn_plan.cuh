@@ -26,10 +26,12 @@ FT_ATTN_HD inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / 
 
 // Splits that the decode grid provides for a cache of n_ctx rows: enough blocks to fill the
 // GPU (target_blocks over all KV heads and row blocks), at most kMaxSplits, at least 1, and
-// never more than the chunk units the cache holds.
-FT_ATTN_HD inline int64_t decode_splits(int64_t n_ctx, int64_t n_head_kv, int64_t row_blocks, int64_t target_blocks) {
+// never more than the chunk units the cache holds. `unit`: kChunkUnit for the SIMT kernel,
+// kDecodeUnit (attn_decode_tuning.cuh) for the dedicated decode kernel.
+FT_ATTN_HD inline int64_t decode_splits(int64_t n_ctx, int64_t n_head_kv, int64_t row_blocks, int64_t target_blocks,
+                                        int64_t unit = kChunkUnit) {
   int64_t s = ceil_div(target_blocks, n_head_kv * row_blocks);
-  const int64_t units = ceil_div(n_ctx, kChunkUnit);
+  const int64_t units = ceil_div(n_ctx, unit);
   if (s > kMaxSplits) s = kMaxSplits;
   if (s > units) s = units;
   if (s < 1) s = 1;
@@ -40,14 +42,14 @@ FT_ATTN_HD inline int64_t decode_splits(int64_t n_ctx, int64_t n_head_kv, int64_
 // chunk c covers keys [c*chunk, min((c+1)*chunk, n_kv)) for c < n_chunks. The decode kernel
 // and the combine kernel both evaluate it from the position they read on the device.
 struct DecodePlan {
-  int64_t chunk;     // keys per chunk, a multiple of kChunkUnit
+  int64_t chunk;     // keys per chunk, a multiple of the unit
   int64_t n_chunks;  // live chunks, 1 <= n_chunks <= splits
 };
 
-FT_ATTN_HD inline DecodePlan decode_plan(int64_t n_kv, int64_t splits) {
+FT_ATTN_HD inline DecodePlan decode_plan(int64_t n_kv, int64_t splits, int64_t unit = kChunkUnit) {
   if (n_kv < 1) n_kv = 1;
-  const int64_t units = ceil_div(n_kv, kChunkUnit);
-  const int64_t chunk = ceil_div(units, splits) * kChunkUnit;
+  const int64_t units = ceil_div(n_kv, unit);
+  const int64_t chunk = ceil_div(units, splits) * unit;
   return DecodePlan{chunk, ceil_div(n_kv, chunk)};
 }
 

@@ -38,6 +38,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "cuda/attn_decode_tuning.cuh"
 #include "cuda/attn_plan.cuh"
 #include "cuda/attn_mma_lane.cuh"
 #include "cuda/attn_simt_phases.cuh"
@@ -83,12 +84,15 @@ struct Case {
   int64_t d, n_head, n_head_kv, n_tok, pos0;
   Path path;
   int64_t extra_ctx = 37;  // cache rows beyond the live length (grids are sized from n_ctx)
+  // Workspace zeroed once by attention_workspace_init and AttnArgs::ws_zeroed set; otherwise
+  // it starts as 0xFF garbage and the decode call must reset its own ticket counters.
+  bool zeroed = true;
 };
 
 std::string describe(const Case& c) {
   return std::string(name_of(c.kv)) + " d=" + std::to_string(c.d) + " heads=" + std::to_string(c.n_head) + "/" +
          std::to_string(c.n_head_kv) + " n_tok=" + std::to_string(c.n_tok) + " pos0=" + std::to_string(c.pos0) +
-         " path=" + name_of(c.path) + " n_ctx=+" + std::to_string(c.extra_ctx);
+         " path=" + name_of(c.path) + " n_ctx=+" + std::to_string(c.extra_ctx) + (c.zeroed ? "" : " ws=garbage");
 }
 
 // The test's fixture for one shape: host data, the CPU cache, and the device cache filled
@@ -197,9 +201,12 @@ void check_attention(Fixture& s, Path path, int64_t pos) {
   DeviceBuffer dout = to_device(std::vector<float>(static_cast<size_t>(rows * s.ldo), poison()));
   const size_t ws_bytes = attention_workspace_bytes(c.n_head, c.n_tok, s.n_ctx, c.d);
   DeviceBuffer ws(ws_bytes > 0 ? ws_bytes : 16);
+  FT_CUDA_CHECK(cudaMemset(ws.get(), 0xFF, ws.bytes()));
+  if (c.zeroed) attention_workspace_init(ws.get(), ws.bytes(), nullptr);
   s.set_pos(static_cast<int32_t>(pos));
   AttnArgs a = s.args(dout.as<float>());
   a.n_tok = c.n_tok;
+  a.ws_zeroed = c.zeroed;
   attention_set_prefill_override(path == Path::kPrefillSimt ? 1 : 0);
   if (path == Path::kAuto) attention(a, ws.get(), nullptr);
   if (path == Path::kDecode) attention_decode(a, ws.get(), nullptr);
@@ -207,6 +214,18 @@ void check_attention(Fixture& s, Path path, int64_t pos) {
   attention_set_prefill_override(0);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   const auto got = to_host<float>(dout, static_cast<size_t>(rows * s.ldo));
+  if (path == Path::kDecode || (path == Path::kAuto && c.n_tok <= kAttnDecodeMaxTokens)) {
+    // A second call on the same workspace (the tickets were left at zero) gives the same bits:
+    // the merge order does not depend on which block finishes last.
+    DeviceBuffer dout2 = to_device(std::vector<float>(static_cast<size_t>(rows * s.ldo), poison()));
+    a.out = dout2.as<float>();
+    a.ws_zeroed = true;
+    attention_decode(a, ws.get(), nullptr);
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto again = to_host<float>(dout2, static_cast<size_t>(rows * s.ldo));
+    ASSERT_EQ(std::memcmp(got.data(), again.data(), got.size() * sizeof(float)), 0)
+        << "a second decode call differs (tickets not reset, or a non-deterministic merge)";
+  }
 
   std::vector<float> ref(static_cast<size_t>(rows * s.ldo), 0.0f);
   engine::attention_ref(s.shape(), s.cpu, 0, s.q.data(), s.ldq, c.n_tok, pos, ref.data(), s.ldo, act_of(c.kv));
@@ -278,6 +297,72 @@ TEST(CudaAttention, PrefillMatchesRef) {
           }
 }
 
+// Sets the decode kernel choice for one scope (tests run in one process).
+struct DecodeOverride {
+  DecodeOverride(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0) {
+    attention_set_decode_override(mode, max_rows, blocks_per_sm, keys_per_slot);
+  }
+  ~DecodeOverride() { attention_set_decode_override(0); }
+};
+
+// The dedicated decode kernel (the default decode path) over head dims x GQA groups 1..16 x
+// token counts x cache types x live lengths around the chunk unit and the block's key step
+// (1, 63, 64, 65, 300, 4097 and a cache filled to n_ctx), half of them on a garbage workspace.
+TEST(CudaAttention, DecodeKernelSweep) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  const int64_t groups[][2] = {{2, 2}, {4, 2}, {8, 1}, {16, 1}, {24, 3}, {32, 8}, {32, 4}};
+  int n = 0;
+  for (KvType t : kKvTypes)
+    for (int64_t d : kDims)
+      for (int64_t live : {1, 63, 64, 65, 300, 4097})
+        for (int64_t n_tok : {1, 2, 8}) {
+          if (n_tok > live) continue;
+          if (live == 4097 && n_tok == 2) continue;  // reference time
+          const auto& hh = groups[n++ % 7];
+          const bool full = n % 5 == 0;  // live keys fill the cache
+          Case c{t, d, hh[0], hh[1], n_tok, live - n_tok, Path::kDecode, full ? 0 : 37};
+          c.zeroed = n % 2 == 0;
+          run_case(c, rng);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+}
+
+// Fewer rows per block than the group has (several row blocks per KV head, each with its own
+// ticket), small and large grids, and the SIMT split-K path kept behind the override.
+TEST(CudaAttention, DecodeOverrides) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(12);
+  for (int rows : {1, 2, 4})
+    for (int per_sm : {1, 16}) {
+      DecodeOverride o(0, rows, per_sm);
+      for (int64_t live : {5, 300, 2100}) {
+        run_case({KvType::kBF16, 128, 32, 4, 3, live - 3, Path::kDecode}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+        run_case({KvType::kF16, 64, 16, 1, 1, live - 1, Path::kDecode, 0}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  // The keys-per-slot variants the benchmark sweeps (16-bit caches at head dim 128).
+  for (int rows : {1, 4, 8})
+    for (int nk : {1, 2, 4, 8}) {
+      DecodeOverride o(0, rows, 0, nk);
+      for (int64_t live : {7, 300, 2100}) {
+        run_case({nk % 2 ? KvType::kF16 : KvType::kBF16, 128, 32, 4, 2, live - 2, Path::kDecode}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+        run_case({KvType::kF16, 128, 32, 4, 1, live - 1, Path::kDecode}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  DecodeOverride simt(1);
+  for (KvType t : kKvTypes)
+    for (int64_t d : kDims)
+      for (int64_t pos0 : {0, 300}) {
+        run_case({t, d, 8, 2, 3, pos0, Path::kDecode}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
 // attention() picks a path by n_tok; a cache far larger than the live length (many idle
 // decode chunks) and a query batch that fills the cache exactly.
 TEST(CudaAttention, DispatchAndCapacity) {
@@ -310,6 +395,14 @@ TEST(CudaAttention, GraphReplayFollowsDevicePosition) {
     a.ldq = one.ldq;
     a.n_tok = 1;
     a.ldo = one.ldo;
+    // f32: the captured call resets its tickets (a memset node); bf16/f16: a zeroed workspace,
+    // so every replay relies on the previous one leaving the tickets at zero.
+    if (t != KvType::kF32) {
+      attention_workspace_init(ws.get(), ws.bytes(), nullptr);
+      a.ws_zeroed = true;
+    } else {
+      FT_CUDA_CHECK(cudaMemset(ws.get(), 0xFF, ws.bytes()));
+    }
 
     cudaStream_t st;
     FT_CUDA_CHECK(cudaStreamCreate(&st));
@@ -320,7 +413,7 @@ TEST(CudaAttention, GraphReplayFollowsDevicePosition) {
     FT_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
     FT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
 
-    for (int32_t pos : {0, 63, 64, 65, 700, 2047}) {
+    for (int32_t pos : {0, 63, 64, 65, 700, 2047, 2047, 31, 1000}) {
       SCOPED_TRACE("pos " + std::to_string(pos));
       s.set_pos(pos);
       FT_CUDA_CHECK(cudaGraphLaunch(exec, st));
@@ -343,19 +436,22 @@ TEST(CudaAttention, GraphReplayFollowsDevicePosition) {
 
 TEST(CudaAttentionPlan, ChunksCoverLiveKeysInWholeUnits) {
   using namespace attn_detail;
-  for (int64_t splits = 1; splits <= kMaxSplits; splits += (splits < 8 ? 1 : 7))
-    for (int64_t n_kv = 1; n_kv <= 40000; n_kv += (n_kv < 300 ? 1 : 97)) {
-      const DecodePlan p = decode_plan(n_kv, splits);
-      ASSERT_EQ(p.chunk % kChunkUnit, 0) << n_kv << " " << splits;
-      ASSERT_GE(p.n_chunks, 1);
-      ASSERT_LE(p.n_chunks, splits) << n_kv << " " << splits;
-      ASSERT_LT((p.n_chunks - 1) * p.chunk, n_kv) << "an empty chunk at n_kv " << n_kv;
-      ASSERT_GE(p.n_chunks * p.chunk, n_kv) << "keys left out at n_kv " << n_kv;
-      // The smallest whole-unit chunk that fits the splits: one unit less would need more.
-      if (p.chunk > kChunkUnit) {
-        ASSERT_GT(ceil_div(n_kv, p.chunk - kChunkUnit), splits);
+  for (int64_t unit : {kChunkUnit, kDecodeUnit})
+    for (int64_t splits = 1; splits <= kMaxSplits; splits += (splits < 8 ? 1 : 7))
+      for (int64_t n_kv = 1; n_kv <= 40000; n_kv += (n_kv < 300 ? 1 : 97)) {
+        const DecodePlan p = decode_plan(n_kv, splits, unit);
+        ASSERT_EQ(p.chunk % unit, 0) << n_kv << " " << splits;
+        ASSERT_GE(p.n_chunks, 1);
+        ASSERT_LE(p.n_chunks, splits) << n_kv << " " << splits;
+        ASSERT_LT((p.n_chunks - 1) * p.chunk, n_kv) << "an empty chunk at n_kv " << n_kv;
+        ASSERT_GE(p.n_chunks * p.chunk, n_kv) << "keys left out at n_kv " << n_kv;
+        // The smallest whole-unit chunk that fits the splits: one unit less would need more.
+        if (p.chunk > unit) {
+          ASSERT_GT(ceil_div(n_kv, p.chunk - unit), splits);
+        }
       }
-    }
+  // 300 live keys spread over ten blocks per KV head once the grid has the splits.
+  EXPECT_EQ(decode_plan(300, 128, kDecodeUnit).n_chunks, 10);
 }
 
 TEST(CudaAttentionPlan, SplitsAndWorkspace) {
@@ -371,9 +467,13 @@ TEST(CudaAttentionPlan, SplitsAndWorkspace) {
         const int64_t n_head = 4 * n_head_kv, d = 128;
         const int64_t rb = ceil_div(n_tok * 4, kRowsPerBlock);
         const int64_t splits = decode_splits(n_ctx, n_head_kv, rb, 4 * 132);
-        const size_t need = static_cast<size_t>(n_tok * n_head * splits * (d + 2)) * 4;
-        EXPECT_GE(attention_workspace_bytes(n_head, n_tok, n_ctx, d), need);
-        EXPECT_GE(attention_workspace_bytes(n_head, 512, n_ctx, d), need);  // prefill-sized callers
+        // The dedicated kernel at one row per block and a huge grid: the most splits it plans.
+        const int64_t splits2 = decode_splits(n_ctx, n_head_kv, n_tok * 4, 1 << 20, kDecodeUnit);
+        const size_t need = kDecodeTicketBytes + static_cast<size_t>(n_tok * n_head * splits * (d + 2)) * 4;
+        const size_t need2 =
+            kDecodeTicketBytes + static_cast<size_t>(n_tok * n_head * (splits2 + kDecodeMaxGroups) * (d + 2)) * 4;
+        EXPECT_GE(attention_workspace_bytes(n_head, n_tok, n_ctx, d), std::max(need, need2));
+        EXPECT_GE(attention_workspace_bytes(n_head, 512, n_ctx, d), std::max(need, need2));  // prefill-sized callers
       }
   EXPECT_EQ(attention_workspace_bytes(32, 0, 4096, 128), 0u);
 }

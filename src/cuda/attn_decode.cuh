@@ -1,0 +1,401 @@
+// The dedicated decode attention kernel (1..8 query tokens against the KV cache), launched by
+// attention_decode.cu. Twin: engine::attention_ref (tests/cuda/attention_test.cpp).
+//
+// Block = kDecodeWarps warps, one KV head g, R query rows of its group (row i = token
+// i / group, head g*group + i % group: every K/V row is read once for all of them) and one
+// chunk of keys (attn_plan.cuh decode_plan with kDecodeUnit, evaluated from *d_pos).
+// No shared-memory staging and no barrier in the key loop:
+//   - a lane group of L = D/8 lanes owns one key at a time, each lane 8 of its elements
+//     (one 16-byte load per K or V row, two for f32); q (pre-scaled by scale*log2 e) and the
+//     accumulators of its 8 columns for the R rows stay in registers;
+//   - each lane group loads NK keys (K and V) before computing: dot products, an xor
+//     butterfly over the L lanes (every lane ends with the same fp32 sum), one online
+//     softmax update per row and NK keys (base 2), acc = acc * alpha + p * v;
+//   - at the end the lane groups' (m, l, acc) are merged in shared memory in a fixed order.
+// One live chunk: the block writes the normalised, rounded output. Several: it writes its
+// partial (acc, m, l) to the workspace and takes a ticket; the last block of each group of
+// kDecodeMergeGroup chunks merges the group, the last of those merges the groups, always in
+// index order (deterministic whichever block finishes last), and each resets its ticket.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/attention.h"
+#include "cuda/attn_decode_tuning.cuh"
+#include "cuda/attn_plan.cuh"
+#include "cuda/check.h"
+#include "cuda/pdl.cuh"
+#include "cuda/round.cuh"
+
+namespace ft::cuda::attn_detail {
+
+struct DecodeParams {
+  const float* q;
+  int64_t ldq;
+  const void* k;
+  const void* v;
+  int64_t kv_stride;  // elements between cache rows (n_head_kv * D)
+  float* out;
+  int64_t ldo;
+  float* part_acc;     // [n_tok*n_head][splits][D]
+  float* part_ml;      // [n_tok*n_head][splits][2] = (m, l), m in base 2
+  float* group_acc;    // [n_tok*n_head][kDecodeMaxGroups][D]: merged groups of chunks
+  float* group_ml;     // [n_tok*n_head][kDecodeMaxGroups][2]
+  uint32_t* tickets;   // [n_head_kv][row_blocks][kDecodeTicketsPerHead], zero between calls
+  const int32_t* d_pos;
+  int64_t n_tok, n_ctx, group, n_head, splits, row_blocks;
+  float scale_log2;  // scale * log2(e): scores in base 2, exp2f on the SFU
+  Round round;
+};
+
+// Eight cache elements of one lane, as loaded (16 bytes, 32 for f32).
+template <class T>
+struct KvRaw {
+  uint4 w[sizeof(T) == 4 ? 2 : 1];
+};
+
+template <class T>
+__device__ __forceinline__ void kv_load(const T* p, KvRaw<T>& r) {
+  const uint4* u = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(r.w) / 16); ++i) r.w[i] = __ldg(u + i);
+}
+
+template <class T>
+__device__ __forceinline__ void kv_zero(KvRaw<T>& r) {
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(r.w) / 16); ++i) r.w[i] = uint4{0u, 0u, 0u, 0u};
+}
+
+__device__ __forceinline__ void kv_float(const KvRaw<float>& r, float (&x)[8]) {
+  x[0] = __uint_as_float(r.w[0].x), x[1] = __uint_as_float(r.w[0].y);
+  x[2] = __uint_as_float(r.w[0].z), x[3] = __uint_as_float(r.w[0].w);
+  x[4] = __uint_as_float(r.w[1].x), x[5] = __uint_as_float(r.w[1].y);
+  x[6] = __uint_as_float(r.w[1].z), x[7] = __uint_as_float(r.w[1].w);
+}
+__device__ __forceinline__ void kv_float(const KvRaw<__nv_bfloat16>& r, float (&x)[8]) {
+  const uint32_t w[4] = {r.w[0].x, r.w[0].y, r.w[0].z, r.w[0].w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {  // bf16 -> fp32 is a 16-bit shift (exact)
+    x[2 * i] = __uint_as_float(w[i] << 16);
+    x[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+  }
+}
+__device__ __forceinline__ void kv_float(const KvRaw<__half>& r, float (&x)[8]) {
+  const uint32_t w[4] = {r.w[0].x, r.w[0].y, r.w[0].z, r.w[0].w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    __half2 h;
+    memcpy(&h, &w[i], 4);
+    const float2 f = __half22float2(h);
+    x[2 * i] = f.x;
+    x[2 * i + 1] = f.y;
+  }
+}
+
+// Whether this block is the last of n to arrive at ticket t (then it also resets t to zero
+// for the next call). The fences make every block's partials visible to the last one.
+__device__ __forceinline__ bool take_last(uint32_t* t, int64_t n, int* s_last) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const bool last = atomicAdd(t, 1u) == static_cast<uint32_t>(n - 1);
+    if (last) atomicExch(t, 0u);
+    *s_last = last;
+  }
+  __syncthreads();
+  const bool last = *s_last;
+  if (last) __threadfence();
+  return last;
+}
+
+// Merges parts first .. first + count - 1 (partial index row * stride + i) of the block's
+// rows in index order: M = max m over parts with l > 0, w_i = exp2(m_i - M), l = sum w_i l_i,
+// o = sum w_i acc_i. Writes the normalised, rounded output (dst_acc == nullptr) or the merged
+// partial at index dst_idx of dst (dst_stride parts per row).
+template <int R, int D>
+__device__ __forceinline__ void merge_parts(const DecodeParams& p, int64_t g, int64_t row0, int rows_here,
+                                            const float* acc, const float* ml, int64_t stride, int64_t first,
+                                            int count, float* dst_acc, float* dst_ml, int64_t dst_stride,
+                                            int64_t dst_idx, float* s_w, float* s_lm) {
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid < rows_here) {
+    const RowRef rr = row_ref(row0 + tid, g, p.group);
+    const float* m = ml + ((rr.t * p.n_head + rr.h) * stride + first) * 2;
+    float mx = -HUGE_VALF;
+    for (int i = 0; i < count; ++i)
+      if (__ldcg(m + 2 * i + 1) > 0.0f) mx = fmaxf(mx, __ldcg(m + 2 * i));
+    float ls = 0.0f;
+    for (int i = 0; i < count; ++i) {
+      const float lw = __ldcg(m + 2 * i + 1);
+      const float w = lw > 0.0f ? exp2f(__ldcg(m + 2 * i) - mx) : 0.0f;
+      s_w[tid * kDecodeMergeMax + i] = w;
+      ls = fmaf(w, lw, ls);
+    }
+    s_lm[2 * tid] = mx;
+    s_lm[2 * tid + 1] = ls;
+  }
+  __syncthreads();
+  for (int i = tid; i < R * D; i += kDecodeThreads) {
+    const int r = i / D, c = i % D;
+    if (r >= rows_here) break;
+    const RowRef rr = row_ref(row0 + r, g, p.group);
+    const int64_t row_g = rr.t * p.n_head + rr.h;
+    const float* src = acc + (row_g * stride + first) * D + c;
+    float o = 0.0f;
+    for (int k = 0; k < count; ++k) {
+      const float w = s_w[r * kDecodeMergeMax + k];
+      if (w != 0.0f) o = fmaf(w, __ldcg(src + k * D), o);
+    }
+    if (dst_acc == nullptr) {
+      p.out[rr.t * p.ldo + rr.h * D + c] = round_to(p.round, o / s_lm[2 * r + 1]);  // l > 0: key 0 is live
+    } else {
+      dst_acc[(row_g * dst_stride + dst_idx) * D + c] = o;
+      if (c == 0) {
+        dst_ml[(row_g * dst_stride + dst_idx) * 2] = s_lm[2 * r];
+        dst_ml[(row_g * dst_stride + dst_idx) * 2 + 1] = s_lm[2 * r + 1];
+      }
+    }
+  }
+}
+
+template <class T, int D, int R, int NK>
+__global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const DecodeParams p) {
+  constexpr int L = D / 8;                    // lanes per key
+  constexpr int KPW = 32 / L;                 // keys per warp step
+  constexpr int S = kDecodeWarps * KPW;       // lane groups (slots) per block
+  constexpr int KPI = S * NK;                 // keys per block iteration
+  static_assert(L >= 1 && L <= 32 && 32 % L == 0, "head dim 8..256");
+  __shared__ __align__(16) float s_acc[S * R * D];
+  __shared__ float s_ml[S * R * 2];
+  __shared__ float s_w[R * kDecodeMergeMax];
+  __shared__ float s_lm[R * 2];
+  __shared__ int s_last;
+
+  pdl_wait();
+  pdl_trigger();
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int sub = lane % L, kslot = lane / L, slot = warp * KPW + kslot;
+  const int64_t rb = blockIdx.x, split = blockIdx.y, g = blockIdx.z;
+
+  const int64_t pos = *p.d_pos;
+  const int64_t n_kv = live_keys(pos, p.n_tok, p.n_ctx);
+  const DecodePlan pl = decode_plan(n_kv, p.splits, kDecodeUnit);
+  if (split >= pl.n_chunks) return;  // the whole block: no barrier is skipped by part of it
+  const int64_t n_rows = p.n_tok * p.group, row0 = rb * R;
+  const int rows_here = static_cast<int>(n_rows - row0 < R ? n_rows - row0 : R);
+  const int64_t kbeg = split * pl.chunk;
+  int64_t kend = kbeg + pl.chunk;
+  if (kend > n_kv) kend = n_kv;
+  const int64_t last_key = pos + (row0 + rows_here - 1) / p.group;  // the block's last row sees it
+  if (kend > last_key + 1) kend = last_key + 1;
+
+  // q of this lane's 8 columns, pre-scaled; the last key each row sees (-1: padding row).
+  float q[R][8];
+  int32_t lim[R];  // n_ctx < 2^31 (check_args)
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    lim[r] = -1;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) q[r][e] = 0.0f;
+    if (r < rows_here) {
+      const RowRef rr = row_ref(row0 + r, g, p.group);
+      lim[r] = static_cast<int32_t>(pos + rr.t);
+      const float* qr = p.q + rr.t * p.ldq + rr.h * D + sub * 8;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q[r][e] = qr[e] * p.scale_log2;
+    }
+  }
+
+  float acc[R][8], m[R], l[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    m[r] = -HUGE_VALF;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[r][e] = 0.0f;
+  }
+
+  const T* kc = static_cast<const T*>(p.k) + g * D + sub * 8;
+  const T* vc = static_cast<const T*>(p.v) + g * D + sub * 8;
+  // The loop bound is warp-uniform (the shuffles need every lane); keys past kend are masked.
+  for (int64_t jw = kbeg + warp * (KPW * NK); jw < kend; jw += KPI) {
+    const int64_t j0 = jw + kslot;
+    KvRaw<T> kr[NK], vr[NK];
+#pragma unroll
+    for (int u = 0; u < NK; ++u) {
+      const int64_t j = j0 + u * KPW;
+      if (j < kend) {
+        kv_load(kc + j * p.kv_stride, kr[u]);
+        kv_load(vc + j * p.kv_stride, vr[u]);
+      } else {  // never read past the live keys (NaN there would survive p = 0)
+        kv_zero(kr[u]);
+        kv_zero(vr[u]);
+      }
+    }
+    float s[NK][R];
+#pragma unroll
+    for (int u = 0; u < NK; ++u) {
+      float kf[8];
+      kv_float(kr[u], kf);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        float d = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) d = fmaf(q[r][e], kf[e], d);
+        s[u][r] = d;
+      }
+    }
+    // Sum over the key's L lanes; the butterfly adds the same pairs in every lane, so all of
+    // them hold the same bits.
+#pragma unroll
+    for (int o = 1; o < L; o <<= 1)
+#pragma unroll
+      for (int u = 0; u < NK; ++u)
+#pragma unroll
+        for (int r = 0; r < R; ++r) s[u][r] += __shfl_xor_sync(0xFFFFFFFFu, s[u][r], o);
+
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float mx = -HUGE_VALF;
+#pragma unroll
+      for (int u = 0; u < NK; ++u) {
+        const int64_t j = j0 + u * KPW;
+        if (j >= kend || j > lim[r]) s[u][r] = -HUGE_VALF;
+        mx = fmaxf(mx, s[u][r]);
+      }
+      const float m_new = fmaxf(m[r], mx);
+      if (m_new == -HUGE_VALF) {  // no live key for this row yet
+#pragma unroll
+        for (int u = 0; u < NK; ++u) s[u][r] = 0.0f;
+        continue;
+      }
+      const float alpha = exp2f(m[r] - m_new);  // 0 while m was -inf
+      m[r] = m_new;
+      l[r] *= alpha;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] *= alpha;
+#pragma unroll
+      for (int u = 0; u < NK; ++u) {
+        s[u][r] = exp2f(s[u][r] - m_new);
+        l[r] += s[u][r];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < NK; ++u) {
+      float vf[8];
+      kv_float(vr[u], vf);
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(s[u][r], vf[e], acc[r][e]);
+    }
+  }
+
+  // Merge the lane groups (sum over slots in slot order: M = max m over slots with l > 0,
+  // l = sum exp2(m - M) l, o = sum exp2(m - M) acc), then the chunks the same way.
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float4* dst = reinterpret_cast<float4*>(s_acc + (slot * R + r) * D + sub * 8);
+    dst[0] = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+    dst[1] = make_float4(acc[r][4], acc[r][5], acc[r][6], acc[r][7]);
+    if (sub == 0) {
+      s_ml[(slot * R + r) * 2] = m[r];
+      s_ml[(slot * R + r) * 2 + 1] = l[r];
+    }
+  }
+  __syncthreads();
+  const bool single = pl.n_chunks == 1;
+  for (int i = tid; i < R * D; i += kDecodeThreads) {
+    const int r = i / D, c = i % D;
+    if (r >= rows_here) break;  // rows are the slow index: the rest are padding too
+    float mx = -HUGE_VALF;
+    for (int sl = 0; sl < S; ++sl)
+      if (s_ml[(sl * R + r) * 2 + 1] > 0.0f) mx = fmaxf(mx, s_ml[(sl * R + r) * 2]);
+    float ls = 0.0f, o = 0.0f;
+    for (int sl = 0; sl < S; ++sl) {
+      const float lw = s_ml[(sl * R + r) * 2 + 1];
+      if (lw <= 0.0f) continue;
+      const float w = exp2f(s_ml[(sl * R + r) * 2] - mx);
+      ls = fmaf(w, lw, ls);
+      o = fmaf(w, s_acc[(sl * R + r) * D + c], o);
+    }
+    const RowRef rr = row_ref(row0 + r, g, p.group);
+    if (single) {
+      p.out[rr.t * p.ldo + rr.h * D + c] = round_to(p.round, o / ls);  // l > 0: key 0 is live
+    } else {
+      const int64_t slot_g = (rr.t * p.n_head + rr.h) * p.splits + split;
+      p.part_acc[slot_g * D + c] = o;
+      if (c == 0) {
+        p.part_ml[slot_g * 2] = mx;
+        p.part_ml[slot_g * 2 + 1] = ls;
+      }
+    }
+  }
+  if (single) return;
+
+  // The last block of each group of chunks merges the group; the last group merger merges the
+  // groups (one group: the chunks straight into the output).
+  uint32_t* tk = p.tickets + (g * p.row_blocks + rb) * kDecodeTicketsPerHead;
+  const int64_t n_groups = ceil_div(pl.n_chunks, kDecodeMergeGroup);
+  if (n_groups == 1) {
+    if (!take_last(tk, pl.n_chunks, &s_last)) return;
+    merge_parts<R, D>(p, g, row0, rows_here, p.part_acc, p.part_ml, p.splits, 0, static_cast<int>(pl.n_chunks),
+                      nullptr, nullptr, 0, 0, s_w, s_lm);
+    return;
+  }
+  const int64_t grp = split / kDecodeMergeGroup, first = grp * kDecodeMergeGroup;
+  const int count = static_cast<int>(pl.n_chunks - first < kDecodeMergeGroup ? pl.n_chunks - first : kDecodeMergeGroup);
+  if (!take_last(tk + 1 + grp, count, &s_last)) return;
+  merge_parts<R, D>(p, g, row0, rows_here, p.part_acc, p.part_ml, p.splits, first, count, p.group_acc, p.group_ml,
+                    kDecodeMaxGroups, grp, s_w, s_lm);
+  if (!take_last(tk, n_groups, &s_last)) return;
+  merge_parts<R, D>(p, g, row0, rows_here, p.group_acc, p.group_ml, kDecodeMaxGroups, 0, static_cast<int>(n_groups),
+                    nullptr, nullptr, 0, 0, s_w, s_lm);
+}
+
+template <class T, int D, int R, int NK>
+void launch_decode(const DecodeParams& p, dim3 grid, cudaStream_t s) {
+  launch_pdl(attn_decode_kernel<T, D, R, NK>, grid, dim3(kDecodeThreads), 0, s, p);
+}
+
+// Runtime (kv type, head dim, rows per block) -> template instantiation. keys_per_slot
+// (0 = kDecodeKeysPerSlot) overrides NK for the 16-bit caches at head dim 128, the shape the
+// benchmark sweeps.
+inline void dispatch_decode(KvType t, int64_t d, int rows, int keys_per_slot, const DecodeParams& p, dim3 grid,
+                            cudaStream_t s) {
+  auto by_nk = [&](auto tag, auto dim, auto r) {
+    using T = decltype(tag);
+    constexpr int D = decltype(dim)::value, R = decltype(r)::value;
+    if constexpr (D == 128 && !std::is_same_v<T, float>) {
+      if (keys_per_slot == 1) return launch_decode<T, D, R, 1>(p, grid, s);
+      if (keys_per_slot == 2) return launch_decode<T, D, R, 2>(p, grid, s);
+      if (keys_per_slot == 4) return launch_decode<T, D, R, 4>(p, grid, s);
+      if (keys_per_slot == 8) return launch_decode<T, D, R, 8>(p, grid, s);
+    }
+    launch_decode<T, D, R, kDecodeKeysPerSlot<R>>(p, grid, s);
+  };
+  auto by_rows = [&](auto tag, auto dim) {
+    if (rows <= 1) return by_nk(tag, dim, std::integral_constant<int, 1>{});
+    if (rows <= 2) return by_nk(tag, dim, std::integral_constant<int, 2>{});
+    if (rows <= 4) return by_nk(tag, dim, std::integral_constant<int, 4>{});
+    by_nk(tag, dim, std::integral_constant<int, 8>{});
+  };
+  auto by_dim = [&](auto tag) {
+    if (d == 32) return by_rows(tag, std::integral_constant<int, 32>{});
+    if (d == 64) return by_rows(tag, std::integral_constant<int, 64>{});
+    if (d == 128) return by_rows(tag, std::integral_constant<int, 128>{});
+    by_rows(tag, std::integral_constant<int, 256>{});
+  };
+  if (t == KvType::kF32) return by_dim(float{});
+  if (t == KvType::kBF16) return by_dim(__nv_bfloat16{});
+  by_dim(__half{});
+}
+
+}  // namespace ft::cuda::attn_detail

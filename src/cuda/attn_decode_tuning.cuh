@@ -1,0 +1,51 @@
+// Launch plan of the dedicated decode attention kernel (attn_decode.cuh): block shape, rows
+// per block, keys in flight, the chunk unit and the grid size. Host- and device-visible
+// constants only; the kernel's logic does not change when they do.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/attn_plan.cuh"
+
+namespace ft::cuda::attn_detail {
+
+// Warps per block: every warp streams its own keys, the block merges them at the end.
+inline constexpr int kDecodeWarps = 4;
+inline constexpr int kDecodeThreads = kDecodeWarps * 32;
+
+// Query rows (token x head of the group) per block, a power of two: q and the accumulators
+// live in registers (16 floats per row per lane), so 8 rows already take ~130 registers.
+// Larger groups (and n_tok > 1) take several row blocks; siblings run side by side, so the
+// second read of a K/V row is an L2 hit.
+inline constexpr int kDecodeMaxRows = 8;
+
+// Keys each lane group loads before it computes (K and V, 16 or 32 bytes each): enough bytes
+// in flight per SM to cover HBM latency at 2-3 blocks per SM.
+template <int R>
+inline constexpr int kDecodeKeysPerSlot = R >= 8 ? 2 : 4;
+
+// Decode chunks are whole multiples of this many keys: small enough that 300 live keys use
+// ten blocks per KV head instead of five, large enough that a block does real work.
+inline constexpr int64_t kDecodeUnit = 32;
+
+// Blocks per SM that the grid aims for when the cache is long (blocks past the live keys exit
+// at once, so a large grid costs little at short context).
+inline constexpr int64_t kDecodeBlocksPerSm = 4;
+
+// Chunk partials are merged in groups of this many (the last block of a group merges it, the
+// last group merger merges the groups): one block reading all 128 partials of a KV head
+// (8 rows x 128 x 128 floats = 512 KB at 16k keys) would take ~3-5 us on one SM.
+inline constexpr int64_t kDecodeMergeGroup = 16;
+inline constexpr int64_t kDecodeMaxGroups = (kMaxSplits + kDecodeMergeGroup - 1) / kDecodeMergeGroup;
+inline constexpr int kDecodeMergeMax = kDecodeMergeGroup > kDecodeMaxGroups ? kDecodeMergeGroup : kDecodeMaxGroups;
+
+// Ticket counters at the start of the workspace, a fixed size so that they sit at the same
+// place whatever the shape: per (KV head, row block) one for the final merge and one per
+// merge group.
+inline constexpr int64_t kDecodeTicketsPerHead = 16;
+static_assert(kDecodeTicketsPerHead >= 1 + kDecodeMaxGroups, "ticket slots");
+inline constexpr int64_t kDecodeTickets = 16384;
+inline constexpr size_t kDecodeTicketBytes = kDecodeTickets * sizeof(uint32_t);
+
+}  // namespace ft::cuda::attn_detail
