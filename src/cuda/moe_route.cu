@@ -5,6 +5,9 @@
 // redo the selection with the std::sort twin (about 10 us for 128 experts, only on ties).
 #include "cuda/moe_route.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <string>
 
 #include "cuda/check.h"
@@ -25,20 +28,15 @@ struct ByProbDesc {
   __device__ bool operator()(int32_t a, int32_t b) const { return probs[a] > probs[b]; }
 };
 
-__global__ void moe_route_kernel(const float* logits, int64_t ld, int n_expert, int n_used, int32_t* ids,
-                                 float* weights) {
-  pdl_wait();
-  pdl_trigger();
-  extern __shared__ float smem[];
-  float* probs = smem;                                         // [n_expert]
-  int32_t* order = reinterpret_cast<int32_t*>(smem + n_expert);  // [n_expert], tie path only
+// Routes one token's logits l (all threads of a 128-thread block; ends with a barrier, so a
+// block may call it for several tokens in turn). probs / order: n_expert floats / ints of
+// shared memory.
+__device__ void route_row(const float* l, int n_expert, int n_used, float* probs, int32_t* order, int32_t* ids,
+                          float* weights) {
   __shared__ float scratch_f[32];
   __shared__ double scratch_d[32];
   __shared__ int32_t sel[kMaxUsed];
   __shared__ int tie;
-  const int64_t t = blockIdx.x;
-  const float* l = logits + t * ld;
-
   float mx = -INFINITY;
   for (int e = threadIdx.x; e < n_expert; e += blockDim.x) mx = fmaxf(mx, l[e]);
   mx = ops::block_max(mx, scratch_f);
@@ -69,19 +67,106 @@ __global__ void moe_route_kernel(const float* logits, int64_t ld, int n_expert, 
   }
   __syncthreads();
 
-  if (threadIdx.x != 0) return;
-  if (tie) {
-    for (int e = 0; e < n_expert; ++e) order[e] = e;
-    stl_sort::sort(order, n_expert, ByProbDesc{probs});
-    for (int r = 0; r < n_used; ++r) sel[r] = order[r];
+  if (threadIdx.x == 0) {
+    if (tie) {
+      for (int e = 0; e < n_expert; ++e) order[e] = e;
+      stl_sort::sort(order, n_expert, ByProbDesc{probs});
+      for (int r = 0; r < n_used; ++r) sel[r] = order[r];
+    }
+    double wsum = 0.0;
+    for (int r = 0; r < n_used; ++r) wsum += static_cast<double>(probs[sel[r]]);
+    const float denom = fmaxf(static_cast<float>(wsum), kWeightSumMin);
+    for (int r = 0; r < n_used; ++r) {
+      ids[r] = sel[r];
+      weights[r] = ops::div_rn(probs[sel[r]], denom);
+    }
   }
-  double wsum = 0.0;
-  for (int r = 0; r < n_used; ++r) wsum += static_cast<double>(probs[sel[r]]);
-  const float denom = fmaxf(static_cast<float>(wsum), kWeightSumMin);
-  for (int r = 0; r < n_used; ++r) {
-    ids[t * n_used + r] = sel[r];
-    weights[t * n_used + r] = ops::div_rn(probs[sel[r]], denom);
+  __syncthreads();  // sel, tie and probs are free for the next token
+}
+
+__global__ void __launch_bounds__(kThreads) moe_route_kernel(const float* logits, int64_t ld, int n_expert,
+                                                             int n_used, int32_t* ids, float* weights) {
+  pdl_wait();
+  pdl_trigger();
+  extern __shared__ float smem[];
+  const int64_t t = blockIdx.x;
+  route_row(logits + t * ld, n_expert, n_used, smem, reinterpret_cast<int32_t*>(smem + n_expert), ids + t * n_used,
+            weights + t * n_used);
+}
+
+// Weight element loads of the fused router: 4 consecutive elements of a row as floats.
+template <class WT>
+__device__ __forceinline__ float4 load4(const uint8_t* row, int64_t i);
+template <>
+__device__ __forceinline__ float4 load4<float>(const uint8_t* row, int64_t i) {
+  return __ldg(reinterpret_cast<const float4*>(row) + i / 4);
+}
+template <>
+__device__ __forceinline__ float4 load4<__nv_bfloat16>(const uint8_t* row, int64_t i) {
+  const uint2 u = __ldg(reinterpret_cast<const uint2*>(row + 2 * i));
+  return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xFFFF0000u), __uint_as_float(u.y << 16),
+                     __uint_as_float(u.y & 0xFFFF0000u));
+}
+template <>
+__device__ __forceinline__ float4 load4<__half>(const uint8_t* row, int64_t i) {
+  const uint2 u = __ldg(reinterpret_cast<const uint2*>(row + 2 * i));
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
+// moe_router_route: warp w of the grid computes the logits of experts w, w + n_warps, ...
+// for every token (fp32 products and sums, as the float GEMV), writes them, and the last
+// block to finish (atomic ticket, reset by that block for the next replay) routes the tokens.
+template <class WT>
+__global__ void __launch_bounds__(kThreads) router_route_kernel(const float* x, int64_t ldx, int n_tok,
+                                                                const uint8_t* w, int64_t row_bytes, int64_t k,
+                                                                int n_expert, float* logits, int64_t ld, int n_used,
+                                                                int32_t* ids, float* weights, unsigned* ticket) {
+  pdl_wait();
+  pdl_trigger();
+  extern __shared__ float smem[];
+  __shared__ bool last;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int n_warps = static_cast<int>(gridDim.x * (blockDim.x >> 5));
+  for (int e = static_cast<int>(blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)); e < n_expert; e += n_warps) {
+    const uint8_t* row = w + e * row_bytes;
+    float acc[kMoeRouterMaxTokens];
+#pragma unroll
+    for (int t = 0; t < kMoeRouterMaxTokens; ++t) acc[t] = 0.0f;
+    for (int64_t i = 4 * lane; i < k; i += 128) {
+      const float4 q = load4<WT>(row, i);
+#pragma unroll
+      for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
+        if (t >= n_tok) break;
+        const float4 v = __ldg(reinterpret_cast<const float4*>(x + t * ldx + i));
+        acc[t] = fmaf(q.x, v.x, acc[t]);
+        acc[t] = fmaf(q.y, v.y, acc[t]);
+        acc[t] = fmaf(q.z, v.z, acc[t]);
+        acc[t] = fmaf(q.w, v.w, acc[t]);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
+      if (t >= n_tok) break;
+      const float v = ops::warp_sum(acc[t]);
+      if (lane == 0) logits[t * ld + e] = v;
+    }
   }
+  __threadfence();  // this block's logits are visible device-wide before its ticket
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int t = 0; t < n_tok; ++t) {
+    float* l = smem + 2 * n_expert;  // the logits, read past L1 (other blocks wrote them)
+    for (int e = threadIdx.x; e < n_expert; e += blockDim.x) l[e] = __ldcg(logits + t * ld + e);
+    __syncthreads();
+    route_row(l, n_expert, n_used, smem, reinterpret_cast<int32_t*>(smem + n_expert), ids + t * n_used,
+              weights + t * n_used);
+  }
+  if (threadIdx.x == 0) *ticket = 0;
 }
 
 }  // namespace
@@ -99,6 +184,40 @@ void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok,
   const size_t smem = static_cast<size_t>(n_expert) * (sizeof(float) + sizeof(int32_t));
   launch_pdl(moe_route_kernel, dim3(static_cast<unsigned>(n_tok)), dim3(kThreads), smem, s, logits,
              ld, static_cast<int>(n_expert), n_used, ids, weights);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+bool moe_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes, int64_t n_tok) {
+  return (type == GgmlType::F32 || type == GgmlType::BF16 || type == GgmlType::F16) && k > 0 && k % 4 == 0 &&
+         row_bytes % 16 == 0 && n_tok >= 1 && n_tok <= kMoeRouterMaxTokens;
+}
+
+void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type, const void* w, int64_t row_bytes,
+                      int64_t k, int64_t n_expert, float* logits, int64_t ld, int n_used, int32_t* ids,
+                      float* weights, unsigned* ticket, cudaStream_t s) {
+  if (n_tok <= 0) return;
+  if (!moe_router_route_supported(type, k, row_bytes, n_tok) || ldx % 4 != 0 ||
+      reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0 || ticket == nullptr)
+    fail_message("moe_router_route: needs F32/BF16/F16 router weights, k % 4 == 0, 16-byte aligned rows and "
+                 "activations, 1.." + std::to_string(kMoeRouterMaxTokens) + " tokens and a ticket counter (k = " +
+                 std::to_string(k) + ", n_tok = " + std::to_string(n_tok) + ")");
+  if (n_expert <= 0 || n_expert > kMoeRouteMaxExperts || n_used <= 0 || n_used > n_expert || n_used > kMaxUsed)
+    fail_message("moe_router_route: n_expert " + std::to_string(n_expert) + " / n_used " + std::to_string(n_used) +
+                 " out of range");
+  // One expert row per warp: 4 warps per block, so 32 blocks for 128 experts.
+  const unsigned grid = static_cast<unsigned>((n_expert + kThreads / 32 - 1) / (kThreads / 32));
+  const size_t smem = static_cast<size_t>(n_expert) * (2 * sizeof(float) + sizeof(int32_t));
+  auto go = [&](auto kernel) {
+    launch_pdl(kernel, dim3(grid), dim3(kThreads), smem, s, x, ldx, static_cast<int>(n_tok),
+               static_cast<const uint8_t*>(w), row_bytes, k, static_cast<int>(n_expert), logits, ld, n_used, ids,
+               weights, ticket);
+  };
+  if (type == GgmlType::F32)
+    go(router_route_kernel<float>);
+  else if (type == GgmlType::BF16)
+    go(router_route_kernel<__nv_bfloat16>);
+  else
+    go(router_route_kernel<__half>);
   FT_CUDA_CHECK_LAUNCH();
 }
 

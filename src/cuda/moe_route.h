@@ -14,11 +14,25 @@
 
 #include <cstdint>
 
+#include "format/ggml_type.h"
+
 namespace ft::cuda {
 
 inline constexpr int64_t kMoeRouteMaxExperts = 2048;
 
 void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok, int n_used, int32_t* ids,
                float* weights, cudaStream_t s);
+
+// The router GEMV and moe_route in one launch (decode: one kernel fewer per MoE layer):
+// logits[t][e] = sum_i W[e][i] * x[t][i] (fp32 products and sums, like the float GEMV, in
+// some order), written to `logits` (ld apart), then routed exactly as moe_route routes them,
+// by the last block to finish. `ticket` is one device counter, zero before the first call;
+// the kernel leaves it zero (graph replays reuse it). Weights F32, BF16 or F16, rows
+// row_bytes apart (16-byte aligned), k % 4 == 0, 1..kMoeRouterMaxTokens tokens.
+inline constexpr int64_t kMoeRouterMaxTokens = 8;
+bool moe_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes, int64_t n_tok);
+void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type, const void* w, int64_t row_bytes,
+                      int64_t k, int64_t n_expert, float* logits, int64_t ld, int n_used, int32_t* ids,
+                      float* weights, unsigned* ticket, cudaStream_t s);
 
 }  // namespace ft::cuda

@@ -185,10 +185,19 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   // Router logits stay fp32 in every dtype (as on the CPU and in llama.cpp).
   const int64_t n_expert = hp.n_expert;
   const int n_used = static_cast<int>(hp.n_expert_used[il]);
-  linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s,
-         /*exact=*/true, /*xq_ready=*/q8_in);
-  cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
-                  b_.wts.as<float>(), s);
+  const DevMatrix& r0 = L.router.parts[0];
+  if (use_gemv(n_tok) && L.router.parts.size() == 1 && L.router.row_scale == nullptr && r0.scale == 1.0f &&
+      cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, n_tok)) {
+    // Decode: router GEMV and routing in one launch.
+    cuda::moe_router_route(h, n_embd, n_tok, r0.type, r0.w, r0.row_bytes, r0.k, n_expert, b_.router.as<float>(),
+                           n_expert, n_used, b_.ids.as<int32_t>(), b_.wts.as<float>(),
+                           b_.route_ticket.as<unsigned>(), s);
+  } else {
+    linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s,
+           /*exact=*/true, /*xq_ready=*/q8_in);
+    cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
+                    b_.wts.as<float>(), s);
+  }
   if (use_gemv(n_tok))
     moe_decode(il, n_tok, s, q8_in);
   else

@@ -84,6 +84,8 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   alloc(argmax, U * sizeof(int32_t));
   alloc(bad, sizeof(int32_t));
   FT_CUDA_CHECK(cudaMemset(bad.get(), 0, sizeof(int32_t)));
+  alloc(route_ticket, sizeof(unsigned));
+  FT_CUDA_CHECK(cudaMemset(route_ticket.get(), 0, sizeof(unsigned)));
 
   gemm = std::make_unique<cuda::Gemm>(max_k, U);
   ws += gemm->workspace_bytes();

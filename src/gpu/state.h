@@ -47,6 +47,7 @@ struct GpuBuffers {
   cuda::DeviceBuffer attn_ws;
   std::vector<cuda::DeviceBuffer> k_cache, v_cache;                // per layer
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
+  cuda::DeviceBuffer route_ticket;                                 // moe_router_route's counter (0)
   std::unique_ptr<cuda::Gemm> gemm;
 
   // Pinned host slots for the graph's copies.

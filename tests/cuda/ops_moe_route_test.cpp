@@ -6,10 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "core/fp16.h"
 #include "engine/moe.h"
+#include "format/ggml_type.h"
 #include "ops_test_util.h"
 
 namespace ft::cuda {
@@ -70,6 +74,84 @@ TEST(CudaOpsMoeRoute, ExactTies) {
       }
       check(l, n_expert, n_tok, n_used, "boundary tie");
     }
+}
+
+// moe_router_route: the logits it writes are the fp32 dot products (checked against double
+// sums), and its ids / weights are exactly moe_route's for those logits (engine::moe_route
+// on the GPU's own logits: the routing part is bit-exact; ties included, from duplicated
+// weight rows). Called three times in a row: the ticket must come back to zero each time.
+void check_fused(GgmlType type, int64_t n_expert, int64_t k, int64_t n_tok, int n_used, bool dup_rows) {
+  SCOPED_TRACE(std::string(type_name(type)) + " n_expert " + std::to_string(n_expert) + " k " + std::to_string(k) +
+               " n_tok " + std::to_string(n_tok) + " n_used " + std::to_string(n_used) + " dup " +
+               std::to_string(dup_rows));
+  const int64_t es = type == GgmlType::F32 ? 4 : 2, row_bytes = (k * es + 15) / 16 * 16 + 16;
+  auto wf = randn(static_cast<size_t>(n_expert * k), static_cast<uint64_t>(n_expert + k), 0.05f);
+  if (dup_rows)  // experts 2j and 2j+1 get the same row: exactly tied logits
+    for (int64_t e = 1; e < n_expert; e += 2)
+      for (int64_t i = 0; i < k; ++i) wf[static_cast<size_t>(e * k + i)] = wf[static_cast<size_t>((e - 1) * k + i)];
+  std::vector<uint8_t> w(static_cast<size_t>(n_expert * row_bytes), 0);
+  std::vector<float> wq(wf.size());
+  for (int64_t e = 0; e < n_expert; ++e)
+    for (int64_t i = 0; i < k; ++i) {
+      const float v = wf[static_cast<size_t>(e * k + i)];
+      uint8_t* d = &w[static_cast<size_t>(e * row_bytes + i * es)];
+      if (type == GgmlType::F32) {
+        std::memcpy(d, &v, 4);
+        wq[static_cast<size_t>(e * k + i)] = v;
+      } else {
+        const uint16_t h = type == GgmlType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+        std::memcpy(d, &h, 2);
+        wq[static_cast<size_t>(e * k + i)] = type == GgmlType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+      }
+    }
+  const int64_t ldx = k + 4, ld = n_expert + 3;
+  const auto x = randn(static_cast<size_t>(n_tok * ldx), 5, 1.0f);
+  DeviceBuffer dwt = to_device(w), dx = to_device(x), dl(static_cast<size_t>(n_tok * ld) * 4),
+               dids(static_cast<size_t>(n_tok * n_used) * 4), dwts(static_cast<size_t>(n_tok * n_used) * 4),
+               dticket = to_device(std::vector<uint32_t>{0});
+  for (int rep = 0; rep < 3; ++rep)
+    moe_router_route(dx.as<float>(), ldx, n_tok, type, dwt.get(), row_bytes, k, n_expert, dl.as<float>(), ld, n_used,
+                     dids.as<int32_t>(), dwts.as<float>(), dticket.as<unsigned>(), nullptr);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(to_host<uint32_t>(dticket, 1)[0], 0u);
+  const auto l = to_host<float>(dl, static_cast<size_t>(n_tok * ld));
+  const auto ids = to_host<int32_t>(dids, static_cast<size_t>(n_tok * n_used));
+  const auto wts = to_host<float>(dwts, ids.size());
+  std::vector<int32_t> want_ids(ids.size()), order(static_cast<size_t>(n_expert));
+  std::vector<float> want_w(ids.size()), probs(static_cast<size_t>(n_expert));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t e = 0; e < n_expert; ++e) {
+      double dot = 0, mag = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const double p = static_cast<double>(wq[static_cast<size_t>(e * k + i)]) * x[static_cast<size_t>(t * ldx + i)];
+        dot += p;
+        mag += std::fabs(p);
+      }
+      ASSERT_NEAR(l[static_cast<size_t>(t * ld + e)], dot, 4e-6 * mag + 1e-30) << "token " << t << " expert " << e;
+    }
+    engine::moe_route(l.data() + t * ld, n_expert, n_used, probs.data(), order.data(), want_ids.data() + t * n_used,
+                      want_w.data() + t * n_used);
+  }
+  EXPECT_EQ(ids, want_ids);
+  const Diff d = compare(wts, want_w, 2);
+  EXPECT_EQ(d.bad, 0) << d.first_bad;
+}
+
+TEST(CudaOpsMoeRoute, RouterFused) {
+  FT_OPS_REQUIRE_GPU();
+  check_fused(GgmlType::F32, 128, 2048, 1, 8, false);
+  check_fused(GgmlType::F32, 128, 2048, 1, 8, true);
+  check_fused(GgmlType::BF16, 128, 4096, 3, 8, false);
+  check_fused(GgmlType::F16, 60, 1028, 8, 4, true);
+  check_fused(GgmlType::F32, 8, 64, 2, 2, false);
+  check_fused(GgmlType::BF16, 256, 2048, 5, 8, true);
+  check_fused(GgmlType::F32, 1, 32, 1, 1, false);
+}
+
+TEST(CudaOpsMoeRoute, RouterFusedRefusesQuantisedWeights) {
+  EXPECT_FALSE(moe_router_route_supported(GgmlType::Q8_0, 2048, 2176, 1));
+  EXPECT_FALSE(moe_router_route_supported(GgmlType::F32, 2048, 8192, 9));
+  EXPECT_TRUE(moe_router_route_supported(GgmlType::BF16, 2048, 4096, 8));
 }
 
 }  // namespace
