@@ -7,13 +7,16 @@
 
 namespace ft::engine {
 
-KvCache::KvCache(ActType type, int64_t n_ctx, const std::vector<int64_t>& kv_dim)
+KvCache::KvCache(ActType type, int64_t n_ctx, const std::vector<int64_t>& kv_dim,
+                 const std::vector<int64_t>& n_cells)
     : type_(type), n_ctx_(n_ctx), esize_(type == ActType::kF32 ? 4 : 2), kv_dim_(kv_dim) {
   k_.resize(kv_dim.size());
   v_.resize(kv_dim.size());
+  cells_.assign(kv_dim.size(), n_ctx);
   for (size_t il = 0; il < kv_dim.size(); ++il) {
-    k_[il].assign(static_cast<size_t>(n_ctx * kv_dim[il] * esize_), 0);
-    v_[il].assign(static_cast<size_t>(n_ctx * kv_dim[il] * esize_), 0);
+    if (il < n_cells.size() && n_cells[il] > 0) cells_[il] = std::min(n_ctx, n_cells[il]);
+    k_[il].assign(static_cast<size_t>(cells_[il] * kv_dim[il] * esize_), 0);
+    v_[il].assign(static_cast<size_t>(cells_[il] * kv_dim[il] * esize_), 0);
   }
 }
 
@@ -59,16 +62,16 @@ void KvCache::store(int64_t il, int64_t pos0, int64_t n_tok, const float* k, int
                     const float* v, int64_t ldv) {
   const int64_t d = kv_dim_[il];
   for (int64_t t = 0; t < n_tok; ++t) {
-    put_row(type_, k + t * ldk, d, k_[il].data() + (pos0 + t) * d * esize_);
-    put_row(type_, v + t * ldv, d, v_[il].data() + (pos0 + t) * d * esize_);
+    put_row(type_, k + t * ldk, d, k_[il].data() + row_of(il, pos0 + t) * d * esize_);
+    put_row(type_, v + t * ldv, d, v_[il].data() + row_of(il, pos0 + t) * d * esize_);
   }
 }
 
 void KvCache::load_k(int64_t il, int64_t pos, int64_t off, int64_t n, float* dst) const {
-  get_row(type_, k_[il].data() + (pos * kv_dim_[il] + off) * esize_, n, dst);
+  get_row(type_, k_[il].data() + (row_of(il, pos) * kv_dim_[il] + off) * esize_, n, dst);
 }
 void KvCache::load_v(int64_t il, int64_t pos, int64_t off, int64_t n, float* dst) const {
-  get_row(type_, v_[il].data() + (pos * kv_dim_[il] + off) * esize_, n, dst);
+  get_row(type_, v_[il].data() + (row_of(il, pos) * kv_dim_[il] + off) * esize_, n, dst);
 }
 
 void AttnScratch::reserve(int n_threads, int64_t n_ctx, int64_t head_dim) {
@@ -90,15 +93,20 @@ inline float dot8(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-// One (token, head): scores over keys [0, n_kv), softmax, weighted sum of V.
+// First key position a query at position p sees (the sliding window's start).
+inline int64_t first_key(const AttnShape& s, int64_t p) {
+  return s.window > 0 ? std::max<int64_t>(0, p - s.window + 1) : 0;
+}
+
+// One (token, head): scores over keys [j0, n_kv), softmax, weighted sum of V.
 // `tmp` holds n_kv scores followed by head_dim_k + head_dim_v floats of conversion space.
-void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* q, int64_t n_kv,
-                int64_t g, float* o, float* tmp, ActType act) {
+void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* q, int64_t j0,
+                int64_t n_kv, int64_t g, float* o, float* tmp, ActType act) {
   float* score = tmp;
   float* row = tmp + n_kv;
   const int64_t dk = s.head_dim_k, dv = s.head_dim_v;
   float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n_kv; ++j) {
+  for (int64_t j = j0; j < n_kv; ++j) {
     float d;
     if (kv.type() == ActType::kF32) {
       d = dot8(q, static_cast<const float*>(kv.k_row(il, j)) + g * dk, dk);
@@ -110,13 +118,13 @@ void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* 
     mx = std::max(mx, score[j]);
   }
   double sum = 0.0;
-  for (int64_t j = 0; j < n_kv; ++j) {
+  for (int64_t j = j0; j < n_kv; ++j) {
     score[j] = std::exp(score[j] - mx);
     sum += score[j];
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < dv; ++i) o[i] = 0.0f;
-  for (int64_t j = 0; j < n_kv; ++j) {
+  for (int64_t j = j0; j < n_kv; ++j) {
     const float a = score[j] * inv;
     const float* v;
     if (kv.type() == ActType::kF32) {
@@ -143,8 +151,8 @@ void attention(const Exec& ex, const AttnShape& s, const KvCache& kv, int64_t il
     float* tmp = sc.buf.data() + tid * per_thread;
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / s.n_head, h = i % s.n_head;
-      attend_one(s, kv, il, q + t * ldq + h * s.head_dim_k, pos0 + t + 1, h / group,
-                 out + t * ldo + h * s.head_dim_v, tmp, act);
+      attend_one(s, kv, il, q + t * ldq + h * s.head_dim_k, first_key(s, pos0 + t), pos0 + t + 1,
+                 h / group, out + t * ldo + h * s.head_dim_v, tmp, act);
     }
   });
 }
@@ -154,13 +162,13 @@ void attention_ref(const AttnShape& s, const KvCache& kv, int64_t il, const floa
   const int64_t group = s.n_head / s.n_head_kv;
   std::vector<float> k(static_cast<size_t>(s.head_dim_k)), v(static_cast<size_t>(s.head_dim_v));
   for (int64_t t = 0; t < n_tok; ++t) {
-    const int64_t n_kv = pos0 + t + 1;
+    const int64_t n_kv = pos0 + t + 1, j0 = first_key(s, pos0 + t);
     for (int64_t h = 0; h < s.n_head; ++h) {
       const int64_t g = h / group;
       const float* qh = q + t * ldq + h * s.head_dim_k;
-      std::vector<double> p(static_cast<size_t>(n_kv));
+      std::vector<double> p(static_cast<size_t>(n_kv), 0.0);
       double mx = -1e300;
-      for (int64_t j = 0; j < n_kv; ++j) {
+      for (int64_t j = j0; j < n_kv; ++j) {
         kv.load_k(il, j, g * s.head_dim_k, s.head_dim_k, k.data());
         double d = 0.0;
         for (int64_t i = 0; i < s.head_dim_k; ++i) d += static_cast<double>(qh[i]) * k[i];
@@ -168,10 +176,10 @@ void attention_ref(const AttnShape& s, const KvCache& kv, int64_t il, const floa
         mx = std::max(mx, p[j]);
       }
       double sum = 0.0;
-      for (auto& x : p) sum += (x = std::exp(x - mx));
+      for (int64_t j = j0; j < n_kv; ++j) sum += (p[j] = std::exp(p[j] - mx));
       float* o = out + t * ldo + h * s.head_dim_v;
       std::vector<double> acc(static_cast<size_t>(s.head_dim_v), 0.0);
-      for (int64_t j = 0; j < n_kv; ++j) {
+      for (int64_t j = j0; j < n_kv; ++j) {
         kv.load_v(il, j, g * s.head_dim_v, s.head_dim_v, v.data());
         for (int64_t i = 0; i < s.head_dim_v; ++i) acc[i] += p[j] / sum * v[i];
       }

@@ -1,6 +1,7 @@
 // KV cache and causal multi-head attention with grouped KV heads (README §C.5).
 //
 //   score[j] = scale * <q_h, k_g[j]>,  g = h / (n_head / n_head_kv),  j <= p_q
+//              (and p_q - j < window for a sliding-window layer)
 //   a = softmax(score) (fp32, max subtracted, sum accumulated in double as ggml)
 //   o_h = sum_j a[j] * v_g[j]
 //
@@ -17,10 +18,15 @@ namespace ft::engine {
 class KvCache {
  public:
   // kv_dim[il] = n_head_kv * head_dim of layer il (0 for a layer without attention).
-  KvCache(ActType type, int64_t n_ctx, const std::vector<int64_t>& kv_dim);
+  // n_cells[il] (optional, 0 = n_ctx): rows kept for layer il. A sliding-window layer keeps
+  // only window + n_ubatch - 1 rows as a ring (position p in row p % n_cells): enough for
+  // every query of a batch to see its whole window.
+  KvCache(ActType type, int64_t n_ctx, const std::vector<int64_t>& kv_dim,
+          const std::vector<int64_t>& n_cells = {});
 
   ActType type() const { return type_; }
   int64_t n_ctx() const { return n_ctx_; }
+  int64_t n_cells(int64_t il) const { return cells_[il]; }
   size_t bytes() const;
 
   // Writes n_tok rows of K and V (fp32, ld apart) of layer il at positions pos0.. .
@@ -31,15 +37,18 @@ class KvCache {
   void load_v(int64_t il, int64_t pos, int64_t off, int64_t n, float* dst) const;
 
   // Raw row pointers for the fast paths (element size esize()).
-  const void* k_row(int64_t il, int64_t pos) const { return k_[il].data() + pos * kv_dim_[il] * esize_; }
-  const void* v_row(int64_t il, int64_t pos) const { return v_[il].data() + pos * kv_dim_[il] * esize_; }
+  const void* k_row(int64_t il, int64_t pos) const { return k_[il].data() + row_of(il, pos) * kv_dim_[il] * esize_; }
+  const void* v_row(int64_t il, int64_t pos) const { return v_[il].data() + row_of(il, pos) * kv_dim_[il] * esize_; }
   int64_t esize() const { return esize_; }
 
  private:
+  int64_t row_of(int64_t il, int64_t pos) const { return pos < cells_[il] ? pos : pos % cells_[il]; }
+
   ActType type_;
   int64_t n_ctx_;
   int64_t esize_;
   std::vector<int64_t> kv_dim_;
+  std::vector<int64_t> cells_;
   std::vector<std::vector<uint8_t>> k_, v_;
 };
 
@@ -49,6 +58,7 @@ struct AttnShape {
   int64_t head_dim_k = 0;
   int64_t head_dim_v = 0;
   float scale = 1.0f;
+  int64_t window = 0;  // sliding window: keys with p_q - p_k >= window are masked (0: none)
 };
 
 // Per-thread scratch for attention: scores over the whole context.
@@ -58,7 +68,7 @@ struct AttnScratch {
 };
 
 // Queries q (n_tok rows, ldq apart, heads contiguous) at positions pos0 + t attend to the
-// cached keys 0 .. pos0 + t of layer il (causal). Writes n_tok rows of n_head*head_dim_v to out.
+// cached keys 0 .. pos0 + t of layer il (causal; only the last s.window ones when set). Writes n_tok rows of n_head*head_dim_v to out.
 void attention(const Exec& ex, const AttnShape& s, const KvCache& kv, int64_t il, const float* q,
                int64_t ldq, int64_t n_tok, int64_t pos0, float* out, int64_t ldo, AttnScratch& sc);
 

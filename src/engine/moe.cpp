@@ -127,7 +127,10 @@ class CpuMoeExperts final : public MoeExperts {
                             gu_.data() + start_[e] * 2 * n_ff, r0, r1, round, ex.act_quant);
       }
     });
-    swiglu(ex, gu_.data(), 2 * n_ff, n_ff, n_slots, h_.data(), n_ff);
+    if (w_.glu == Glu::kGelu)
+      geglu(ex, gu_.data(), 2 * n_ff, n_ff, n_slots, h_.data(), n_ff);
+    else
+      swiglu(ex, gu_.data(), 2 * n_ff, n_ff, n_slots, h_.data(), n_ff);
 
     const int64_t cd = chunk_rows(n_embd), nd = (n_embd + cd - 1) / cd;
     ex.pool->parallel_for(n_active * nd, 1, [&](int64_t i0, int64_t i1, int) {
@@ -198,7 +201,8 @@ void moe_experts_ref(ActType act, const ExpertWeights& w, const float* x, int64_
     for (int r = 0; r < n_used; ++r) {
       const int32_t e = ids[t * n_used + r];
       gate_up_rows<true>(w, e, x + t * ldx, ldx, 1, gu.data(), 0, 2 * n_ff, round);
-      for (int64_t i = 0; i < n_ff; ++i) h[i] = round_act(act, silu(gu[i]) * gu[n_ff + i]);
+      for (int64_t i = 0; i < n_ff; ++i)
+        h[i] = round_act(act, (w.glu == Glu::kGelu ? gelu(gu[i]) : silu(gu[i])) * gu[n_ff + i]);
       quant::matmul_ref(expert_args(w.down, e, 0, h.data(), n_ff, 1, y.data(), n_embd,
                                     w.down.scale_of(e), round),
                         0, n_embd);

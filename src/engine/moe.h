@@ -5,7 +5,7 @@
 //                              0..n-1 with a descending comparator: ties resolve the same way)
 //                      w_k   = probs[sel_k] / max(sum_k probs[sel_k], 6.103515625e-5)
 // Experts, per rank k with e = sel_k:
-//   g = (Wg[e]·x)·s_gate[e];  u = (Wu[e]·x)·s_up[e];  h = silu(g) ⊙ u
+//   g = (Wg[e]·x)·s_gate[e];  u = (Wu[e]·x)·s_up[e];  h = silu(g) ⊙ u   (gelu(g) ⊙ u: gemma4)
 //   y_k = (Wd[e]·h)·s_down[e] · w_k;     out = y_0 + y_1 + ... (rank order, fp32)
 //
 // MoeExperts is the one interface in front of the expert computation: model code routes
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/exec.h"
+#include "engine/geglu.h"
 #include "model/tensor.h"
 
 namespace ft::engine {
@@ -36,6 +37,7 @@ struct ExpertWeights {
   int64_t n_expert = 0;
   int64_t n_embd = 0;
   int64_t n_ff = 0;
+  Glu glu = Glu::kSilu;
 };
 
 class MoeExperts {

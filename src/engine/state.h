@@ -32,6 +32,9 @@ struct Scratch {
   std::vector<float> moe_w;      // [U][n_expert_used]
   std::vector<float> attn_gate;  // [U][n_head * head_dim_v] qwen35: attention output gate
   std::vector<float> shexp;      // [U][n_embd] qwen35moe: shared-expert output
+  std::vector<float> branch2;    // [U][n_embd] second FFN branch (gemma4: experts beside the MLP)
+  std::vector<float> per_layer;  // [U][n_layer * n_embd_per_layer] gemma4 per-layer inputs
+  std::vector<float> pl_gate;    // [U][n_embd_per_layer]
 };
 
 struct State {
@@ -43,6 +46,7 @@ struct State {
   KvCache kv;
   DeltaNetState dn;  // conv + delta-rule state of the Gated DeltaNet layers (qwen35)
   RopeCache rope;
+  RopeCache rope_swa;  // sliding-window layers' rope where it differs (gemma4)
   AttnScratch attn;
   Scratch s;
 };

@@ -51,6 +51,19 @@ struct HParams {
   bool causal = true;
   RopeParams rope;
 
+  // Per-layer attention layout where it varies (gemma4: sliding and global layers have
+  // their own head dim, window and rope; the last layers may read an earlier layer's KV).
+  // Empty vectors mean: head_dim_k/head_dim_v everywhere, full causal, own KV cache.
+  std::vector<int64_t> head_dim_l;  // K = V head dim of layer il
+  std::vector<int64_t> n_swa_l;     // sliding window of layer il (0: full causal attention)
+  std::vector<int64_t> kv_src_l;    // layer whose KV cache layer il attends to
+  RopeParams rope_swa;              // rope of the sliding-window layers
+  int64_t n_embd_per_layer = 0;     // gemma4 per-layer input embeddings (0: none)
+  float final_logit_softcap = 0.0f; // logits = cap * tanh(logits / cap) when > 0
+
+  int64_t head_dim(int64_t il) const { return head_dim_l.empty() ? head_dim_k : head_dim_l[il]; }
+  int64_t window(int64_t il) const { return n_swa_l.empty() ? 0 : n_swa_l[il]; }
+  int64_t kv_src(int64_t il) const { return kv_src_l.empty() ? il : kv_src_l[il]; }
   bool is_recurrent(int64_t il) const { return !recurrent.empty() && recurrent[il] != 0; }
   int64_t q_dim(int64_t il) const { return n_head[il] * head_dim_k; }
   int64_t kv_dim(int64_t il) const { return n_head_kv[il] * head_dim_k; }

@@ -14,9 +14,10 @@ extern const Arch kArchQwen3;
 extern const Arch kArchQwen3Moe;
 extern const Arch kArchQwen35;
 extern const Arch kArchQwen35Moe;
+extern const Arch kArchGemma4;
 
 const std::vector<const Arch*>& architectures() {
-  static const std::vector<const Arch*> all = {&kArchLlama, &kArchQwen3, &kArchQwen3Moe, &kArchQwen35, &kArchQwen35Moe};
+  static const std::vector<const Arch*> all = {&kArchLlama, &kArchQwen3, &kArchQwen3Moe, &kArchGemma4, &kArchQwen35, &kArchQwen35Moe};
   return all;
 }
 

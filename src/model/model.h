@@ -49,6 +49,20 @@ struct Layer {
   engine::Linear ffn_gate_up_shexp;   // rows gate (n_ff_shexp) | up (n_ff_shexp)
   engine::Linear ffn_down_shexp;      // {n_ff_shexp} -> {n_embd}
   engine::Linear ffn_gate_inp_shexp;  // {n_embd} -> 1
+
+  // gemma4 (model/arch_gemma4.cpp): post-norms, V = K without attn_v, MoE beside the MLP,
+  // per-layer input gate, residual scale.
+  bool v_from_k = false;         // no attn_v: V is the K projection (before the K norm)
+  Tensor post_attn_norm;         // {n_embd} f32
+  Tensor post_ffw_norm;          // {n_embd} f32
+  Tensor pre_ffw_norm_2;         // {n_embd} f32, MoE: norm of the experts' input
+  Tensor post_ffw_norm_1;        // {n_embd} f32, MoE: norm of the MLP output
+  Tensor post_ffw_norm_2;        // {n_embd} f32, MoE: norm of the experts' output
+  Tensor router_in_scale;        // {n_embd} f32, ffn_gate_inp.scale (router input scale)
+  engine::Linear pl_inp_gate;    // {n_embd} -> {n_embd_per_layer}
+  engine::Linear pl_proj;        // {n_embd_per_layer} -> {n_embd}
+  Tensor pl_post_norm;           // {n_embd} f32
+  float out_scale = 1.0f;        // layer_output_scale (whole residual stream)
 };
 
 struct Model;
@@ -65,7 +79,7 @@ struct Arch {
   ForwardFn forward;
 };
 
-// The architectures this build knows (llama, qwen3, qwen3moe).
+// The architectures this build knows (llama, qwen3, qwen3moe, gemma4).
 const std::vector<const Arch*>& architectures();
 
 struct LoadOptions {
@@ -87,6 +101,10 @@ struct Model {
   // llama.cpp's IMROPE turns by the 4th position, which is 0 for text (angle 0), else 1.
   engine::DeltaNetShape gdn_shape;
   std::vector<float> rope_pair_div;
+  // gemma4 per-layer input embeddings (n_embd_per_layer > 0).
+  Tensor per_layer_token_embd;          // {n_pl * n_layer, n_vocab}
+  engine::Linear per_layer_model_proj;  // {n_embd} -> {n_pl * n_layer}
+  Tensor per_layer_proj_norm;           // {n_pl} f32
 
   void forward(engine::State& st, const int32_t* tokens, int64_t n_tok, int64_t pos0,
                float* logits, bool all_logits) const {

@@ -13,6 +13,7 @@
 #include "quant/quantize.h"
 #include "testgen/bpe_vocab.h"
 #include "testgen/gen_qwen35.h"
+#include "testgen/gen_gemma4.h"
 #include "testgen/rng.h"
 
 namespace ft::testgen {
@@ -24,6 +25,7 @@ std::string_view arch_name(Arch a) {
     case Arch::kQwen3Moe: return "qwen3moe";
     case Arch::kQwen35: return "qwen35";
     case Arch::kQwen35Moe: return "qwen35moe";
+    case Arch::kGemma4: return "gemma4";
   }
   return "?";
 }
@@ -34,7 +36,8 @@ Arch parse_arch(std::string_view s) {
   if (s == "qwen3moe") return Arch::kQwen3Moe;
   if (s == "qwen35") return Arch::kQwen35;
   if (s == "qwen35moe") return Arch::kQwen35Moe;
-  fail("unknown test-model architecture '{}' (expected llama, qwen3, qwen3moe, qwen35 or qwen35moe)", s);
+  if (s == "gemma4") return Arch::kGemma4;
+  fail("unknown test-model architecture '{}' (expected llama, qwen3, qwen3moe, gemma4, qwen35 or qwen35moe)", s);
 }
 
 std::string_view role_name(Role r) {
@@ -72,6 +75,15 @@ ModelSpec preset(std::string_view name, Arch arch) {
       break;
     case Arch::kQwen3Moe:
       s.n_ff = 128;
+      break;
+    case Arch::kGemma4:  // spec gemma4.md §6 config A (MoE); n_expert = 0 makes it dense
+      s.head_dim = 128;
+      s.g4.head_dim_swa = 64;
+      s.g4.n_head_kv = {2, 1, 2, 1};
+      s.n_layer = 4;
+      s.n_ff = 128;
+      s.g4.v_from_k = {1};
+      s.g4.out_scale = {0, 2};
       break;
     case Arch::kQwen35:  // spec qwen35.md §5
       s.n_layer = 4;
@@ -244,6 +256,7 @@ const char* kChatTemplate =
 GenerateResult generate_model(const ModelSpec& spec, const std::string& path, const std::string& twin_path,
                               const std::string& noscale_path, bool progress) {
   validate(spec);
+  if (spec.arch == Arch::kGemma4) return generate_gemma4(spec, path, twin_path, noscale_path, progress);
   const std::string A(arch_name(spec.arch));
   const bool moe = spec.n_expert > 0;
   const int64_t n_embd = spec.n_embd, hd = spec.head_dim;

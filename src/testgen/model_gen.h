@@ -25,7 +25,7 @@
 
 namespace ft::testgen {
 
-enum class Arch { kLlama, kQwen3, kQwen3Moe, kQwen35, kQwen35Moe };
+enum class Arch { kLlama, kQwen3, kQwen3Moe, kGemma4, kQwen35, kQwen35Moe };
 std::string_view arch_name(Arch a);
 Arch parse_arch(std::string_view s);  // throws ft::Error
 
@@ -67,6 +67,23 @@ struct ModelSpec {
   float resid_scale = 4.0f;   // RMS of the embeddings / residual stream
   float router_std = 2.5f;    // std of router logits
   std::string name = "ft-testmodel";
+
+  // gemma4 (testgen/gen_gemma4.cpp; head_dim is the global layers', n_expert > 0 makes
+  // every layer MoE beside its dense MLP).
+  struct Gemma4 {
+    int64_t head_dim_swa = 64;
+    int64_t n_swa = 8;                  // sliding window
+    std::vector<bool> swa_pattern;      // per layer; empty: sliding, global, sliding, ...
+    std::vector<int64_t> n_head_kv;     // per layer; empty: n_head_kv everywhere
+    std::vector<int64_t> n_ff;          // per layer; empty: n_ff everywhere
+    int64_t n_shared_kv = 0;            // the last layers reuse earlier layers' KV
+    int64_t n_embd_per_layer = 0;       // per-layer input embeddings (0: none)
+    std::vector<int64_t> v_from_k;      // layers written without attn_v (V = K)
+    std::vector<int64_t> out_scale;     // layers with a layer_output_scale
+    bool merged_gate_up = true;         // ffn_gate_up_exps (the converter's non-NVFP4 form)
+    bool write_softcap = true;          // final_logit_softcapping key (else llama.cpp's default 30)
+    float softcap = 30.0f;
+  } g4;
 
   // qwen35 / qwen35moe (testgen/gen_qwen35.cpp; spec arch/qwen35.md §5).
   struct Qwen35 {

@@ -247,6 +247,42 @@ std::vector<Config> configs() {
     s.router_tie = true;
     out.push_back({"router-tie", s});
   }
+  // ---- gemma4 (spec gemma4.md §6): sliding window 8 < prompt, V = K on layer 1, output
+  // scales on layers 0 and 2; MoE layers carry ffn_gate_inp.scale and per_expert_scale ----
+  {
+    // Dense E2B-like: per-layer inputs, the last two layers reuse layers 0/1's KV, double-wide MLPs.
+    auto s = all(base(Arch::kGemma4), GgmlType::BF16);
+    s.n_expert = s.n_expert_used = 0;
+    s.g4.n_embd_per_layer = 16;
+    s.g4.n_shared_kv = 2;
+    s.g4.n_head_kv = {2, 1, 2, 1};
+    s.g4.n_ff = {128, 128, 256, 256};
+    out.push_back({"dense-bf16", s});
+  }
+  {
+    // Dense NVFP4 attention, MLP and output with scales; the softcap key absent (default 30).
+    auto s = with(all(base(Arch::kGemma4), GgmlType::BF16), {Role::kAttn, Role::kMlp, Role::kOutput}, GgmlType::NVFP4);
+    s.n_expert = s.n_expert_used = 0;
+    s.g4.write_softcap = false;
+    out.push_back({"dense-nvfp4", s, true, true});
+  }
+  out.push_back({"moe-bf16", all(base(Arch::kGemma4), GgmlType::BF16)});
+  out.push_back({"moe-mxfp4-experts", with(all(base(Arch::kGemma4), GgmlType::BF16), {Role::kExperts}, GgmlType::MXFP4)});
+  {
+    // NVFP4 split experts: ffn_down_exps.scale = per_expert_scale x scale_2 (the converter's fold).
+    auto s = with(all(base(Arch::kGemma4), GgmlType::BF16), {Role::kAttn, Role::kExperts}, GgmlType::NVFP4);
+    out.push_back({"moe-nvfp4-experts", s, true, true});
+  }
+  {
+    // A window of 3 against a 24-token prompt: most keys are masked on the sliding layers.
+    auto s = all(base(Arch::kGemma4), GgmlType::BF16);
+    s.n_expert = s.n_expert_used = 0;
+    s.g4.n_swa = 3;
+    s.g4.swa_pattern = {true, true, false, true};
+    Config c{"swa3-prompt24", s};
+    c.prompt_len = 24;
+    out.push_back(c);
+  }
   {
     // The README's default model (byte-BPE vocab, NVFP4 attention + experts), 100-token prompt.
     auto s = ft::testgen::preset("default", Arch::kQwen3Moe);
@@ -380,7 +416,8 @@ TEST_P(Parity, MatchesLlamaCpp) {
   // more than any token margin (H200, 2026-11-29: divergences at token margins 0.44-2.1, all
   // in MoE configs, at steps 7-27); there the counts are reported and the GPU is held to the
   // CPU engine in the same dtype instead (tests/cuda/gpu_session_test.cpp).
-  const bool moe = c.spec.arch == Arch::kQwen3Moe || c.spec.arch == Arch::kQwen35Moe || (c.spec.arch == Arch::kLlama && c.spec.n_expert > 0);
+  const bool moe = c.spec.arch == Arch::kQwen3Moe || c.spec.arch == Arch::kQwen35Moe ||
+                   ((c.spec.arch == Arch::kLlama || c.spec.arch == Arch::kGemma4) && c.spec.n_expert > 0);
   if (gpu) {
     for (const char* dt : {"bfloat16", "float16"}) {
       const Ours o = run_ours(model, prompt, dt, nullptr, (dir / (std::string("logits_b_") + dt + ".json")).string());
