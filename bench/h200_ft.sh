@@ -29,6 +29,8 @@ for m in llama8b qwen3moe; do
     2>>"$OUT/log.txt" | sed 's/graphs |/graphs, FT_CUDA_HALF_GEMM=1 |/' | tail -1 >>"$OUT/bench.md"
   FT_CUDA_GRAPHS=0 timeout 60 "$B/ft" bench -m $M/$m.gguf --device cuda -p 0 -n 128 --bw-gbs 4562 \
     2>>"$OUT/log.txt" | tail -1 >>"$OUT/bench.md"
+  FT_CUDA_PDL=0 timeout 60 "$B/ft" bench -m $M/$m.gguf --device cuda -p 0 -n 128 --bw-gbs 4562 \
+    2>>"$OUT/log.txt" | sed 's/graphs |/graphs, FT_CUDA_PDL=0 |/' | tail -1 >>"$OUT/bench.md"
 done
 grep -h "cuda memory" "$OUT/log.txt" | sort -u >>"$OUT/bench.md"
 log "ncu"
