@@ -9,6 +9,7 @@
 #include "format/gguf_writer.h"
 #include "quant/dequant.h"
 #include "quant/quantize.h"
+#include "testgen/gemma4_vocab.h"
 #include "testgen/rng.h"
 
 namespace ft::testgen {
@@ -117,7 +118,9 @@ uint32_t file_type(const ModelSpec& s) {
 GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, const std::string& twin_path,
                                const std::string& noscale_path, bool progress) {
   const auto& g = spec.g4;
-  const int64_t L = spec.n_layer, n_embd = spec.n_embd, n_vocab = spec.n_vocab, n_pl = g.n_embd_per_layer;
+  const Gemma4Vocab vocab = g.n_merges > 0 ? build_gemma4_vocab(g.n_merges) : Gemma4Vocab{};
+  const int64_t n_vocab = g.n_merges > 0 ? static_cast<int64_t>(vocab.tokens.size()) : spec.n_vocab;
+  const int64_t L = spec.n_layer, n_embd = spec.n_embd, n_pl = g.n_embd_per_layer;
   const bool moe = spec.n_expert > 0;
   for (const auto* v : {&g.n_head_kv, &g.n_ff})
     if (!v->empty() && static_cast<int64_t>(v->size()) != L)
@@ -166,8 +169,20 @@ GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, c
     w.set_u32(key("expert_used_count"), static_cast<uint32_t>(spec.n_expert_used));
     w.set_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(spec.n_ff_exp));
   }
-  w.set_string("tokenizer.ggml.model", "none");
-  w.set_u32(key("vocab_size"), static_cast<uint32_t>(n_vocab));
+  if (g.n_merges > 0) {
+    w.set_string("tokenizer.ggml.model", "gemma4");
+    w.set_string_array("tokenizer.ggml.tokens", vocab.tokens);
+    w.set_i32_array("tokenizer.ggml.token_type", vocab.token_types);
+    w.set_string_array("tokenizer.ggml.merges", vocab.merges);
+    w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab.bos_id));
+    w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos_id));
+    w.set_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(vocab.unk_id));
+    w.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(vocab.pad_id));
+    w.set_bool("tokenizer.ggml.add_bos_token", true);
+  } else {
+    w.set_string("tokenizer.ggml.model", "none");
+    w.set_u32(key("vocab_size"), static_cast<uint32_t>(n_vocab));
+  }
 
   // ---- weights (statistics: see gen_gemma4.h) ----
   const uint64_t seed = spec.seed;
@@ -257,6 +272,7 @@ GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, c
   // ---- the three files ----
   GenerateResult res;
   res.n_vocab = n_vocab;
+  res.eos_id = g.n_merges > 0 ? vocab.eos_id : -1;
   bool first = true;
   auto note_scale = [&](float s) {
     res.min_scale = first ? s : std::min(res.min_scale, s);

@@ -83,6 +83,7 @@ struct ModelSpec {
     bool merged_gate_up = true;         // ffn_gate_up_exps (the converter's non-NVFP4 form)
     bool write_softcap = true;          // final_logit_softcapping key (else llama.cpp's default 30)
     float softcap = 30.0f;
+    int n_merges = 0;                   // > 0: a Gemma-4-style vocab (testgen/gemma4_vocab.h), not "none"
   } g4;
 
   // qwen35 / qwen35moe (testgen/gen_qwen35.cpp; spec arch/qwen35.md §5).
