@@ -128,6 +128,7 @@ struct Case {
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
   // gemv_set_stream_override: mode -1 routing, 0 off, 1 forced; stages / warps / m / CTAs per SM
   int st_mode = -1, st_stages = 0, st_warps = 0, st_m = 0, st_ctas = 0;
+  bool pair = false;  // gemv_pair: a second product (another copy of the weights) in the same call
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -147,7 +148,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     for (size_t i = 0; i < hx.size(); ++i) hx[i] = static_cast<float>((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
     x.upload(hx.data(), hx.size() * 4);
   }
-  DeviceBuffer y(static_cast<size_t>(n_slot * c.rows * 4));
+  DeviceBuffer y(static_cast<size_t>(n_slot * c.rows * 4 * (c.pair ? 2 : 1)));
   DeviceBuffer xq(act_q8_bytes(c.k, x_rows));
   if (c.q8) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), nullptr);
   DeviceBuffer slot_w(static_cast<size_t>(n_slot * 4));
@@ -203,7 +204,14 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     } else {
       a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
     }
-    gemv(a, s);
+    if (!c.pair) return gemv(a, s);
+    // The second product: the next copy of the weights, outputs beside the first's.
+    a.ldy = 2 * c.rows;
+    GemvArgs b = a;
+    b.w = a.w + matrix_bytes * ((a.w - w.as<uint8_t>()) / matrix_bytes + 1 < copies ? 1 : 1 - copies);
+    b.y = a.y + c.rows;
+    b.bank_col = 1;
+    gemv_pair(a, b, s);
   };
   const double t = time_graph(launches, body);
   gemv_set_stages_override(-1);
@@ -212,7 +220,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_stream_override(-1, 0, 0, 0, 0);
   const bool streamed = gemv_stream_launches() != stream_before;
-  const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
+  const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok)) * (c.pair ? 2 : 1);
   const double gbs = bytes / t * 1e-9;
   char shape[64];
   if (grouped)
@@ -346,6 +354,17 @@ int main(int argc, char** argv) {
         comb.name = "qwen3moe down+combine";
         cases.push_back(comb);
       }
+      // gemv_pair (one launch for gate and up), routed and off (two launches).
+      for (int64_t nt : {1, 2})
+        for (int idx : {0, 2})
+          for (int mode : {-1, 0}) {
+            Case c = key(true, nt)[static_cast<size_t>(idx)];
+            c.pair = true;
+            c.st_mode = mode;
+            c.name = idx == 0 ? "llama8b gate+up pair" : "qwen3moe gate+up pair";
+            if (mode == 0) c.name += " (2x)";
+            cases.push_back(c);
+          }
       if (sweep) {
         struct P {
           int stages, warps, m, ctas;

@@ -92,7 +92,7 @@ namespace {
 
 // The streaming kernel where the routing (or the override) sends the product and it can
 // take it (gemv_stream.cu); false: the other NVFP4 kernels.
-bool try_stream(const Params& p, int64_t n_tok, bool grouped, cudaStream_t stream) {
+bool try_stream(const Params& p, int64_t n_tok, bool grouped, cudaStream_t stream, const Params* second = nullptr) {
   const StreamOverride& o = g_stream_override;
   if (o.mode == 0) return false;
   const bool combine = p.slot_w != nullptr;
@@ -103,14 +103,17 @@ bool try_stream(const Params& p, int64_t n_tok, bool grouped, cudaStream_t strea
   if (o.warps > 0) pl.warps = o.warps;
   if (o.m > 0) pl.m = o.m;
   if (o.ctas_per_sm > 0) pl.ctas_per_sm = o.ctas_per_sm;
-  if (!gemv_nvfp4_stream(p, n_tok, grouped, pl, stream)) return false;
+  if (!gemv_nvfp4_stream(p, n_tok, grouped, pl, stream, second)) return false;
   g_stream_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 }  // namespace
 
-void gemv(const GemvArgs& a, cudaStream_t stream) {
+namespace {
+
+// Checks a's arguments (throws ft::Error) and makes the kernels' Params.
+Params checked_params(const GemvArgs& a) {
   const std::string tn(type_name(a.type));
   if (!gemv_supported(a.type)) fail_message("cuda gemv: weight type " + tn + " is not supported");
   if (a.k <= 0 || a.k % 32 != 0 || a.k % block_elems(a.type) != 0)
@@ -160,6 +163,17 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
   p.slot_w = a.slot_w;
   p.n_used = a.slot_w != nullptr ? a.n_used : 1;
   p.accumulate = a.accumulate ? 1 : 0;
+  return p;
+}
+
+// Whether the integer path takes a (else the float path).
+bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a.type); }
+
+}  // namespace
+
+void gemv(const GemvArgs& a, cudaStream_t stream) {
+  const Params p = checked_params(a);
+  const bool grouped = a.ids != nullptr, q8 = takes_q8(a);
   if (q8 && a.type == GgmlType::NVFP4 && g_lanes_override == 0 && g_nvfp4_override.kernel != 0) {
     // A forced slab / packed plan (nvfp4 override) skips the streaming kernel unless that is
     // forced too.
@@ -178,6 +192,22 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     over.stages = g_stages_override;
     gemv_float(a.type, p, a.n_tok, grouped, over, stream);
   }
+}
+
+void gemv_pair(const GemvArgs& a, const GemvArgs& b, cudaStream_t stream) {
+  const Params pa = checked_params(a), pb = checked_params(b);
+  // Everything but the weights, outputs and scales must be shared.
+  const bool same = a.type == b.type && a.k == b.k && a.rows == b.rows && a.row_bytes == b.row_bytes &&
+                    a.n_tok == b.n_tok && a.xq == b.xq && a.x == b.x && a.ldx == b.ldx && a.ids == b.ids &&
+                    a.expert_bytes == b.expert_bytes && a.x_div == b.x_div && a.bank == b.bank &&
+                    a.round == b.round && a.accumulate == b.accumulate && a.slot_w == nullptr &&
+                    b.slot_w == nullptr;
+  const bool nv_forced = g_nvfp4_override.kernel >= 0 || g_nvfp4_override.rows > 0 || g_nvfp4_override.x_smem > 0;
+  if (same && takes_q8(a) && a.type == GgmlType::NVFP4 && g_lanes_override == 0 &&
+      (!nv_forced || g_stream_override.mode == 1) && try_stream(pa, a.n_tok, a.ids != nullptr, stream, &pb))
+    return;
+  gemv(a, stream);
+  gemv(b, stream);
 }
 
 }  // namespace ft::cuda

@@ -100,7 +100,10 @@ void gemv_float(GgmlType type, const Params& p, int64_t n_tok, bool grouped, con
 void gemv_q8(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const Q8Plan& plan, cudaStream_t stream);
 // The NVFP4 streaming kernel (gemv_stream.cu); false when it cannot take the product (combine,
 // more than 2 dense tokens, rows not packed, weights not 16-byte aligned, bad plan).
-bool gemv_nvfp4_stream(const Params& p, int64_t n_tok, bool grouped, const GemvStreamPlan& plan, cudaStream_t stream);
+// second: the other product of gemv_pair (its w, y, ldy, row_scale, scale, bank_col; the
+// rest as p's), nullptr for one product.
+bool gemv_nvfp4_stream(const Params& p, int64_t n_tok, bool grouped, const GemvStreamPlan& plan, cudaStream_t stream,
+                       const Params* second = nullptr);
 // The NVFP4 integer-path kernels (gemv_nvfp4.cu); false when the plan or the alignment of
 // the weights leaves the product to gemv_q8.
 bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream);

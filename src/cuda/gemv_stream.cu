@@ -20,6 +20,9 @@
 // for the stage's last row when it continues, hands the partial sum to the next stage.
 // Deterministic, no atomics.
 //
+// gemv_pair: two products of the same shape and inputs (MoE gate and up) in one launch, the
+// second's slots after the first's, so each launch streams twice the bytes.
+//
 // Dense weights are prefetched before pdl_wait() (no kernel writes them), so the ring fills
 // while the previous kernel drains; grouped ones wait for the expert ids first.
 #include <atomic>
@@ -43,8 +46,17 @@ struct StreamArgs {
   int stages;       // ring slots (2..8)
   int stage_bytes;  // bytes per slot: bps * 36 + 16 (16-byte alignment slack of the range)
   float inv_nb;     // 1 / nb (column of a stage block without an integer division)
-  int64_t n_gr;     // rows of all slots: slots x rows (grouped) or rows
+  int64_t n_gr;     // rows of all slots: slots x rows (grouped) or rows, x 2 for a pair
   int64_t rows;     // rows per slot matrix
+  // Pair (gemv_pair): slots [n_slot, 2 n_slot) are the second product's, whose own weights,
+  // output and scales are below (the rest of Params is shared). n_slot: slots per product.
+  int64_t n_slot;
+  const uint8_t* w2;
+  float* y2;
+  int64_t ldy2;
+  const float* row_scale2;
+  float scale2;
+  int bank_col2;
 };
 
 // cp.async of 16 bytes, of which the first src_bytes (0..16) come from src and the rest is
@@ -106,10 +118,18 @@ __device__ __forceinline__ void cursor_next(Cursor& c, const StreamArgs& g, int6
   cursor_fix(c, g);
 }
 
+// Whether cursor slot u belongs to the second product of a pair, and its slot there.
+__device__ __forceinline__ bool second_of(const StreamArgs& g, int64_t u, int64_t& slot) {
+  const bool second = u >= g.n_slot;
+  slot = second ? u - g.n_slot : u;
+  return second;
+}
+
 // First weight byte of a stage (slot base + 36 b).
-__device__ __forceinline__ const uint8_t* stage_src(const Params& p, const Cursor& c) {
-  const uint8_t* base = p.w;
-  if (p.ids != nullptr) base += static_cast<int64_t>(p.ids[c.slot]) * p.expert_bytes;
+__device__ __forceinline__ const uint8_t* stage_src(const Params& p, const StreamArgs& g, const Cursor& c) {
+  int64_t slot;
+  const uint8_t* base = second_of(g, c.slot, slot) ? g.w2 : p.w;
+  if (p.ids != nullptr) base += static_cast<int64_t>(p.ids[slot]) * p.expert_bytes;
   return base + static_cast<int64_t>(c.b) * kBlk;
 }
 
@@ -124,16 +144,16 @@ __global__ void __launch_bounds__(256) stream_kernel(const Params p, const Strea
   const int64_t g0 = g.n_gr * blockIdx.x / gridDim.x, g1 = g.n_gr * (blockIdx.x + 1) / gridDim.x;
   const bool grouped = p.ids != nullptr;
 
-  // Copies stage c into ring slot `slot` (whole 16-byte vectors from the aligned address at
+  // Copies stage c into ring slot `ring` (whole 16-byte vectors from the aligned address at
   // or below its first byte: within the weights, which start 16-aligned), then commits a
   // group (empty past the end, so that group counts stay uniform).
-  auto issue = [&](const Cursor& c, int slot) {
+  auto issue = [&](const Cursor& c, int ring) {
     if (c.n > 0) {
-      const uint8_t* src = stage_src(p, c);
+      const uint8_t* src = stage_src(p, g, c);
       const uint8_t* a = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t{15});
       const int bytes = static_cast<int>(src - a) + c.n * kBlk;
       const int nv = (bytes + 15) >> 4;
-      uint8_t* dst = smem + static_cast<size_t>(slot) * g.stage_bytes;
+      uint8_t* dst = smem + static_cast<size_t>(ring) * g.stage_bytes;
       for (int v = tid; v < nv; v += T) {
         const int rem = bytes - 16 * v;
         cp_async16_zfill(dst + 16 * v, a + 16 * v, rem < 16 ? rem : 16);
@@ -142,12 +162,14 @@ __global__ void __launch_bounds__(256) stream_kernel(const Params p, const Strea
     cp_async_commit();
   };
 
-  // Block dots of stage c (in ring slot `slot`) into vals[par].
-  auto compute = [&](const Cursor& c, int slot, int par) {
-    const uint8_t* src = stage_src(p, c);
-    const uint8_t* st = smem + static_cast<size_t>(slot) * g.stage_bytes + (reinterpret_cast<uintptr_t>(src) & 15);
+  // Block dots of stage c (in ring slot `ring`) into vals[par].
+  auto compute = [&](const Cursor& c, int ring, int par) {
+    const uint8_t* src = stage_src(p, g, c);
+    const uint8_t* st = smem + static_cast<size_t>(ring) * g.stage_bytes + (reinterpret_cast<uintptr_t>(src) & 15);
     const int c0 = static_cast<int>(c.b % static_cast<uint32_t>(g.nb));
-    const int64_t xrow = grouped ? c.slot / p.x_div : 0;
+    int64_t slot;
+    second_of(g, c.slot, slot);
+    const int64_t xrow = grouped ? slot / p.x_div : 0;
     const uint8_t* x0 = p.xq + xrow * p.xq_row;
     float* v = vals + par * NT * g.bps;
 #pragma unroll
@@ -196,9 +218,14 @@ __global__ void __launch_bounds__(256) stream_kernel(const Params p, const Strea
           carry[par][t] = tot;
           continue;
         }
-        const float ss = slot_scale(p, c.slot);
-        const float sc = p.row_scale != nullptr ? p.row_scale[r] * ss : ss;
-        float* y = p.y + (grouped ? c.slot : t) * p.ldy + r;
+        int64_t slot;
+        const bool second = second_of(g, c.slot, slot);
+        float ss = second ? g.scale2 : p.scale;  // slot_scale() of the product
+        if (grouped && p.bank != nullptr)
+          ss *= p.bank[static_cast<int64_t>(p.ids[slot]) * 4 + (second ? g.bank_col2 : p.bank_col)];
+        const float* rs = second ? g.row_scale2 : p.row_scale;
+        const float sc = rs != nullptr ? rs[r] * ss : ss;
+        float* y = (second ? g.y2 : p.y) + (grouped ? slot : t) * (second ? g.ldy2 : p.ldy) + r;
         store_out(y, round_to(p.round, __fmul_rn(tot, sc)), p.accumulate);
       }
     }
@@ -243,6 +270,12 @@ int stream_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t>
   return blocks;
 }
 
+// Dynamic shared memory of a plan: the ring, then the block dots of two stages.
+size_t stream_smem(const GemvStreamPlan& pl, int nt) {
+  const size_t bps = static_cast<size_t>(32 * pl.warps * (pl.m <= 1 ? 1 : pl.m == 2 ? 2 : 4));
+  return static_cast<size_t>(pl.stages) * (bps * kBlk + 16) + 2 * static_cast<size_t>(nt) * bps * 4;
+}
+
 template <int NT, int M>
 void launch_stream(const Params& p, const StreamArgs& g0, const GemvStreamPlan& pl, cudaStream_t stream) {
   auto kernel = stream_kernel<NT, M>;
@@ -251,7 +284,7 @@ void launch_stream(const Params& p, const StreamArgs& g0, const GemvStreamPlan& 
   g.stages = pl.stages;
   g.stage_bytes = g.bps * kBlk + 16;
   const int threads = 32 * pl.warps;
-  const size_t smem = static_cast<size_t>(g.stages) * g.stage_bytes + static_cast<size_t>(2 * NT * g.bps) * 4;
+  const size_t smem = stream_smem(pl, NT);
   static std::atomic<uint64_t> cache{0};
   const int fit = stream_ctas_per_sm(kernel, smem, threads, cache);
   const int per_sm = pl.ctas_per_sm < fit ? pl.ctas_per_sm : fit;
@@ -269,7 +302,8 @@ void stream_m(const Params& p, const StreamArgs& g, const GemvStreamPlan& pl, cu
 
 }  // namespace
 
-bool gemv_nvfp4_stream(const Params& p, int64_t n_tok, bool grouped, const GemvStreamPlan& pl, cudaStream_t stream) {
+bool gemv_nvfp4_stream(const Params& p, int64_t n_tok, bool grouped, const GemvStreamPlan& pl, cudaStream_t stream,
+                       const Params* second) {
   const int64_t nb = p.k / 64;
   const int64_t n_slot = grouped ? n_tok : 1;
   // What the kernel handles: packed rows (a CTA's rows are one byte range), weights from a
@@ -277,15 +311,28 @@ bool gemv_nvfp4_stream(const Params& p, int64_t n_tok, bool grouped, const GemvS
   // indices of a slot's matrix below 2^31.
   if (p.slot_w != nullptr || (!grouped && n_tok > 2)) return false;
   if (p.row_bytes != nb * kBlk || reinterpret_cast<uintptr_t>(p.w) % 16 != 0) return false;
+  if (second != nullptr && reinterpret_cast<uintptr_t>(second->w) % 16 != 0) return false;
   if (grouped && p.expert_bytes % 4 != 0) return false;
   if (p.rows * nb >= (int64_t{1} << 31)) return false;
   if (pl.stages < 2 || pl.stages > 8 || (pl.warps != 4 && pl.warps != 8) || pl.ctas_per_sm < 1) return false;
+  const int nt = grouped ? 1 : static_cast<int>(n_tok);
+  // Static shared memory (the carries) aside, the plan must fit one CTA.
+  if (stream_smem(pl, nt) + 64 > static_cast<size_t>(max_smem_optin())) return false;
   StreamArgs g{};
   g.nb = static_cast<int>(nb);
   g.inv_nb = 1.0f / static_cast<float>(nb);
   g.rows = p.rows;
-  g.n_gr = p.rows * n_slot;
-  if (grouped || n_tok == 1) stream_m<1>(p, g, pl, stream);
+  g.n_slot = n_slot;
+  g.n_gr = p.rows * n_slot * (second != nullptr ? 2 : 1);
+  if (second != nullptr) {
+    g.w2 = second->w;
+    g.y2 = second->y;
+    g.ldy2 = second->ldy;
+    g.row_scale2 = second->row_scale;
+    g.scale2 = second->scale;
+    g.bank_col2 = second->bank_col;
+  }
+  if (nt == 1) stream_m<1>(p, g, pl, stream);
   else stream_m<2>(p, g, pl, stream);
   return true;
 }
