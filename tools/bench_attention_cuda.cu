@@ -144,10 +144,11 @@ struct Bench {
     int mode, rows, per_sm;
     bool zeroed;
     int keys_per_slot;  // 0: default
+    int scatter = 0;    // 0 default, 1 butterfly, 2 reduce-scatter
   };
 
   void run(const Model& m, int64_t n_ctx, int64_t live, int64_t n_tok, bool decode,
-           const Plan& plan = Plan{"decode", 0, 0, 0, true, 0}) {
+           const Plan& plan = Plan{"decode", 0, 0, 0, true, 0, 0}) {
     const int64_t kv_dim = m.n_head_kv * m.d;
     const size_t layer_bytes = static_cast<size_t>(n_ctx * kv_dim * esize);  // K or V
     int64_t n_layers = static_cast<int64_t>(pool_bytes / (2 * layer_bytes));
@@ -183,7 +184,7 @@ struct Bench {
     a.ldo = width;
     a.round = kv == KvType::kF32 ? Round::kNone : kv == KvType::kF16 ? Round::kF16 : Round::kBF16;
     a.ws_zeroed = plan.zeroed;
-    attention_set_decode_override(plan.mode, plan.rows, plan.per_sm, plan.keys_per_slot);
+    attention_set_decode_override(plan.mode, plan.rows, plan.per_sm, plan.keys_per_slot, plan.scatter);
     const float ms = per_launch(n_layers, [&](int64_t l) {
       const uint8_t* base = cache.as<uint8_t>() + 2 * layer_bytes * static_cast<size_t>(l);
       a.k_cache = base;
@@ -247,21 +248,24 @@ int main(int argc, char** argv) {
     std::printf("kv %s, streaming read %.0f GB/s\n", kv == KvType::kF32 ? "f32" : kv == KvType::kF16 ? "f16" : "bf16",
                 b.read_gbs);
     const Model models[] = {{"llama-8b", 32, 8, 128}, {"qwen3-30b-a3b", 32, 4, 128}};
-    std::vector<Bench::Plan> plans = {{"decode", 0, 0, 0, true, 0}, {"simt", 1, 0, 0, true, 0}};
+    std::vector<Bench::Plan> plans = {{"decode", 0, 0, 0, true, 0, 0}, {"simt", 1, 0, 0, true, 0, 0}};
     if (sweep) {
-      plans.push_back({"decode rows4", 0, 4, 0, true, 0});
-      plans.push_back({"decode rows2", 0, 2, 0, true, 0});
-      plans.push_back({"decode 2/SM", 0, 0, 2, true, 0});
-      plans.push_back({"decode 8/SM", 0, 0, 8, true, 0});
-      plans.push_back({"decode 16/SM", 0, 0, 16, true, 0});
-      plans.push_back({"decode no-zeroed-ws", 0, 0, 0, false, 0});
-      plans.push_back({"decode nk1", 0, 0, 0, true, 1});
-      plans.push_back({"decode nk2", 0, 0, 0, true, 2});
-      plans.push_back({"decode nk4", 0, 0, 0, true, 4});
-      plans.push_back({"decode nk8", 0, 0, 0, true, 8});
-      plans.push_back({"decode rows4 nk2", 0, 4, 0, true, 2});
-      plans.push_back({"decode rows4 nk8", 0, 4, 0, true, 8});
-      plans.push_back({"decode rows4 8/SM", 0, 4, 8, true, 0});
+      plans.push_back({"decode rows4", 0, 4, 0, true, 0, 0});
+      plans.push_back({"decode rows2", 0, 2, 0, true, 0, 0});
+      plans.push_back({"decode 2/SM", 0, 0, 2, true, 0, 0});
+      plans.push_back({"decode 8/SM", 0, 0, 8, true, 0, 0});
+      plans.push_back({"decode 16/SM", 0, 0, 16, true, 0, 0});
+      plans.push_back({"decode no-zeroed-ws", 0, 0, 0, false, 0, 0});
+      plans.push_back({"decode nk1", 0, 0, 0, true, 1, 0});
+      plans.push_back({"decode nk2", 0, 0, 0, true, 2, 0});
+      plans.push_back({"decode nk4", 0, 0, 0, true, 4, 0});
+      plans.push_back({"decode nk8", 0, 0, 0, true, 8, 0});
+      plans.push_back({"decode rows4 nk2", 0, 4, 0, true, 2, 0});
+      plans.push_back({"decode rows4 nk8", 0, 4, 0, true, 8, 0});
+      plans.push_back({"decode rows4 8/SM", 0, 4, 8, true, 0, 0});
+      plans.push_back({"decode butterfly", 0, 0, 0, true, 0, 1});
+      plans.push_back({"decode scatter", 0, 0, 0, true, 0, 2});
+      plans.push_back({"decode rows4 scatter", 0, 4, 0, true, 0, 2});
     }
     struct DecodeCase {
       int64_t n_ctx, live, n_tok;

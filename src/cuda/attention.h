@@ -93,7 +93,9 @@ void attention_set_prefill_override(int mode);
 // max_rows (1, 2, 4, 8; 0 = tuning default) caps the query rows per decode block,
 // blocks_per_sm (0 = default) sets the grid the split plan aims for, and keys_per_slot
 // (1, 2, 4, 8; 0 = default; 16-bit caches at head dim 128 only) the keys each lane group
-// loads per step.
-void attention_set_decode_override(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0);
+// loads per step, scatter (0 default, 1 xor butterfly, 2 reduce-scatter; same shapes, with
+// the default keys per slot) the reduction of the scores over a key's lanes.
+void attention_set_decode_override(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0,
+                                   int scatter = 0);
 
 }  // namespace ft::cuda

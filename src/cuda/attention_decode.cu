@@ -32,7 +32,7 @@ namespace {
 constexpr int64_t kSimtBlocksPerSm = 4;
 
 // attention_set_decode_override (tests and benchmarks).
-int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0;
+int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0, g_decode_scatter = 0;
 
 // One block per (token, head) row, one thread per output column (combine_column).
 __global__ void attn_combine_kernel(const CombineParams p) {
@@ -72,8 +72,9 @@ void attention_workspace_init(void* workspace, size_t bytes, cudaStream_t s) {
   if (workspace != nullptr && bytes > 0) FT_CUDA_CHECK(cudaMemsetAsync(workspace, 0, bytes, s));
 }
 
-void attention_set_decode_override(int mode, int max_rows, int blocks_per_sm, int keys_per_slot) {
+void attention_set_decode_override(int mode, int max_rows, int blocks_per_sm, int keys_per_slot, int scatter) {
   using namespace attn_detail;
+  g_decode_scatter = scatter;
   g_decode_mode = mode;
   g_decode_rows = max_rows;
   g_decode_blocks_per_sm = blocks_per_sm;
@@ -177,7 +178,7 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
   p.row_blocks = row_blocks;
   p.scale_log2 = a.scale * 1.4426950408889634f;
   p.round = a.round;
-  dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, p,
+  dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, g_decode_scatter, p,
                   dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(splits),
                        static_cast<unsigned>(a.n_head_kv)),
                   s);

@@ -99,6 +99,49 @@ __device__ __forceinline__ void kv_float(const KvRaw<__half>& r, float (&x)[8]) 
   }
 }
 
+// Sums x (V values per lane) over the L lanes of each aligned lane group; on return every lane
+// of the group holds the same V sums (the same bits). kScatter: reduce-scatter (at each xor
+// step a lane keeps half of the values, V/2 + V/4 + ... shuffles) down to one value per
+// lane, butterfly for the remaining steps, then an all-gather (V shuffles): ~2V shuffles
+// instead of V log2 L. The butterfly alone adds the same pairs in every lane.
+template <int L, int V, bool kScatter>
+__device__ __forceinline__ void group_sum(float (&x)[V], int lane) {
+  if constexpr (!kScatter || L < 8) {
+#pragma unroll
+    for (int o = 1; o < L; o <<= 1)
+#pragma unroll
+      for (int i = 0; i < V; ++i) x[i] += __shfl_xor_sync(0xFFFFFFFFu, x[i], o);
+  } else {
+    constexpr int kSteps = (V < L ? V : L);  // scatter offsets L/2 .. L/kSteps
+    float y[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) y[i] = x[i];
+    int n = V;  // values this lane still holds: y[0 .. n)
+#pragma unroll
+    for (int o = L / 2; o >= L / kSteps && o >= 1; o >>= 1) {
+      const bool hi = (lane & o) != 0;
+      const int h = n / 2;
+#pragma unroll
+      for (int k = 0; k < V / 2; ++k) {
+        if (k >= h) break;
+        const float send = hi ? y[k] : y[k + h];
+        const float keep = hi ? y[k + h] : y[k];
+        y[k] = keep + __shfl_xor_sync(0xFFFFFFFFu, send, o);
+      }
+      n = h;
+    }
+    // n = V / kSteps values per lane; value index of y[k] = (sub / (L / kSteps)) * n + k.
+#pragma unroll
+    for (int o = L / kSteps / 2; o >= 1; o >>= 1)
+#pragma unroll
+      for (int k = 0; k < V / kSteps; ++k) y[k] += __shfl_xor_sync(0xFFFFFFFFu, y[k], o);
+    const int base = lane & ~(L - 1);
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      x[i] = __shfl_sync(0xFFFFFFFFu, y[i % (V / kSteps)], base + (i / (V / kSteps)) * (L / kSteps));
+  }
+}
+
 // Whether this block is the last of n to arrive at ticket t (then it also resets t to zero
 // for the next call). The fences make every block's partials visible to the last one.
 __device__ __forceinline__ bool take_last(uint32_t* t, int64_t n, int* s_last) {
@@ -165,7 +208,7 @@ __device__ __forceinline__ void merge_parts(const DecodeParams& p, int64_t g, in
   }
 }
 
-template <class T, int D, int R, int NK>
+template <class T, int D, int R, int NK, bool kScatter>
 __global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const DecodeParams p) {
   constexpr int L = D / 8;                    // lanes per key
   constexpr int KPW = 32 / L;                 // keys per warp step
@@ -239,7 +282,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const Decod
         kv_zero(vr[u]);
       }
     }
-    float s[NK][R];
+    float sf[NK * R];  // s[u][r] = sf[u * R + r]
 #pragma unroll
     for (int u = 0; u < NK; ++u) {
       float kf[8];
@@ -249,17 +292,11 @@ __global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const Decod
         float d = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; ++e) d = fmaf(q[r][e], kf[e], d);
-        s[u][r] = d;
+        sf[u * R + r] = d;
       }
     }
-    // Sum over the key's L lanes; the butterfly adds the same pairs in every lane, so all of
-    // them hold the same bits.
-#pragma unroll
-    for (int o = 1; o < L; o <<= 1)
-#pragma unroll
-      for (int u = 0; u < NK; ++u)
-#pragma unroll
-        for (int r = 0; r < R; ++r) s[u][r] += __shfl_xor_sync(0xFFFFFFFFu, s[u][r], o);
+    group_sum<L, NK * R, kScatter>(sf, lane);  // over the key's L lanes: same bits in each
+    float(&s)[NK][R] = *reinterpret_cast<float(*)[NK][R]>(sf);
 
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -360,24 +397,28 @@ __global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const Decod
                     nullptr, nullptr, 0, 0, s_w, s_lm);
 }
 
-template <class T, int D, int R, int NK>
+template <class T, int D, int R, int NK, bool kScatter = kDecodeScatter>
 void launch_decode(const DecodeParams& p, dim3 grid, cudaStream_t s) {
-  launch_pdl(attn_decode_kernel<T, D, R, NK>, grid, dim3(kDecodeThreads), 0, s, p);
+  launch_pdl(attn_decode_kernel<T, D, R, NK, kScatter>, grid, dim3(kDecodeThreads), 0, s, p);
 }
 
 // Runtime (kv type, head dim, rows per block) -> template instantiation. keys_per_slot
-// (0 = kDecodeKeysPerSlot) overrides NK for the 16-bit caches at head dim 128, the shape the
-// benchmark sweeps.
-inline void dispatch_decode(KvType t, int64_t d, int rows, int keys_per_slot, const DecodeParams& p, dim3 grid,
-                            cudaStream_t s) {
+// (0 = kDecodeKeysPerSlot) overrides NK and scatter (0 default, 1 butterfly, 2 scatter) the
+// lane reduction, for the 16-bit caches at head dim 128 (the shape the benchmark sweeps).
+inline void dispatch_decode(KvType t, int64_t d, int rows, int keys_per_slot, int scatter, const DecodeParams& p,
+                            dim3 grid, cudaStream_t s) {
   auto by_nk = [&](auto tag, auto dim, auto r) {
     using T = decltype(tag);
     constexpr int D = decltype(dim)::value, R = decltype(r)::value;
     if constexpr (D == 128 && !std::is_same_v<T, float>) {
-      if (keys_per_slot == 1) return launch_decode<T, D, R, 1>(p, grid, s);
-      if (keys_per_slot == 2) return launch_decode<T, D, R, 2>(p, grid, s);
-      if (keys_per_slot == 4) return launch_decode<T, D, R, 4>(p, grid, s);
-      if (keys_per_slot == 8) return launch_decode<T, D, R, 8>(p, grid, s);
+      if (scatter == 0 || keys_per_slot != 0) {
+        if (keys_per_slot == 1) return launch_decode<T, D, R, 1>(p, grid, s);
+        if (keys_per_slot == 2) return launch_decode<T, D, R, 2>(p, grid, s);
+        if (keys_per_slot == 4) return launch_decode<T, D, R, 4>(p, grid, s);
+        if (keys_per_slot == 8) return launch_decode<T, D, R, 8>(p, grid, s);
+      }
+      if (scatter == 1) return launch_decode<T, D, R, kDecodeKeysPerSlot<R>, false>(p, grid, s);
+      if (scatter == 2) return launch_decode<T, D, R, kDecodeKeysPerSlot<R>, true>(p, grid, s);
     }
     launch_decode<T, D, R, kDecodeKeysPerSlot<R>>(p, grid, s);
   };

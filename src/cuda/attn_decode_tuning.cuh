@@ -25,6 +25,9 @@ inline constexpr int kDecodeMaxRows = 8;
 template <int R>
 inline constexpr int kDecodeKeysPerSlot = R >= 8 ? 2 : 4;
 
+// Lane reduction of the scores: reduce-scatter + all-gather (true) or xor butterfly (false).
+inline constexpr bool kDecodeScatter = false;
+
 // Decode chunks are whole multiples of this many keys: small enough that 300 live keys use
 // ten blocks per KV head instead of five, large enough that a block does real work.
 inline constexpr int64_t kDecodeUnit = 32;

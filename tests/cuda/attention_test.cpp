@@ -299,8 +299,8 @@ TEST(CudaAttention, PrefillMatchesRef) {
 
 // Sets the decode kernel choice for one scope (tests run in one process).
 struct DecodeOverride {
-  DecodeOverride(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0) {
-    attention_set_decode_override(mode, max_rows, blocks_per_sm, keys_per_slot);
+  DecodeOverride(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0, int scatter = 0) {
+    attention_set_decode_override(mode, max_rows, blocks_per_sm, keys_per_slot, scatter);
   }
   ~DecodeOverride() { attention_set_decode_override(0); }
 };
@@ -351,6 +351,17 @@ TEST(CudaAttention, DecodeOverrides) {
         run_case({nk % 2 ? KvType::kF16 : KvType::kBF16, 128, 32, 4, 2, live - 2, Path::kDecode}, rng);
         if (::testing::Test::HasFatalFailure()) return;
         run_case({KvType::kF16, 128, 32, 4, 1, live - 1, Path::kDecode}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  // Both reductions of the scores over a key's lanes (16-bit caches at head dim 128).
+  for (int scatter : {1, 2})
+    for (int rows : {1, 2, 4, 8}) {
+      DecodeOverride o(0, rows, 0, 0, scatter);
+      for (int64_t live : {1, 65, 2100}) {
+        run_case({rows % 4 ? KvType::kF16 : KvType::kBF16, 128, 32, 4, 3, live + 2, Path::kDecode}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+        run_case({KvType::kF16, 128, 16, 2, 1, live - 1, Path::kDecode}, rng);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }
