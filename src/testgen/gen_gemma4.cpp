@@ -190,7 +190,11 @@ GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, c
   auto spread = [&] { return spec.scale_spread ? std::pow(10.0f, frng.uniform(-1.0f, 1.0f)) : 1.0f; };
   auto inv_sqrt = [](int64_t n) { return 1.0f / std::sqrt(static_cast<float>(n)); };
   const float E = spec.resid_scale;
-  const float r_branch = spec.branch_rel * E / std::sqrt(static_cast<float>(L));
+  // Tied output: logits = token_embd . normed(x), so the current token's own embedding in x
+  // wins every step (greedy decoding repeats it) unless the branches dominate the residual
+  // (same boost as model_gen.cpp; without it the tied MoE config gave < 6 distinct tokens in 32).
+  const float tied_boost = spec.tied_output ? 3.5f * std::sqrt(static_cast<float>(n_embd)) : 1.0f;
+  const float r_branch = tied_boost * spec.branch_rel * E / std::sqrt(static_cast<float>(L));
 
   G4Builder b(spec, progress);
   // x = token_embd * sqrt(n_embd) has RMS E.
@@ -201,7 +205,9 @@ GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, c
     b.weight("per_layer_model_proj.weight", n_embd, n_pl * L, 1, Role::kEmbd, inv_sqrt(n_embd), {}, false);
     b.f32("per_layer_proj_norm.weight", {n_pl}, uniform(seed, "per_layer_proj_norm", n_pl, 0.8f, 1.2f));
   }
-  b.f32("output_norm.weight", {n_embd}, uniform(seed, "output_norm", n_embd, 0.8f, 1.2f));
+  // Tied: token_embd rows have RMS E / sqrt(n_embd), so the norm sets the logits' std.
+  b.f32("output_norm.weight", {n_embd},
+        uniform(seed, "output_norm", n_embd, 0.8f, 1.2f, spec.tied_output ? spec.logit_std / E : 1.0f));
   if (!spec.tied_output)
     b.weight("output.weight", n_embd, n_vocab, 1, Role::kOutput, spec.logit_std * inv_sqrt(n_embd), {}, true);
   {

@@ -267,6 +267,12 @@ std::vector<Config> configs() {
     out.push_back({"dense-nvfp4", s, true, true});
   }
   out.push_back({"moe-bf16", all(base(Arch::kGemma4), GgmlType::BF16)});
+  {
+    // Tied output (as the released Gemma-4 files), logits of the embedding rows.
+    auto s = all(base(Arch::kGemma4), GgmlType::BF16);
+    s.tied_output = true;
+    out.push_back({"moe-bf16-tied", s});
+  }
   out.push_back({"moe-mxfp4-experts", with(all(base(Arch::kGemma4), GgmlType::BF16), {Role::kExperts}, GgmlType::MXFP4)});
   {
     // NVFP4 split experts: ffn_down_exps.scale = per_expert_scale x scale_2 (the converter's fold).
