@@ -16,6 +16,7 @@ namespace ft::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+bool g_norm_reg = true;
 
 // kAdd: x += b first (written back). kVec: rows 16-byte aligned, n % 4 == 0: float4 access.
 template <bool kAdd, bool kVec>
@@ -85,6 +86,123 @@ __global__ void rmsnorm_kernel(float* x, int64_t ldx, const float* b, int64_t ld
   }
 }
 
+// The decode shape (16-byte aligned rows, n % 32 == 0, n <= NV * 1024): the row stays in
+// registers from its one load to the Q8 copy, so the kernel makes one trip to global memory
+// instead of three (load, reload to scale, reload to quantise), and the weights are fetched
+// before pdl_wait (they do not depend on the kernel before). Thread i holds float4 i,
+// i + 256, ...: the same elements in the same order as rmsnorm_kernel<kAdd, true>, so the
+// double sum and every output are bit-identical to it; a Q8 block of 32 is 8 consecutive
+// lanes, quantised as q8_quantize_segment does (same amax, scales, codes and half sums).
+template <bool kAdd, int NV>
+__global__ void __launch_bounds__(kThreads) rmsnorm_reg_kernel(float* x, int64_t ldx, const float* b, int64_t ldb,
+                                                               const float* w, int64_t n, float eps, float* y,
+                                                               int64_t ldy, Round r, uint8_t* xq,
+                                                               int64_t xq_row_bytes) {
+  __shared__ double scratch[32];
+  const int64_t t = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  float4 g[NV];
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
+    g[j] = w != nullptr && i < n ? __ldg(reinterpret_cast<const float4*>(w + i)) : make_float4(1, 1, 1, 1);
+  }
+  pdl_wait();
+  pdl_trigger();
+  float* xr = x + t * ldx;
+  float4 v[NV];
+  double sum = 0.0;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
+    if (i >= n) break;
+    v[j] = *reinterpret_cast<const float4*>(xr + i);
+    if constexpr (kAdd) {
+      const float4 a = *reinterpret_cast<const float4*>(b + t * ldb + i);
+      v[j].x = ops::add_rn(v[j].x, a.x), v[j].y = ops::add_rn(v[j].y, a.y), v[j].z = ops::add_rn(v[j].z, a.z),
+      v[j].w = ops::add_rn(v[j].w, a.w);
+      *reinterpret_cast<float4*>(xr + i) = v[j];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
+    if (i >= n) break;
+    sum += static_cast<double>(ops::mul_rn(v[j].x, v[j].x));
+    sum += static_cast<double>(ops::mul_rn(v[j].y, v[j].y));
+    sum += static_cast<double>(ops::mul_rn(v[j].z, v[j].z));
+    sum += static_cast<double>(ops::mul_rn(v[j].w, v[j].w));
+  }
+  sum = ops::block_sum(sum, scratch);
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = ops::div_rn(1.0f, __fsqrt_rn(ops::add_rn(mean, eps)));
+  float* yr = y + t * ldy;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
+    if (i >= n) break;
+    float4 o;
+    if (w != nullptr) {
+      o.x = ops::mul_rn(ops::mul_rn(v[j].x, scale), g[j].x), o.y = ops::mul_rn(ops::mul_rn(v[j].y, scale), g[j].y);
+      o.z = ops::mul_rn(ops::mul_rn(v[j].z, scale), g[j].z), o.w = ops::mul_rn(ops::mul_rn(v[j].w, scale), g[j].w);
+    } else {
+      o.x = ops::mul_rn(v[j].x, scale), o.y = ops::mul_rn(v[j].y, scale), o.z = ops::mul_rn(v[j].z, scale),
+      o.w = ops::mul_rn(v[j].w, scale);
+    }
+    o.x = round_to(r, o.x), o.y = round_to(r, o.y), o.z = round_to(r, o.z), o.w = round_to(r, o.w);
+    *reinterpret_cast<float4*>(yr + i) = o;
+    if (xq != nullptr) {
+      using namespace q8_detail;
+      // n % 32 == 0: a whole block of 8 lanes is either inside the row or past it, so the
+      // shuffles stay within the block's 8 lanes, which are all here.
+      const unsigned gmask = 0xFFu << (tid & 24);
+      float amax = fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w)));
+#pragma unroll
+      for (int m = 4; m > 0; m >>= 1) amax = fmaxf(amax, __shfl_xor_sync(gmask, amax, m));
+      float d, id;
+      act_q8_scales(amax, d, id);
+      const int q0 = round_half_even(o.x * id), q1 = round_half_even(o.y * id), q2 = round_half_even(o.z * id),
+                q3 = round_half_even(o.w * id);
+      uint8_t* row = xq + t * xq_row_bytes;
+      const uint32_t packed = (static_cast<uint32_t>(q0) & 0xFFu) | ((static_cast<uint32_t>(q1) & 0xFFu) << 8) |
+                              ((static_cast<uint32_t>(q2) & 0xFFu) << 16) | ((static_cast<uint32_t>(q3) & 0xFFu) << 24);
+      *reinterpret_cast<uint32_t*>(row + i) = packed;
+      int sq = q0 + q1 + q2 + q3;
+#pragma unroll
+      for (int m = 2; m > 0; m >>= 1) sq += __shfl_xor_sync(gmask, sq, m);  // 16-element halves
+      const int s_hi = __shfl_down_sync(gmask, sq, 4);
+      if ((tid & 7) == 0) {
+        ActQ8Scale sc;
+        sc.d = d;
+        sc.s_lo = static_cast<int16_t>(sq);
+        sc.s_hi = static_cast<int16_t>(s_hi);
+        reinterpret_cast<ActQ8Scale*>(row + n)[i / 32] = sc;
+      }
+    }
+  }
+}
+
+// Launches the register kernel when the row fits (NV float4 per thread, at most 8: n <=
+// 8192); false otherwise.
+template <bool kAdd>
+bool launch_reg(unsigned grid, float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n,
+                float eps, float* y, int64_t ldy, Round r, uint8_t* xq, int64_t xrb, cudaStream_t s) {
+  const int64_t nv = (n + 4 * kThreads - 1) / (4 * kThreads);
+  auto go = [&](auto kernel) {
+    launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
+    return true;
+  };
+  if (n % 32 != 0) return false;
+  if (nv <= 1) return go(rmsnorm_reg_kernel<kAdd, 1>);
+  if (nv <= 2) return go(rmsnorm_reg_kernel<kAdd, 2>);
+  if (nv <= 4) return go(rmsnorm_reg_kernel<kAdd, 4>);
+  if (nv <= 8) return go(rmsnorm_reg_kernel<kAdd, 8>);
+  return false;
+}
+
+// FT_CUDA_NORM_REG=0 keeps every row on rmsnorm_kernel (tests compare the two).
+bool reg_path_enabled() { return g_norm_reg; }
+
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps, int64_t n_tok,
@@ -98,6 +216,11 @@ void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int
   const bool vec = n % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned16(x) && aligned16(y) &&
                    (w == nullptr || aligned16(w)) && (b == nullptr || (ldb % 4 == 0 && aligned16(b)));
   const unsigned grid = static_cast<unsigned>(n_tok);
+  if (vec && reg_path_enabled()) {
+    const bool done = b != nullptr ? launch_reg<true>(grid, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb, s)
+                                   : launch_reg<false>(grid, x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb, s);
+    if (done) return FT_CUDA_CHECK_LAUNCH();
+  }
   if (b != nullptr) {
     if (vec)
       launch_pdl(rmsnorm_kernel<true, true>, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n,
@@ -117,6 +240,8 @@ void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int
 }
 
 }  // namespace
+
+void rmsnorm_set_register_path(bool on) { g_norm_reg = on; }
 
 void rmsnorm(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
              int64_t ldy, Round r, cudaStream_t s) {

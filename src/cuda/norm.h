@@ -30,4 +30,8 @@ void rmsnorm_q8(const float* x, int64_t ldx, const float* w, int64_t n, float ep
 void add_rmsnorm(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps,
                  int64_t n_tok, float* y, int64_t ldy, Round r, cudaStream_t s);
 
+// Test switch (process-wide, not thread-safe): false sends every row through the general
+// kernel instead of the register-resident decode kernel (they must agree bit for bit).
+void rmsnorm_set_register_path(bool on);
+
 }  // namespace ft::cuda

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/threadpool.h"
+#include "cuda/act_q8.h"
 #include "engine/norm.h"
 #include "ops_test_util.h"
 
@@ -77,6 +78,49 @@ TEST(CudaOpsNorm, AddRmsnormMatchesAddRowsThenRmsnorm) {
         const Diff dys = compare(to_host<float>(dy, x.size()), want, 0);
         EXPECT_EQ(dys.bad, 0) << "norm: " << dys.first_bad;
       }
+}
+
+// The register-resident decode kernel against the general one, bit for bit: y, the written-
+// back residual (add) and the Q8 copy, over row lengths below, at and past its limits
+// (8192 + 32 falls back), with and without weights, every rounding.
+TEST(CudaOpsNorm, RegisterKernelEqualsGeneral) {
+  FT_OPS_REQUIRE_GPU();
+  for (const RoundCase& rc : kRounds)
+    for (int64_t n : {32, 96, 1024, 2048, 2080, 4096, 5120, 8192, 8224})
+      for (int64_t n_tok : {1, 3})
+        for (int mode = 0; mode < 4; ++mode) {  // bit 0: add, bit 1: weights
+          SCOPED_TRACE(std::string(rc.name) + " n " + std::to_string(n) + " n_tok " + std::to_string(n_tok) +
+                       " mode " + std::to_string(mode));
+          const bool add = mode & 1, weighted = mode & 2;
+          const auto x = randn(static_cast<size_t>(n * n_tok), static_cast<uint64_t>(n + mode), 3.0f);
+          const auto b = randn(x.size(), 77, 1.0f), w = randn(static_cast<size_t>(n), 78, 1.0f);
+          const int64_t xq_bytes = act_q8_bytes(n, n_tok);
+          std::vector<std::vector<float>> ys, xs;
+          std::vector<std::vector<uint8_t>> qs;
+          for (bool reg : {false, true}) {
+            rmsnorm_set_register_path(reg);
+            DeviceBuffer dx = to_device(x), db = to_device(b), dw = to_device(w),
+                         dy = to_device(std::vector<float>(x.size(), poison())),
+                         dq = to_device(std::vector<uint8_t>(static_cast<size_t>(xq_bytes), 0x5A));
+            const float* wp = weighted ? dw.as<float>() : nullptr;
+            if (add)
+              add_rmsnorm(dx.as<float>(), n, db.as<float>(), n, wp, n, 1e-6f, n_tok, dy.as<float>(), n, rc.gpu,
+                          nullptr);
+            else
+              rmsnorm_q8(dx.as<float>(), n, wp, n, 1e-6f, n_tok, dy.as<float>(), n, rc.gpu, dq.get(), nullptr);
+            FT_CUDA_CHECK(cudaDeviceSynchronize());
+            ys.push_back(to_host<float>(dy, x.size()));
+            xs.push_back(to_host<float>(dx, x.size()));
+            qs.push_back(to_host<uint8_t>(dq, static_cast<size_t>(xq_bytes)));
+          }
+          rmsnorm_set_register_path(true);
+          EXPECT_EQ(compare(ys[1], ys[0], 0).bad, 0);
+          EXPECT_EQ(compare(xs[1], xs[0], 0).bad, 0);
+          EXPECT_EQ(qs[1], qs[0]);
+          if (!add) {
+            EXPECT_NE(qs[1], std::vector<uint8_t>(static_cast<size_t>(xq_bytes), 0x5A));
+          }
+        }
 }
 
 }  // namespace
