@@ -29,20 +29,23 @@ __global__ void swiglu_kernel(const float* gu, int64_t ldgu, int64_t n_ff, float
   const int64_t j = c0 + static_cast<int64_t>(threadIdx.x) * kPerThread;
   const float* g = gu + t * ldgu;
   float* o = h + t * ldh;
-  if (j >= n_ff) {
-    // nothing to compute; stays for the barrier of the Q8 tail
-  } else if constexpr (kVec) {  // n_ff % 4 == 0: the 4 columns are all in range
+  if constexpr (kVec) {  // n_ff % 4 == 0: the 4 columns are all in range
+    if (j >= n_ff) return;
     const float4 a = *reinterpret_cast<const float4*>(g + j);
     const float4 b = *reinterpret_cast<const float4*>(g + n_ff + j);
-    *reinterpret_cast<float4*>(o + j) = make_float4(swiglu1(a.x, b.x, r), swiglu1(a.y, b.y, r),
-                                                    swiglu1(a.z, b.z, r), swiglu1(a.w, b.w, r));
+    const float4 v = make_float4(swiglu1(a.x, b.x, r), swiglu1(a.y, b.y, r), swiglu1(a.z, b.z, r),
+                                 swiglu1(a.w, b.w, r));
+    *reinterpret_cast<float4*>(o + j) = v;
+    // The Q8 copy straight from registers (n_ff % 32 == 0 whenever xq is set, so a 32-column
+    // block's 8 lanes are all here).
+    if (xq != nullptr) q8_quantize_quad(v, j, n_ff, xq + t * xq_row_bytes);
   } else {
     for (int64_t i = j; i < j + kPerThread && i < n_ff; ++i) o[i] = swiglu1(g[i], g[n_ff + i], r);
-  }
-  if (xq != nullptr) {
-    __syncthreads();
-    const int64_t c1 = c0 + kThreads * kPerThread < n_ff ? c0 + kThreads * kPerThread : n_ff;
-    q8_quantize_segment(o, c0, c1, n_ff, xq + t * xq_row_bytes);
+    if (xq != nullptr) {  // every thread reaches the barrier (none returned above)
+      __syncthreads();
+      const int64_t c1 = c0 + kThreads * kPerThread < n_ff ? c0 + kThreads * kPerThread : n_ff;
+      q8_quantize_segment(o, c0, c1, n_ff, xq + t * xq_row_bytes);
+    }
   }
 }
 

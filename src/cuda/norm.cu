@@ -151,34 +151,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_reg_kernel(float* x, int64_t
     }
     o.x = round_to(r, o.x), o.y = round_to(r, o.y), o.z = round_to(r, o.z), o.w = round_to(r, o.w);
     *reinterpret_cast<float4*>(yr + i) = o;
-    if (xq != nullptr) {
-      using namespace q8_detail;
-      // n % 32 == 0: a whole block of 8 lanes is either inside the row or past it, so the
-      // shuffles stay within the block's 8 lanes, which are all here.
-      const unsigned gmask = 0xFFu << (tid & 24);
-      float amax = fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w)));
-#pragma unroll
-      for (int m = 4; m > 0; m >>= 1) amax = fmaxf(amax, __shfl_xor_sync(gmask, amax, m));
-      float d, id;
-      act_q8_scales(amax, d, id);
-      const int q0 = round_half_even(o.x * id), q1 = round_half_even(o.y * id), q2 = round_half_even(o.z * id),
-                q3 = round_half_even(o.w * id);
-      uint8_t* row = xq + t * xq_row_bytes;
-      const uint32_t packed = (static_cast<uint32_t>(q0) & 0xFFu) | ((static_cast<uint32_t>(q1) & 0xFFu) << 8) |
-                              ((static_cast<uint32_t>(q2) & 0xFFu) << 16) | ((static_cast<uint32_t>(q3) & 0xFFu) << 24);
-      *reinterpret_cast<uint32_t*>(row + i) = packed;
-      int sq = q0 + q1 + q2 + q3;
-#pragma unroll
-      for (int m = 2; m > 0; m >>= 1) sq += __shfl_xor_sync(gmask, sq, m);  // 16-element halves
-      const int s_hi = __shfl_down_sync(gmask, sq, 4);
-      if ((tid & 7) == 0) {
-        ActQ8Scale sc;
-        sc.d = d;
-        sc.s_lo = static_cast<int16_t>(sq);
-        sc.s_hi = static_cast<int16_t>(s_hi);
-        reinterpret_cast<ActQ8Scale*>(row + n)[i / 32] = sc;
-      }
-    }
+    if (xq != nullptr) q8_quantize_quad(o, i, n, xq + t * xq_row_bytes);
   }
 }
 

@@ -41,4 +41,36 @@ __device__ __forceinline__ void q8_quantize_segment(const float* y, int64_t c0, 
   }
 }
 
+// The same bytes from registers: the calling lane holds elements [i, i + 4) of the row (i a
+// multiple of 4) and the 8 lanes of its 32-element block -- lanes 8m..8m+7 of the warp,
+// holding the block's quads in order -- all call this together (k % 32 == 0 makes a block
+// either wholly inside the row or wholly past it). No barrier, no reload of y.
+__device__ __forceinline__ void q8_quantize_quad(const float4& o, int64_t i, int64_t k, uint8_t* xq_row) {
+  using namespace q8_detail;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const unsigned gmask = 0xFFu << (lane & 24);
+  float amax = fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w)));
+#pragma unroll
+  for (int m = 4; m > 0; m >>= 1) amax = fmaxf(amax, __shfl_xor_sync(gmask, amax, m));
+  float d, id;
+  act_q8_scales(amax, d, id);
+  const int q0 = round_half_even(o.x * id), q1 = round_half_even(o.y * id), q2 = round_half_even(o.z * id),
+            q3 = round_half_even(o.w * id);
+  *reinterpret_cast<uint32_t*>(xq_row + i) = (static_cast<uint32_t>(q0) & 0xFFu) |
+                                             ((static_cast<uint32_t>(q1) & 0xFFu) << 8) |
+                                             ((static_cast<uint32_t>(q2) & 0xFFu) << 16) |
+                                             ((static_cast<uint32_t>(q3) & 0xFFu) << 24);
+  int sq = q0 + q1 + q2 + q3;
+#pragma unroll
+  for (int m = 2; m > 0; m >>= 1) sq += __shfl_xor_sync(gmask, sq, m);  // sums of the 16-element halves
+  const int s_hi = __shfl_down_sync(gmask, sq, 4);
+  if ((lane & 7) == 0) {
+    ActQ8Scale sc;
+    sc.d = d;
+    sc.s_lo = static_cast<int16_t>(sq);
+    sc.s_hi = static_cast<int16_t>(s_hi);
+    reinterpret_cast<ActQ8Scale*>(xq_row + k)[i / 32] = sc;
+  }
+}
+
 }  // namespace ft::cuda
