@@ -10,10 +10,11 @@
 // much larger than L2 (default 2 GiB), so the K/V reads come from HBM. Launches are captured
 // into a CUDA graph and timed with events (median of 7 replays, per launch). GB/s counts the
 // K and V bytes one launch must read (live keys x kv_dim x 2 x element size); "% read BW"
-// divides it by the streaming-read kernel's rate measured at start-up. Each case runs the
-// dedicated decode kernel ("decode") and the SIMT split-K kernel + combine ("simt"); --sweep
-// adds the dedicated kernel with other plans (rows per block, blocks per SM) and without
-// AttnArgs::ws_zeroed (a ticket memset per call).
+// divides it by the streaming-read kernel's rate measured at start-up. Each case runs
+// attention_decode as the engine calls it ("decode"), the dedicated decode kernel alone
+// ("dedicated") and the SIMT split-K kernel + combine ("simt"); --sweep adds the dedicated
+// kernel with other plans (rows per block, blocks per SM, keys per lane group, reduction)
+// and without AttnArgs::ws_zeroed (a ticket memset per call).
 //
 // Prefill (512 tokens from position 0, and 512 tokens after 4096 cached ones): time per
 // layer and TFLOP/s counting 4*d flops per (query head, visible key) pair; for bf16/f16 the
@@ -199,7 +200,7 @@ struct Bench {
     if (decode) {
       const double bytes = 2.0 * static_cast<double>(live * kv_dim * esize);
       const double gbs = bytes / (us * 1e-6) / 1e9;
-      std::printf("%-22s %-14s n_tok %2lld ctx %6lld (cache %6lld)  %8.2f us  %7.1f GB/s  %5.1f%% read BW\n",
+      std::printf("%-24s %-14s n_tok %2lld ctx %6lld (cache %6lld)  %8.2f us  %7.1f GB/s  %5.1f%% read BW\n",
                   plan.label, m.name, static_cast<long long>(n_tok), static_cast<long long>(live),
                   static_cast<long long>(n_ctx), us, gbs, 100.0 * gbs / read_gbs);
     } else {
@@ -248,24 +249,23 @@ int main(int argc, char** argv) {
     std::printf("kv %s, streaming read %.0f GB/s\n", kv == KvType::kF32 ? "f32" : kv == KvType::kF16 ? "f16" : "bf16",
                 b.read_gbs);
     const Model models[] = {{"llama-8b", 32, 8, 128}, {"qwen3-30b-a3b", 32, 4, 128}};
-    std::vector<Bench::Plan> plans = {{"decode", 0, 0, 0, true, 0, 0}, {"simt", 1, 0, 0, true, 0, 0}};
+    // "decode": attention_decode as the engine calls it (the dedicated kernel up to 4 tokens);
+    // "dedicated": always the dedicated kernel; "simt": the SIMT split-K kernel + combine.
+    std::vector<Bench::Plan> plans = {{"decode", 0, 0, 0, true, 0, 0},
+                                      {"dedicated", 2, 0, 0, true, 0, 0},
+                                      {"simt", 1, 0, 0, true, 0, 0}};
     if (sweep) {
-      plans.push_back({"decode rows4", 0, 4, 0, true, 0, 0});
-      plans.push_back({"decode rows2", 0, 2, 0, true, 0, 0});
-      plans.push_back({"decode 2/SM", 0, 0, 2, true, 0, 0});
-      plans.push_back({"decode 8/SM", 0, 0, 8, true, 0, 0});
-      plans.push_back({"decode 16/SM", 0, 0, 16, true, 0, 0});
-      plans.push_back({"decode no-zeroed-ws", 0, 0, 0, false, 0, 0});
-      plans.push_back({"decode nk1", 0, 0, 0, true, 1, 0});
-      plans.push_back({"decode nk2", 0, 0, 0, true, 2, 0});
-      plans.push_back({"decode nk4", 0, 0, 0, true, 4, 0});
-      plans.push_back({"decode nk8", 0, 0, 0, true, 8, 0});
-      plans.push_back({"decode rows4 nk2", 0, 4, 0, true, 2, 0});
-      plans.push_back({"decode rows4 nk8", 0, 4, 0, true, 8, 0});
-      plans.push_back({"decode rows4 8/SM", 0, 4, 8, true, 0, 0});
-      plans.push_back({"decode butterfly", 0, 0, 0, true, 0, 1});
-      plans.push_back({"decode scatter", 0, 0, 0, true, 0, 2});
-      plans.push_back({"decode rows4 scatter", 0, 4, 0, true, 0, 2});
+      plans.push_back({"dedicated rows1", 2, 1, 0, true, 0, 0});
+      plans.push_back({"dedicated rows4", 2, 4, 0, true, 0, 0});
+      plans.push_back({"dedicated rows8", 2, 8, 0, true, 0, 0});
+      plans.push_back({"dedicated 2/SM", 2, 0, 2, true, 0, 0});
+      plans.push_back({"dedicated 8/SM", 2, 0, 8, true, 0, 0});
+      plans.push_back({"dedicated no-zeroed-ws", 2, 0, 0, false, 0, 0});
+      plans.push_back({"dedicated nk1", 2, 0, 0, true, 1, 0});
+      plans.push_back({"dedicated nk2", 2, 0, 0, true, 2, 0});
+      plans.push_back({"dedicated nk8", 2, 0, 0, true, 8, 0});
+      plans.push_back({"dedicated rows4 nk2", 2, 4, 0, true, 2, 0});
+      plans.push_back({"dedicated scatter", 2, 0, 0, true, 0, 2});
     }
     struct DecodeCase {
       int64_t n_ctx, live, n_tok;

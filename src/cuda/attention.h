@@ -8,11 +8,12 @@
 // sized from the cache capacity n_ctx, so one captured CUDA graph serves every decode step.
 //
 // Kernels (all accumulate in fp32):
-//   decode  (n_tok <= kAttnDecodeMaxTokens): split-K flash-decoding (attn_decode.cuh). A
-//           block takes one KV head, up to 8 of its query rows (token x head of the group, so
-//           each K/V row is read once for all of them) and one chunk of keys, read straight
-//           from global memory; the chunk length is planned on the device from the live
-//           length (attn_plan.cuh). The last block of a KV head to finish merges the chunks.
+//   decode  (n_tok <= kAttnDecodeMaxTokens): split-K flash-decoding (attn_decode.cuh; the
+//           SIMT kernel of the prefill path above 4 tokens). A block takes one KV head, a
+//           few of its query rows (token x head of the group, so each K/V row is read once
+//           for all of them) and one chunk of keys, read straight from global memory; the
+//           chunk length is planned on the device from the live length (attn_plan.cuh). The
+//           last blocks to finish merge the chunks (no second launch).
 //   prefill (any n_tok): causal flash attention, one block per (query tile, KV head), online
 //           softmax over key tiles, no workspace. bf16/f16 caches at head_dim 64/128 use tensor
 //           cores (mma.sync m16n8k16, sm_80+); the f32 cache and head_dim 256 use the SIMT
@@ -88,8 +89,9 @@ void attention_prefill(const AttnArgs& a, cudaStream_t s);                   // 
 // 0 automatic (tensor cores for bf16/f16), 1 always the SIMT kernel.
 void attention_set_prefill_override(int mode);
 
-// Decode kernel choice for tests and benchmarks (process-wide, not thread-safe): mode 0 the
-// dedicated decode kernel (attn_decode.cuh), 1 the SIMT split-K kernel + combine kernel.
+// Decode kernel choice for tests and benchmarks (process-wide, not thread-safe): mode 0
+// automatic (the dedicated decode kernel, attn_decode.cuh, up to 4 tokens; the SIMT split-K
+// kernel + combine kernel above), 1 always the SIMT kernel, 2 always the dedicated kernel.
 // max_rows (1, 2, 4, 8; 0 = tuning default) caps the query rows per decode block,
 // blocks_per_sm (0 = default) sets the grid the split plan aims for, and keys_per_slot
 // (1, 2, 4, 8; 0 = default; 16-bit caches at head dim 128 only) the keys each lane group

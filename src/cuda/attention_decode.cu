@@ -92,7 +92,7 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
     fail_message("cuda attention_decode: workspace must be a 16-byte aligned device buffer");
   uint32_t* tickets = static_cast<uint32_t*>(workspace);
   float* parts = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + kDecodeTicketBytes);
-  if (g_decode_mode == 1) return simt_decode(a, parts, s);
+  if (g_decode_mode == 1 || (g_decode_mode == 0 && a.n_tok > kDecodeFastMaxTokens)) return simt_decode(a, parts, s);
   fast_decode(a, tickets, parts, s);
 }
 

@@ -15,17 +15,27 @@ inline constexpr int kDecodeWarps = 4;
 inline constexpr int kDecodeThreads = kDecodeWarps * 32;
 
 // Query rows (token x head of the group) per block, a power of two: q and the accumulators
-// live in registers (16 floats per row per lane), so 8 rows already take ~130 registers.
+// live in registers (16 floats per row per lane: 8 rows take ~230 registers, 4 ~165, 2 ~115).
 // Larger groups (and n_tok > 1) take several row blocks; siblings run side by side, so the
-// second read of a K/V row is an L2 hit.
-inline constexpr int kDecodeMaxRows = 8;
+// second read of a K/V row is an L2 hit. H200 run of 19:20 (f16, 1 token, us per launch at
+// 8 / 512 / 4096 / 16384 keys): Llama-8B rows 4: 5.6 / 16.3 / 33.5 / 55.6, rows 2:
+// 3.6 / 12.3 / 22.8 / 41.1; Qwen3-30B-A3B rows 8: 9.1 / 25.5 / 52.1 / 71.8, rows 4:
+// 5.5 / 15.9 / 33.2 / 52.7, rows 2: 3.6 / 12.0 / 22.3 / 39.6. (1 row was not measured.)
+inline constexpr int kDecodeMaxRows = 2;
 
-// Keys each lane group loads before it computes (K and V, 16 or 32 bytes each): enough bytes
-// in flight per SM to cover HBM latency at 2-3 blocks per SM.
+// Token counts above this go to the SIMT split-K kernel (attn_simt.cuh): at 8 tokens and
+// 4096 keys it took 59 us against 64-69 us for this kernel (every rows / keys-per-slot plan
+// of the 19:20 run); 2..7 tokens were not measured.
+inline constexpr int64_t kDecodeFastMaxTokens = 4;
+
+// Keys each lane group loads before it computes (K and V, 16 or 32 bytes each). 19:20 run at
+// rows 4: 2 keys beat 4 at 4096-16384 keys (Llama-8B 16k: 46.0 vs 55.7 us), 1 and 8 lose;
+// rows 2 (the default cap) ran with 4 only.
 template <int R>
 inline constexpr int kDecodeKeysPerSlot = R >= 8 ? 2 : 4;
 
-// Lane reduction of the scores: reduce-scatter + all-gather (true) or xor butterfly (false).
+// Lane reduction of the scores: reduce-scatter + all-gather (true) or xor butterfly (false);
+// within 1-2% of each other in the 19:20 run (the shuffles are not the limit).
 inline constexpr bool kDecodeScatter = false;
 
 // Decode chunks are whole multiples of this many keys: small enough that 300 live keys use
@@ -33,7 +43,9 @@ inline constexpr bool kDecodeScatter = false;
 inline constexpr int64_t kDecodeUnit = 32;
 
 // Blocks per SM that the grid aims for when the cache is long (blocks past the live keys exit
-// at once, so a large grid costs little at short context).
+// at once, so a large grid costs little at short context). 19:20 run, rows 4: 2 per SM
+// slightly faster for Llama-8B (30.5 vs 33.5 us at 4096), slower for Qwen3 (41.0 vs 33.2);
+// 8 and 16 slower for both.
 inline constexpr int64_t kDecodeBlocksPerSm = 4;
 
 // Chunk partials are merged in groups of this many (the last block of a group merges it, the

@@ -305,12 +305,13 @@ struct DecodeOverride {
   ~DecodeOverride() { attention_set_decode_override(0); }
 };
 
-// The dedicated decode kernel (the default decode path) over head dims x GQA groups 1..16 x
+// The dedicated decode kernel (the default decode path up to 4 tokens) over head dims x GQA groups 1..16 x
 // token counts x cache types x live lengths around the chunk unit and the block's key step
 // (1, 63, 64, 65, 300, 4097 and a cache filled to n_ctx), half of them on a garbage workspace.
 TEST(CudaAttention, DecodeKernelSweep) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(11);
+  DecodeOverride always(2);  // the dedicated kernel also at n_tok 8
   const int64_t groups[][2] = {{2, 2}, {4, 2}, {8, 1}, {16, 1}, {24, 3}, {32, 8}, {32, 4}};
   int n = 0;
   for (KvType t : kKvTypes)
@@ -333,9 +334,9 @@ TEST(CudaAttention, DecodeKernelSweep) {
 TEST(CudaAttention, DecodeOverrides) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(12);
-  for (int rows : {1, 2, 4})
+  for (int rows : {1, 2, 4, 8})
     for (int per_sm : {1, 16}) {
-      DecodeOverride o(0, rows, per_sm);
+      DecodeOverride o(2, rows, per_sm);
       for (int64_t live : {5, 300, 2100}) {
         run_case({KvType::kBF16, 128, 32, 4, 3, live - 3, Path::kDecode}, rng);
         if (::testing::Test::HasFatalFailure()) return;
@@ -346,7 +347,7 @@ TEST(CudaAttention, DecodeOverrides) {
   // The keys-per-slot variants the benchmark sweeps (16-bit caches at head dim 128).
   for (int rows : {1, 4, 8})
     for (int nk : {1, 2, 4, 8}) {
-      DecodeOverride o(0, rows, 0, nk);
+      DecodeOverride o(2, rows, 0, nk);
       for (int64_t live : {7, 300, 2100}) {
         run_case({nk % 2 ? KvType::kF16 : KvType::kBF16, 128, 32, 4, 2, live - 2, Path::kDecode}, rng);
         if (::testing::Test::HasFatalFailure()) return;
@@ -357,7 +358,7 @@ TEST(CudaAttention, DecodeOverrides) {
   // Both reductions of the scores over a key's lanes (16-bit caches at head dim 128).
   for (int scatter : {1, 2})
     for (int rows : {1, 2, 4, 8}) {
-      DecodeOverride o(0, rows, 0, 0, scatter);
+      DecodeOverride o(2, rows, 0, 0, scatter);
       for (int64_t live : {1, 65, 2100}) {
         run_case({rows % 4 ? KvType::kF16 : KvType::kBF16, 128, 32, 4, 3, live + 2, Path::kDecode}, rng);
         if (::testing::Test::HasFatalFailure()) return;
