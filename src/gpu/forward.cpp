@@ -146,6 +146,7 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   a.out = attn;
   a.ldo = o_dim;
   a.round = num_.round;
+  a.ws_zeroed = true;  // GpuBuffers zeroed the workspace's counters once
   cuda::attention(a, b_.attn_ws.get(), s);
   linear(L.wo, attn, o_dim, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
 }
