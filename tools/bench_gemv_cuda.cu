@@ -343,7 +343,10 @@ int main(int argc, char** argv) {
         if (nt == 1) shapes = v;
         for (Case c : v) {
           cases.push_back(c);  // the routing (stream where gemv_stream_routes says so)
-          c.st_mode = 0;       // slab / packed
+          Case f = c;          // the streaming kernel, kGemvStreamPlan
+          f.st_mode = 1;
+          cases.push_back(f);
+          c.st_mode = 0;  // slab / packed
           c.name += " (slab)";
           cases.push_back(c);
         }
@@ -357,7 +360,7 @@ int main(int argc, char** argv) {
       // gemv_pair (one launch for gate and up), routed and off (two launches).
       for (int64_t nt : {1, 2})
         for (int idx : {0, 2})
-          for (int mode : {-1, 0}) {
+          for (int mode : {1, 0}) {
             Case c = key(true, nt)[static_cast<size_t>(idx)];
             c.pair = true;
             c.st_mode = mode;

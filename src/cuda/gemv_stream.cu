@@ -136,11 +136,14 @@ __device__ __forceinline__ const uint8_t* stage_src(const Params& p, const Strea
 template <int NT, int M>
 __global__ void __launch_bounds__(256) stream_kernel(const Params p, const StreamArgs g) {
   extern __shared__ __align__(16) uint8_t smem[];
-  __shared__ float carry[2][NT];
   const int T = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31, W = T >> 5;
   const int S = g.stages;
   float* vals = reinterpret_cast<float*>(smem + static_cast<size_t>(S) * g.stage_bytes);  // [2][NT][bps]
+  // Partial sums of a row that continues into the next stage, [2][NT] by stage parity. No
+  // static shared memory: the kernel is allowed the opt-in maximum of dynamic memory, which
+  // fails (cudaErrorInvalidValue) when static memory is added to it.
+  float* carry = vals + 2 * NT * g.bps;
   const int64_t g0 = g.n_gr * blockIdx.x / gridDim.x, g1 = g.n_gr * (blockIdx.x + 1) / gridDim.x;
   const bool grouped = p.ids != nullptr;
 
@@ -213,9 +216,9 @@ __global__ void __launch_bounds__(256) stream_kernel(const Params p, const Strea
       const bool tail = re > c.b + c.n;            // continues in the next
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        const float tot = head ? carry[par ^ 1][t] + s[t] : s[t];
+        const float tot = head ? carry[(par ^ 1) * NT + t] + s[t] : s[t];
         if (tail) {
-          carry[par][t] = tot;
+          carry[par * NT + t] = tot;
           continue;
         }
         int64_t slot;
@@ -270,10 +273,10 @@ int stream_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t>
   return blocks;
 }
 
-// Dynamic shared memory of a plan: the ring, then the block dots of two stages.
+// Dynamic shared memory of a plan: the ring, the block dots of two stages, the carries.
 size_t stream_smem(const GemvStreamPlan& pl, int nt) {
   const size_t bps = static_cast<size_t>(32 * pl.warps * (pl.m <= 1 ? 1 : pl.m == 2 ? 2 : 4));
-  return static_cast<size_t>(pl.stages) * (bps * kBlk + 16) + 2 * static_cast<size_t>(nt) * bps * 4;
+  return static_cast<size_t>(pl.stages) * (bps * kBlk + 16) + 2 * static_cast<size_t>(nt) * (bps + 1) * 4;
 }
 
 template <int NT, int M>
@@ -316,8 +319,7 @@ bool gemv_nvfp4_stream(const Params& p, int64_t n_tok, bool grouped, const GemvS
   if (p.rows * nb >= (int64_t{1} << 31)) return false;
   if (pl.stages < 2 || pl.stages > 8 || (pl.warps != 4 && pl.warps != 8) || pl.ctas_per_sm < 1) return false;
   const int nt = grouped ? 1 : static_cast<int>(n_tok);
-  // Static shared memory (the carries) aside, the plan must fit one CTA.
-  if (stream_smem(pl, nt) + 64 > static_cast<size_t>(max_smem_optin())) return false;
+  if (stream_smem(pl, nt) > static_cast<size_t>(max_smem_optin())) return false;  // the plan must fit one CTA
   StreamArgs g{};
   g.nb = static_cast<int>(nb);
   g.inv_nb = 1.0f / static_cast<float>(nb);

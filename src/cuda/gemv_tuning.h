@@ -163,8 +163,13 @@ inline constexpr GemvStreamPlan kGemvStreamPlan{4, 8, 2, 2};
 
 // Whether gemv routes an NVFP4 integer-path product to the streaming kernel: n_tok tokens
 // (dense) or n_out slots (grouped), combine = the fused expert sum (kept on the packed kernel).
+// Off until measured: the one H200 run of this kernel (2026-11-29) stopped at a launch-set-up
+// error (fixed since: static shared memory beside the opt-in dynamic maximum), so it has no
+// figures yet. Turn on once `ft-bench-gemv-cuda --stream` shows the forced plan (S rows) ahead
+// of the slab / packed rows, and set kGemvStreamPlan to the sweep's best.
+inline constexpr bool kGemvStreamRouted = false;
 inline bool gemv_stream_routes(int64_t n_tok, int64_t n_out, bool grouped, bool combine) {
-  if (combine) return false;
+  if (!kGemvStreamRouted || combine) return false;
   if (!grouped) return n_tok <= 2;
   return n_out <= 16;
 }
