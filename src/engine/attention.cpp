@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
+
+#include "engine/vec_math.h"
 
 namespace ft::engine {
 
@@ -81,27 +84,26 @@ void AttnScratch::reserve(int n_threads, int64_t n_ctx, int64_t head_dim) {
 
 namespace {
 
-// Dot product with 8 independent partial sums: without -ffast-math the compiler keeps a
-// single running sum scalar; 8 lanes let it use SIMD (3.5x faster scores at hd = 128).
-inline float dot8(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 // First key position a query at position p sees (the sliding window's start).
 inline int64_t first_key(const AttnShape& s, int64_t p) {
   return s.window > 0 ? std::max<int64_t>(0, p - s.window + 1) : 0;
 }
 
-// One (token, head): scores over keys [j0, n_kv), softmax, weighted sum of V.
+// One (token, head): scores over keys [j0, n_kv), softmax, weighted sum of V, each step
+// rounded as llama.cpp's CPU backend rounds its non-flash attention on an F32 cache, since
+// the output feeds a Q8-rounded projection where one ulp can flip a rounding
+// (tests/oracle/drift_probe_test.cpp):
+//   scores   ggml_vec_dot_f32 (vec_math.h dot_f32), times the scale;
+//   softmax  ggml's soft_max over the key row padded to a multiple of 8 (exp_sum);
+//   V sum    one token: ggml_vec_dot_f32 over the keys (fused multiply-adds into 32 lanes by
+//            key index mod 32, then its reduction); a batch (ggml hands >= 2 tokens to
+//            llamafile's sgemm): 8 lanes by key index mod 8, summed as (l + l+4) pairs,
+//            then (0+2) + (1+3).
+// Lanes are indexed by key position, which is ggml's KV cell index on a cache that does
+// not wrap (a sliding-window ring reorders cells there).
 // `tmp` holds n_kv scores followed by head_dim_k + head_dim_v floats of conversion space.
 void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* q, int64_t j0,
-                int64_t n_kv, int64_t g, float* o, float* tmp, ActType act) {
+                int64_t n_kv, int64_t g, float* o, float* tmp, ActType act, bool batched) {
   float* score = tmp;
   float* row = tmp + n_kv;
   const int64_t dk = s.head_dim_k, dv = s.head_dim_v;
@@ -109,23 +111,19 @@ void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* 
   for (int64_t j = j0; j < n_kv; ++j) {
     float d;
     if (kv.type() == ActType::kF32) {
-      d = dot8(q, static_cast<const float*>(kv.k_row(il, j)) + g * dk, dk);
+      d = dot_f32(q, static_cast<const float*>(kv.k_row(il, j)) + g * dk, dk);
     } else {
       kv.load_k(il, j, g * dk, dk, row);
-      d = dot8(q, row, dk);
+      d = dot_f32(q, row, dk);
     }
     score[j] = d * s.scale;
     mx = std::max(mx, score[j]);
   }
-  double sum = 0.0;
+  const float inv = static_cast<float>(1.0 / exp_sum(score, j0, n_kv, mx, true));
+  const int64_t lanes = batched ? 8 : 32;
+  thread_local std::vector<float> acc;  // [lanes][dv]
+  acc.assign(static_cast<size_t>(lanes * dv), 0.0f);
   for (int64_t j = j0; j < n_kv; ++j) {
-    score[j] = std::exp(score[j] - mx);
-    sum += score[j];
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t i = 0; i < dv; ++i) o[i] = 0.0f;
-  for (int64_t j = j0; j < n_kv; ++j) {
-    const float a = score[j] * inv;
     const float* v;
     if (kv.type() == ActType::kF32) {
       v = static_cast<const float*>(kv.v_row(il, j)) + g * dv;
@@ -133,9 +131,22 @@ void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* 
       kv.load_v(il, j, g * dv, dv, row);
       v = row;
     }
-    for (int64_t i = 0; i < dv; ++i) o[i] += a * v[i];
+    mad_f32(acc.data() + (j % lanes) * dv, v, score[j] * inv, dv);
   }
-  for (int64_t i = 0; i < dv; ++i) o[i] = round_act(act, o[i]);
+  const float* a = acc.data();
+  for (int64_t i = 0; i < dv; ++i) {
+    float t[4];
+    if (batched) {
+      for (int l = 0; l < 4; ++l) t[l] = a[l * dv + i] + a[(l + 4) * dv + i];
+      o[i] = round_act(act, (t[0] + t[2]) + (t[1] + t[3]));
+    } else {
+      float x[8];
+      for (int l = 0; l < 8; ++l)
+        x[l] = (a[l * dv + i] + a[(16 + l) * dv + i]) + (a[(8 + l) * dv + i] + a[(24 + l) * dv + i]);
+      for (int l = 0; l < 4; ++l) t[l] = x[l] + x[l + 4];
+      o[i] = round_act(act, (t[0] + t[1]) + (t[2] + t[3]));
+    }
+  }
 }
 
 }  // namespace
@@ -152,7 +163,7 @@ void attention(const Exec& ex, const AttnShape& s, const KvCache& kv, int64_t il
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / s.n_head, h = i % s.n_head;
       attend_one(s, kv, il, q + t * ldq + h * s.head_dim_k, first_key(s, pos0 + t), pos0 + t + 1,
-                 h / group, out + t * ldo + h * s.head_dim_v, tmp, act);
+                 h / group, out + t * ldo + h * s.head_dim_v, tmp, act, n_tok > 1);
     }
   });
 }

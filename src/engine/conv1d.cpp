@@ -1,5 +1,7 @@
 #include "engine/conv1d.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "engine/ffn.h"
 
@@ -17,6 +19,7 @@ void conv1d_causal_silu(const Exec& ex, const float* x, int64_t ldx, int64_t n_t
       for (int64_t t = 0; t < n_tok; ++t) {
         win[k - 1] = x[t * ldx + c];
         float sum = 0.0f;
+        // Fused multiply-adds, oldest input first: ggml-cpu's ssm_conv loop as its build contracts it.
         for (int64_t j = 0; j < k; ++j) sum += win[j] * wc[j];
         y[t * ldy + c] = silu(sum);
         for (int64_t j = 0; j + 1 < k; ++j) win[j] = win[j + 1];

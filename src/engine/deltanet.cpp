@@ -6,6 +6,7 @@
 #include "engine/conv1d.h"
 #include "engine/ffn.h"
 #include "engine/norm.h"
+#include "engine/vec_math.h"
 
 namespace ft::engine {
 
@@ -40,17 +41,6 @@ size_t DeltaNetState::bytes() const {
 
 namespace {
 
-// Eight partial sums so the compiler can keep them in one vector register.
-float dot(const float* a, const float* b, int64_t n) {
-  float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) p[l] += a[i + l] * b[i + l];
-  float s = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // ggml's softplus: linear above 20 where log(1 + e^x) == x in fp32.
@@ -71,13 +61,15 @@ void delta_rule_step(float* S, const float* q, const float* k, const float* v, f
                      int64_t d, float* o) {
   const float decay = std::exp(g);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  // Row r of S only ever meets v[r]: decay, correct and read it in one pass.
+  // Row r of S only ever meets v[r]: decay, correct and read it in one pass. The dot
+  // products and the rank-1 update round as ggml-cpu's gated_delta_net does (vec_math.h):
+  // the output feeds a Q8-rounded matmul, where an ulp of difference can flip a rounding.
   for (int64_t r = 0; r < d; ++r) {
     float* row = S + r * d;
     for (int64_t c = 0; c < d; ++c) row[c] *= decay;
-    const float u = (v[r] - dot(row, k, d)) * beta;
-    for (int64_t c = 0; c < d; ++c) row[c] += k[c] * u;
-    o[r] = dot(row, q, d) * scale;
+    const float u = (v[r] - dot_f32(row, k, d)) * beta;
+    mad_f32(row, k, u, d);
+    o[r] = dot_f32(row, q, d) * scale;
   }
 }
 

@@ -8,10 +8,11 @@
 
 #include "engine/exec.h"
 #include "engine/linear.h"
+#include "engine/vec_math.h"
 
 namespace ft::engine {
 
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+// silu(x) = x / (1 + e^-x), rounded as llama.cpp's CPU backend rounds it: engine/vec_math.h.
 
 // h[t][i] = round(silu(gu[t][i]) * gu[t][n_ff + i]) for n_tok rows.
 void swiglu(const Exec& ex, const float* gu, int64_t ldgu, int64_t n_ff, int64_t n_tok, float* h,

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/ffn.h"
+#include "engine/vec_math.h"
 
 namespace ft::engine {
 
@@ -12,11 +13,10 @@ void moe_route(const float* logits, int64_t n_expert, int n_used, float* probs, 
                int32_t* ids, float* weights) {
   float mx = -INFINITY;
   for (int64_t e = 0; e < n_expert; ++e) mx = std::max(mx, logits[e]);
-  double sum = 0.0;
-  for (int64_t e = 0; e < n_expert; ++e) {
-    probs[e] = std::exp(logits[e] - mx);
-    sum += probs[e];
-  }
+  // e^(l - max) and its sum as ggml's soft_max rounds them (vec_math.h): a 1-ulp difference
+  // in a weight moves the expert mix, and with it a later Q8 rounding.
+  for (int64_t e = 0; e < n_expert; ++e) probs[e] = logits[e];
+  const double sum = exp_sum(probs, 0, n_expert, mx, false);
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t e = 0; e < n_expert; ++e) probs[e] *= inv;
   // Same algorithm and comparator as ggml-cpu's argsort (descending): equal probabilities

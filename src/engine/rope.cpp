@@ -65,8 +65,11 @@ void rope_apply(const Exec& ex, const RopeCache& rc, float* x, int64_t ld, int64
         float* a = h + i * stride_i;
         float* b = a + offset_b;
         const float x0 = *a, x1 = *b, c = cs[2 * i], s = cs[2 * i + 1];
-        *a = round_act(act, x0 * c - x1 * s);
-        *b = round_act(act, x0 * s + x1 * c);
+        // The first product fused, the second rounded: ggml-cpu's rotate_pairs as its build
+        // contracts it (bit-identical q and k; drift_probe_test.cpp measured 1-ulp
+        // differences with two rounded products).
+        *a = round_act(act, std::fma(x0, c, -(x1 * s)));
+        *b = round_act(act, std::fma(x0, s, x1 * c));
       }
     }
   });

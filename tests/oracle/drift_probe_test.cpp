@@ -30,8 +30,10 @@
 #include "engine/deltanet.h"
 #include "engine/ffn.h"
 #include "engine/linear.h"
+#include "engine/moe.h"
 #include "engine/norm.h"
 #include "engine/state.h"
+#include "engine/vec_math.h"
 #include "model/decoder.h"
 #include "model/model.h"
 #include "model/qwen35_blocks.h"
@@ -303,26 +305,114 @@ Report layer_run(const ft::model::Model& m, const Captured& ref, const std::vect
     }
     mix_layer(m, st, il, n_tok);
     if (is_q35(m) && m.hp.is_recurrent(il)) compare_gdn(rep, ref, m, st, il, n_tok);
+    if (is_q35(m) && !m.hp.is_recurrent(il)) {
+      const int64_t q_dim = m.hp.n_head[il] * m.hp.head_dim_k;
+      compare_named(rep, ref, tname("attn_gated", il), st.s.attn.data(), q_dim, q_dim, n_tok);
+      // gated_attention_block leaves q (closed up), the gates' room, roped k and v in s.qkv.
+      const int64_t ld = m.layers[il].qkv.rows(), kv_dim = m.hp.n_head_kv[il] * m.hp.head_dim_k;
+      compare_named(rep, ref, tname("Qcur", il), st.s.qkv.data(), ld, q_dim, n_tok, " (roped)");
+      compare_named(rep, ref, tname("Kcur", il), st.s.qkv.data() + 2 * q_dim, ld, kv_dim, n_tok, " (roped)");
+      compare_named(rep, ref, tname("Vcur", il), st.s.qkv.data() + 2 * q_dim + kv_dim, ld, kv_dim, n_tok);
+    }
     compare_named(rep, ref, resid_name(m, il), st.s.x.data(), n_embd, n_embd, n_tok);
     const auto* mid = ref.get(resid_name(m, il));
     if (mid) std::copy(mid->begin(), mid->end(), st.s.x.begin());
     ffn_layer(m, st, il, n_tok);
     compare_named(rep, ref, tname("ffn_out", il), st.s.branch.data(), n_embd, n_embd, n_tok);
+    if (m.layers[il].is_moe()) {
+      const int64_t n_used = m.hp.n_expert_used[il];
+      compare_named(rep, ref, tname("ffn_moe_weights_norm", il), st.s.moe_w.data(), n_used, n_used, n_tok);
+      if (!is_q35(m))  // qwen35moe reuses s.router for the shared-expert gate
+        compare_named(rep, ref, tname("ffn_moe_logits", il), st.s.router.data(), m.hp.n_expert, m.hp.n_expert, n_tok);
+      // The routing alone, from llama.cpp's router logits.
+      if (const auto* lg = ref.get(tname("ffn_moe_logits", il))) {
+        std::vector<float> w(static_cast<size_t>(n_tok * n_used));
+        std::vector<int32_t> ids(static_cast<size_t>(n_tok * n_used));
+        for (int64_t t = 0; t < n_tok; ++t)
+          ft::engine::moe_route(lg->data() + t * m.hp.n_expert, m.hp.n_expert, static_cast<int>(n_used),
+                                st.s.probs.data(), st.s.order.data(), ids.data() + t * n_used, w.data() + t * n_used);
+        compare_named(rep, ref, tname("ffn_moe_weights_norm", il), w.data(), n_used, n_used, n_tok, " (route only)");
+        // The routed experts alone, from llama.cpp's normed input and our (matching) routing.
+        const auto* h = ref.get(tname(is_q35(m) ? "attn_post_norm" : "ffn_norm", il));
+        if (h) {
+          std::vector<float> y(static_cast<size_t>(n_tok * n_embd));
+          m.layers[il].moe->forward(st.ex, h->data(), n_embd, n_tok, ids.data(), w.data(), static_cast<int>(n_used),
+                                    y.data(), n_embd);
+          compare_named(rep, ref, tname("ffn_moe_out", il), y.data(), n_embd, n_embd, n_tok, " (experts only)");
+        }
+      }
+      if (is_q35(m)) {
+        compare_named(rep, ref, tname("ffn_shexp", il), st.s.shexp.data(), n_embd, n_embd, n_tok);
+        compare_named(rep, ref, tname("shared_expert_gate", il), st.s.router.data(), 1, 1, n_tok);
+      }
+    }
   }
   return rep;
 }
 
-// Op view of the Gated DeltaNet layers: each op from llama.cpp's input to it.
+// The attention of layer il step by step from llama.cpp's roped q, k and v: scores (kq),
+// softmax (kq_soft_max), weighted V sum (kqv), each from llama.cpp's input to it, with the
+// arithmetic engine/attention.cpp uses (vec_math.h).
+void attention_ops(Report& rep, const Captured& ref, const ft::model::Model& m, ft::engine::State& st, int64_t il,
+                   int64_t n_tok) {
+  const auto* q = ref.get(tname("Qcur", il));
+  const auto* k = ref.get(tname("Kcur", il));  // the last "Kcur" is the roped one
+  const auto* v = ref.get(tname("Vcur", il));
+  const auto* kq = ref.get(tname("kq", il));
+  const auto* sm = ref.get(tname("kq_soft_max", il));
+  const auto* kqv = ref.get(tname("kqv", il));
+  if (!q || !k || !v || !kq || !sm || !kqv) return;
+  const int64_t nh = m.hp.n_head[il], nkv = m.hp.n_head_kv[il], hd = m.hp.head_dim_k;
+  // RoPE of llama.cpp's normed q
+  if (const auto* qn = ref.get(tname("Qcur_normed", il))) {
+    std::vector<float> qr(*qn);
+    ft::engine::rope_apply(st.ex, st.rope, qr.data(), nh * hd, n_tok, nh, hd);
+    compare_named(rep, ref, tname("Qcur", il), qr.data(), nh * hd, nh * hd, n_tok, " (rope)");
+  }
+  const int64_t n_cell = static_cast<int64_t>(kq->size()) / (n_tok * nh);
+  // Our rows in llama.cpp's layouts: kq [h][t][cell], kqv [h][t][i].
+  std::vector<float> s_kq(kq->size(), 0.0f), s_sm(sm->size(), 0.0f), s_kqv(kqv->size(), 0.0f), row(n_cell);
+  for (int64_t h = 0; h < nh; ++h)
+    for (int64_t t = 0; t < n_tok; ++t) {
+      const int64_t g = h / (nh / nkv), r = (h * n_tok + t) * n_cell;
+      for (int64_t j = 0; j <= t; ++j)
+        s_kq[r + j] = ft::engine::dot_f32(q->data() + (t * nh + h) * hd, k->data() + (j * nkv + g) * hd, hd);
+      // softmax of llama.cpp's scores
+      float mx = -INFINITY;
+      for (int64_t j = 0; j <= t; ++j) mx = std::max(mx, row[j] = (*kq)[r + j] * m.hp.attn_scale);
+      const float inv = static_cast<float>(1.0 / ft::engine::exp_sum(row.data(), 0, t + 1, mx, true));
+      for (int64_t j = 0; j <= t; ++j) s_sm[r + j] = row[j] * inv;
+      // V sum of llama.cpp's probabilities, in the batched (sgemm) order
+      for (int64_t i = 0; i < hd; ++i) {
+        float acc[8] = {};
+        for (int64_t j = 0; j <= t; ++j) acc[j % 8] = std::fma(v->data()[(j * nkv + g) * hd + i], (*sm)[r + j], acc[j % 8]);
+        float u[4];
+        for (int l = 0; l < 4; ++l) u[l] = acc[l] + acc[l + 4];
+        s_kqv[(h * n_tok + t) * hd + i] = (u[0] + u[2]) + (u[1] + u[3]);
+      }
+      // only compare the causal part: zero the rest on both sides
+      for (int64_t j = t + 1; j < n_cell; ++j) s_kq[r + j] = (*kq)[r + j], s_sm[r + j] = (*sm)[r + j];
+    }
+  // Rows here are (head, token) pairs: the reported row index is h * n_tok + t.
+  compare_named(rep, ref, tname("kq", il), s_kq.data(), n_cell, n_cell, nh * n_tok, " (scores)");
+  compare_named(rep, ref, tname("kq_soft_max", il), s_sm.data(), n_cell, n_cell, nh * n_tok, " (softmax)");
+  compare_named(rep, ref, tname("kqv", il), s_kqv.data(), hd, hd, nh * n_tok, " (V sum)");
+}
+
+// Op view: attention layers step by step (attention_ops), and each op of a Gated DeltaNet
+// layer from llama.cpp's input to it.
 Report op_run(const ft::model::Model& m, const Captured& ref, const std::vector<int32_t>& prompt) {
   Report rep{"op", {}};
   const int64_t n_tok = static_cast<int64_t>(prompt.size()), n_embd = m.hp.n_embd;
-  if (!is_q35(m)) return rep;
   Ours o = make_state(m, n_tok);
   auto& st = *o.st;
   const auto& sh = m.gdn_shape;
   const int64_t ld = sh.in_dim(), cd = sh.conv_dim(), vd = sh.value_dim(), Hv = sh.n_v_heads;
   for (int64_t il = 0; il < m.hp.n_layer; ++il) {
-    if (!m.hp.is_recurrent(il)) continue;
+    if (!is_q35(m) || !m.hp.is_recurrent(il)) {
+      attention_ops(rep, ref, m, st, il, n_tok);
+      continue;
+    }
     const auto& L = m.layers[il];
     const auto* x_in = il == 0 ? nullptr : ref.get(tname("l_out", il - 1));
     const auto* norm = ref.get(tname("attn_norm", il));
@@ -449,12 +539,20 @@ TEST_P(Drift, Probe) {
   auto m = ft::model::load_model(path);
 
   float dlogit = 0;
-  for (const Report& rep : {free_run(*m, ref, prompt, &dlogit), layer_run(*m, ref, prompt), op_run(*m, ref, prompt)}) {
+  const Report views[] = {free_run(*m, ref, prompt, &dlogit), layer_run(*m, ref, prompt), op_run(*m, ref, prompt)};
+  for (const Report& rep : views) {
     const auto* fj = rep.first_jump();
     std::printf("DRIFT %s view=%s tensors=%zu first jump: %s at token %d\n", p.name.c_str(), rep.view.c_str(),
                 rep.rows.size(), fj ? fj->first.c_str() : "none", fj ? fj->second.first_jump : -1);
     rep.print();
+    // No tensor may jump: one Q8 rounding flip anywhere shows as a relative jump > kJump.
+    EXPECT_EQ(fj, nullptr) << rep.view << " view: " << fj->first << " parts from llama.cpp at token "
+                           << fj->second.first_jump << " (rel " << fj->second.worst_rel << ")";
   }
+  // Each op fed llama.cpp's own input gives llama.cpp's bits.
+  for (const auto& [name, d] : views[2].rows) EXPECT_EQ(d.worst_rel, 0.0f) << "op " << name << " is not bit-identical";
+  EXPECT_GE(views[2].rows.size(), is_q35(*m) ? 20u : 8u) << "llama.cpp's tensor names changed: too little compared";
+  EXPECT_LE(dlogit, 1e-5f);
   std::printf("DRIFT %s last-token max|dlogit| %.3g\n", p.name.c_str(), dlogit);
 }
 
