@@ -12,7 +12,7 @@
 // cs: device table of {cos, sin} per pair, row p (position p) at cs + p*n_rot, built on the
 // host with engine::rope_angles so that angles are bit-identical to the CPU's. Token t is
 // at position *d_pos + t (read on the device, for graph capture); the table must have a
-// row for it. One block per token, one warp per head.
+// row for it. One warp per head, 4 heads per block.
 #pragma once
 
 #include <cuda_runtime_api.h>
