@@ -1,7 +1,5 @@
 #include "engine/conv1d.h"
 
-#include <cmath>
-
 #include "core/error.h"
 #include "engine/ffn.h"
 
@@ -19,7 +17,9 @@ void conv1d_causal_silu(const Exec& ex, const float* x, int64_t ldx, int64_t n_t
       for (int64_t t = 0; t < n_tok; ++t) {
         win[k - 1] = x[t * ldx + c];
         float sum = 0.0f;
-        // Fused multiply-adds, oldest input first: ggml-cpu's ssm_conv loop as its build contracts it.
+        // Rounded products added in j order: ggml-cpu's ssm_conv as its build compiles it
+        // (a fused form gave 1-ulp differences in drift_probe_test.cpp). conv1d.cpp is built
+        // without FMA, so the compiler cannot fuse them.
         for (int64_t j = 0; j < k; ++j) sum += win[j] * wc[j];
         y[t * ldy + c] = silu(sum);
         for (int64_t j = 0; j + 1 < k; ++j) win[j] = win[j + 1];

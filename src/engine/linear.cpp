@@ -55,6 +55,7 @@ void run_part(const LinearPart& p, ActType act, quant::ActQuant aq, const float*
   // With a bias the rounding waits until the bias is added (one rounding, not two).
   a.round = p.bias ? quant::Round::kNone : round_of(act);
   a.act_quant = aq;
+  a.n_rows = p.rows();  // each part is its own matrix in llama.cpp
   if constexpr (kRef)
     quant::matmul_ref(a, r0, r1);
   else

@@ -50,7 +50,9 @@ FT_VEC_INLINE float dot_body(const float* x, const float* y, int64_t n) {
   float t[4];
   for (int l = 0; l < 4; ++l) t[l] = acc[0][l] + acc[0][l + 4];
   float s = (t[0] + t[1]) + (t[2] + t[3]);
-  for (; i < n; ++i) s = std::fma(x[i], y[i], s);
+  // The tail's products rounded, then added (fma(a, b, -0) is the rounded product, and
+  // the compiler cannot contract it with the add in the FMA clone).
+  for (; i < n; ++i) s += std::fma(x[i], y[i], -0.0f);
   return s;
 }
 

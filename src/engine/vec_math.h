@@ -12,7 +12,7 @@
 //   silu     x / (1 + exp_v(-x)) (ggml_vec_silu_f32 / ggml_vec_swiglu_f32 on 8-wide rows);
 //   dot_f32  ggml_vec_dot_f32: 4 x 8 fused-multiply-add accumulators over steps of 32,
 //            folded (0+2, 1+3), (0+1), lanes (l + l+4), then pairwise; the tail (n mod 32)
-//            fused into the sum one element at a time;
+//            added as rounded products one element at a time;
 //   mad_f32  ggml_vec_mad_f32: y = fma(x, v, y);
 //   exp_sum  ggml_vec_soft_max_f32: y = e^(x - max) over a row, exp_v on groups of 8 (each
 //            group summed in fp32 as (y_l + y_l+4) pairs, then pairwise, into a double),

@@ -44,6 +44,8 @@ void matmul_on(Isa isa, const MatmulArgs& a, int64_t r0, int64_t r1) {
   check_args(a, r0, r1);
   if (r1 == r0 || a.n_tok == 0) return;
   if (!isa_supported(isa)) fail("matmul: this CPU cannot run the {} kernels", isa_name(isa));
+  if (a.act_quant == ActQuant::kQ8 && isa != Isa::kScalar && detail::ggml_takes_vec_dot(a))
+    return detail::matmul_vec_dot(a, r0, r1);
   if (a.act_quant == ActQuant::kQ8 && isa != Isa::kScalar && act_dot_type(a.type) != GgmlType::F32) {
     if (detail::matmul_q8_avx2_has(a.type)) return detail::matmul_q8_avx2(a, r0, r1);
     if (act_dot_type(a.type) == GgmlType::Q8_1) return detail::matmul_q8_1(a, r0, r1);

@@ -52,6 +52,10 @@ struct MatmulArgs {
   // (act_quant.h), then integer dot products with fp32 block-scale accumulation. X is
   // quantised once per call, into a thread-local buffer. F32 weights are unaffected.
   ActQuant act_quant = ActQuant::kNone;
+  // Rows of the whole weight matrix (0: unknown). With kQ8 and F32/F16/BF16 weights it
+  // picks llama.cpp's summation order: one-row dot products where its CPU backend takes
+  // them (one token, rows not a multiple of 4), else the tiled sgemm's (matmul_vec_dot.cpp).
+  int64_t n_rows = 0;
 };
 
 // True when matmul/matmul_ref support this weight type.

@@ -21,6 +21,10 @@ bool matmul_q8_avx2_has(GgmlType t);
 void matmul_q8_avx2(const MatmulArgs& a, int64_t r0, int64_t r1);
 // The q8 route for Q4_1 / Q5_1 (Q8_1 activations), scalar on every ISA (matmul_q8_1.cpp).
 void matmul_q8_1(const MatmulArgs& a, int64_t r0, int64_t r1);
+// The q8 route for F32/F16/BF16 weights where llama.cpp takes one dot product per row and
+// token (ggml_takes_vec_dot): its vec_dot summation orders (matmul_vec_dot.cpp).
+bool ggml_takes_vec_dot(const MatmulArgs& a);
+void matmul_vec_dot(const MatmulArgs& a, int64_t r0, int64_t r1);
 
 // Q4_K/Q5_K packed 6-bit scales and mins (12 bytes, gguf-format.md §3.4) unpacked with
 // word operations: out[0..7] = scales, out[8..15] = mins. Bytes 0-3 hold sc[0..3] in bits

@@ -54,7 +54,9 @@ bool verbose() {
 
 // ---- llama.cpp side: every F32 node by name, flattened (ne0 fastest) ----------------------
 struct Captured {
-  std::map<std::string, std::vector<float>> t;
+  std::map<std::string, std::vector<float>> t;  // the prompt batch's tensors
+  std::vector<float> step_logits;               // [n_steps][n_vocab] decode steps after it
+  bool on = true;                               // the callback keeps tensors
   std::vector<std::string> order;  // names in evaluation order
   std::vector<float> logits;       // [n_tok][n_vocab]
   int n_vocab = 0;
@@ -65,9 +67,9 @@ struct Captured {
 };
 
 bool capture_cb(ggml_tensor* t, bool ask, void* user) {
-  if (t->type != GGML_TYPE_F32) return ask ? false : true;
-  if (ask) return true;
   auto* c = static_cast<Captured*>(user);
+  if (t->type != GGML_TYPE_F32 || !c->on) return !ask;
+  if (ask) return true;
   std::vector<float> v(static_cast<size_t>(ggml_nelements(t)));
   size_t n = 0;
   for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
@@ -88,7 +90,7 @@ void quiet_log(ggml_log_level level, const char* text, void*) {
 
 // The prompt as one batch with logits for every position, 1 thread, F32 KV, no flash
 // attention: the settings of tool_oracle.cpp (parity_test's reference).
-Captured run_llama(const std::string& path, const std::vector<int32_t>& prompt) {
+Captured run_llama(const std::string& path, const std::vector<int32_t>& prompt, const std::vector<int32_t>& steps) {
   static bool loaded = false;
   if (!loaded) {
     llama_log_set(quiet_log, nullptr);
@@ -103,7 +105,7 @@ Captured run_llama(const std::string& path, const std::vector<int32_t>& prompt) 
   llama_model* model = llama_model_load_from_file(path.c_str(), mp);
   if (!model) return c;
   auto cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(prompt.size() + 8);
+  cp.n_ctx = static_cast<uint32_t>(prompt.size() + steps.size() + 8);
   cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(std::max<size_t>(512, prompt.size()));
   cp.n_seq_max = 1;
   cp.n_threads = cp.n_threads_batch = 1;
@@ -128,6 +130,22 @@ Captured run_llama(const std::string& path, const std::vector<int32_t>& prompt) 
       for (size_t i = 0; i < prompt.size(); ++i) {
         const float* l = llama_get_logits_ith(ctx, static_cast<int32_t>(i));
         c.logits.insert(c.logits.end(), l, l + c.n_vocab);
+      }
+      // Decode steps one token at a time (their tensors are not kept).
+      c.on = false;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        llama_batch d = llama_batch_init(1, 0, 1);
+        d.token[0] = steps[i];
+        d.pos[0] = static_cast<int32_t>(prompt.size() + i);
+        d.n_seq_id[0] = 1;
+        d.seq_id[0][0] = 0;
+        d.logits[0] = true;
+        d.n_tokens = 1;
+        const bool ok = llama_decode(ctx, d) == 0;
+        llama_batch_free(d);
+        if (!ok) break;
+        const float* l = llama_get_logits_ith(ctx, -1);
+        c.step_logits.insert(c.step_logits.end(), l, l + c.n_vocab);
       }
     }
     llama_batch_free(b);
@@ -487,6 +505,26 @@ Report op_run(const ft::model::Model& m, const Captured& ref, const std::vector<
   return rep;
 }
 
+// Decode: our arch forward over the prompt, then one token at a time; the largest
+// |dlogit| against llama.cpp's steps (one-token matmuls and attention take other
+// summation orders there than a batch does).
+float decode_run(const ft::model::Model& m, const Captured& ref, const std::vector<int32_t>& prompt,
+                 const std::vector<int32_t>& steps) {
+  const int64_t n_tok = static_cast<int64_t>(prompt.size());
+  ft::ThreadPool pool(1);
+  ft::engine::State st(m, pool, ft::engine::ActType::kF32, n_tok + static_cast<int64_t>(steps.size()) + 8, n_tok);
+  st.ex.act_quant = ft::quant::ActQuant::kQ8;
+  std::vector<float> logits(static_cast<size_t>(ref.n_vocab));
+  m.forward(st, prompt.data(), n_tok, 0, logits.data(), false);
+  float worst = 0;
+  for (size_t i = 0; i < steps.size() && (i + 1) * ref.n_vocab <= ref.step_logits.size(); ++i) {
+    m.forward(st, &steps[i], 1, n_tok + static_cast<int64_t>(i), logits.data(), false);
+    for (int v = 0; v < ref.n_vocab; ++v)
+      worst = std::max(worst, std::fabs(logits[v] - ref.step_logits[i * ref.n_vocab + v]));
+  }
+  return worst;
+}
+
 // ---- configs (parity_test.cpp's qwen35 / qwen35moe / default-preset ones) -----------------
 struct Probe {
   std::string name;
@@ -532,7 +570,10 @@ TEST_P(Drift, Probe) {
   std::vector<int32_t> prompt;
   for (int i = 0; i < n; ++i) prompt.push_back(static_cast<int32_t>((37 * i + 11 * p.spec.seed + 5) % gen.n_vocab));
 
-  const Captured ref = run_llama(path, prompt);
+  std::vector<int32_t> steps;
+  for (int i = 0; i < 8; ++i) steps.push_back(static_cast<int32_t>((13 * i + 3) % gen.n_vocab));
+  const Captured ref = run_llama(path, prompt, steps);
+  ASSERT_EQ(ref.step_logits.size(), steps.size() * static_cast<size_t>(ref.n_vocab)) << "llama.cpp decode failed";
   ASSERT_EQ(static_cast<int64_t>(ref.logits.size()), n * static_cast<int64_t>(ref.n_vocab)) << "llama.cpp failed";
   if (verbose())
     for (const auto& name : ref.order) std::printf("  llama tensor %s (%zu)\n", name.c_str(), ref.t.at(name).size());
@@ -553,7 +594,10 @@ TEST_P(Drift, Probe) {
   for (const auto& [name, d] : views[2].rows) EXPECT_EQ(d.worst_rel, 0.0f) << "op " << name << " is not bit-identical";
   EXPECT_GE(views[2].rows.size(), is_q35(*m) ? 20u : 8u) << "llama.cpp's tensor names changed: too little compared";
   EXPECT_LE(dlogit, 1e-5f);
-  std::printf("DRIFT %s last-token max|dlogit| %.3g\n", p.name.c_str(), dlogit);
+  const float ddec = decode_run(*m, ref, prompt, steps);
+  EXPECT_LE(ddec, 1e-5f) << "decode steps part from llama.cpp";
+  std::printf("DRIFT %s last-token max|dlogit| %.3g, %zu decode steps after it: %.3g\n", p.name.c_str(), dlogit,
+              steps.size(), ddec);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Drift, ::testing::ValuesIn(probes()),

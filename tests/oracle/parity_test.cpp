@@ -46,9 +46,11 @@ constexpr float kExactLogitTol = 0.05f;
 constexpr float kNearTie = 0.05f;
 // --dtype auto vs llama.cpp on the quantised file: the same activation rounding and, for
 // NVFP4/Q8_0/Q4_K/Q6_K/MXFP4, the same per-row summation order, and ggml-cpu's rounding
-// of silu, softmax, RoPE, the delta rule and the attention sums (engine/vec_math.h); measured
-// max|dlogit| 0..1e-6 on every CPU config, the 100-token default preset and qwen35 ones
-// included (exact math vs the quantised file: 0.05..0.4; a wrong or missing scale: 5..1e30).
+// of silu, softmax, RoPE, the delta rule, the attention sums (engine/vec_math.h) and the
+// one-row dot products of float weights (quant/matmul_vec_dot.cpp); measured max|dlogit| 0
+// on every CPU config but llama f32 (2.1e-6) and q4_0 (7.2e-7), the 100-token default preset
+// and qwen35 ones included (exact math vs the quantised file: 0.05..0.4; a wrong or missing
+// scale: 5..1e30).
 // Before those roundings matched, one ulp now and then flipped a Q8 rounding of an
 // activation: 0.036 on the default preset, 0.05..0.3 on qwen35 NVFP4 where the recurrent
 // state carried the flip on (tests/oracle/drift_probe_test.cpp finds the first such tensor).

@@ -218,7 +218,9 @@ TEST(MatmulQ8, ChangesQuantisedLeavesF32) {
     int differ = 0;
     for (int64_t r = 0; r < rows; ++r) differ += y0[r] != y1[r];
     if (t == GgmlType::F32) {
-      EXPECT_EQ(differ, 0);
+      // Activations stay as they are; one token only sums in ggml's vec_dot order
+      // (matmul_vec_dot.cpp), so the results agree to rounding.
+      for (int64_t r = 0; r < rows; ++r) EXPECT_NEAR(y0[r], y1[r], 1e-5f * (1.0f + std::fabs(y0[r])));
     } else {
       EXPECT_GT(differ, rows / 2) << type_name(t);
     }
