@@ -40,13 +40,29 @@ __device__ void route_row(const float* l, int n_expert, int n_used, float* probs
   float mx = -INFINITY;
   for (int e = threadIdx.x; e < n_expert; e += blockDim.x) mx = fmaxf(mx, l[e]);
   mx = ops::block_max(mx, scratch_f);
-  double sum = 0.0;
+  // e^(l - max) and their sum as engine::moe_route (vec_math.h exp_sum, unpadded rows):
+  // groups of 8 through exp_v, each group summed in fp32 as ((y0+y4) + (y2+y6)) + ((y1+y5) +
+  // (y3+y7)) and added to a double in group order; the last n mod 8 through expf, one by one.
+  const int n8 = n_expert / 8 * 8;
   for (int e = threadIdx.x; e < n_expert; e += blockDim.x) {
-    const float v = ops::exp_f32(ops::sub_rn(l[e], mx));
-    probs[e] = v;
-    sum += static_cast<double>(v);
+    const float d = ops::sub_rn(l[e], mx);
+    probs[e] = e < n8 ? ops::exp_v(d) : ops::exp_f32(d);
   }
-  sum = ops::block_sum(sum, scratch_d);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double sum = 0.0;
+    for (int g = 0; g < n8; g += 8) {
+      const float* y = probs + g;
+      const float a = ops::add_rn(y[0], y[4]), b = ops::add_rn(y[1], y[5]), c = ops::add_rn(y[2], y[6]),
+                  d = ops::add_rn(y[3], y[7]);
+      sum += static_cast<double>(ops::add_rn(ops::add_rn(a, c), ops::add_rn(b, d)));
+    }
+    for (int e = n8; e < n_expert; ++e) sum += static_cast<double>(probs[e]);
+    scratch_d[0] = sum;
+  }
+  __syncthreads();
+  const double sum = scratch_d[0];
+  __syncthreads();  // scratch_d is reused by the next token's block_max / block_sum
   const float inv = static_cast<float>(1.0 / sum);
   for (int e = threadIdx.x; e < n_expert; e += blockDim.x) probs[e] = ops::mul_rn(probs[e], inv);
   if (threadIdx.x == 0) tie = 0;

@@ -1,6 +1,7 @@
 // MoE routing on the GPU: the CUDA twin of engine::moe_route (engine/moe.cpp) for n_tok rows
 // of router logits (fp32, rows ld apart):
-//   probs = softmax(logits)      max, exp(l - max), sum in double, probs = e * float(1/sum)
+//   probs = softmax(logits)      max, e = exp_v(l - max) with its sum as engine/vec_math.h exp_sum
+//                                rounds them (groups of 8, fp32 pairs, a double), probs = e * float(1/sum)
 //   ids   = the first n_used experts of std::sort(0..n_expert-1, probs[a] > probs[b])
 //   w_k   = probs[ids_k] / max(float(sum_k double(probs[ids_k])), 6.103515625e-5)
 // ids / weights are [n_tok][n_used] (device). Without ties in the top n_used the order is

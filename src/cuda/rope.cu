@@ -55,8 +55,9 @@ __global__ void qk_norm_rope_kernel(float* x, int64_t ld, int64_t n_head, int64_
     for (int i = lane; i < half; i += 32) {
       const int ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
       const float a = buf[ia], b = buf[ib], co = c[2 * i], si = c[2 * i + 1];
-      hp[ia] = round_to(r, ops::sub_rn(ops::mul_rn(a, co), ops::mul_rn(b, si)));
-      hp[ib] = round_to(r, ops::add_rn(ops::mul_rn(a, si), ops::mul_rn(b, co)));
+      // The first product fused, the second rounded, as engine::rope_apply (ggml-cpu's).
+      hp[ia] = round_to(r, ops::fma_rn(a, co, -ops::mul_rn(b, si)));
+      hp[ib] = round_to(r, ops::fma_rn(a, si, ops::mul_rn(b, co)));
     }
     if (w != nullptr)
       for (int64_t i = n_rot + lane; i < hd; i += 32) hp[i] = buf[i];

@@ -6,7 +6,7 @@
 // n_head_kv k heads right after them (v, further on, is untouched). Per head:
 //   norm (when its weight is given):  y = round(x * s * w), s as engine::rmsnorm_row
 //   rope:  pairs (2i, 2i+1) (neox = false) or (i, i + n_rot/2) (neox = true), i < n_rot/2:
-//          a' = round(a*c - b*s),  b' = round(a*s + b*c)   (products rounded, then added)
+//          a' = round(fma(a, c, -(b*s))),  b' = round(fma(a, s, b*c))   (as engine::rope_apply)
 //   elements [n_rot, hd) keep the norm's output.
 // q_norm_w / k_norm_w {hd} may be nullptr (no norm for those heads).
 // cs: device table of {cos, sin} per pair, row p (position p) at cs + p*n_rot, built on the
