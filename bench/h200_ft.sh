@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for ft alone (no llama.cpp build): the gpu tests and GPU parity
 # (scripts/device-test.sh), then ft bench on the two realistic-size NVFP4 files at depths 0,
-# 4096, 16384, the same decode with FT_CUDA_HALF_GEMM=1 and with graphs off, and a per-kernel
+# 4096, 16384, the same decode with graphs off and with FT_CUDA_PDL=0, and a per-kernel
 # time profile (ncu, graphs off) of one decode step of a 4-layer Qwen3-30B-A3B-shaped file.
 # Carried: .devcarry/pack (scripts/pack-device.sh). Results under $OUT (<= 8 files).
 set -uo pipefail
@@ -24,9 +24,7 @@ for m in llama8b qwen3moe; do
   log "bench $m"
   timeout 150 "$B/ft" bench -m $M/$m.gguf --device cuda -p 512 -n 128 -d 0,4096,16384 --bw-gbs 4562 \
     >>"$OUT/bench.md" 2>>"$OUT/log.txt"
-  log "bench $m half-gemm / graphs off"
-  FT_CUDA_HALF_GEMM=1 timeout 60 "$B/ft" bench -m $M/$m.gguf --device cuda -p 0 -n 128 --bw-gbs 4562 \
-    2>>"$OUT/log.txt" | sed 's/graphs |/graphs, FT_CUDA_HALF_GEMM=1 |/' | tail -1 >>"$OUT/bench.md"
+  log "bench $m graphs off / PDL off"
   FT_CUDA_GRAPHS=0 timeout 60 "$B/ft" bench -m $M/$m.gguf --device cuda -p 0 -n 128 --bw-gbs 4562 \
     2>>"$OUT/log.txt" | tail -1 >>"$OUT/bench.md"
   FT_CUDA_PDL=0 timeout 60 "$B/ft" bench -m $M/$m.gguf --device cuda -p 0 -n 128 --bw-gbs 4562 \
@@ -55,6 +53,19 @@ if [ -n "$NSYS" ]; then
   done
 else
   log "no nsys"
+fi
+# GEMV_PROFILE=1: stall reasons of the NVFP4 slab GEMV (ncu sections) and its SASS, for
+# the kernel work that follows.
+if [ "${GEMV_PROFILE:-0}" = 1 ] && [ -n "$NCU" ]; then
+  log "gemv profile"
+  (cd "$B" && timeout 120 "$NCU" --clock-control none --kernel-name regex:slab_kernel --launch-skip 40 --launch-count 2 \
+    --section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
+    --section LaunchStats --section MemoryWorkloadAnalysis --section InstructionStats \
+    ./ft-bench-gemv-cuda --nvfp4 --quick --no-sweep >"$OUT/gemv_ncu.txt" 2>&1) || log "gemv ncu failed"
+  CUOBJ=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
+  [ -n "$CUOBJ" ] && "$CUOBJ" -sass "$B/ft-bench-gemv-cuda" 2>/dev/null | \
+    awk '/Function : .*slab_kernelILi1ELi2ELb0ELi16E/{p=1} p&&/Function : /&&!/slab_kernelILi1ELi2ELb0ELi16E/{p=0} p' \
+    | head -3000 | xz -3 >"$OUT/slab_1_2.sass.xz"
 fi
 log "done"
 cat "$OUT/summary.txt" | cut -c1-250 | grep -v "^GPU-VS-CPU" | tail -45
