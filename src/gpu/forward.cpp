@@ -1,7 +1,5 @@
 #include "gpu/forward.h"
 
-#include <cstdlib>
-
 #include "core/error.h"
 #include "cuda/attention.h"
 #include "cuda/embed.h"
@@ -45,18 +43,6 @@ void fill_common(A& a, const DevMatrix& p, const DevLinear& l, const float* x, i
 // Decode sizes run the GEMV family; larger batches the tensor-core GEMM.
 bool use_gemv(int64_t n_tok) { return n_tok <= cuda::kGemvMaxTokens; }
 
-// Experiment switch (FT_CUDA_HALF_GEMM=1): in --dtype auto, decode BF16/F16 projections (the
-// output head of most NVFP4 releases) through cuBLAS on half-precision activations -- what
-// llama.cpp's CPU numerics do for half weights -- instead of our float GEMV (45-48% of
-// bandwidth on the H200). Off until measured.
-bool half_gemm_at_decode() {
-  static const bool on = [] {
-    const char* e = std::getenv("FT_CUDA_HALF_GEMM");
-    return e != nullptr && e[0] == '1';
-  }();
-  return on;
-}
-
 }  // namespace
 
 GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers& b,
@@ -66,9 +52,7 @@ GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers
 void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
                         int64_t ldy, Round round, bool accumulate, bool q8, cudaStream_t s,
                         bool exact, bool xq_ready) const {
-  bool half = num_.q8 && half_gemm_at_decode();
-  for (const DevMatrix& p : l.parts) half &= p.type == GgmlType::BF16 || p.type == GgmlType::F16;
-  if (use_gemv(n_tok) && !half) {
+  if (use_gemv(n_tok)) {
     bool quantised = false;
     for (const DevMatrix& p : l.parts) quantised |= q8 && cuda::gemv_q8_supported(p.type);
     if (quantised && !xq_ready) cuda::quantize_act_q8(x, ldx, l.k, n_tok, b_.xq.get(), s);
@@ -87,7 +71,6 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
     cuda::GemmArgs a;
     fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
     a.prec = exact ? cuda::GemmPrec::kF32 : num_.prec;
-    if (half && !exact) a.prec = p.type == GgmlType::F16 ? cuda::GemmPrec::kF16 : cuda::GemmPrec::kBF16;
     b_.gemm->run(a, s);
   }
 }
