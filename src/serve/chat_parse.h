@@ -27,7 +27,14 @@ struct ChatParse {
   nlohmann::json tool_calls = nlohmann::json::array();
 };
 
-// Parses a complete generation. When the prompt ended inside a thinking block
+// Did the rendered prompt leave a reasoning block open for the model (Qwen3.5's
+// template ends with "<think>\n" when thinking is on)? Then the generation starts
+// inside the reasoning: pass the answer as starts_in_reasoning below.
+bool prompt_opens_reasoning(const std::string& prompt, ChatFormat f);
+
+// Parses a complete generation (the same state machine as the stream, fed at once).
+// Whitespace right inside a reasoning block, after its end and between tool calls is
+// dropped. A tool call that does not parse stays in the content as written. When the prompt ended inside a thinking block
 // (a template that opens "<think>\n" for the model), pass starts_in_reasoning = true.
 ChatParse parse_chat_output(const std::string& text, ChatFormat f, bool starts_in_reasoning = false);
 
@@ -54,10 +61,13 @@ class ChatStreamParser {
  private:
   enum class State { CONTENT, REASONING, TOOL_CALL };
   void step(std::vector<ChatDelta>& out, bool at_end);
+  void emit_text(std::vector<ChatDelta>& out, std::string text, bool at_segment_end);
 
   ChatFormat format_;
   State state_;
-  std::string pending_;  // text not yet emitted (may hold a partial tag)
+  std::string pending_;  // text not yet decided (may hold a partial tag)
+  std::string held_ws_;  // trailing whitespace of the segment, emitted only if text follows
+  bool skip_ws_ = false; // drop whitespace at the start of the segment
   int n_tool_calls_ = 0;
 };
 

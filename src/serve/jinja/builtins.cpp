@@ -233,7 +233,11 @@ std::string strftime_now(const std::string& fmt) {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
-  auto pad2 = [](int v) { return (v < 10 ? "0" : "") + std::to_string(v); };
+  auto pad2 = [](int v) {
+    std::string r = v < 10 ? "0" : "";
+    r += std::to_string(v);
+    return r;
+  };
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
     if (fmt[i] != '%' || i + 1 >= fmt.size()) {

@@ -160,7 +160,8 @@ class Lexer {
         std::string num = consume_while(is_digit);
         if (last() != Tok::DOT && pos_ + 1 < s_.size() && s_[pos_] == '.' && is_digit(s_[pos_ + 1])) {
           ++pos_;
-          num += "." + consume_while(is_digit);
+          num += '.';
+          num += consume_while(is_digit);
         }
         push(Tok::NUMBER, std::move(num), start);
         continue;
@@ -270,7 +271,8 @@ class Lexer {
     std::string num = consume_while(is_digit);
     if (!num.empty() && pos_ + 1 < s_.size() && s_[pos_] == '.' && is_digit(s_[pos_ + 1])) {
       ++pos_;
-      num += "." + consume_while(is_digit);
+      num += '.';
+          num += consume_while(is_digit);
     }
     push(num.empty() ? Tok::UNARY : Tok::NUMBER, std::string(1, ch) + num, start);
     return true;
