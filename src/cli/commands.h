@@ -19,5 +19,6 @@ struct Command {
 Command register_inspect(CLI::App& app);
 Command register_generate(CLI::App& app);
 Command register_bench(CLI::App& app);
+Command register_serve(CLI::App& app);
 
 }  // namespace ft::cli

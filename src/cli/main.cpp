@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       ft::cli::register_inspect(app),
       ft::cli::register_generate(app),
       ft::cli::register_bench(app),
+      ft::cli::register_serve(app),
   };
 
   try {

@@ -1,0 +1,126 @@
+// ft serve: an OpenAI-, Anthropic- and llama-server-compatible HTTP server over one model
+// (src/serve/server.h). The port opens first so /health can report loading progress; the
+// line "ft serve: ready on http://HOST:PORT" on stderr says the endpoints answer.
+// SIGINT / SIGTERM stop it cleanly.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/runner_factory.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "format/gguf.h"
+#include "model/model.h"
+#include "serve/server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ft::cli {
+namespace {
+
+struct ServeOptions {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 1919;
+  std::string device = "auto";
+  std::string moe_backend = "auto";
+  std::string dtype = "auto";
+  int max_running = 4;
+  int max_queue = 32;
+  int64_t ctx_size = 0;
+  int threads = 0;
+  std::string api_key;
+  std::string alias;
+};
+
+int run_serve(const ServeOptions& o) {
+  if (o.ctx_size < 0) fail("--ctx-size must be >= 0, got {}", o.ctx_size);
+  if (o.port < 0 || o.port > 65535) fail("--port must be in [0, 65535], got {}", o.port);
+  std::string api_key = o.api_key;
+  if (api_key.empty())
+    if (const char* k = std::getenv("FT_API_KEY")) api_key = k;
+
+  // Signals go to one waiting thread (blocked everywhere else, inherited by every thread
+  // started after this), which stops the server.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  serve::ServerOptions so;
+  so.host = o.host;
+  so.port = o.port;
+  so.api_key = api_key;
+  so.model_id = o.alias.empty() ? std::filesystem::path(o.model).filename().string() : o.alias;
+  so.max_running = o.max_running;
+  so.max_queue = o.max_queue;
+  serve::Server server(so);
+  const int port = server.listen();
+  log::info("ft serve: listening on http://{}:{} (loading {})", o.host, port, o.model);
+  std::thread([&server, sigs] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    log::info("ft serve: signal {}, stopping", sig);
+    server.stop();
+  }).detach();
+
+  // Loading takes the first 90% of the progress /health reports, the runner (weight upload
+  // on a GPU) the rest.
+  model::LoadOptions lo;
+  lo.progress = [&](uint64_t done, uint64_t total) {
+    if (total) server.set_progress(0.9 * static_cast<double>(done) / static_cast<double>(total));
+  };
+  serve::ServedModel sm;
+  sm.model = model::load_model(o.model, lo);
+  try {
+    sm.tok = Tokenizer::from_gguf(*sm.model->file);
+  } catch (const Error& e) {
+    log::warn("ft serve: {}: no tokenizer ({}); only token-id prompts will work", o.model, e.what());
+  }
+  sm.chat_template = sm.model->file->get_string("tokenizer.chat_template").value_or("");
+  if (sm.chat_template.empty()) log::info("ft serve: the model has no tokenizer.chat_template; chat uses ChatML");
+  RunnerOptions ro;
+  ro.device = o.device;
+  ro.moe_backend = o.moe_backend;
+  ro.dtype = o.dtype;
+  ro.n_ctx = o.ctx_size;
+  ro.threads = o.threads;
+  ro.progress = [&](uint64_t done, uint64_t total) {
+    if (total) server.set_progress(0.9 + 0.1 * static_cast<double>(done) / static_cast<double>(total));
+  };
+  sm.runner = make_runner(*sm.model, ro);
+  const std::string desc = sm.runner->describe();
+  const int64_t n_ctx = sm.runner->n_ctx();
+  server.set_ready(std::move(sm));
+  log::info("ft serve: ready on http://{}:{} (model '{}', ctx {}, {})", o.host, port, so.model_id, n_ctx, desc);
+  server.wait();
+  return 0;
+}
+
+}  // namespace
+
+Command register_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  auto* sub = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI, Anthropic and llama-server APIs)");
+  sub->add_option("--model", o->model, "GGUF model file")->required();
+  sub->add_option("--host", o->host, "address to listen on (default 127.0.0.1)");
+  sub->add_option("--port", o->port, "port (default 1919; 0 = any free port, printed in the log)");
+  sub->add_option("--device", o->device, "device: auto (default), cpu, cuda");
+  sub->add_option("--moe-backend", o->moe_backend, "MoE experts: auto (default), fused (GPU), cpu (with --device cpu)");
+  sub->add_option("--dtype", o->dtype, "activation dtype: auto (default), float32, bfloat16, float16");
+  sub->add_option("--max-running-requests", o->max_running, "requests admitted at once (default 4)");
+  sub->add_option("--max-queue", o->max_queue, "requests that may wait beyond those; more get 503 (default 32)");
+  sub->add_option("--ctx-size", o->ctx_size, "KV cache size in tokens (default min(context_length, 4096))");
+  sub->add_option("--threads", o->threads, "CPU threads (default: physical cores)");
+  sub->add_option("--api-key", o->api_key, "require this key (Bearer or x-api-key); default $FT_API_KEY");
+  sub->add_option("--alias", o->alias, "model id the API reports (default: the file name)");
+  return {sub, [o] { return run_serve(*o); }};
+}
+
+}  // namespace ft::cli
