@@ -272,8 +272,9 @@ void ChatStreamParser::step(std::vector<ChatDelta>& out, bool at_end) {
       } else {
         // Not a call we understand: the user sees the text as the model wrote it.
         state_ = State::CONTENT;
-        emit_text(out, std::string(t.tool_open) + pending_.substr(0, consumed), false);
+        emit_text(out, ws_before_tool_ + t.tool_open + pending_.substr(0, consumed), false);
       }
+      ws_before_tool_.clear();
       pending_.erase(0, consumed);
       state_ = State::CONTENT;
       if (pending_.empty()) {
@@ -301,7 +302,12 @@ void ChatStreamParser::step(std::vector<ChatDelta>& out, bool at_end) {
       }
     }
     if (hit) {
-      emit_text(out, pending_.substr(0, best), true);
+      const bool tool = hit == t.tool_open;
+      emit_text(out, pending_.substr(0, best), !tool);
+      if (tool) {  // whitespace before a call goes, unless the call turns out not to parse
+        ws_before_tool_ = held_ws_;
+        held_ws_.clear();
+      }
       pending_.erase(0, best + std::string(hit).size());
       if (hit == t.think_open) {
         state_ = State::REASONING;

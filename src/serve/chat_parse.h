@@ -68,6 +68,7 @@ class ChatStreamParser {
   std::string pending_;  // text not yet decided (may hold a partial tag)
   std::string held_ws_;  // trailing whitespace of the segment, emitted only if text follows
   bool skip_ws_ = false; // drop whitespace at the start of the segment
+  std::string ws_before_tool_;  // whitespace before an open tool call, restored if it fails to parse
   int n_tool_calls_ = 0;
 };
 
