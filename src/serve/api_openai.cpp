@@ -54,10 +54,13 @@ Common read_common(const json& body, GenRequest& r, std::initializer_list<const 
   }
   c.stops = get_stops(body, "stop");
   r.cache_prompt = get_bool(body, "cache_prompt").value_or(true);
+  r.ignore_eos = get_bool(body, "ignore_eos").value_or(false);  // llama-server's extension
   return c;
 }
 
 std::string piece_text(const Tokenizer* tok, int32_t id) { return tok ? tok->token_to_piece(id, true) : ""; }
+// Legacy logprobs use token texts as JSON keys, which must be valid UTF-8 to stay apart.
+std::string key_text(const Tokenizer* tok, int32_t id) { return valid_utf8(piece_text(tok, id)); }
 
 json bytes_of(const std::string& s) {
   json b = json::array();
@@ -107,7 +110,10 @@ void handle_v1_completions(const ServerContext& c, const httplib::Request& req, 
       tokens.push_back(piece_text(tok, p.token));
       lps.push_back(p.logprob);
       json t = json::object();
-      for (const auto& a : p.top) t[piece_text(tok, a.id)] = a.logprob;
+      // Keyed by text: of two tokens with one text (e.g. lone UTF-8 bytes) the likelier,
+      // listed first, stays.
+      for (const auto& a : p.top)
+        if (!t.contains(key_text(tok, a.id))) t[key_text(tok, a.id)] = a.logprob;
       tops.push_back(t);
       offs.push_back(0);
     }

@@ -34,4 +34,8 @@ class TextStream {
   std::string stop_word_;
 };
 
+// `s` with each byte that is not part of a well-formed UTF-8 sequence replaced by U+FFFD
+// (a single token may be a lone byte of a multi-byte character).
+std::string valid_utf8(const std::string& s);
+
 }  // namespace ft::serve
