@@ -698,7 +698,9 @@ void install_globals(Env& env) {
             if (a.pos.size() == 3) step = a.pos[2].i;
             if (step == 0) fail("range() step must not be zero");
             const double n = std::ceil((double(stop) - double(start)) / double(step));
-            if (n > 1'000'000) fail("range() of more than 1000000 numbers");
+            // A chat template ranges over messages; 100k values (~10 MB) bounds what a
+            // hostile one can allocate in one call.
+            if (n > 100'000) fail("range() of more than 100000 numbers");
             Array out;
             for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) out.push_back(Value::integer(k));
             return Value::array(std::move(out));

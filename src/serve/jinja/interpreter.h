@@ -17,7 +17,6 @@ struct Limits {
   int64_t max_loop_iterations = 2'000'000;  // all loops of one render together
   int max_call_depth = 128;                 // macro / caller recursion
   size_t max_string_bytes = 64u << 20;      // any string, the output included
-  int64_t max_range = 1'000'000;            // elements of one range()
 };
 
 class Env {
