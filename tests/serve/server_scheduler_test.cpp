@@ -1,0 +1,205 @@
+// The scheduler seen through HTTP: a client that hangs up mid-stream stops its generation
+// at once, a full queue answers 503, concurrent clients all get complete and correct
+// answers, /health reports loading, /metrics is well-formed Prometheus text.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server_test_util.h"
+
+namespace ft::test {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+// Polls `cond` for up to 10 s.
+bool eventually(const std::function<bool()>& cond) {
+  for (int i = 0; i < 1000; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(ServerScheduler, DisconnectCancelsTheGeneration) {
+  ServeSetup setup;
+  setup.sleep_ms = 5;  // 400 tokens would take 2 s
+  TestServer s(setup);
+  int frames_seen = 0;
+  post_stream(s, "/completion",
+              json{{"prompt", {1, 2, 3}}, {"n_predict", 400}, {"ignore_eos", true}, {"temperature", 0}, {"stream", true}},
+              [&](const std::string& buf) {
+                frames_seen = static_cast<int>(parse_sse(buf.substr(0, buf.rfind("\n\n") + 2)).size());
+                return frames_seen < 3;  // hang up after three tokens
+              });
+  EXPECT_GE(frames_seen, 3);
+  // The next request is served as soon as the worker notices: well before the 2 s the
+  // abandoned generation would have taken.
+  const auto t0 = clock_type::now();
+  const auto r = post_json(s, "/completion", json{{"prompt", {7, 8}}, {"n_predict", 2}, {"ignore_eos", true}});
+  const double waited = seconds_since(t0);
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_LT(waited, 0.5);
+  const std::string m = get_metrics(s);
+  EXPECT_EQ(metric_value(m, "ft_requests_cancelled_total"), 1);
+  // 2 tokens for the second request; the first stopped within a few tokens of the hang-up.
+  EXPECT_LT(metric_value(m, "ft_generated_tokens_total"), 2 + 20);
+}
+
+TEST(ServerScheduler, FullQueueAnswers503) {
+  ServeSetup setup;
+  setup.sleep_ms = 5;
+  setup.max_running = 1;
+  setup.max_queue = 1;
+  TestServer s(setup);
+  std::atomic<bool> hang_up{false};
+  std::atomic<int> a_frames{0};
+  std::thread a([&] {
+    post_stream(s, "/completion",
+                json{{"prompt", {1, 2}}, {"n_predict", 1000}, {"ignore_eos", true}, {"stream", true}},
+                [&](const std::string&) {
+                  ++a_frames;
+                  return !hang_up.load();
+                });
+  });
+  ASSERT_TRUE(eventually([&] { return a_frames.load() > 0; }));
+  JsonReply b;
+  std::thread tb([&] { b = post_json(s, "/completion", json{{"prompt", {3, 4}}, {"n_predict", 2}}); });
+  ASSERT_TRUE(eventually([&] { return metric_value(get_metrics(s), "ft_requests_waiting") == 1; }));
+  // One running, one waiting: the third is refused with a clear 503.
+  const auto c = post_json(s, "/completion", json{{"prompt", {5, 6}}, {"n_predict", 2}});
+  EXPECT_EQ(c.status, 503) << c.raw;
+  EXPECT_NE(c.body["error"]["message"].get<std::string>().find("full"), std::string::npos) << c.raw;
+  EXPECT_EQ(metric_value(get_metrics(s), "ft_requests_rejected_total"), 1);
+  hang_up = true;
+  a.join();
+  tb.join();
+  EXPECT_EQ(b.status, 200) << b.raw;
+  EXPECT_EQ(b.body["tokens_predicted"], 2);
+}
+
+TEST(ServerScheduler, ConcurrentClientsGetCorrectAnswers) {
+  ServeSetup setup;
+  setup.max_running = 2;
+  setup.max_queue = 8;
+  TestServer s(setup);
+  constexpr int kClients = 8;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < kClients; ++i) prompts.push_back({10 + i, 20 + 2 * i, 30 + 3 * i});
+  std::vector<json> got(kClients);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kClients; ++i)
+    ts.emplace_back([&, i] {
+      const json req = {{"prompt", prompts[i]}, {"n_predict", 8}, {"temperature", 0},
+                        {"ignore_eos", true}, {"return_tokens", true}};
+      if (i % 2 == 0) {
+        got[i] = post_json(s, "/completion", req).body["tokens"];
+      } else {
+        // Streamed: the tokens of the frames, in order.
+        json sreq = req;
+        sreq["stream"] = true;
+        json toks = json::array();
+        for (const auto& f : parse_sse(post_stream(s, "/completion", sreq))) {
+          const json d = json::parse(f.data);
+          if (d["stop"] == false) toks.push_back(d["tokens"][0]);
+        }
+        got[i] = toks;
+      }
+    });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(got[i], json(engine_greedy(prompts[i], 8))) << "client " << i;
+}
+
+TEST(ServerScheduler, HealthReportsLoadingThenOk) {
+  ServeSetup setup;
+  setup.ready = false;
+  TestServer s(setup);
+  auto c = s.client();
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 503);
+  EXPECT_EQ(json::parse(h->body)["status"], "loading model");
+  s.server().set_progress(0.5);
+  EXPECT_DOUBLE_EQ(json::parse(c.Get("/health")->body)["progress"].get<double>(), 0.5);
+  // Generation endpoints wait for the model too.
+  const auto r = post_json(s, "/completion", json{{"prompt", {1}}});
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body["error"]["message"].get<std::string>().find("loading"), std::string::npos);
+  s.make_ready();
+  h = c.Get("/health");
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(json::parse(h->body)["status"], "ok");
+  EXPECT_EQ(post_json(s, "/completion", json{{"prompt", {1}}, {"n_predict", 1}}).status, 200);
+}
+
+TEST(ServerScheduler, MetricsAreWellFormedPrometheusText) {
+  TestServer s;
+  for (int i = 0; i < 3; ++i)
+    post_json(s, "/completion", json{{"prompt", {1, 2, 3 + i}}, {"n_predict", 5}, {"ignore_eos", true}});
+  post_json(s, "/completion", std::string("{"));
+  auto c = s.client();
+  auto res = c.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  const std::string text = res->body;
+
+  const std::regex help(R"(# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+)");
+  const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram))");
+  const std::regex sample(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_]+="[^"]*"(,[a-zA-Z_]+="[^"]*")*\})? (-?[0-9.e+-]+|\+Inf))");
+  std::map<std::string, std::string> types;
+  std::map<std::string, std::vector<double>> buckets;
+  size_t pos = 0;
+  int n_samples = 0;
+  while (pos < text.size()) {
+    const size_t end = text.find('\n', pos);
+    ASSERT_NE(end, std::string::npos) << "the text must end with a newline";
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    std::smatch m;
+    if (std::regex_match(line, m, help)) continue;
+    if (std::regex_match(line, m, type)) {
+      types[m[1]] = m[2];
+      continue;
+    }
+    ASSERT_TRUE(std::regex_match(line, m, sample)) << "not a sample line: " << line;
+    ++n_samples;
+    std::string name = m[1];
+    for (const char* suffix : {"_bucket", "_sum", "_count"})
+      if (!types.count(name) && name.size() > strlen(suffix) &&
+          name.compare(name.size() - strlen(suffix), strlen(suffix), suffix) == 0)
+        name = name.substr(0, name.size() - strlen(suffix));
+    EXPECT_TRUE(types.count(name)) << "no TYPE before " << line;
+    if (std::string(m[1]).find("_bucket") != std::string::npos) buckets[name].push_back(std::stod(m[4]));
+  }
+  EXPECT_GT(n_samples, 20);
+  for (const char* h : {"ft_time_to_first_token_seconds", "ft_inter_token_latency_seconds"}) {
+    ASSERT_EQ(types[h], "histogram") << h;
+    const auto& b = buckets[h];
+    ASSERT_FALSE(b.empty());
+    for (size_t i = 1; i < b.size(); ++i) EXPECT_LE(b[i - 1], b[i]) << h << ": buckets are cumulative";
+    EXPECT_EQ(b.back(), metric_value(text, std::string(h) + "_count"));
+  }
+  EXPECT_EQ(metric_value(text, "ft_time_to_first_token_seconds_count"), 3);
+  EXPECT_EQ(metric_value(text, "ft_inter_token_latency_seconds_count"), 3 * 4);
+  EXPECT_EQ(metric_value(text, "ft_generated_tokens_total"), 15);
+  EXPECT_EQ(metric_value(text, "ft_requests_total{endpoint=\"/completion\",status=\"200\"}"), 3);
+  EXPECT_EQ(metric_value(text, "ft_requests_total{endpoint=\"/completion\",status=\"400\"}"), 1);
+  EXPECT_EQ(metric_value(text, "ft_kv_cache_tokens_capacity"), 256);
+  EXPECT_EQ(metric_value(text, "ft_kv_cache_tokens_used"), 3 + 4);  // the last prompt and 4 fed tokens
+}
+
+}  // namespace
+}  // namespace ft::test
