@@ -13,7 +13,12 @@ for f in ft tests/test_cuda tests/test_parity llama-oracle ft-bigmodel ft-bench-
          ft-bench-gemm-cuda ft-bench-attention-cuda; do
   [ -f "$B/$f" ] && cp "$B/$f" "$OUT/" || echo "pack-device: no $B/$f (skipped)"
 done
-cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 /usr/lib/x86_64-linux-gnu/libutf8proc.so.2 "$OUT/"
+# Debian libraries the binaries link that the device image lacks (its CUDA image has glibc and
+# libstdc++ only): whatever ldd resolves under /lib/x86_64-linux-gnu except those.
+for f in "$OUT"/ft "$OUT"/test_cuda "$OUT"/test_parity; do
+  [ -f "$f" ] && ldd "$f" | awk '$3 ~ /^(\/usr)?\/lib\/x86_64-linux-gnu\// {print $3}'
+done | sort -u | { grep -vE '/lib(c|m|gcc_s|stdc\+\+|pthread|dl|rt)\.so' || true; } |
+  while read -r lib; do cp -L "$lib" "$OUT/"; done
 L=.deps/llama/lib
 for f in libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so libggml-cpu-x64.so \
          libggml-cpu-haswell.so libggml-cpu-skylakex.so libggml-cpu-icelake.so \
