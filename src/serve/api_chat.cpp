@@ -3,6 +3,7 @@
 #include <random>
 
 #include "serve/api_error.h"
+#include "serve/chat_parse.h"
 #include "serve/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,10 +29,8 @@ ChatPrompt build_chat_prompt(const ServerContext& c, const json& messages, const
   if (tok.add_bos() && !c.bos_text.empty() && text.substr(0, c.bos_text.size()) == c.bos_text)
     text.remove_prefix(c.bos_text.size());
   p.ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
-  // A prompt that ends inside an opened <think> makes the reply begin with reasoning.
-  const size_t think = p.text.rfind("<think>");
-  p.starts_in_reasoning = think != std::string::npos && p.text.find("</think>", think) == std::string::npos &&
-                          p.text.find_first_not_of(" \n", think + 7) == std::string::npos;
+  // A prompt that ends inside an opened thinking block makes the reply begin with reasoning.
+  p.starts_in_reasoning = prompt_opens_reasoning(p.text, c.chat_format);
   return p;
 }
 

@@ -7,7 +7,9 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -83,6 +85,44 @@ struct ServeSetup {
   std::string chat_template;  // empty: the model's (none: ChatML)
   std::string model_path;     // empty: tiny_model_path()
   bool ready = true;          // false: listen only (the model "is loading")
+  // Replaces the engine runner (e.g. by a ScriptedRunner); gets the real one.
+  std::function<std::unique_ptr<engine::Runner>(std::unique_ptr<engine::Runner>, const Tokenizer&)> wrap;
+};
+
+// A runner that "generates" a fixed token script whatever the prompt: the server's chat
+// parsing (reasoning, tool calls) sees a known output. The script restarts on reset().
+class ScriptedRunner : public engine::Runner {
+ public:
+  ScriptedRunner(std::unique_ptr<engine::Runner> r, std::vector<int32_t> script)
+      : r_(std::move(r)), script_(std::move(script)), logits_(static_cast<size_t>(r_->n_vocab()), -10.0f) {}
+  // eval() is also the scheduler's call for a prefill chunk that is not the last, so it
+  // does not advance the script (logprob requests would see one token over and over).
+  const float* eval(const int32_t* t, int64_t n, bool) override {
+    const int32_t id = script_[std::min(i_, script_.size() - 1)];
+    std::fill(logits_.begin(), logits_.end(), -10.0f);
+    logits_[static_cast<size_t>(id)] = 10.0f;
+    r_->eval(t, n);  // keeps n_past and the context checks real
+    return logits_.data();
+  }
+  int32_t eval_argmax(const int32_t* t, int64_t n) override {
+    r_->eval(t, n);
+    return script_[std::min(i_++, script_.size() - 1)];
+  }
+  int32_t eval_sample(const int32_t* t, int64_t n, engine::Sampler&) override { return eval_argmax(t, n); }
+  void reset() override {
+    r_->reset();
+    i_ = 0;
+  }
+  int64_t n_past() const override { return r_->n_past(); }
+  int64_t n_ctx() const override { return r_->n_ctx(); }
+  int64_t n_vocab() const override { return r_->n_vocab(); }
+  std::string describe() const override { return "scripted"; }
+
+ private:
+  std::unique_ptr<engine::Runner> r_;
+  std::vector<int32_t> script_;
+  size_t i_ = 0;
+  std::vector<float> logits_;
 };
 
 // A server in this process on a free port.
@@ -112,6 +152,7 @@ class TestServer {
     so.act_quant = quant::ActQuant::kQ8;  // ft generate's default numerics (--dtype auto)
     std::unique_ptr<engine::Runner> r = std::make_unique<engine::Session>(*sm.model, so);
     if (setup_.sleep_ms > 0) r = std::make_unique<SlowRunner>(std::move(r), setup_.sleep_ms);
+    if (setup_.wrap) r = setup_.wrap(std::move(r), *sm.tok);
     sm.runner = std::move(r);
     sm.chat_template = !setup_.chat_template.empty()
                            ? setup_.chat_template
