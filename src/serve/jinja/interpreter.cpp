@@ -116,14 +116,15 @@ Interpreter::Flow Interpreter::exec_for(const Node& n, Env& env, std::string& ou
     }
   };
   Array items;
-  for (const Value& item : source) {
-    if (cond) {
+  if (!cond) {
+    items = std::move(source);
+  } else {
+    for (const Value& item : source) {
       if (++iterations_ > limits_.max_loop_iterations) fail("template ran more loop iterations than the limit");
       Env test_scope(&scope);
       bind(test_scope, item);
-      if (!eval(*cond, test_scope).truthy()) continue;
+      if (eval(*cond, test_scope).truthy()) items.push_back(item);
     }
-    items.push_back(item);
   }
   bool no_iteration = true;
   const int64_t len = int64_t(items.size());
