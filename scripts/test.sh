@@ -5,6 +5,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 ./scripts/setup-oracle.sh
+./scripts/setup-jinja.sh  # @huggingface/jinja, the reference of tests/serve/jinja_hf_parity_test
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 ctest --preset release -j "$(nproc)" "$@"
