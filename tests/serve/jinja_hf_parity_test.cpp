@@ -145,21 +145,40 @@ std::vector<Case> make_cases() {
   return cases;
 }
 
-TEST(JinjaHfParity, RealTemplatesRenderAsHuggingFaceJinja) {
-  if (std::system("node --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed (apt-get install nodejs)";
-  if (!fs::exists(kHfLib)) GTEST_SKIP() << "@huggingface/jinja is missing: run scripts/setup-jinja.sh";
-
-  const std::vector<Case> cases = make_cases();
-  ojson input = ojson::array();
-  for (const auto& c : cases) input.push_back({{"template", slurp(kTemplates / c.template_file)}, {"context", c.context}});
+// Renders (template, context) pairs with @huggingface/jinja in one node process.
+ojson run_hf(const ojson& input) {
   const fs::path dir = fs::temp_directory_path() / ("ft_jinja_parity_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "cases.json", std::ios::binary) << input.dump();
   const std::string cmd = "node '" + (kTemplates / "hf_render.mjs").string() + "' '" + kHfLib.string() + "' '" +
                           (dir / "cases.json").string() + "' > '" + (dir / "out.json").string() + "'";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  const ojson results = ojson::parse(slurp(dir / "out.json"));
+  const int rc = std::system(cmd.c_str());
+  const std::string out = slurp(dir / "out.json");
   fs::remove_all(dir);
+  if (rc != 0) return ojson();
+  return ojson::parse(out);
+}
+
+bool have_reference(std::string& why) {
+  if (std::system("node --version >/dev/null 2>&1") != 0) {
+    why = "node is not installed (apt-get install nodejs)";
+    return false;
+  }
+  if (!fs::exists(kHfLib)) {
+    why = "@huggingface/jinja is missing: run scripts/setup-jinja.sh";
+    return false;
+  }
+  return true;
+}
+
+TEST(JinjaHfParity, RealTemplatesRenderAsHuggingFaceJinja) {
+  std::string why;
+  if (!have_reference(why)) GTEST_SKIP() << why;
+
+  const std::vector<Case> cases = make_cases();
+  ojson input = ojson::array();
+  for (const auto& c : cases) input.push_back({{"template", slurp(kTemplates / c.template_file)}, {"context", c.context}});
+  const ojson results = run_hf(input);
   ASSERT_EQ(results.size(), cases.size());
 
   int rendered = 0, refused = 0;
@@ -186,6 +205,51 @@ TEST(JinjaHfParity, RealTemplatesRenderAsHuggingFaceJinja) {
   // The suite must exercise real renders, not only agreeing failures.
   EXPECT_GT(rendered, int(cases.size()) * 3 / 4);
   std::printf("compared %zu cases: %d rendered, %d refused by both\n", cases.size(), rendered, refused);
+}
+
+// Breadth: every template of the llama.cpp bundle (.deps/llama/models/templates, from
+// scripts/setup-oracle.sh), two conversations each. Where HF renders, we must render
+// the same bytes; where HF refuses, we may render (our engine accepts more) or refuse.
+TEST(JinjaHfParity, EveryBundledTemplateRendersAsHuggingFaceJinja) {
+  std::string why;
+  if (!have_reference(why)) GTEST_SKIP() << why;
+  const fs::path bundle = fs::path(FT_LLAMA_DIR) / "models/templates";
+  if (!fs::is_directory(bundle)) GTEST_SKIP() << bundle << " is missing: run scripts/setup-oracle.sh";
+
+  const ojson convs[] = {
+      {{"messages", ojson::parse(kConversations[2])}, {"tools", nullptr}, {"extra", ojson::object()}},
+      {{"messages", ojson::parse(kConversations[3])}, {"tools", ojson::parse(kTools)},
+       {"extra", {{"enable_thinking", true}}}},
+  };
+  std::vector<std::string> names;
+  ojson input = ojson::array();
+  for (const auto& e : fs::directory_iterator(bundle)) {
+    if (e.path().extension() != ".jinja") continue;
+    for (const auto& c : convs)
+      for (bool gen : {false, true}) {
+        names.push_back(e.path().filename().string() + (gen ? " gen" : "") + (c["tools"].is_null() ? "" : " tools"));
+        input.push_back({{"template", slurp(e.path())},
+                         {"context", ft::serve::chat_template_context(c["messages"], c["tools"], gen, "<s>", "</s>",
+                                                                      c["extra"])}});
+      }
+  }
+  const ojson results = run_hf(input);
+  ASSERT_EQ(results.size(), input.size());
+  int same = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (!results[i]["ok"].get<bool>()) continue;
+    std::string ours, err;
+    try {
+      ours = ft::jinja::Template(input[i]["template"].get<std::string>()).render(input[i]["context"]);
+    } catch (const ft::Error& e) {
+      err = e.what();
+    }
+    EXPECT_EQ(err, "") << names[i];
+    EXPECT_EQ(ours, results[i]["text"].get<std::string>()) << names[i];
+    same += ours == results[i]["text"].get<std::string>();
+  }
+  EXPECT_GT(same, int(input.size()) / 2);
+  std::printf("bundle: %d of %zu renders identical to HF\n", same, input.size());
 }
 
 }  // namespace
