@@ -60,15 +60,22 @@ int run_serve(const ServeOptions& o) {
   so.model_id = o.alias.empty() ? std::filesystem::path(o.model).filename().string() : o.alias;
   so.max_running = o.max_running;
   so.max_queue = o.max_queue;
-  serve::Server server(so);
+  // Shared with the signal thread, which outlives this function on error paths.
+  auto server_ptr = std::make_shared<serve::Server>(so);
+  serve::Server& server = *server_ptr;
   const int port = server.listen();
   log::info("ft serve: listening on http://{}:{} (loading {})", o.host, port, o.model);
-  std::thread([&server, sigs] {
+  std::thread([server_ptr, sigs] {
     int sig = 0;
     sigwait(&sigs, &sig);
     log::info("ft serve: signal {}, stopping", sig);
-    server.stop();
+    server_ptr->stop();
   }).detach();
+  // A load error stops the server (closes the port) before main prints it.
+  struct StopOnExit {
+    serve::Server& s;
+    ~StopOnExit() { s.stop(); }
+  } stop_on_exit{server};
 
   // Loading takes the first 90% of the progress /health reports, the runner (weight upload
   // on a GPU) the rest.

@@ -2,9 +2,11 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <ctime>
+#include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -58,6 +60,12 @@ Server::Server(ServerOptions o) : opt_(std::move(o)) {
   // must hold every admitted request plus a few for /health, /metrics and refusals.
   const size_t n_threads = static_cast<size_t>(opt_.max_running + opt_.max_queue + 8);
   http_->new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
+  // httplib's default also sets SO_REUSEPORT, with which a second server binds the same
+  // port and silently takes half the connections; a taken port must be an error.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   ctx_.metrics = &metrics_;
   ctx_.model_id = opt_.model_id;
   install_routes();
@@ -76,6 +84,9 @@ int Server::listen() {
     fail("cannot listen on {}:{} (in use, or not an address of this machine?)", opt_.host, port);
   }
   http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // httplib's stop() does nothing before its loop runs; a stop() right after listen()
+  // (a model that fails to load) would then leave the loop running forever.
+  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return port;
 }
 
