@@ -18,6 +18,7 @@
 #include "format/gguf.h"
 #include "model/model.h"
 #include "serve/server.h"
+#include "serve/server_bench.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ft::cli {
@@ -128,6 +129,30 @@ Command register_serve(CLI::App& app) {
   sub->add_option("--api-key", o->api_key, "require this key (Bearer or x-api-key); default $FT_API_KEY");
   sub->add_option("--alias", o->alias, "model id the API reports (default: the file name)");
   return {sub, [o] { return run_serve(*o); }};
+}
+
+// ft bench-serve: load against a running server (src/serve/server_bench.h).
+Command register_bench_serve(CLI::App& app) {
+  auto o = std::make_shared<serve::BenchServeOptions>();
+  auto json_out = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("bench-serve", "Load a running ft serve / llama-server: throughput, TTFT, ITL");
+  sub->add_option("--host", o->host, "server address (default 127.0.0.1)");
+  sub->add_option("--port", o->port, "server port (default 1919)");
+  sub->add_option("--api-key", o->api_key, "sent as Authorization: Bearer KEY");
+  sub->add_option("--clients,-c", o->clients, "concurrent clients (default 4)");
+  sub->add_option("--requests,-n", o->requests, "requests in total (default 32)");
+  sub->add_option("--prompt-tokens,-p", o->prompt_tokens, "prompt length in tokens, random ids (default 128)");
+  sub->add_option("--max-tokens,-m", o->max_tokens, "output tokens per request (default 64)");
+  sub->add_option("--seed", o->seed, "seed of the random prompts (default 1)");
+  sub->add_flag("--json", *json_out, "one JSON object instead of the table");
+  return {sub, [o, json_out] {
+            const auto r = serve::run_bench_serve(*o);
+            if (*json_out)
+              std::printf("%s\n", serve::bench_serve_json(*o, r).dump().c_str());
+            else
+              std::printf("%s", serve::format_bench_serve(*o, r).c_str());
+            return r.failed == 0 ? 0 : 1;
+          }};
 }
 
 }  // namespace ft::cli

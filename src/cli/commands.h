@@ -20,5 +20,6 @@ Command register_inspect(CLI::App& app);
 Command register_generate(CLI::App& app);
 Command register_bench(CLI::App& app);
 Command register_serve(CLI::App& app);
+Command register_bench_serve(CLI::App& app);
 
 }  // namespace ft::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       ft::cli::register_generate(app),
       ft::cli::register_bench(app),
       ft::cli::register_serve(app),
+      ft::cli::register_bench_serve(app),
   };
 
   try {
