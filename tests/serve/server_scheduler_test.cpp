@@ -36,6 +36,7 @@ bool eventually(const std::function<bool()>& cond) {
 TEST(ServerScheduler, DisconnectCancelsTheGeneration) {
   ServeSetup setup;
   setup.sleep_ms = 5;  // 1000 tokens would take 5 s
+  setup.n_ctx = 1100;
   TestServer s(setup);
   int frames_seen = 0;
   post_stream(s, "/completion",
@@ -63,6 +64,7 @@ TEST(ServerScheduler, FullQueueAnswers503) {
   setup.sleep_ms = 5;
   setup.max_running = 1;
   setup.max_queue = 1;
+  setup.n_ctx = 1100;  // the first request runs until hung up
   TestServer s(setup);
   std::atomic<bool> hang_up{false};
   std::atomic<int> a_frames{0};
