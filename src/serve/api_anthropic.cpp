@@ -136,6 +136,7 @@ void handle_messages(const ServerContext& c, const httplib::Request& req, httpli
   if (!body.contains("top_p")) r.sampling.top_p = 1.0f;
   if (!body.contains("top_k")) r.sampling.top_k = 0;
   r.sampling.min_p = 0.0f;
+  r.ignore_eos = get_bool(body, "ignore_eos").value_or(false);  // llama-server's extension
   const std::vector<std::string> stops = get_stops(body, "stop_sequences");
   const bool stream = get_bool(body, "stream").value_or(false);
   const int64_t n_prompt = static_cast<int64_t>(r.prompt.size());

@@ -217,11 +217,12 @@ void Server::install_routes() {
   s.Get("/v1/health", health);
 
   auto models = [this](const httplib::Request&, httplib::Response& res) {
-    json m = {{"id", opt_.model_id}, {"object", "model"}, {"created", ctx_.created}, {"owned_by", "freetoken"}};
+    const bool ready = ready_.load();  // ctx_ is written by set_ready() until then
+    json m = {{"id", opt_.model_id}, {"object", "model"}, {"created", ready ? ctx_.created : 0}, {"owned_by", "freetoken"}};
     // Anthropic's model list reads these two.
     m["type"] = "model";
     m["display_name"] = opt_.model_id;
-    if (ready_.load()) m["meta"] = {{"n_ctx", sched_->n_ctx()}, {"n_vocab", sched_->n_vocab()}};
+    if (ready) m["meta"] = {{"n_ctx", sched_->n_ctx()}, {"n_vocab", sched_->n_vocab()}};
     send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
     metrics_.count_request("/v1/models", res.status);
   };
