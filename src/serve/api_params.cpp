@@ -86,6 +86,8 @@ std::vector<std::string> get_stops(const json& j, const char* key) {
   } else {
     bad_param(key, "'{}' must be a string or an array of strings, got {}", key, type_name(*it));
   }
+  // Every generated token is checked against each one.
+  if (out.size() > 16) bad_param(key, "'{}' has {} stop strings; at most 16 are accepted", key, out.size());
   return out;
 }
 

@@ -60,6 +60,9 @@ Server::Server(ServerOptions o) : opt_(std::move(o)) {
   // must hold every admitted request plus a few for /health, /metrics and refusals.
   const size_t n_threads = static_cast<size_t>(opt_.max_running + opt_.max_queue + 8);
   http_->new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
+  // Bodies are JSON conversations; 64 MiB is far past any context and bounds what one
+  // request can make the server buffer (larger ones get 413).
+  http_->set_payload_max_length(64u << 20);
   // httplib's default also sets SO_REUSEPORT, with which a second server binds the same
   // port and silently takes half the connections; a taken port must be an error.
   http_->set_socket_options([](socket_t sock) {
@@ -158,6 +161,8 @@ void Server::install_routes() {
     if (res.status == 404) {
       send_error(res, req.path, 404, "no endpoint " + req.method + " " + req.path);
       metrics_.count_request("unknown", 404);
+    } else if (res.status == 413) {
+      send_error(res, req.path, 413, "the request body is larger than 64 MiB");
     } else {
       send_error(res, req.path, res.status, "the request could not be handled (HTTP " + std::to_string(res.status) + ")");
     }

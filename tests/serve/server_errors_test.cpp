@@ -48,6 +48,8 @@ TEST(ServerErrors, WrongTypesAndRangesNameTheField) {
   expect_openai_error(post_json(s, "/v1/completions", json{{"prompt", "hi"}, {"stop", 5}}), 400, "stop",
                       "string or an array of strings");
   expect_openai_error(post_json(s, "/v1/completions", json{{"prompt", "hi"}, {"n", 2}}), 400, "n", "must be 1");
+  expect_openai_error(post_json(s, "/v1/completions", json{{"prompt", "hi"}, {"stop", json(std::vector<std::string>(17, "x"))}}),
+                      400, "stop", "at most 16");
   expect_openai_error(post_json(s, "/completion", json{{"prompt", {1, 99999}}}), 400, "prompt", "out of range");
   expect_openai_error(post_json(s, "/completion", json{{"prompt", 42}}), 400, "prompt",
                       "string or an array of token ids");
@@ -89,6 +91,12 @@ TEST(ServerErrors, UnknownModelIs404) {
   EXPECT_EQ(a.status, 404);
   EXPECT_EQ(a.body["type"], "error");
   EXPECT_EQ(a.body["error"]["type"], "not_found_error");
+}
+
+TEST(ServerErrors, HugeBodyIs413) {
+  TestServer s;
+  const auto r = post_json(s, "/completion", std::string(65u << 20, ' '));
+  expect_openai_error(r, 413, "", "larger than 64 MiB");
 }
 
 TEST(ServerErrors, UnknownEndpointIs404) {
