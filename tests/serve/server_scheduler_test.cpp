@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -158,9 +160,16 @@ TEST(ServerScheduler, MetricsAreWellFormedPrometheusText) {
   EXPECT_NE(res->get_header_value("Content-Type").find("text/plain"), std::string::npos);
   const std::string text = res->body;
 
-  const std::regex help(R"(# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+)");
-  const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram))");
-  const std::regex sample(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_]+="[^"]*"(,[a-zA-Z_]+="[^"]*")*\})? (-?[0-9.e+-]+|\+Inf))");
+  // Parsed by hand (std::regex trips GCC 12's maybe-uninitialized warning under ASan).
+  auto is_name_char = [](char ch, bool first) {
+    return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_' || ch == ':' ||
+           (!first && std::isdigit(static_cast<unsigned char>(ch)));
+  };
+  auto read_name = [&](const std::string& line, size_t at) {
+    size_t e = at;
+    while (e < line.size() && is_name_char(line[e], e == at)) ++e;
+    return line.substr(at, e - at);
+  };
   std::map<std::string, std::string> types;
   std::map<std::string, std::vector<double>> buckets;
   size_t pos = 0;
@@ -170,21 +179,57 @@ TEST(ServerScheduler, MetricsAreWellFormedPrometheusText) {
     ASSERT_NE(end, std::string::npos) << "the text must end with a newline";
     const std::string line = text.substr(pos, end - pos);
     pos = end + 1;
-    std::smatch m;
-    if (std::regex_match(line, m, help)) continue;
-    if (std::regex_match(line, m, type)) {
-      types[m[1]] = m[2];
+    if (line.rfind("# HELP ", 0) == 0) {
+      const std::string name = read_name(line, 7);
+      EXPECT_FALSE(name.empty()) << line;
+      EXPECT_GT(line.size(), 7 + name.size() + 1) << "HELP without text: " << line;
       continue;
     }
-    ASSERT_TRUE(std::regex_match(line, m, sample)) << "not a sample line: " << line;
+    if (line.rfind("# TYPE ", 0) == 0) {
+      const std::string name = read_name(line, 7);
+      const std::string type = line.substr(std::min(line.size(), 7 + name.size() + 1));
+      EXPECT_TRUE(type == "counter" || type == "gauge" || type == "histogram") << line;
+      types[name] = type;
+      continue;
+    }
+    // name{label="value",...} number
+    const std::string full = read_name(line, 0);
+    ASSERT_FALSE(full.empty()) << "not a sample line: " << line;
+    size_t at = full.size();
+    if (at < line.size() && line[at] == '{') {
+      const size_t close = line.find('}', at);
+      ASSERT_NE(close, std::string::npos) << line;
+      for (size_t q = at + 1; q < close;) {  // label="value"(,label="value")*
+        const std::string label = read_name(line, q);
+        ASSERT_FALSE(label.empty()) << line;
+        q += label.size();
+        ASSERT_EQ(line.compare(q, 2, "=\""), 0) << line;
+        const size_t vend = line.find('"', q + 2);
+        ASSERT_LT(vend, close) << line;
+        q = vend + 1;
+        if (q < close) {
+          ASSERT_EQ(line[q], ',') << line;
+          ++q;
+        }
+      }
+      at = close + 1;
+    }
+    ASSERT_LT(at, line.size()) << line;
+    ASSERT_EQ(line[at], ' ') << line;
+    const std::string value = line.substr(at + 1);
+    char* vend = nullptr;
+    const double v = value == "+Inf" ? INFINITY : std::strtod(value.c_str(), &vend);
+    if (value != "+Inf") {
+      ASSERT_TRUE(!value.empty() && *vend == '\0') << "bad value: " << line;
+    }
     ++n_samples;
-    std::string name = m[1];
+    std::string name = full;
     for (const char* suffix : {"_bucket", "_sum", "_count"})
       if (!types.count(name) && name.size() > strlen(suffix) &&
           name.compare(name.size() - strlen(suffix), strlen(suffix), suffix) == 0)
         name = name.substr(0, name.size() - strlen(suffix));
     EXPECT_TRUE(types.count(name)) << "no TYPE before " << line;
-    if (std::string(m[1]).find("_bucket") != std::string::npos) buckets[name].push_back(std::stod(m[4]));
+    if (full.size() > 7 && full.compare(full.size() - 7, 7, "_bucket") == 0) buckets[name].push_back(v);
   }
   EXPECT_GT(n_samples, 20);
   for (const char* h : {"ft_time_to_first_token_seconds", "ft_inter_token_latency_seconds"}) {
