@@ -46,8 +46,13 @@ bool use_gemv(int64_t n_tok) { return n_tok <= cuda::kGemvMaxTokens; }
 }  // namespace
 
 GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers& b,
-                       const GpuNumerics& num)
-    : m_(m), w_(w), b_(b), num_(num) {}
+                       const GpuNumerics& num, MoeBackend* moe)
+    : m_(m), w_(w), b_(b), num_(num), moe_(moe) {
+  if (moe_ == nullptr) {
+    own_moe_ = make_moe_fused(w_);
+    moe_ = own_moe_.get();
+  }
+}
 
 void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
                         int64_t ldy, Round round, bool accumulate, bool q8, cudaStream_t s,
@@ -182,115 +187,21 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
                     b_.wts.as<float>(), s);
   }
+  MoeStep st;
+  st.layer = il;
+  st.n_tok = n_tok;
+  st.n_used = n_used;
+  st.h = h;
+  st.xq_ready = q8_in;
+  st.ids = b_.ids.as<int32_t>();
+  st.wts = b_.wts.as<float>();
+  st.x = x;
+  st.b = &b_;
+  st.num = &num_;
   if (use_gemv(n_tok))
-    moe_decode(il, n_tok, s, q8_in);
+    moe_->decode(st, s);
   else
-    moe_prefill(il, n_tok, s);
-}
-
-// Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
-// GEMV sums the slots of a token with their routing weights and adds them to x.
-void GpuForward::moe_decode(int64_t il, int64_t n_tok, cudaStream_t s, bool xq_ready) const {
-  const model::HParams& hp = m_.hp;
-  const DevExperts& E = w_.layers[il].experts;
-  const int n_used = static_cast<int>(hp.n_expert_used[il]);
-  const int64_t n_embd = hp.n_embd, n_ff = E.n_ff, n_slots = n_tok * n_used;
-  float* gu = b_.gu.as<float>();
-  float* hh = b_.hh.as<float>();
-  // quantize: whether this call must (re)write the Q8 copy of x (gate and up share theirs).
-  auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, int64_t x_div, float* y,
-                     int64_t ldy, int bank_col, const float* slot_w, bool quantize) {
-    const bool q8 = num_.q8 && cuda::gemv_q8_supported(t.type);
-    if (q8 && quantize) cuda::quantize_act_q8(x, ldx, t.k, n_slots / x_div, b_.xq.get(), s);
-    cuda::GemvArgs a;
-    a.type = t.type;
-    a.w = t.w;
-    a.row_bytes = t.row_bytes;
-    a.k = t.k;
-    a.rows = t.rows;
-    a.x = x;
-    a.ldx = ldx;
-    a.n_tok = n_slots;
-    a.y = y;
-    a.ldy = ldy;
-    a.round = num_.round;
-    a.ids = b_.ids.as<int32_t>();
-    a.expert_bytes = t.expert_bytes;
-    a.x_div = x_div;
-    a.bank = bank_col >= 0 ? E.bank : nullptr;
-    a.bank_col = bank_col < 0 ? 0 : bank_col;
-    a.xq = q8 ? b_.xq.get() : nullptr;
-    if (slot_w) {
-      a.slot_w = slot_w;
-      a.n_used = n_used;
-      a.accumulate = true;
-    }
-    cuda::gemv(a, s);
-  };
-  const float* h = b_.h.as<float>();
-  if (E.gate_up) {
-    grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, nullptr, !xq_ready);
-  } else {
-    grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, nullptr, !xq_ready);
-    grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr, !cuda::gemv_q8_supported(E.gate.type));
-  }
-  const bool q8_mid = num_.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
-  if (q8_mid)
-    cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, b_.xq.get(), s);
-  else
-    cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, s);
-  grouped(E.down, hh, n_ff, 1, b_.x.as<float>(), n_embd, 2, b_.wts.as<float>(), !q8_mid);
-}
-
-// Prefill: token-slots sorted by expert on the device, one grouped tensor-core GEMM per
-// projection over all experts, then the weighted combine back into token order.
-void GpuForward::moe_prefill(int64_t il, int64_t n_tok, cudaStream_t s) const {
-  const model::HParams& hp = m_.hp;
-  const DevExperts& E = w_.layers[il].experts;
-  const int n_used = static_cast<int>(hp.n_expert_used[il]);
-  const int64_t n_embd = hp.n_embd, n_ff = E.n_ff, n_slots = n_tok * n_used;
-  int32_t* order = b_.order.as<int32_t>();
-  int32_t* offsets = b_.offsets.as<int32_t>();
-  cuda::moe_sort(b_.ids.as<int32_t>(), n_slots, E.n_expert, order, offsets, b_.sort_ws.get(), s);
-  float* gu = b_.gu.as<float>();
-  float* hh = b_.hh.as<float>();
-  float* ys = b_.ysort.as<float>();
-  auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, const int32_t* ord,
-                     int64_t x_div, float* y, int64_t ldy, int bank_col) {
-    cuda::GroupedGemmArgs g;
-    g.g.type = t.type;
-    g.g.w = t.w;
-    g.g.row_bytes = t.row_bytes;
-    g.g.k = t.k;
-    g.g.rows = t.rows;
-    g.g.x = x;
-    g.g.ldx = ldx;
-    g.g.n_tok = n_slots;
-    g.g.y = y;
-    g.g.ldy = ldy;
-    g.g.round = num_.round;
-    g.g.prec = num_.prec;
-    g.expert_bytes = t.expert_bytes;
-    g.n_expert = E.n_expert;
-    g.order = ord;
-    g.offsets = offsets;
-    g.x_div = x_div;
-    g.bank = bank_col >= 0 ? E.bank : nullptr;
-    g.bank_col = bank_col < 0 ? 0 : bank_col;
-    cuda::gemm_grouped(*b_.gemm, g, s);
-  };
-  const float* h = b_.h.as<float>();
-  if (E.gate_up) {
-    grouped(E.gate_up, h, n_embd, order, n_used, gu, 2 * n_ff, -1);
-  } else {
-    grouped(E.gate, h, n_embd, order, n_used, gu, 2 * n_ff, 0);
-    grouped(E.up, h, n_embd, order, n_used, gu + n_ff, 2 * n_ff, 1);
-  }
-  cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num_.round, s);
-  grouped(E.down, hh, n_ff, nullptr, 1, ys, n_embd, 2);
-  // ids doubles as the inverse permutation's scratch: routing is done with it.
-  cuda::moe_combine_sorted(ys, n_embd, order, n_tok, n_used, b_.wts.as<float>(), n_embd, b_.x.as<float>(),
-                    n_embd, num_.round, /*accumulate=*/true, b_.ids.as<int32_t>(), s);
+    moe_->prefill(st, s);
 }
 
 void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {

@@ -17,7 +17,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 
+#include "gpu/moe_backend.h"
 #include "gpu/state.h"
 #include "gpu/weights.h"
 
@@ -28,7 +30,9 @@ enum class Head { kNone, kLast, kAll, kArgmax, kSample };
 
 class GpuForward {
  public:
-  GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers& b, const GpuNumerics& num);
+  // moe: the backend of the routed experts (gpu/moe_backend.h); nullptr: fused.
+  GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers& b, const GpuNumerics& num,
+             MoeBackend* moe = nullptr);
 
   // n_tok tokens from b.tokens at position *b.pos. kLast / kAll leave fp32 logits in b.logits
   // (kAll: n_tok <= kGemvMaxTokens rows), kArgmax leaves the last row's argmax in b.argmax.
@@ -42,13 +46,13 @@ class GpuForward {
   bool wants_q8(const DevLinear& l) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   void ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
-  void moe_decode(int64_t il, int64_t n_tok, cudaStream_t s, bool xq_ready) const;
-  void moe_prefill(int64_t il, int64_t n_tok, cudaStream_t s) const;
 
   const model::Model& m_;
   const DeviceWeights& w_;
   GpuBuffers& b_;
   GpuNumerics num_;
+  std::unique_ptr<MoeBackend> own_moe_;
+  MoeBackend* moe_ = nullptr;
 };
 
 }  // namespace ft::gpu

@@ -1,0 +1,117 @@
+// The one interface in front of the routed experts of a MoE layer on the GPU, so the
+// forward pass never knows where an expert lives:
+//
+//   fused   : every expert in device memory (DeviceWeights' arena); moe_fused.cpp.
+//   offload : experts in pinned host banks (gpu/host_bank.h), an LRU cache of S GPU slots
+//             with device-side bookkeeping (cuda/moe_cache.h); gpu/moe_offload.h.
+//   cpu / hybrid : routed experts (all, or the misses beyond a fetch cap) computed on the
+//             CPU from the host banks (the moe-cpu engineer's files).
+//
+// GpuForward computes the norm, the router and the routing (ids, wts) and then calls
+// decode() (n_tok <= cuda::kGemvMaxTokens, may be captured in a CUDA graph: only stream work
+// with fixed pointers and shapes) or prefill() (larger batches, never captured). The backend
+// adds sum_j wts[t][j] * expert_{ids[t][j]}(h[t]) into x with exactly the fused math:
+//
+//   g = (W_gate h) * s_gate[e], u = (W_up h) * s_up[e]       (bank columns 0, 1)
+//   y = (W_down swiglu(g, u)) * s_down[e]                     (bank column 2)
+//   x[t] += sum over ranks j in order of y_j * wts[t][j]      (grouped combine, no FMA)
+//
+// Any backend that runs the experts on the GPU should call moe_experts_decode /
+// moe_experts_prefill below with its own ExpertView (slot pools instead of the arena, ids
+// rewritten to slot ids), so the kernels -- and hence the bits -- are the fused backend's.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/state.h"
+#include "gpu/weights.h"
+
+namespace ft::model {
+struct Model;
+}
+
+namespace ft::gpu {
+
+// What one MoE layer call reads and writes. All pointers are device memory owned by
+// GpuBuffers (b); they are the same on every call, so captured graphs stay valid.
+struct MoeStep {
+  int64_t layer = 0;
+  int64_t n_tok = 0;       // tokens of this call
+  int n_used = 0;          // ranks (experts) per token
+  const float* h = nullptr;      // [n_tok][n_embd] fp32, the normed FFN input
+  bool xq_ready = false;         // decode: b->xq already holds the Q8 copy of h (k = n_embd)
+  const int32_t* ids = nullptr;  // [n_tok][n_used] raw expert ids (routing output, rank order)
+  const float* wts = nullptr;    // [n_tok][n_used] routing weights
+  float* x = nullptr;            // [n_tok][n_embd] residual stream: the result is added here
+  GpuBuffers* b = nullptr;       // scratch: gu, hh, xq, order, offsets, sort_ws, ysort, ids, gemm
+  const GpuNumerics* num = nullptr;  // round, q8 (decode integer GEMV), prec (prefill GEMM)
+  int64_t n_slots() const { return n_tok * n_used; }
+};
+
+// Counters of one layer since load (or the last reset_stats). Backends fill what applies.
+struct MoeLayerStats {
+  uint64_t routes = 0;          // token-expert routes served (decode)
+  uint64_t hits = 0;            // decode routes whose expert was already in a slot
+  uint64_t misses_fetched = 0;  // experts copied host -> slot (decode)
+  uint64_t misses_cpu = 0;      // routes computed on the CPU (cpu / hybrid)
+  uint64_t bytes_h2d = 0;       // bytes moved host -> device (decode fetches + prefill layers)
+  uint64_t prefill_layers = 0;  // whole-layer prefill copies
+};
+
+struct MoeStats {
+  std::vector<MoeLayerStats> layers;  // [n_layer] (dense layers stay zero)
+  uint64_t decode_steps = 0;          // decode calls of layer 0 with experts
+  MoeLayerStats total() const;
+};
+
+// Multi-line table of the statistics (per layer and total), for `ft generate --stats`.
+std::string format_moe_stats(const MoeStats& s);
+
+class MoeBackend {
+ public:
+  virtual ~MoeBackend() = default;
+  // n_tok <= cuda::kGemvMaxTokens; stream work only (capturable).
+  virtual void decode(const MoeStep& st, cudaStream_t s) = 0;
+  // n_tok > cuda::kGemvMaxTokens; may synchronise, use other streams and host copies.
+  virtual void prefill(const MoeStep& st, cudaStream_t s) = 0;
+  // One line for logs: the backend's name and its sizes (slots, host bytes, ...).
+  virtual std::string describe() const = 0;
+  // Reads device counters back (synchronises).
+  virtual MoeStats stats() const { return {}; }
+  virtual void reset_stats() {}
+  // Device bytes the backend allocated beyond DeviceWeights (slot pools, bookkeeping).
+  virtual size_t device_bytes() const { return 0; }
+  // Host bytes it holds (pinned banks).
+  virtual size_t host_bytes() const { return 0; }
+};
+
+// The experts of one layer as the grouped kernels read them: expert (or slot) i of tensor t
+// starts at t.w + i * t.expert_bytes; its scales are bank[4 i .. 4 i + 3] = (gate, up, down, 1).
+// n_expert is the number of positions (E for the arena, S for a slot pool); ids index them.
+using ExpertView = DevExperts;
+
+// The fused kernels over a view: decode (grouped GEMVs, swiglu, grouped combine into st.x)
+// with ids[n_slots] (device, indexes into the view; no -1) ...
+void moe_experts_decode(const ExpertView& v, const int32_t* ids, const MoeStep& st, cudaStream_t s);
+// ... and prefill (moe_sort of ids, grouped GEMMs, moe_combine_sorted into st.x). Overwrites
+// st.b->ids (the combine's scratch) after sorting.
+void moe_experts_prefill(const ExpertView& v, const int32_t* ids, const MoeStep& st, cudaStream_t s);
+
+// Options of the backends (from RunnerOptions through GpuSessionOptions).
+struct MoeBackendOptions {
+  std::string name = "auto";  // auto | fused | offload | cpu | hybrid
+  int64_t cache_size = 0;     // slots (0: unset)
+  double cache_rate = 0.0;    // fraction of all experts (0: unset); both unset: auto from free VRAM
+  int64_t hybrid_max_fetch = -1;  // hybrid: misses fetched per layer and step (-1: backend default)
+  int threads = 0;                // cpu / hybrid: CPU threads (0: physical cores)
+};
+
+// The fused backend (experts in w's arena).
+std::unique_ptr<MoeBackend> make_moe_fused(const DeviceWeights& w);
+
+}  // namespace ft::gpu

@@ -1,0 +1,174 @@
+// The fused MoE backend -- every expert in the weight arena -- and the expert kernels every
+// GPU-side backend shares (moe_experts_decode / moe_experts_prefill over an ExpertView).
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "cuda/act_q8.h"
+#include "cuda/gemm.h"
+#include "cuda/gemv.h"
+#include "cuda/glu.h"
+#include "cuda/moe_combine.h"
+#include "gpu/moe_backend.h"
+
+namespace ft::gpu {
+
+MoeLayerStats MoeStats::total() const {
+  MoeLayerStats t;
+  for (const MoeLayerStats& l : layers) {
+    t.routes += l.routes;
+    t.hits += l.hits;
+    t.misses_fetched += l.misses_fetched;
+    t.misses_cpu += l.misses_cpu;
+    t.bytes_h2d += l.bytes_h2d;
+    t.prefill_layers += l.prefill_layers;
+  }
+  return t;
+}
+
+std::string format_moe_stats(const MoeStats& s) {
+  std::string out = fmt::format("moe stats: {} decode steps\n", s.decode_steps);
+  out += fmt::format("{:>6} {:>10} {:>8} {:>10} {:>10} {:>12} {:>8}\n", "layer", "routes", "hit%", "fetched",
+                     "cpu", "H2D MiB", "prefill");
+  auto row = [&](const std::string& name, const MoeLayerStats& l) {
+    const double hit = l.routes ? 100.0 * static_cast<double>(l.hits) / static_cast<double>(l.routes) : 0.0;
+    out += fmt::format("{:>6} {:>10} {:>8.1f} {:>10} {:>10} {:>12.1f} {:>8}\n", name, l.routes, hit, l.misses_fetched,
+                       l.misses_cpu, static_cast<double>(l.bytes_h2d) / (1024.0 * 1024.0), l.prefill_layers);
+  };
+  for (size_t i = 0; i < s.layers.size(); ++i)
+    if (s.layers[i].routes || s.layers[i].prefill_layers) row(std::to_string(i), s.layers[i]);
+  const MoeLayerStats t = s.total();
+  row("all", t);
+  if (s.decode_steps > 0)
+    out += fmt::format("per decode step: {:.2f} experts fetched, {:.2f} MiB H2D (decode+prefill)\n",
+                       static_cast<double>(t.misses_fetched) / static_cast<double>(s.decode_steps),
+                       static_cast<double>(t.bytes_h2d) / (1024.0 * 1024.0) / static_cast<double>(s.decode_steps));
+  return out;
+}
+
+// Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
+// GEMV sums the slots of a token with their routing weights and adds them to x.
+void moe_experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, cudaStream_t s) {
+  const GpuNumerics& num = *st.num;
+  GpuBuffers& b = *st.b;
+  const int n_used = st.n_used;
+  const int64_t n_embd = E.n_embd, n_ff = E.n_ff, n_slots = st.n_slots();
+  float* gu = b.gu.as<float>();
+  float* hh = b.hh.as<float>();
+  // quantize: whether this call must (re)write the Q8 copy of x (gate and up share theirs).
+  auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, int64_t x_div, float* y,
+                     int64_t ldy, int bank_col, const float* slot_w, bool quantize) {
+    const bool q8 = num.q8 && cuda::gemv_q8_supported(t.type);
+    if (q8 && quantize) cuda::quantize_act_q8(x, ldx, t.k, n_slots / x_div, b.xq.get(), s);
+    cuda::GemvArgs a;
+    a.type = t.type;
+    a.w = t.w;
+    a.row_bytes = t.row_bytes;
+    a.k = t.k;
+    a.rows = t.rows;
+    a.x = x;
+    a.ldx = ldx;
+    a.n_tok = n_slots;
+    a.y = y;
+    a.ldy = ldy;
+    a.round = num.round;
+    a.ids = ids;
+    a.expert_bytes = t.expert_bytes;
+    a.x_div = x_div;
+    a.bank = bank_col >= 0 ? E.bank : nullptr;
+    a.bank_col = bank_col < 0 ? 0 : bank_col;
+    a.xq = q8 ? b.xq.get() : nullptr;
+    if (slot_w) {
+      a.slot_w = slot_w;
+      a.n_used = n_used;
+      a.accumulate = true;
+    }
+    cuda::gemv(a, s);
+  };
+  const float* h = st.h;
+  if (E.gate_up) {
+    grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, nullptr, !st.xq_ready);
+  } else {
+    grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, nullptr, !st.xq_ready);
+    grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr, !cuda::gemv_q8_supported(E.gate.type));
+  }
+  const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
+  if (q8_mid)
+    cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, b.xq.get(), s);
+  else
+    cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
+  grouped(E.down, hh, n_ff, 1, st.x, n_embd, 2, st.wts, !q8_mid);
+}
+
+// Prefill: token-slots sorted by expert on the device, one grouped tensor-core GEMM per
+// projection over all experts, then the weighted combine back into token order.
+void moe_experts_prefill(const ExpertView& E, const int32_t* ids, const MoeStep& st, cudaStream_t s) {
+  const GpuNumerics& num = *st.num;
+  GpuBuffers& b = *st.b;
+  const int n_used = st.n_used;
+  const int64_t n_embd = E.n_embd, n_ff = E.n_ff, n_slots = st.n_slots();
+  int32_t* order = b.order.as<int32_t>();
+  int32_t* offsets = b.offsets.as<int32_t>();
+  cuda::moe_sort(ids, n_slots, E.n_expert, order, offsets, b.sort_ws.get(), s);
+  float* gu = b.gu.as<float>();
+  float* hh = b.hh.as<float>();
+  float* ys = b.ysort.as<float>();
+  auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, const int32_t* ord,
+                     int64_t x_div, float* y, int64_t ldy, int bank_col) {
+    cuda::GroupedGemmArgs g;
+    g.g.type = t.type;
+    g.g.w = t.w;
+    g.g.row_bytes = t.row_bytes;
+    g.g.k = t.k;
+    g.g.rows = t.rows;
+    g.g.x = x;
+    g.g.ldx = ldx;
+    g.g.n_tok = n_slots;
+    g.g.y = y;
+    g.g.ldy = ldy;
+    g.g.round = num.round;
+    g.g.prec = num.prec;
+    g.expert_bytes = t.expert_bytes;
+    g.n_expert = E.n_expert;
+    g.order = ord;
+    g.offsets = offsets;
+    g.x_div = x_div;
+    g.bank = bank_col >= 0 ? E.bank : nullptr;
+    g.bank_col = bank_col < 0 ? 0 : bank_col;
+    cuda::gemm_grouped(*b.gemm, g, s);
+  };
+  const float* h = st.h;
+  if (E.gate_up) {
+    grouped(E.gate_up, h, n_embd, order, n_used, gu, 2 * n_ff, -1);
+  } else {
+    grouped(E.gate, h, n_embd, order, n_used, gu, 2 * n_ff, 0);
+    grouped(E.up, h, n_embd, order, n_used, gu + n_ff, 2 * n_ff, 1);
+  }
+  cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
+  grouped(E.down, hh, n_ff, nullptr, 1, ys, n_embd, 2);
+  // b.ids doubles as the inverse permutation's scratch: routing is done with it.
+  cuda::moe_combine_sorted(ys, n_embd, order, st.n_tok, n_used, st.wts, n_embd, st.x, n_embd, num.round,
+                           /*accumulate=*/true, b.ids.as<int32_t>(), s);
+}
+
+namespace {
+
+class MoeFused : public MoeBackend {
+ public:
+  explicit MoeFused(const DeviceWeights& w) : w_(w) {}
+  void decode(const MoeStep& st, cudaStream_t s) override {
+    moe_experts_decode(w_.layers[st.layer].experts, st.ids, st, s);
+  }
+  void prefill(const MoeStep& st, cudaStream_t s) override {
+    moe_experts_prefill(w_.layers[st.layer].experts, st.ids, st, s);
+  }
+  std::string describe() const override { return "fused (all experts in GPU memory)"; }
+
+ private:
+  const DeviceWeights& w_;
+};
+
+}  // namespace
+
+std::unique_ptr<MoeBackend> make_moe_fused(const DeviceWeights& w) { return std::make_unique<MoeFused>(w); }
+
+}  // namespace ft::gpu
