@@ -1,0 +1,250 @@
+#include "moe_cpu/expert_exec.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "engine/ffn.h"
+#include "engine/vec_math.h"
+#include "quant/matmul.h"
+
+namespace ft::moe_cpu {
+namespace {
+
+HostExpertTensor view_of(const model::ExpertTensor& t) {
+  HostExpertTensor h;
+  if (!t) return h;
+  h.type = t.w.type;
+  h.w = t.w.data;
+  h.row_bytes = t.w.row_bytes();
+  h.expert_bytes = t.w.matrix_bytes();
+  h.rows = t.w.ne[1];
+  h.k = t.w.ne[0];
+  return h;
+}
+
+float bank_at(const HostExperts& L, int64_t e, int col) { return L.bank ? L.bank[e * 4 + col] : 1.0f; }
+
+quant::MatmulArgs expert_args(const HostExpertTensor& t, int64_t e, const float* x, int64_t ldx, int64_t n_tok,
+                              float* y, int64_t ldy, float scale, const ExpertNumerics& num) {
+  quant::MatmulArgs a;
+  a.type = t.type;
+  a.row_bytes = t.row_bytes;
+  a.w = t.expert(e);
+  a.k = t.k;
+  a.x = x;
+  a.ldx = ldx;
+  a.n_tok = n_tok;
+  a.y = y;
+  a.ldy = ldy;
+  a.scale = scale;
+  a.round = engine::round_of(num.act);
+  a.act_quant = num.act_quant;
+  a.n_rows = t.rows;
+  return a;
+}
+
+// Rows [r0, r1) of the 2*n_ff gate|up output of expert e for n_tok tokens (the engine's
+// gate_up_rows with the scales read from the bank).
+template <bool kRef>
+void gate_up_rows(const HostExperts& L, int64_t e, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t r0,
+                  int64_t r1, const ExpertNumerics& num) {
+  const int64_t n_ff = L.n_ff, ldy = 2 * n_ff;
+  auto run = [&](const quant::MatmulArgs& a, int64_t a0, int64_t a1) {
+    if constexpr (kRef)
+      quant::matmul_ref(a, a0, a1);
+    else
+      quant::matmul(a, a0, a1);
+  };
+  if (L.gate_up) {
+    run(expert_args(L.gate_up, e, x, ldx, n_tok, y, ldy, 1.0f, num), r0, r1);
+    return;
+  }
+  if (r0 < n_ff)
+    run(expert_args(L.gate, e, x, ldx, n_tok, y, ldy, bank_at(L, e, 0), num), r0, std::min(r1, n_ff));
+  if (r1 > n_ff)
+    run(expert_args(L.up, e, x, ldx, n_tok, y + n_ff, ldy, bank_at(L, e, 1), num), std::max(r0, n_ff) - n_ff,
+        r1 - n_ff);
+}
+
+void check_id(int32_t id, int64_t n_expert) {
+  if (id < -1 || id >= n_expert) fail("MoE expert id {} out of range: expected -1 (skip) or [0, {})", id, n_expert);
+}
+
+}  // namespace
+
+int64_t HostExperts::expert_bytes() const {
+  int64_t b = down.expert_bytes;
+  if (gate_up) return b + gate_up.expert_bytes;
+  return b + gate.expert_bytes + up.expert_bytes;
+}
+
+HostExperts host_experts_of(const engine::ExpertWeights& w, std::vector<float>& bank_store) {
+  HostExperts L;
+  L.gate = view_of(w.gate);
+  L.up = view_of(w.up);
+  L.gate_up = view_of(w.gate_up);
+  L.down = view_of(w.down);
+  L.n_expert = w.n_expert;
+  L.n_embd = w.n_embd;
+  L.n_ff = w.n_ff;
+  L.glu = w.glu;
+  bank_store.assign(static_cast<size_t>(4 * w.n_expert), 1.0f);
+  for (int64_t e = 0; e < w.n_expert; ++e) {
+    bank_store[e * 4 + 0] = w.gate ? w.gate.scale_of(e) : 1.0f;
+    bank_store[e * 4 + 1] = w.up ? w.up.scale_of(e) : 1.0f;
+    bank_store[e * 4 + 2] = w.down.scale_of(e);
+  }
+  L.bank = bank_store.data();
+  return L;
+}
+
+void check_host_experts(const HostExperts& L, const char* layer_name) {
+  auto check = [&](const HostExpertTensor& t, const char* what, int64_t k, int64_t rows) {
+    if (!t) return;
+    if (!quant::matmul_supported(t.type))
+      fail("{} {}: the CPU expert executor cannot multiply {} weights", layer_name, what, type_name(t.type));
+    if (t.k != k || t.rows != rows)
+      fail("{} {}: expected {} x {} per expert, got {} x {}", layer_name, what, k, rows, t.k, t.rows);
+    if (t.k % traits(t.type).block_size != 0)
+      fail("{} {}: row length {} is not a multiple of the {} block ({})", layer_name, what, t.k, type_name(t.type),
+           traits(t.type).block_size);
+  };
+  if (!L.down || !(L.gate_up || (L.gate && L.up))) fail("{}: expert tensors missing (gate/up or gate_up, down)", layer_name);
+  check(L.gate, "ffn_gate_exps", L.n_embd, L.n_ff);
+  check(L.up, "ffn_up_exps", L.n_embd, L.n_ff);
+  check(L.gate_up, "ffn_gate_up_exps", L.n_embd, 2 * L.n_ff);
+  check(L.down, "ffn_down_exps", L.n_ff, L.n_embd);
+}
+
+void ExpertExecutor::grow(const HostExperts& L, int64_t n_slots) {
+  const auto n = static_cast<size_t>(n_slots);
+  if (count_.size() < static_cast<size_t>(L.n_expert)) {
+    count_.resize(static_cast<size_t>(L.n_expert));
+    start_.resize(static_cast<size_t>(L.n_expert));
+  }
+  if (slot_of_.size() < n) slot_of_.resize(n);
+  if (xg_.size() < n * L.n_embd) xg_.resize(n * L.n_embd);
+  if (yd_.size() < n * L.n_embd) yd_.resize(n * L.n_embd);
+  if (gu_.size() < n * 2 * L.n_ff) gu_.resize(n * 2 * L.n_ff);
+  if (h_.size() < n * L.n_ff) h_.resize(n * L.n_ff);
+}
+
+void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
+                         const int32_t* ids, const float* weights, int n_used, float* out, int64_t ldo) {
+  const int64_t n_embd = L.n_embd, n_ff = L.n_ff, n_slots = n_tok * n_used;
+  grow(L, n_slots);
+  // Group the (token, rank) slots by expert; slot_of_[s] = position in the grouped order.
+  std::fill(count_.begin(), count_.begin() + L.n_expert, 0);
+  for (int64_t s = 0; s < n_slots; ++s) {
+    check_id(ids[s], L.n_expert);
+    if (ids[s] >= 0) ++count_[ids[s]];
+  }
+  active_.clear();
+  int64_t off = 0;
+  for (int64_t e = 0; e < L.n_expert; ++e) {
+    start_[e] = off;
+    if (count_[e]) active_.push_back(static_cast<int32_t>(e));
+    off += count_[e];
+    count_[e] = 0;
+  }
+  const int64_t n_routes = off;
+  for (int64_t s = 0; s < n_slots; ++s) {
+    const int32_t e = ids[s];
+    if (e < 0) continue;
+    const int64_t g = start_[e] + count_[e]++;
+    slot_of_[s] = g;
+    std::memcpy(xg_.data() + g * n_embd, x + (s / n_used) * ldx, sizeof(float) * n_embd);
+  }
+  last_routes_ = n_routes;
+  last_bytes_ = static_cast<int64_t>(active_.size()) * L.expert_bytes();
+
+  const engine::Exec ex{&pool_, num.act, num.act_quant};
+  const int64_t n_active = static_cast<int64_t>(active_.size());
+  const int n_threads = pool_.size();
+  // (expert, row chunk) items, about 4 per thread over all active experts, so the top-k
+  // GEMVs of one decode step spread over every core; chunks stay multiples of 16 rows.
+  auto chunk_rows = [&](int64_t rows) {
+    int64_t c = (rows * n_active + 4 * n_threads - 1) / (4 * n_threads);
+    c = (c + 15) / 16 * 16;
+    return std::min(rows, std::max<int64_t>(16, c));
+  };
+  if (n_active > 0) {
+    const int64_t cgu = chunk_rows(2 * n_ff), ngu = (2 * n_ff + cgu - 1) / cgu;
+    pool_.parallel_for(n_active * ngu, 1, [&](int64_t i0, int64_t i1, int) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int32_t e = active_[i / ngu];
+        const int64_t r0 = (i % ngu) * cgu, r1 = std::min(2 * n_ff, r0 + cgu);
+        gate_up_rows<false>(L, e, xg_.data() + start_[e] * n_embd, n_embd, count_[e], gu_.data() + start_[e] * 2 * n_ff,
+                            r0, r1, num);
+      }
+    });
+    if (L.glu == engine::Glu::kGelu)
+      engine::geglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
+    else
+      engine::swiglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
+    const int64_t cd = chunk_rows(n_embd), nd = (n_embd + cd - 1) / cd;
+    pool_.parallel_for(n_active * nd, 1, [&](int64_t i0, int64_t i1, int) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int32_t e = active_[i / nd];
+        const int64_t r0 = (i % nd) * cd, r1 = std::min(n_embd, r0 + cd);
+        quant::matmul(expert_args(L.down, e, h_.data() + start_[e] * n_ff, n_ff, count_[e],
+                                  yd_.data() + start_[e] * n_embd, n_embd, bank_at(L, e, 2), num),
+                      r0, r1);
+      }
+    });
+  }
+  // out = y_0 * w_0 + y_1 * w_1 + ... in rank order over the routes present (ggml adds the
+  // weighted experts one by one); a token without routes gets zeros.
+  auto combine = [&](int64_t t) {
+    float* o = out + t * ldo;
+    bool first = true;
+    for (int r = 0; r < n_used; ++r) {
+      const int64_t s = t * n_used + r;
+      if (ids[s] < 0) continue;
+      const float* y = yd_.data() + slot_of_[s] * n_embd;
+      const float wr = weights[s];
+      if (first) {
+        for (int64_t i = 0; i < n_embd; ++i) o[i] = y[i] * wr;
+        first = false;
+      } else {
+        for (int64_t i = 0; i < n_embd; ++i) o[i] += y[i] * wr;
+      }
+    }
+    if (first) std::fill(o, o + n_embd, 0.0f);
+    engine::round_act(num.act, o, n_embd);
+  };
+  if (n_tok == 1)
+    combine(0);
+  else
+    pool_.parallel_for(n_tok, 1, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) combine(t);
+    });
+}
+
+void expert_exec_ref(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
+                     const int32_t* ids, const float* weights, int n_used, float* out, int64_t ldo) {
+  const int64_t n_embd = L.n_embd, n_ff = L.n_ff;
+  std::vector<float> gu(static_cast<size_t>(2 * n_ff)), h(static_cast<size_t>(n_ff)), y(static_cast<size_t>(n_embd));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* o = out + t * ldo;
+    bool first = true;
+    for (int r = 0; r < n_used; ++r) {
+      const int32_t e = ids[t * n_used + r];
+      check_id(e, L.n_expert);
+      if (e < 0) continue;
+      gate_up_rows<true>(L, e, x + t * ldx, ldx, 1, gu.data(), 0, 2 * n_ff, num);
+      for (int64_t i = 0; i < n_ff; ++i)
+        h[i] = engine::round_act(num.act, (L.glu == engine::Glu::kGelu ? engine::gelu(gu[i]) : engine::silu(gu[i])) *
+                                              gu[n_ff + i]);
+      quant::matmul_ref(expert_args(L.down, e, h.data(), n_ff, 1, y.data(), n_embd, bank_at(L, e, 2), num), 0, n_embd);
+      const float wr = weights[t * n_used + r];
+      for (int64_t i = 0; i < n_embd; ++i) o[i] = first ? y[i] * wr : o[i] + y[i] * wr;
+      first = false;
+    }
+    if (first) std::fill(o, o + n_embd, 0.0f);
+    engine::round_act(num.act, o, n_embd);
+  }
+}
+
+}  // namespace ft::moe_cpu

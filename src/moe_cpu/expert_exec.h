@@ -1,0 +1,95 @@
+// The CPU expert executor: the routed experts of one MoE layer, computed on the CPU from
+// expert tensors in host memory (the mapped GGUF, or the pinned host banks of the GPU's
+// offload / cpu / hybrid backends).
+//
+//   out[t] = sum over ranks r with ids[t*n_used + r] >= 0, in rank order, of
+//            w_r * y_r,   y_r = (Wd[e] . h) * s_down[e],
+//            h = glu(g) * u,  g = (Wg[e] . x_t) * s_gate[e],  u = (Wu[e] . x_t) * s_up[e]
+//   with e = ids[t*n_used + r], w_r = weights[t*n_used + r], s_* = the [E][4] scale bank.
+//
+// The same math, kernels and rounding points as the CPU engine's MoeExperts (engine/moe.h):
+// with every id valid the result is bit-identical to make_cpu_experts(), and it equals the
+// scalar twin moe_experts_ref / expert_exec_ref up to fp32 summation order. An id of -1
+// skips that route (the GPU owns it in the hybrid backend); a token with no route gets 0.
+//
+// Work: the (token, rank) slots are grouped by expert so each expert's rows are read once
+// per call; gate|up, then down, each run as one parallel loop over (expert, row chunk)
+// items on the pool (one thread per physical core, cpu_pool.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/threadpool.h"
+#include "engine/exec.h"
+#include "engine/geglu.h"
+#include "engine/moe.h"
+#include "format/ggml_type.h"
+
+namespace ft::moe_cpu {
+
+// One 3-D expert tensor in host memory: expert e's row r (k elements of `type`) at
+// w + e*expert_bytes + r*row_bytes.
+struct HostExpertTensor {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* w = nullptr;
+  int64_t row_bytes = 0;
+  int64_t expert_bytes = 0;
+  int64_t rows = 0;  // per expert
+  int64_t k = 0;
+  explicit operator bool() const { return w != nullptr; }
+  const uint8_t* expert(int64_t e) const { return w + e * expert_bytes; }
+};
+
+// One MoE layer's experts: separate gate and up, or a merged gate_up (rows [0, n_ff) gate,
+// [n_ff, 2 n_ff) up), and down; bank [n_expert][4] fp32 = (gate, up, down, 1) or nullptr
+// (all ones).
+struct HostExperts {
+  HostExpertTensor gate, up, gate_up, down;
+  const float* bank = nullptr;
+  int64_t n_expert = 0, n_embd = 0, n_ff = 0;
+  engine::Glu glu = engine::Glu::kSilu;
+  // Weight bytes of one expert (all its tensors).
+  int64_t expert_bytes() const;
+};
+
+// Views of the engine's mapped expert tensors; the scale bank is built into bank_store.
+HostExperts host_experts_of(const engine::ExpertWeights& w, std::vector<float>& bank_store);
+// Throws ft::Error naming the tensor when the executor cannot run it (unsupported type,
+// k not a multiple of the block, shapes that disagree).
+void check_host_experts(const HostExperts& L, const char* layer_name);
+
+struct ExpertNumerics {
+  engine::ActType act = engine::ActType::kF32;
+  quant::ActQuant act_quant = quant::ActQuant::kNone;
+};
+
+class ExpertExecutor {
+ public:
+  explicit ExpertExecutor(ThreadPool& pool) : pool_(pool) {}
+
+  // out[t] (n_embd floats, ldo apart) for t < n_tok as above; overwrites out. Throws
+  // ft::Error for an id outside [-1, n_expert).
+  void run(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
+           const int32_t* ids, const float* weights, int n_used, float* out, int64_t ldo);
+
+  // The last run's routes computed and expert weight bytes read (each active expert once).
+  int64_t last_routes() const { return last_routes_; }
+  int64_t last_bytes() const { return last_bytes_; }
+
+ private:
+  void grow(const HostExperts& L, int64_t n_slots);
+
+  ThreadPool& pool_;
+  std::vector<int64_t> count_, start_, slot_of_;
+  std::vector<int32_t> active_;
+  std::vector<float> xg_, gu_, h_, yd_;
+  int64_t last_routes_ = 0, last_bytes_ = 0;
+};
+
+// Token-by-token scalar twin (quant::matmul_ref, rank order), for tests.
+void expert_exec_ref(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx,
+                     int64_t n_tok, const int32_t* ids, const float* weights, int n_used, float* out,
+                     int64_t ldo);
+
+}  // namespace ft::moe_cpu
