@@ -70,6 +70,22 @@ void KvCache::store(int64_t il, int64_t pos0, int64_t n_tok, const float* k, int
   }
 }
 
+void KvCache::store_cells(int64_t il, const int64_t* cells, int64_t n_tok, const float* k,
+                          int64_t ldk, const float* v, int64_t ldv) {
+  const int64_t d = kv_dim_[il];
+  for (int64_t t = 0; t < n_tok; ++t) {
+    put_row(type_, k + t * ldk, d, k_[il].data() + cells[t] * d * esize_);
+    put_row(type_, v + t * ldv, d, v_[il].data() + cells[t] * d * esize_);
+  }
+}
+
+void KvCache::load_k_cell(int64_t il, int64_t cell, int64_t off, int64_t n, float* dst) const {
+  get_row(type_, k_[il].data() + (cell * kv_dim_[il] + off) * esize_, n, dst);
+}
+void KvCache::load_v_cell(int64_t il, int64_t cell, int64_t off, int64_t n, float* dst) const {
+  get_row(type_, v_[il].data() + (cell * kv_dim_[il] + off) * esize_, n, dst);
+}
+
 void KvCache::load_k(int64_t il, int64_t pos, int64_t off, int64_t n, float* dst) const {
   get_row(type_, k_[il].data() + (row_of(il, pos) * kv_dim_[il] + off) * esize_, n, dst);
 }
@@ -102,8 +118,11 @@ inline int64_t first_key(const AttnShape& s, int64_t p) {
 // Lanes are indexed by key position, which is ggml's KV cell index on a cache that does
 // not wrap (a sliding-window ring reorders cells there).
 // `tmp` holds n_kv scores followed by head_dim_k + head_dim_v floats of conversion space.
+// `cell(j)` is the cache cell of key position j.
+template <class CellOf>
 void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* q, int64_t j0,
-                int64_t n_kv, int64_t g, float* o, float* tmp, ActType act, bool batched) {
+                int64_t n_kv, int64_t g, float* o, float* tmp, ActType act, bool batched,
+                const CellOf& cell) {
   float* score = tmp;
   float* row = tmp + n_kv;
   const int64_t dk = s.head_dim_k, dv = s.head_dim_v;
@@ -111,9 +130,9 @@ void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* 
   for (int64_t j = j0; j < n_kv; ++j) {
     float d;
     if (kv.type() == ActType::kF32) {
-      d = dot_f32(q, static_cast<const float*>(kv.k_row(il, j)) + g * dk, dk);
+      d = dot_f32(q, static_cast<const float*>(kv.k_cell(il, cell(j))) + g * dk, dk);
     } else {
-      kv.load_k(il, j, g * dk, dk, row);
+      kv.load_k_cell(il, cell(j), g * dk, dk, row);
       d = dot_f32(q, row, dk);
     }
     score[j] = d * s.scale;
@@ -126,9 +145,9 @@ void attend_one(const AttnShape& s, const KvCache& kv, int64_t il, const float* 
   for (int64_t j = j0; j < n_kv; ++j) {
     const float* v;
     if (kv.type() == ActType::kF32) {
-      v = static_cast<const float*>(kv.v_row(il, j)) + g * dv;
+      v = static_cast<const float*>(kv.v_cell(il, cell(j))) + g * dv;
     } else {
-      kv.load_v(il, j, g * dv, dv, row);
+      kv.load_v_cell(il, cell(j), g * dv, dv, row);
       v = row;
     }
     mad_f32(acc.data() + (j % lanes) * dv, v, score[j] * inv, dv);
@@ -158,12 +177,43 @@ void attention(const Exec& ex, const AttnShape& s, const KvCache& kv, int64_t il
   sc.reserve(ex.pool->size(), kv.n_ctx(), std::max(s.head_dim_k, s.head_dim_v));
   const int64_t n = n_tok * s.n_head;
   const ActType act = ex.act;
+  const auto cell = [&](int64_t j) { return kv.cell_of(il, j); };
   ex.pool->parallel_for(n, 1, [&](int64_t i0, int64_t i1, int tid) {
     float* tmp = sc.buf.data() + tid * per_thread;
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / s.n_head, h = i % s.n_head;
       attend_one(s, kv, il, q + t * ldq + h * s.head_dim_k, first_key(s, pos0 + t), pos0 + t + 1,
-                 h / group, out + t * ldo + h * s.head_dim_v, tmp, act, n_tok > 1);
+                 h / group, out + t * ldo + h * s.head_dim_v, tmp, act, n_tok > 1, cell);
+    }
+  });
+}
+
+void attention_seqs(const Exec& ex, const AttnShape& s, const KvCache& kv, int64_t il,
+                    const float* q, int64_t ldq, const AttnSeq* seqs, int64_t n_seq, float* out,
+                    int64_t ldo, AttnScratch& sc) {
+  const int64_t group = s.n_head / s.n_head_kv;
+  const int64_t per_thread = kv.n_ctx() + s.head_dim_k + s.head_dim_v;
+  sc.reserve(ex.pool->size(), kv.n_ctx(), std::max(s.head_dim_k, s.head_dim_v));
+  // Work item i = (row, head) over all sequences' rows; seq_of maps a row to its sequence.
+  thread_local std::vector<int32_t> seq_of;
+  int64_t n_rows = 0;
+  for (int64_t b = 0; b < n_seq; ++b) n_rows = std::max(n_rows, seqs[b].row0 + seqs[b].n_tok);
+  seq_of.assign(static_cast<size_t>(n_rows), -1);
+  for (int64_t b = 0; b < n_seq; ++b)
+    for (int64_t t = 0; t < seqs[b].n_tok; ++t) seq_of[seqs[b].row0 + t] = static_cast<int32_t>(b);
+  const int32_t* so = seq_of.data();
+  const ActType act = ex.act;
+  ex.pool->parallel_for(n_rows * s.n_head, 1, [&](int64_t i0, int64_t i1, int tid) {
+    float* tmp = sc.buf.data() + tid * per_thread;
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t r = i / s.n_head, h = i % s.n_head;
+      if (so[r] < 0) continue;
+      const AttnSeq& sq = seqs[so[r]];
+      const int64_t p = sq.pos0 + (r - sq.row0);
+      const int64_t* cells = sq.cells;
+      attend_one(s, kv, il, q + r * ldq + h * s.head_dim_k, first_key(s, p), p + 1, h / group,
+                 out + r * ldo + h * s.head_dim_v, tmp, act, sq.n_tok > 1,
+                 [cells](int64_t j) { return cells[j]; });
     }
   });
 }

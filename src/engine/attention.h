@@ -41,6 +41,17 @@ class KvCache {
   const void* v_row(int64_t il, int64_t pos) const { return v_[il].data() + row_of(il, pos) * kv_dim_[il] * esize_; }
   int64_t esize() const { return esize_; }
 
+  // Cell-addressed access for a paged cache (engine/kv_pages.h), where a position's cell
+  // comes from its sequence's page table instead of the position itself.
+  int64_t cell_of(int64_t il, int64_t pos) const { return row_of(il, pos); }
+  const void* k_cell(int64_t il, int64_t cell) const { return k_[il].data() + cell * kv_dim_[il] * esize_; }
+  const void* v_cell(int64_t il, int64_t cell) const { return v_[il].data() + cell * kv_dim_[il] * esize_; }
+  void load_k_cell(int64_t il, int64_t cell, int64_t off, int64_t n, float* dst) const;
+  void load_v_cell(int64_t il, int64_t cell, int64_t off, int64_t n, float* dst) const;
+  // Writes n_tok rows of K and V of layer il into cells[0..n_tok).
+  void store_cells(int64_t il, const int64_t* cells, int64_t n_tok, const float* k, int64_t ldk,
+                   const float* v, int64_t ldv);
+
  private:
   int64_t row_of(int64_t il, int64_t pos) const { return pos < cells_[il] ? pos : pos % cells_[il]; }
 
@@ -71,6 +82,23 @@ struct AttnScratch {
 // cached keys 0 .. pos0 + t of layer il (causal; only the last s.window ones when set). Writes n_tok rows of n_head*head_dim_v to out.
 void attention(const Exec& ex, const AttnShape& s, const KvCache& kv, int64_t il, const float* q,
                int64_t ldq, int64_t n_tok, int64_t pos0, float* out, int64_t ldo, AttnScratch& sc);
+
+// One sequence's rows in a batch of several sequences (engine/batch_runner.h): query rows
+// row0 .. row0+n_tok-1 at positions pos0.., whose keys 0 .. pos0+n_tok-1 live in the cells
+// cells[pos] of the cache.
+struct AttnSeq {
+  int64_t row0 = 0;
+  int64_t n_tok = 0;
+  int64_t pos0 = 0;
+  const int64_t* cells = nullptr;
+};
+
+// attention() for each sequence of a batch over its own cells, in one parallel loop. Each
+// sequence is summed exactly as attention() sums a call with its n_tok tokens, so a
+// sequence's output does not depend on what else is in the batch.
+void attention_seqs(const Exec& ex, const AttnShape& s, const KvCache& kv, int64_t il,
+                    const float* q, int64_t ldq, const AttnSeq* seqs, int64_t n_seq, float* out,
+                    int64_t ldo, AttnScratch& sc);
 
 // Straightforward single-threaded twin used by the tests.
 void attention_ref(const AttnShape& s, const KvCache& kv, int64_t il, const float* q, int64_t ldq,

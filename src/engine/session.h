@@ -45,6 +45,10 @@ class Session : public Runner {
   int n_threads() const { return pool_->size(); }
   ActType act() const { return st_->ex.act; }
   const KvCache& kv() const { return st_->kv; }
+  // For a BatchRunner built over this session (engine/batch_runner.h): it borrows the
+  // model, the thread pool and the activation buffers, and keeps its own paged KV cache.
+  const model::Model& model() const { return m_; }
+  State& state() { return *st_; }
 
  private:
   const model::Model& m_;

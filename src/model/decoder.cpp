@@ -34,6 +34,28 @@ void add_rows(float* x, const float* y, int64_t n) {
 
 }  // namespace
 
+namespace {
+
+// rmsnorm, the fused QKV projection and the Q/K head norms of layer il into st.s.qkv.
+void qkv_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
+  const HParams& hp = m.hp;
+  const Layer& L = m.layers[il];
+  auto& s = st.s;
+  const Exec& ex = st.ex;
+  const int64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
+  const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
+  const int64_t q_dim = nh * hd, ld = L.qkv.rows();
+  engine::rmsnorm(ex, s.x.data(), n_embd, L.attn_norm.f32(), n_embd, hp.rms_eps, n_tok,
+                  s.h.data(), n_embd);
+  engine::linear(ex, L.qkv, s.h.data(), n_embd, n_tok, s.qkv.data(), ld);
+  float* q = s.qkv.data();
+  float* k = q + q_dim;
+  if (L.attn_q_norm) engine::rmsnorm_heads(ex, q, ld, n_tok, nh, hd, L.attn_q_norm.f32(), hp.rms_eps);
+  if (L.attn_k_norm) engine::rmsnorm_heads(ex, k, ld, n_tok, nkv, hd, L.attn_k_norm.f32(), hp.rms_eps);
+}
+
+}  // namespace
+
 void attention_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok, int64_t pos0) {
   const HParams& hp = m.hp;
   const Layer& L = m.layers[il];
@@ -43,14 +65,10 @@ void attention_block(const Model& m, int64_t il, engine::State& st, int64_t n_to
   const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
   const int64_t q_dim = nh * hd, kv_dim = nkv * hd, ld = L.qkv.rows();
 
-  engine::rmsnorm(ex, s.x.data(), n_embd, L.attn_norm.f32(), n_embd, hp.rms_eps, n_tok,
-                  s.h.data(), n_embd);
-  engine::linear(ex, L.qkv, s.h.data(), n_embd, n_tok, s.qkv.data(), ld);
+  qkv_block(m, il, st, n_tok);
   float* q = s.qkv.data();
   float* k = q + q_dim;
   float* v = k + kv_dim;
-  if (L.attn_q_norm) engine::rmsnorm_heads(ex, q, ld, n_tok, nh, hd, L.attn_q_norm.f32(), hp.rms_eps);
-  if (L.attn_k_norm) engine::rmsnorm_heads(ex, k, ld, n_tok, nkv, hd, L.attn_k_norm.f32(), hp.rms_eps);
   engine::rope_apply(ex, st.rope, q, ld, n_tok, nh, hd);
   engine::rope_apply(ex, st.rope, k, ld, n_tok, nkv, hd);
   st.kv.store(il, pos0, n_tok, k, ld, v, ld);
@@ -58,6 +76,34 @@ void attention_block(const Model& m, int64_t il, engine::State& st, int64_t n_to
   const engine::AttnShape shape{nh, nkv, hd, hp.head_dim_v, hp.attn_scale};
   const int64_t o_dim = nh * hp.head_dim_v;
   engine::attention(ex, shape, st.kv, il, q, ld, n_tok, pos0, s.attn.data(), o_dim, st.attn);
+  engine::linear(ex, L.wo, s.attn.data(), o_dim, n_tok, s.branch.data(), n_embd);
+  add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
+}
+
+void attention_block_seqs(const Model& m, int64_t il, engine::State& st, int64_t n_tok,
+                          const BatchSeqs& b) {
+  const HParams& hp = m.hp;
+  const Layer& L = m.layers[il];
+  auto& s = st.s;
+  const Exec& ex = st.ex;
+  const int64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
+  const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
+  const int64_t q_dim = nh * hd, kv_dim = nkv * hd, ld = L.qkv.rows();
+
+  qkv_block(m, il, st, n_tok);
+  float* q = s.qkv.data();
+  float* k = q + q_dim;
+  float* v = k + kv_dim;
+  for (int64_t i = 0; i < b.n; ++i) {
+    const engine::AttnSeq& sq = b.seqs[i];
+    const int64_t off = sq.row0 * ld;
+    engine::rope_apply(ex, b.ropes[i], q + off, ld, sq.n_tok, nh, hd);
+    engine::rope_apply(ex, b.ropes[i], k + off, ld, sq.n_tok, nkv, hd);
+    b.kv->store_cells(il, sq.cells + sq.pos0, sq.n_tok, k + off, ld, v + off, ld);
+  }
+  const engine::AttnShape shape{nh, nkv, hd, hp.head_dim_v, hp.attn_scale};
+  const int64_t o_dim = nh * hp.head_dim_v;
+  engine::attention_seqs(ex, shape, *b.kv, il, q, ld, b.seqs, b.n, s.attn.data(), o_dim, st.attn);
   engine::linear(ex, L.wo, s.attn.data(), o_dim, n_tok, s.branch.data(), n_embd);
   add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
 }
@@ -111,6 +157,25 @@ void decoder_forward(const Model& m, engine::State& st, const int32_t* tokens, i
     ffn_block(m, il, st, n_tok);
   }
   if (logits) output_head(m, st, n_tok, logits, all_logits);
+}
+
+void decoder_forward_seqs(const Model& m, engine::State& st, const int32_t* tokens,
+                          int64_t n_tok, const BatchSeqs& b, float* logits) {
+  embed(m, tokens, n_tok, st.s.x.data());
+  for (int64_t il = 0; il < m.hp.n_layer; ++il) {
+    attention_block_seqs(m, il, st, n_tok, b);
+    ffn_block(m, il, st, n_tok);
+  }
+  // The head over each sequence's last row only (rows gathered in order, then one matmul).
+  const int64_t n_embd = m.hp.n_embd;
+  auto& s = st.s;
+  for (int64_t i = 0; i < b.n; ++i) {
+    const int64_t r = b.seqs[i].row0 + b.seqs[i].n_tok - 1;
+    engine::rmsnorm(st.ex, s.x.data() + r * n_embd, n_embd, m.output_norm.f32(), n_embd, m.hp.rms_eps,
+                    1, s.h.data() + i * n_embd, n_embd);
+  }
+  const Exec ex32{st.ex.pool, engine::ActType::kF32, st.ex.act_quant};  // as output_head
+  engine::linear(ex32, m.output, s.h.data(), n_embd, b.n, logits, m.output.rows());
 }
 
 }  // namespace ft::model

@@ -31,4 +31,23 @@ void output_head(const Model& m, engine::State& st, int64_t n_tok, float* logits
 void decoder_forward(const Model& m, engine::State& st, const int32_t* tokens, int64_t n_tok,
                      int64_t pos0, float* logits, bool all_logits);
 
+// Several sequences in one forward (engine/batch_runner.h): the rows of the batch are split
+// into sequences, each with its own positions, RoPE table and KV cells in a shared paged
+// cache. Linear layers and experts run once over all rows; attention per sequence.
+struct BatchSeqs {
+  const engine::AttnSeq* seqs = nullptr;   // row ranges, positions, cells
+  const engine::RopeCache* ropes = nullptr;  // per sequence, built for its positions
+  int64_t n = 0;
+  engine::KvCache* kv = nullptr;
+};
+
+// attention_block over the sequences of b (KV written to and read from b.kv).
+void attention_block_seqs(const Model& m, int64_t il, engine::State& st, int64_t n_tok,
+                          const BatchSeqs& b);
+
+// decoder_forward over the sequences of b: logits gets one row per sequence, after its last
+// token. Only for architectures whose forward is decoder_forward.
+void decoder_forward_seqs(const Model& m, engine::State& st, const int32_t* tokens,
+                          int64_t n_tok, const BatchSeqs& b, float* logits);
+
 }  // namespace ft::model
