@@ -162,9 +162,20 @@ DevLinear place_linear(Planner& pl, const engine::Linear& l) {
   return d;
 }
 
-DevExpertTensor place_experts(Planner& pl, const model::ExpertTensor& t) {
+DevExpertTensor place_experts(Planner& pl, const model::ExpertTensor& t, bool upload) {
   DevExpertTensor d;
   if (!t) return d;
+  if (!upload) {  // described only: the layout host_bank.cpp gives it (F32 rows without GPU kernels)
+    const bool native = cuda::gemv_supported(t.w.type);
+    if (!native && !quant::has_ref_dequant(t.w.type))
+      fail("tensor '{}' has type {}, which the CUDA backend cannot run or dequantise", t.w.name, type_name(t.w.type));
+    d.type = native ? t.w.type : GgmlType::F32;
+    d.row_bytes = native ? t.w.row_bytes() : t.w.ne[0] * 4;
+    d.expert_bytes = d.row_bytes * t.w.ne[1];
+    d.rows = t.w.ne[1];
+    d.k = t.w.ne[0];
+    return d;
+  }
   const Src src = source(pl, t.w, t.w.ne[1] * t.w.ne[2]);
   d.type = src.type;
   d.row_bytes = src.row_bytes;
@@ -182,7 +193,7 @@ void fix(DevLinear& l, uint8_t* base) {
 
 }  // namespace
 
-DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress) {
+DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bool upload_experts) {
   Planner pl;
   const auto& te = m.token_embd;
   const Src tes = source(pl, te, te.ne[1]);
@@ -213,10 +224,10 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress) {
     X.n_expert = ew.n_expert;
     X.n_embd = ew.n_embd;
     X.n_ff = ew.n_ff;
-    X.gate = place_experts(pl, ew.gate);
-    X.up = place_experts(pl, ew.up);
-    X.gate_up = place_experts(pl, ew.gate_up);
-    X.down = place_experts(pl, ew.down);
+    X.gate = place_experts(pl, ew.gate, upload_experts);
+    X.up = place_experts(pl, ew.up, upload_experts);
+    X.gate_up = place_experts(pl, ew.gate_up, upload_experts);
+    X.down = place_experts(pl, ew.down, upload_experts);
     std::vector<float> bank(static_cast<size_t>(4 * ew.n_expert));
     for (int64_t e = 0; e < ew.n_expert; ++e) {
       bank[4 * e + 0] = ew.gate.scale_of(e);

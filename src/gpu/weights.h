@@ -41,12 +41,12 @@ struct DevLinear {
 
 struct DevExpertTensor {
   GgmlType type = GgmlType::F32;
-  const uint8_t* w = nullptr;  // device, expert 0
+  const uint8_t* w = nullptr;  // device, expert 0 (nullptr when the experts stay on the host)
   int64_t row_bytes = 0;
   int64_t expert_bytes = 0;
   int64_t rows = 0;  // per expert
   int64_t k = 0;
-  explicit operator bool() const { return w != nullptr; }
+  explicit operator bool() const { return rows > 0; }
 };
 
 struct DevExperts {
@@ -72,7 +72,9 @@ class DeviceWeights {
  public:
   using Progress = std::function<void(uint64_t done, uint64_t total)>;
   // Throws ft::Error (naming the tensor) for a type the GPU kernels do not handle.
-  DeviceWeights(const model::Model& m, const Progress& progress);
+  // upload_experts = false: routed expert tensors are described (type, shapes) but not
+  // uploaded (w = nullptr); an offload-family MoE backend keeps them in host banks.
+  DeviceWeights(const model::Model& m, const Progress& progress, bool upload_experts = true);
 
   size_t bytes() const { return arena_.bytes(); }
 

@@ -1,0 +1,133 @@
+#include "gpu/host_bank.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "cuda/check.h"
+#include "cuda/gemv.h"
+#include "engine/moe.h"
+#include "model/model.h"
+#include "quant/dequant.h"
+
+namespace ft::gpu {
+namespace {
+
+// Row bytes of a tensor as the GPU holds it: the file's, or F32 rows for a type without
+// GPU kernels (weights.cpp's rule).
+int64_t gpu_row_bytes(const model::Tensor& t) {
+  if (cuda::gemv_supported(t.type)) return t.row_bytes();
+  if (!quant::has_ref_dequant(t.type))
+    fail("tensor '{}' has type {}, which the CUDA backend cannot run or dequantise", t.name, type_name(t.type));
+  return t.ne[0] * 4;
+}
+
+int64_t tensor_bytes(const model::ExpertTensor& t) {
+  if (!t) return 0;
+  return gpu_row_bytes(t.w) * t.w.ne[1] * t.w.ne[2];
+}
+
+// Round-up so every tensor of a layer block starts 256-byte aligned (16-byte vector loads
+// of the gather need 16).
+int64_t align_up(int64_t n) { return (n + 255) / 256 * 256; }
+
+}  // namespace
+
+size_t HostBanks::expert_bytes(const model::Model& m) {
+  size_t total = 0;
+  for (const model::Layer& L : m.layers) {
+    if (!L.is_moe()) continue;
+    const engine::ExpertWeights& ew = L.experts;
+    total += static_cast<size_t>(tensor_bytes(ew.gate) + tensor_bytes(ew.up) + tensor_bytes(ew.gate_up) +
+                                 tensor_bytes(ew.down));
+  }
+  return total;
+}
+
+HostBanks::HostBanks(const model::Model& m, const Progress& progress) {
+  layers.resize(m.layers.size());
+  const uint64_t total = expert_bytes(m);
+  uint64_t done = 0;
+  for (size_t il = 0; il < m.layers.size(); ++il) {
+    const model::Layer& L = m.layers[il];
+    if (!L.is_moe()) continue;
+    const engine::ExpertWeights& ew = L.experts;
+    HostLayerBank& B = layers[il];
+    B.n_expert = ew.n_expert;
+    B.n_embd = ew.n_embd;
+    B.n_ff = ew.n_ff;
+    const model::ExpertTensor* src[4] = {&ew.gate, &ew.up, &ew.gate_up, &ew.down};
+    HostExpertTensor* dst[4] = {&B.gate, &B.up, &B.gate_up, &B.down};
+    int64_t off[4] = {0, 0, 0, 0}, size = 0;
+    for (int k = 0; k < 4; ++k) {
+      if (!*src[k]) continue;
+      off[k] = size;
+      size = align_up(size + tensor_bytes(*src[k]));
+    }
+    const int64_t scale_off = size;
+    size += align_up(B.n_expert * 4 * static_cast<int64_t>(sizeof(float)));
+    void* block = nullptr;
+    const cudaError_t e = cudaHostAlloc(&block, static_cast<size_t>(size), cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      fail("{}: cannot pin {:.1f} MiB of host memory for the experts of layer {} ({}); {:.1f} GiB pinned so far",
+           m.file->path(), static_cast<double>(size) / (1 << 20), il, cudaGetErrorString(e),
+           static_cast<double>(bytes_) / (1 << 30));
+    }
+    blocks_.push_back(block);
+    bytes_ += static_cast<size_t>(size);
+    auto* base = static_cast<uint8_t*>(block);
+    void* dev_base = nullptr;
+    FT_CUDA_CHECK(cudaHostGetDevicePointer(&dev_base, block, 0));
+    auto* dbase = static_cast<const uint8_t*>(dev_base);
+    for (int k = 0; k < 4; ++k) {
+      if (!*src[k]) continue;
+      const model::Tensor& t = src[k]->w;
+      HostExpertTensor& d = *dst[k];
+      const bool native = cuda::gemv_supported(t.type);
+      d.type = native ? t.type : GgmlType::F32;
+      d.row_bytes = gpu_row_bytes(t);
+      d.rows = t.ne[1];
+      d.k = t.ne[0];
+      d.expert_bytes = d.row_bytes * d.rows;
+      d.host = base + off[k];
+      d.dev = dbase + off[k];
+      const int64_t n_rows = t.ne[1] * t.ne[2];
+      if (native) {
+        // 64 MiB pieces so the progress line moves.
+        constexpr int64_t kChunk = int64_t{64} << 20;
+        const int64_t bytes = d.row_bytes * n_rows;
+        for (int64_t b = 0; b < bytes; b += kChunk) {
+          const int64_t n = std::min(kChunk, bytes - b);
+          std::memcpy(d.host + b, t.data + b, static_cast<size_t>(n));
+          done += static_cast<uint64_t>(n);
+          if (progress) progress(done, total);
+        }
+      } else {
+        auto* f = reinterpret_cast<float*>(d.host);
+        for (int64_t r = 0; r < n_rows; ++r)
+          quant::dequantize_row_ref(t.type, t.data + r * t.row_bytes(), f + r * d.k, d.k);
+        done += static_cast<uint64_t>(d.row_bytes * n_rows);
+        if (progress) progress(done, total);
+      }
+    }
+    B.scales = reinterpret_cast<float*>(base + scale_off);
+    B.scales_dev = reinterpret_cast<const float*>(dbase + scale_off);
+    for (int64_t x = 0; x < B.n_expert; ++x) {
+      B.scales[4 * x + 0] = ew.gate.scale_of(x);
+      B.scales[4 * x + 1] = ew.up.scale_of(x);
+      B.scales[4 * x + 2] = ew.down.scale_of(x);
+      B.scales[4 * x + 3] = 1.0f;
+    }
+  }
+  if (progress) progress(total, total);
+}
+
+HostBanks::~HostBanks() {
+  for (void* b : blocks_) cudaFreeHost(b);
+}
+
+}  // namespace ft::gpu

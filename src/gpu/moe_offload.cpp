@@ -1,0 +1,284 @@
+#include "gpu/moe_offload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "cuda/check.h"
+#include "model/model.h"
+
+namespace ft::gpu {
+namespace {
+
+int64_t align256(int64_t n) { return (n + 255) / 256 * 256; }
+
+const HostExpertTensor& kind_of(const HostLayerBank& B, int k) {
+  switch (k) {
+    case 0: return B.gate;
+    case 1: return B.up;
+    case 2: return B.gate_up;
+    default: return B.down;
+  }
+}
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+}  // namespace
+
+int64_t SlotCache::slot_bytes(const HostBanks& hb) {
+  int64_t stride[4] = {0, 0, 0, 0};
+  for (const HostLayerBank& B : hb.layers)
+    for (int k = 0; k < 4; ++k) stride[k] = std::max(stride[k], align256(kind_of(B, k).expert_bytes));
+  return stride[0] + stride[1] + stride[2] + stride[3] + 4 * static_cast<int64_t>(sizeof(float));
+}
+
+int64_t SlotCache::choose_slots(const model::Model& m, const HostBanks& hb, const MoeBackendOptions& o,
+                                size_t free_bytes, std::string* why) {
+  int64_t n_moe = 0, E = 0;
+  for (const HostLayerBank& B : hb.layers)
+    if (B.moe()) ++n_moe, E = std::max(E, B.n_expert);
+  const int64_t total = n_moe * E;
+  const int64_t sb = slot_bytes(hb);
+  int64_t S = 0;
+  std::string w;
+  if (o.cache_size > 0) {
+    S = o.cache_size;
+    w = fmt::format("--moe-cache-size {}", o.cache_size);
+  } else if (o.cache_rate > 0.0) {
+    if (o.cache_rate > 1.0) fail("--moe-cache-rate {} must be in (0, 1]", o.cache_rate);
+    S = std::llround(o.cache_rate * static_cast<double>(total));
+    w = fmt::format("--moe-cache-rate {} of {} experts", o.cache_rate, total);
+  } else {
+    // Keep 4% of the free memory (at least 512 MiB) for cuBLAS, the graphs and the driver.
+    const int64_t reserve = std::max<int64_t>(int64_t{512} << 20, static_cast<int64_t>(free_bytes / 25));
+    const int64_t avail = static_cast<int64_t>(free_bytes) - reserve;
+    S = avail > 0 ? avail / sb : 0;
+    w = fmt::format("auto: {:.0f} MiB free after weights, KV and workspace, {:.0f} MiB kept", free_bytes / kMiB,
+                    reserve / kMiB);
+  }
+  if (S < E) {
+    w += fmt::format("; raised to {} (one layer's experts: the prefill buffer, a step's experts)", E);
+    S = E;
+  }
+  if (S > total) S = total;
+  if (static_cast<double>(S) * static_cast<double>(sb) > static_cast<double>(free_bytes))
+    fail("{}: {} expert slots of {:.2f} MiB need {:.0f} MiB of GPU memory, {:.0f} MiB are free ({})",
+         m.file->path(), S, sb / kMiB, static_cast<double>(S) * sb / kMiB, free_bytes / kMiB, w);
+  if (why) *why = w;
+  return S;
+}
+
+SlotCache::SlotCache(const model::Model& m, const DeviceWeights& /*w*/, const HostBanks& hb, int64_t n_slot,
+                     int64_t max_routes)
+    : hb_(hb) {
+  moe_idx_of_.assign(hb.layers.size(), -1);
+  for (size_t il = 0; il < hb.layers.size(); ++il) {
+    if (!hb.layers[il].moe()) continue;
+    moe_idx_of_[il] = static_cast<int64_t>(moe_layers_.size());
+    moe_layers_.push_back(static_cast<int64_t>(il));
+    n_expert_max_ = std::max(n_expert_max_, hb.layers[il].n_expert);
+    for (int k = 0; k < kKinds; ++k) stride_[k] = std::max(stride_[k], align256(kind_of(hb.layers[il], k).expert_bytes));
+  }
+  if (moe_layers_.empty()) fail("{}: the offload MoE backend needs a model with routed experts", m.file->path());
+  if (n_slot < n_expert_max_)
+    fail("{}: {} expert slots are fewer than the {} experts of a layer", m.file->path(), n_slot, n_expert_max_);
+  auto alloc = [&](cuda::DeviceBuffer& b, size_t bytes) {
+    b = cuda::DeviceBuffer(bytes);
+    device_bytes_ += bytes;
+  };
+  for (int k = 0; k < kKinds; ++k) {
+    if (stride_[k] == 0) continue;
+    alloc(pool_[k], static_cast<size_t>(n_slot * stride_[k]));
+    FT_CUDA_CHECK(cudaMemset(pool_[k].get(), 0, pool_[k].bytes()));
+  }
+  alloc(bank_, static_cast<size_t>(n_slot * 4) * sizeof(float));
+  FT_CUDA_CHECK(cudaMemset(bank_.get(), 0, bank_.bytes()));
+  const int64_t L = static_cast<int64_t>(hb.layers.size());
+  const size_t ne = static_cast<size_t>(L * n_expert_max_);
+  using u64 = unsigned long long;
+  alloc(slot_of_, ne * sizeof(int32_t));
+  alloc(expert_of_slot_, static_cast<size_t>(n_slot) * sizeof(int32_t));
+  alloc(last_use_, static_cast<size_t>(n_slot) * sizeof(u64));
+  alloc(step_, sizeof(u64));
+  alloc(recency_, ne * sizeof(u64));
+  alloc(n_miss_, sizeof(int32_t));
+  alloc(miss_slot_, static_cast<size_t>(max_routes) * sizeof(int32_t));
+  alloc(miss_expert_, static_cast<size_t>(max_routes) * sizeof(int32_t));
+  alloc(slot_ids_, static_cast<size_t>(max_routes) * sizeof(int32_t));
+  alloc(counters_, static_cast<size_t>(L * 4) * sizeof(u64));
+  st_.slot_of = slot_of_.as<int32_t>();
+  st_.expert_of_slot = expert_of_slot_.as<int32_t>();
+  st_.last_use = last_use_.as<u64>();
+  st_.step = step_.as<u64>();
+  st_.recency = recency_.as<u64>();
+  st_.n_layer = L;
+  st_.n_expert = n_expert_max_;
+  st_.n_slot = n_slot;
+  miss_.n_miss = n_miss_.as<int32_t>();
+  miss_.miss_slot = miss_slot_.as<int32_t>();
+  miss_.miss_expert = miss_expert_.as<int32_t>();
+  cuda::moe_cache_reset(st_, nullptr);
+  FT_CUDA_CHECK(cudaMemset(n_miss_.get(), 0, sizeof(int32_t)));
+  FT_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.bytes()));
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  host_stats_.assign(hb.layers.size(), MoeLayerStats{});
+
+  const char* copy = std::getenv("FT_MOE_COPY");
+  per_bank_ = copy && std::strcmp(copy, "per_bank") == 0;
+  n_buf_ = n_slot >= 2 * n_expert_max_ ? 2 : 1;
+  FT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+  for (int i = 0; i < 2; ++i) {
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&ready_[i], cudaEventDisableTiming));
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&release_[i], cudaEventDisableTiming));
+  }
+  FT_CUDA_CHECK(cudaEventCreateWithFlags(&begin_, cudaEventDisableTiming));
+}
+
+SlotCache::~SlotCache() {
+  for (int i = 0; i < 2; ++i) {
+    if (ready_[i]) cudaEventDestroy(ready_[i]);
+    if (release_[i]) cudaEventDestroy(release_[i]);
+  }
+  if (begin_) cudaEventDestroy(begin_);
+  if (copy_) cudaStreamDestroy(copy_);
+}
+
+ExpertView SlotCache::view(int64_t layer, int64_t first, int64_t n) const {
+  const HostLayerBank& B = hb_.layers[layer];
+  ExpertView v;
+  DevExpertTensor* d[4] = {&v.gate, &v.up, &v.gate_up, &v.down};
+  for (int k = 0; k < kKinds; ++k) {
+    const HostExpertTensor& t = kind_of(B, k);
+    if (!t) continue;
+    d[k]->type = t.type;
+    d[k]->w = pool_[k].as<uint8_t>() + first * stride_[k];
+    d[k]->row_bytes = t.row_bytes;
+    d[k]->expert_bytes = stride_[k];
+    d[k]->rows = t.rows;
+    d[k]->k = t.k;
+  }
+  v.bank = bank_.as<float>() + 4 * first;
+  v.n_expert = n;
+  v.n_embd = B.n_embd;
+  v.n_ff = B.n_ff;
+  return v;
+}
+
+void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s) const {
+  const HostLayerBank& B = hb_.layers[layer];
+  cuda::GatherPlan all;
+  for (int k = 0; k < kKinds; ++k) {
+    const HostExpertTensor& t = kind_of(B, k);
+    if (!t) continue;
+    all.kind[all.n_kind++] = {t.dev, pool_[k].as<uint8_t>(), t.expert_bytes, stride_[k]};
+  }
+  all.kind[all.n_kind++] = {reinterpret_cast<const uint8_t*>(B.scales_dev), bank_.as<uint8_t>(),
+                            4 * static_cast<int64_t>(sizeof(float)), 0};
+  if (!per_bank_) {
+    cuda::moe_cache_gather(all, miss_, max_miss, s);
+    return;
+  }
+  for (int k = 0; k < all.n_kind; ++k) {
+    cuda::GatherPlan one;
+    one.kind[0] = all.kind[k];
+    one.n_kind = 1;
+    cuda::moe_cache_gather(one, miss_, max_miss, s);
+  }
+}
+
+void SlotCache::issue_layer_copy(int64_t mi) {
+  const int64_t layer = moe_layers_[mi];
+  const HostLayerBank& B = hb_.layers[layer];
+  const int buf = static_cast<int>(mi % n_buf_);
+  const int64_t first = buf * n_expert_max_;
+  FT_CUDA_CHECK(cudaStreamWaitEvent(copy_, release_[buf], 0));
+  int64_t bytes = 0;
+  for (int k = 0; k < kKinds; ++k) {
+    const HostExpertTensor& t = kind_of(B, k);
+    if (!t) continue;
+    FT_CUDA_CHECK(cudaMemcpy2DAsync(pool_[k].as<uint8_t>() + first * stride_[k], static_cast<size_t>(stride_[k]),
+                                    t.host, static_cast<size_t>(t.expert_bytes), static_cast<size_t>(t.expert_bytes),
+                                    static_cast<size_t>(B.n_expert), cudaMemcpyHostToDevice, copy_));
+    bytes += t.expert_bytes * B.n_expert;
+  }
+  FT_CUDA_CHECK(cudaMemcpyAsync(bank_.as<float>() + 4 * first, B.scales,
+                                static_cast<size_t>(B.n_expert * 4) * sizeof(float), cudaMemcpyHostToDevice, copy_));
+  bytes += B.n_expert * 16;
+  FT_CUDA_CHECK(cudaEventRecord(ready_[buf], copy_));
+  host_stats_[layer].bytes_h2d += static_cast<uint64_t>(bytes);
+  host_stats_[layer].prefill_layers += 1;
+  issued_ = mi;
+}
+
+void SlotCache::prefill(const MoeStep& st, cudaStream_t s) {
+  const int64_t mi = moe_idx_of_[st.layer];
+  if (mi < 0) fail("SlotCache::prefill: layer {} has no routed experts", st.layer);
+  if (mi == 0) {
+    // A new forward pass: the buffer slots stop caching decode experts (after the decode work
+    // queued on s before), and the copy stream starts behind that.
+    cuda::moe_cache_invalidate(st_, 0, n_buf_ * n_expert_max_, s);
+    FT_CUDA_CHECK(cudaEventRecord(begin_, s));
+    FT_CUDA_CHECK(cudaStreamWaitEvent(copy_, begin_, 0));
+    issued_ = -1;
+  }
+  if (issued_ < mi) issue_layer_copy(mi);
+  const int64_t n_moe = static_cast<int64_t>(moe_layers_.size());
+  if (n_buf_ == 2 && mi + 1 < n_moe && issued_ < mi + 1) issue_layer_copy(mi + 1);
+  const int buf = static_cast<int>(mi % n_buf_);
+  FT_CUDA_CHECK(cudaStreamWaitEvent(s, ready_[buf], 0));
+  moe_experts_prefill(view(st.layer, buf * n_expert_max_, hb_.layers[st.layer].n_expert), st.ids, st, s);
+  FT_CUDA_CHECK(cudaEventRecord(release_[buf], s));
+}
+
+MoeStats SlotCache::stats() const {
+  using u64 = unsigned long long;
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<u64> c = cuda::to_host<u64>(counters_, static_cast<size_t>(st_.n_layer * 4));
+  const std::vector<u64> step = cuda::to_host<u64>(step_, 1);
+  MoeStats s;
+  s.layers = host_stats_;
+  for (int64_t l = 0; l < st_.n_layer; ++l) {
+    MoeLayerStats& x = s.layers[static_cast<size_t>(l)];
+    x.routes += c[4 * l + 0];
+    x.hits += c[4 * l + 1];
+    x.misses_fetched += c[4 * l + 2];
+    x.misses_cpu += c[4 * l + 3];
+    const HostLayerBank& B = hb_.layers[static_cast<size_t>(l)];
+    x.bytes_h2d += c[4 * l + 2] * static_cast<u64>(B.expert_bytes() + 16);
+  }
+  s.decode_steps = (step[0] - step_base_) / static_cast<u64>(moe_layers_.size());
+  return s;
+}
+
+void SlotCache::reset_stats() {
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  FT_CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.bytes()));
+  step_base_ = cuda::to_host<unsigned long long>(step_, 1)[0];
+  host_stats_.assign(host_stats_.size(), MoeLayerStats{});
+}
+
+MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::shared_ptr<const HostBanks> hb,
+                       int64_t n_slot, int64_t max_routes)
+    : hb_(std::move(hb)), cache_(m, w, *hb_, n_slot, max_routes) {}
+
+void MoeOffload::decode(const MoeStep& st, cudaStream_t s) {
+  const int64_t n = st.n_slots();
+  cuda::moe_cache_ensure(cache_.state(), st.layer, st.ids, n, cache_.slot_ids(), cache_.misses(), cache_.counters(),
+                         s);
+  cache_.gather(st.layer, n, s);
+  moe_experts_decode(cache_.view(st.layer, 0, cache_.n_slot()), cache_.slot_ids(), st, s);
+}
+
+std::string MoeOffload::describe() const {
+  const int64_t sb = SlotCache::slot_bytes(*hb_);
+  return fmt::format("offload ({} GPU slots of {:.2f} MiB = {:.0f} MiB, {} prefill buffer(s), {} copy; host banks "
+                     "{:.0f} MiB pinned)",
+                     cache_.n_slot(), sb / kMiB, static_cast<double>(cache_.n_slot() * sb) / kMiB,
+                     cache_.n_prefill_buffers(), cache_.per_bank() ? "per-bank" : "fused gather",
+                     static_cast<double>(hb_->bytes()) / kMiB);
+}
+
+}  // namespace ft::gpu

@@ -1,0 +1,112 @@
+// The offload MoE backend: routed experts live in pinned host banks (gpu/host_bank.h); S GPU
+// slots cache them (cuda/moe_cache.h: LRU with device-side bookkeeping).
+//
+// Decode (capturable, per layer): ensure (hits, LRU victims, slot ids, miss list) -> ONE
+// gather launch copying the misses from mapped pinned memory into their slots -> the fused
+// backend's grouped GEMVs on the slot pools (same kernels, same bytes: bit-identical to
+// fused). Prefill: each layer's experts stream whole through a layer buffer of E slots
+// (two when S >= 2E: layer l+1 copies on a copy stream while layer l computes), then the
+// fused grouped GEMMs; the buffer slots are invalidated for decode first.
+//
+// SlotCache is the part the hybrid backend shares (pools, bookkeeping, gather, prefill).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/buffer.h"
+#include "cuda/moe_cache.h"
+#include "gpu/host_bank.h"
+#include "gpu/moe_backend.h"
+
+namespace ft::gpu {
+
+class SlotCache {
+ public:
+  // n_slot >= the largest n_expert of a layer (checked); max_routes: routes of one decode
+  // call at most (kGemvMaxTokens * n_used). Pools are zeroed (slot 0 never holds non-finite
+  // bytes, see moe_cache.h's hybrid contract).
+  SlotCache(const model::Model& m, const DeviceWeights& w, const HostBanks& hb, int64_t n_slot,
+            int64_t max_routes);
+  ~SlotCache();
+  SlotCache(const SlotCache&) = delete;
+  SlotCache& operator=(const SlotCache&) = delete;
+
+  // Slots for --moe-cache-size / --moe-cache-rate, or from free_bytes (device memory free
+  // after weights, KV and workspace) keeping a reserve; clamped to [E (2E when affordable),
+  // all experts]. `why` gets the reasoning for the log.
+  static int64_t choose_slots(const model::Model& m, const HostBanks& hb, const MoeBackendOptions& o,
+                              size_t free_bytes, std::string* why);
+  // Device bytes of one slot over all pools (the bank row included).
+  static int64_t slot_bytes(const HostBanks& hb);
+
+  int64_t n_slot() const { return st_.n_slot; }
+  const cuda::CacheState& state() const { return st_; }
+  const cuda::CacheMisses& misses() const { return miss_; }
+  unsigned long long* counters() const { return counters_.as<unsigned long long>(); }  // device [L][4]
+  int32_t* slot_ids() const { return slot_ids_.as<int32_t>(); }                         // device [max_routes]
+  // Layer `layer`'s experts as the grouped kernels read the pools from slot `first` on
+  // (n_expert = n positions).
+  ExpertView view(int64_t layer, int64_t first, int64_t n) const;
+  // Copies the staged misses of `layer` into their slots (one launch; per tensor kind with
+  // FT_MOE_COPY=per_bank). Capturable.
+  void gather(int64_t layer, int64_t max_miss, cudaStream_t s) const;
+  // The layer's experts streamed whole into a prefill buffer, then the fused grouped GEMMs
+  // (ids = raw expert ids). Not capturable.
+  void prefill(const MoeStep& st, cudaStream_t s);
+
+  MoeStats stats() const;
+  void reset_stats();
+  size_t device_bytes() const { return device_bytes_; }
+  bool per_bank() const { return per_bank_; }
+  int n_prefill_buffers() const { return n_buf_; }
+
+ private:
+  void issue_layer_copy(int64_t moe_idx);
+
+  const HostBanks& hb_;
+  std::vector<int64_t> moe_layers_;   // layer index of each MoE layer, in order
+  std::vector<int64_t> moe_idx_of_;   // [n_layer] -> index in moe_layers_, -1 dense
+  int64_t n_expert_max_ = 0;
+  // Pools: per kind (gate, up, gate_up, down) [S][stride]; the bank [S][4] fp32.
+  static constexpr int kKinds = 4;
+  cuda::DeviceBuffer pool_[kKinds], bank_;
+  int64_t stride_[kKinds] = {0, 0, 0, 0};
+  cuda::DeviceBuffer slot_of_, expert_of_slot_, last_use_, step_, recency_;
+  cuda::DeviceBuffer n_miss_, miss_slot_, miss_expert_, slot_ids_, counters_;
+  cuda::CacheState st_;
+  cuda::CacheMisses miss_;
+  size_t device_bytes_ = 0;
+  bool per_bank_ = false;
+  // Prefill streaming.
+  int n_buf_ = 1;
+  cudaStream_t copy_ = nullptr;
+  cudaEvent_t ready_[2] = {nullptr, nullptr}, release_[2] = {nullptr, nullptr}, begin_ = nullptr;
+  int64_t issued_ = -1;  // last MoE-layer index whose copy was issued in this pass
+  std::vector<MoeLayerStats> host_stats_;  // prefill counters (host-driven)
+  unsigned long long step_base_ = 0;       // step at the last reset_stats
+};
+
+class MoeOffload : public MoeBackend {
+ public:
+  MoeOffload(const model::Model& m, const DeviceWeights& w, std::shared_ptr<const HostBanks> hb, int64_t n_slot,
+             int64_t max_routes);
+  void decode(const MoeStep& st, cudaStream_t s) override;
+  void prefill(const MoeStep& st, cudaStream_t s) override { cache_.prefill(st, s); }
+  std::string describe() const override;
+  MoeStats stats() const override { return cache_.stats(); }
+  void reset_stats() override { cache_.reset_stats(); }
+  size_t device_bytes() const override { return cache_.device_bytes(); }
+  size_t host_bytes() const override { return hb_->bytes(); }
+  SlotCache& cache() { return cache_; }
+
+ private:
+  std::shared_ptr<const HostBanks> hb_;
+  SlotCache cache_;
+};
+
+}  // namespace ft::gpu
