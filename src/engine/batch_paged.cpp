@@ -27,9 +27,24 @@ class PagedBatchRunner : public BatchRunner {
     Seq& q = seqs_[id];
     q = Seq{};
     q.live = true;
-    // Whole pages of the prompt that are published, but never the last prompt token: its
-    // logits are what the caller needs.
-    if (reuse) {
+    // The last finished sequence's text, partial last page included, when the prompt
+    // extends it and none of its pages was handed out since (the multi-turn chat case).
+    if (reuse && !parked_.tokens.empty() && static_cast<int64_t>(parked_.tokens.size()) < n &&
+        std::equal(parked_.tokens.begin(), parked_.tokens.end(), prompt)) {
+      for (size_t i = 0; i < parked_.pages.size(); ++i) {
+        if (!pages_.revive(parked_.pages[i], parked_.epochs[i])) {
+          for (int32_t p : q.pages) pages_.unref(p);
+          q.pages.clear();
+          break;
+        }
+        q.pages.push_back(parked_.pages[i]);
+      }
+      if (!q.pages.empty()) q.tokens = parked_.tokens;
+    }
+    parked_ = Parked{};
+    // Else whole pages of the prompt that are published, but never the last prompt token:
+    // its logits are what the caller needs.
+    if (reuse && q.pages.empty()) {
       int32_t prev = -1;
       for (int64_t i = 0; (i + 1) * ps_ <= n - 1; ++i) {
         const int32_t p = pages_.lookup(prev, prompt + i * ps_);
@@ -38,8 +53,8 @@ class PagedBatchRunner : public BatchRunner {
         prev = p;
       }
     }
-    const int64_t nc = static_cast<int64_t>(q.pages.size()) * ps_;
-    q.tokens.assign(prompt, prompt + nc);
+    if (q.tokens.empty()) q.tokens.assign(prompt, prompt + static_cast<int64_t>(q.pages.size()) * ps_);
+    const auto nc = static_cast<int64_t>(q.tokens.size());
     for (int64_t pos = 0; pos < nc; ++pos) q.cells.push_back(q.pages[pos / ps_] * ps_ + pos % ps_);
     if (n_cached) *n_cached = nc;
     return id;
@@ -47,7 +62,13 @@ class PagedBatchRunner : public BatchRunner {
 
   void remove_sequence(int64_t id) override {
     Seq& q = seq(id);
-    for (int32_t p : q.pages) pages_.unref(p);
+    // Its pages are free at once; it is remembered as the parked text (see add_sequence).
+    parked_ = Parked{};
+    // (After a failed step the pages past its tokens hold garbage, never read back.)
+    parked_.tokens = q.tokens;
+    parked_.pages = q.pages;
+    for (int32_t p : q.pages) parked_.epochs.push_back(pages_.epoch(p));
+    for (int32_t p : q.pages) pages_.unref(p, true);
     q = Seq{};
   }
 
@@ -118,6 +139,11 @@ class PagedBatchRunner : public BatchRunner {
     std::vector<int64_t> cells;   // cache cell of each held position (and of the step's new ones)
   };
 
+  struct Parked {
+    std::vector<int32_t> tokens, pages;
+    std::vector<uint64_t> epochs;
+  };
+
   static std::vector<int64_t> kv_dims(const model::HParams& hp) {
     std::vector<int64_t> d(static_cast<size_t>(hp.n_layer));
     for (int64_t il = 0; il < hp.n_layer; ++il) d[il] = hp.n_head_kv[il] * hp.head_dim(il);
@@ -136,6 +162,7 @@ class PagedBatchRunner : public BatchRunner {
   KvPages pages_;
   KvCache kv_;
   std::vector<Seq> seqs_;
+  Parked parked_;  // the last removed sequence
   std::vector<float> logits_;
   std::vector<int32_t> toks_;
   std::vector<AttnSeq> aseqs_;

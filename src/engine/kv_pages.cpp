@@ -37,6 +37,7 @@ int32_t KvPages::alloc() {
   pg.in_free = false;
   unpublish(p);
   pg.refs = 1;
+  ++pg.epoch;
   return p;
 }
 
@@ -49,12 +50,18 @@ void KvPages::ref(int32_t p) {
   ++pg.refs;
 }
 
-void KvPages::unref(int32_t p) {
+bool KvPages::revive(int32_t p, uint64_t e) {
+  if (pages_[p].epoch != e) return false;
+  ref(p);
+  return true;
+}
+
+void KvPages::unref(int32_t p, bool keep) {
   Page& pg = pages_[p];
   if (pg.refs <= 0) fail("KV pages: page {} released more often than taken", p);
   if (--pg.refs > 0) return;
   // Unpublished pages are handed out first: a published one may still serve a prefix.
-  pg.free_it = pg.hash ? free_.insert(free_.end(), p) : free_.insert(free_.begin(), p);
+  pg.free_it = pg.hash || keep ? free_.insert(free_.end(), p) : free_.insert(free_.begin(), p);
   pg.in_free = true;
 }
 

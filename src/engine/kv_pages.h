@@ -39,8 +39,14 @@ class KvPages {
   // free page first, else the least recently freed published one (unpublishing it).
   int32_t alloc();
   void ref(int32_t p);
-  // Drops one holder; at zero the page is free at once.
-  void unref(int32_t p);
+  // Drops one holder; at zero the page is free at once. With keep, a free unpublished page
+  // goes to the back of the free list like a published one (the last, partial page of a
+  // finished sequence that may be revived, see revive).
+  void unref(int32_t p, bool keep = false);
+  // Counts the times page p was handed out by alloc(): its contents are those of that time.
+  uint64_t epoch(int32_t p) const { return pages_[p].epoch; }
+  // Takes page p back (ref'd) when it was not handed out again since epoch(p) was `e`.
+  bool revive(int32_t p, uint64_t e);
 
   // Publishes full page p (holding page_size token ids `tokens`) as the successor of page
   // `prev` (-1: the first page of a sequence). No-op when an equal page is already published.
@@ -53,6 +59,7 @@ class KvPages {
  private:
   struct Page {
     int32_t refs = 0;
+    uint64_t epoch = 0;
     uint64_t hash = 0;        // published under this key (0: not published)
     uint64_t serial = 0;      // changes each time the page is published anew
     uint64_t prev_serial = 0; // the predecessor's serial when this page was published

@@ -208,3 +208,44 @@ TEST(BatchRunner, ErrorsNameTheProblem) {
 
 }  // namespace
 }  // namespace ft::engine
+
+namespace ft::engine {
+namespace {
+
+// A prompt that extends a finished sequence's whole text (the next turn of a chat) takes its
+// pages back, the partial last one included, unless one was handed out meanwhile.
+TEST(BatchRunner, PagedRevivesTheLastFinishedText) {
+  auto m = model::load_model(model_file(testgen::Arch::kQwen3));
+  Session host(*m, options(quant::ActQuant::kNone));
+  auto br = make_batch_runner(host, 2, 16);
+  const int64_t V = m->hp.n_vocab;
+  auto a = prompt_of(21, 5, V);
+  int64_t nc = -1;
+  const int64_t sa = br->add_sequence(a.data(), 21, true, &nc);
+  br->step({{sa, a.data(), 21}});
+  br->remove_sequence(sa);
+  EXPECT_EQ(br->kv_stats().used, 0);
+  auto b = a;
+  b.push_back(17);
+  const int64_t sb = br->add_sequence(b.data(), 22, true, &nc);
+  EXPECT_EQ(nc, 21);
+  EXPECT_EQ(br->kv_stats().used, 2);
+  const float* l = br->step({{sb, b.data() + 21, 1}});
+  std::vector<float> got(l, l + V);
+  Session ref(*m, options(quant::ActQuant::kNone));
+  const float* r = ref.eval(b.data(), 22);
+  EXPECT_LE(max_diff(got, std::vector<float>(r, r + V)), 1e-4f);
+  br->remove_sequence(sb);
+  // Another sequence takes the free pages first: only the published full page is left.
+  auto c = prompt_of(40, 6, V);
+  const int64_t sc = br->add_sequence(c.data(), 40, true, &nc);
+  br->step({{sc, c.data(), 40}});
+  br->remove_sequence(sc);
+  b.push_back(4);
+  const int64_t sd = br->add_sequence(b.data(), 23, true, &nc);
+  EXPECT_LT(nc, 22);
+  br->remove_sequence(sd);
+}
+
+}  // namespace
+}  // namespace ft::engine
