@@ -29,6 +29,8 @@ struct BenchOptions {
   std::string model;
   std::string device = "auto";
   std::string moe_backend = "auto";
+  int64_t moe_cache_size = 0;
+  double moe_cache_rate = 0.0;
   std::string dtype = "auto";
   std::vector<int> prompt = {512};
   std::vector<int> gen = {128};
@@ -105,6 +107,8 @@ int run_bench(const BenchOptions& o) {
   RunnerOptions ro;
   ro.device = o.device;
   ro.moe_backend = o.moe_backend;
+  ro.moe_cache_size = o.moe_cache_size;
+  ro.moe_cache_rate = o.moe_cache_rate;
   ro.dtype = o.dtype;
   ro.threads = o.threads;
   ro.n_ctx = o.ctx_size > 0 ? o.ctx_size : max_need;
@@ -181,7 +185,9 @@ Command register_bench(CLI::App& app) {
   auto* sub = app.add_subcommand("bench", "Prompt-processing and decode speed (llama-bench style)");
   sub->add_option("--model,-m", o->model, "GGUF model file")->required();
   sub->add_option("--device", o->device, "auto (default), cpu, cuda");
-  sub->add_option("--moe-backend", o->moe_backend, "MoE experts: auto, fused, cpu");
+  sub->add_option("--moe-backend", o->moe_backend, "MoE experts: auto, fused, offload, cpu, hybrid");
+  sub->add_option("--moe-cache-size", o->moe_cache_size, "offload: GPU expert slots (default: from free VRAM)");
+  sub->add_option("--moe-cache-rate", o->moe_cache_rate, "offload: GPU expert slots as a fraction of all experts");
   sub->add_option("--dtype", o->dtype, "activation dtype (as ft generate)");
   sub->add_option("-p,--n-prompt", o->prompt, "prompt lengths (default 512)")->delimiter(',');
   sub->add_option("-n,--n-gen", o->gen, "decode lengths (default 128)")->delimiter(',');

@@ -49,6 +49,9 @@ struct GenerateOptions {
   std::string dtype = "auto";
   std::string device = "auto";
   std::string moe_backend = "auto";
+  int64_t moe_cache_size = 0;
+  double moe_cache_rate = 0.0;
+  bool stats = false;
   int64_t ctx_size = 0;
   bool json = false;
   std::optional<std::string> force_tokens;
@@ -152,6 +155,8 @@ int run_generate(const GenerateOptions& o) {
   RunnerOptions ro;
   ro.device = o.device;
   ro.moe_backend = o.moe_backend;
+  ro.moe_cache_size = o.moe_cache_size;
+  ro.moe_cache_rate = o.moe_cache_rate;
   ro.dtype = o.dtype;
   ro.n_ctx = o.ctx_size;
   ro.threads = o.threads;
@@ -260,6 +265,7 @@ int run_generate(const GenerateOptions& o) {
                  load_total_s, prompt.size(), prefill_tps, static_cast<long long>(n_decode), decode_tps,
                  sess.describe().c_str());
   }
+  if (o.stats) std::fputs(runner_moe_stats(sess).c_str(), stderr);
   return 0;
 }
 
@@ -283,7 +289,11 @@ Command register_generate(CLI::App& app) {
   sub->add_option("--dtype", o->dtype, "activation dtype: auto (default: llama.cpp's numerics, fp32 with Q8-rounded "
                   "matmul inputs; f16 KV on the GPU), float32 (exact fp32), bfloat16, float16");
   sub->add_option("--device", o->device, "device: auto (default: cuda when a GPU answers), cpu, cuda");
-  sub->add_option("--moe-backend", o->moe_backend, "MoE experts: auto (default), fused (GPU), cpu (with --device cpu)");
+  sub->add_option("--moe-backend", o->moe_backend,
+                  "MoE experts: auto (default), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
+  sub->add_option("--moe-cache-size", o->moe_cache_size, "offload: GPU expert slots (default: from free VRAM)");
+  sub->add_option("--moe-cache-rate", o->moe_cache_rate, "offload: GPU expert slots as a fraction of all experts");
+  sub->add_flag("--stats", o->stats, "print the MoE backend's statistics (hits, misses, bytes moved) at the end");
   sub->add_option("--ctx-size", o->ctx_size, "KV cache size in tokens (default min(context_length, 4096))");
   sub->add_flag("--json", o->json, "print one JSON object with tokens, text and timings");
   sub->add_option("--force-tokens", o->force_tokens, "teacher forcing: feed these ids, report argmaxes");

@@ -30,6 +30,8 @@ struct ServeOptions {
   int port = 1919;
   std::string device = "auto";
   std::string moe_backend = "auto";
+  int64_t moe_cache_size = 0;
+  double moe_cache_rate = 0.0;
   std::string dtype = "auto";
   int max_running = 4;
   int max_queue = 32;
@@ -96,6 +98,8 @@ int run_serve(const ServeOptions& o) {
   RunnerOptions ro;
   ro.device = o.device;
   ro.moe_backend = o.moe_backend;
+  ro.moe_cache_size = o.moe_cache_size;
+  ro.moe_cache_rate = o.moe_cache_rate;
   ro.dtype = o.dtype;
   ro.n_ctx = o.ctx_size;
   ro.threads = o.threads;
@@ -120,7 +124,10 @@ Command register_serve(CLI::App& app) {
   sub->add_option("--host", o->host, "address to listen on (default 127.0.0.1)");
   sub->add_option("--port", o->port, "port (default 1919; 0 = any free port, printed in the log)");
   sub->add_option("--device", o->device, "device: auto (default), cpu, cuda");
-  sub->add_option("--moe-backend", o->moe_backend, "MoE experts: auto (default), fused (GPU), cpu (with --device cpu)");
+  sub->add_option("--moe-backend", o->moe_backend,
+                  "MoE experts: auto (default), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
+  sub->add_option("--moe-cache-size", o->moe_cache_size, "offload: GPU expert slots (default: from free VRAM)");
+  sub->add_option("--moe-cache-rate", o->moe_cache_rate, "offload: GPU expert slots as a fraction of all experts");
   sub->add_option("--dtype", o->dtype, "activation dtype: auto (default), float32, bfloat16, float16");
   sub->add_option("--max-running-requests", o->max_running, "requests admitted at once (default 4)");
   sub->add_option("--max-queue", o->max_queue, "requests that may wait beyond those; more get 503 (default 32)");

@@ -56,9 +56,12 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
     return std::make_unique<engine::Session>(m, so);
   }
 #ifdef FT_HAVE_CUDA
-  if (o.moe_backend != "auto" && o.moe_backend != "fused")
-    fail("--moe-backend '{}' is not available on the GPU yet (auto, fused)", o.moe_backend);
   gpu::GpuSessionOptions go;
+  go.moe.name = o.moe_backend;
+  go.moe.cache_size = o.moe_cache_size;
+  go.moe.cache_rate = o.moe_cache_rate;
+  go.moe.hybrid_max_fetch = o.moe_hybrid_max_fetch;
+  go.moe.threads = o.threads;
   go.n_ctx = o.n_ctx;
   go.dtype = o.dtype;
   go.progress = o.progress;
@@ -66,6 +69,18 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
 #else
   fail("--device cuda: this build has no CUDA backend");
 #endif
+}
+
+std::string runner_moe_stats(const engine::Runner& r) {
+#ifdef FT_HAVE_CUDA
+  if (const auto* g = dynamic_cast<const gpu::GpuSession*>(&r)) {
+    const gpu::MoeStats s = g->moe().stats();
+    if (!s.layers.empty()) return gpu::format_moe_stats(s);
+  }
+#else
+  (void)r;
+#endif
+  return "";
 }
 
 }  // namespace ft::cli

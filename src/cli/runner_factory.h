@@ -17,7 +17,10 @@ namespace ft::cli {
 
 struct RunnerOptions {
   std::string device = "auto";       // auto | cpu | cuda
-  std::string moe_backend = "auto";  // auto | fused (cuda) | cpu (cpu)
+  std::string moe_backend = "auto";  // auto | fused | offload | cpu | hybrid (cuda); auto | cpu (cpu)
+  int64_t moe_cache_size = 0;        // GPU expert slots (0: unset)
+  double moe_cache_rate = 0.0;       // slots as a fraction of all experts (0: unset; both unset: auto)
+  int64_t moe_hybrid_max_fetch = -1; // hybrid: misses fetched per layer and step (-1: default)
   std::string dtype = "auto";
   int64_t n_ctx = 0;
   int threads = 0;
@@ -28,5 +31,9 @@ struct RunnerOptions {
 std::string resolve_device(const std::string& device);
 
 std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerOptions& o);
+
+// The MoE backend's statistics table (per layer: hits, misses fetched / on the CPU, bytes
+// moved) for `ft generate --stats`; "" when the runner has none (CPU engine, dense model).
+std::string runner_moe_stats(const engine::Runner& r);
 
 }  // namespace ft::cli

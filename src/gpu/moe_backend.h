@@ -114,4 +114,32 @@ struct MoeBackendOptions {
 // The fused backend (experts in w's arena).
 std::unique_ptr<MoeBackend> make_moe_fused(const DeviceWeights& w);
 
+class HostBanks;
+
+// What a host-bank backend is built from (GpuSession fills it after the weights and buffers
+// exist): the pinned banks, the slot count chosen by SlotCache::choose_slots and the most
+// routes one decode call has (kGemvMaxTokens * n_used).
+struct MoeFactoryArgs {
+  const model::Model* m = nullptr;
+  const DeviceWeights* w = nullptr;
+  std::shared_ptr<const HostBanks> hb;
+  int64_t n_slot = 0;
+  int64_t max_routes = 0;
+  MoeBackendOptions o;
+};
+using MoeFactory = std::unique_ptr<MoeBackend> (*)(const MoeFactoryArgs& a);
+
+// Backends beyond fused/offload (cpu, hybrid) register their factory by name before a
+// session is built (e.g. from cli/runner_factory.cpp); process-wide, not thread-safe.
+void register_moe_backend(const std::string& name, MoeFactory f);
+
+// Resolves --moe-backend for model m: the name itself, or for auto fused when the routed
+// experts fit in free_bytes of device memory with room to spare, else offload. Dense models
+// get fused. `why` gets the measurements behind the choice for the start-up log. Throws
+// ft::Error for an unknown name.
+std::string choose_moe_backend(const model::Model& m, const MoeBackendOptions& o, size_t free_bytes,
+                               std::string* why);
+// Builds a host-bank backend: offload, or a registered one (throws when not registered).
+std::unique_ptr<MoeBackend> make_moe_backend(const std::string& name, const MoeFactoryArgs& a);
+
 }  // namespace ft::gpu

@@ -10,6 +10,7 @@
 #include "cuda/device.h"
 #include "cuda/gemv.h"
 #include "engine/sampler.h"
+#include "gpu/moe_offload.h"
 #include "model/model.h"
 
 namespace ft::gpu {
@@ -47,10 +48,39 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   size_t free_before = 0, total = 0;
   FT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
   FT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  w_ = std::make_unique<DeviceWeights>(m, o.progress);
+  std::string why;
+  const std::string backend = choose_moe_backend(m, o.moe, free_before, &why);
+  if (backend != "fused") {
+    host_banks_ = std::make_shared<HostBanks>(m, o.progress);
+    log::info("moe: host banks {:.1f} MiB pinned (routed experts of {} layers)",
+              static_cast<double>(host_banks_->bytes()) / (1024.0 * 1024.0), m.hp.n_layer);
+  }
+  w_ = std::make_unique<DeviceWeights>(m, o.progress, /*upload_experts=*/backend == "fused");
   b_ = std::make_unique<GpuBuffers>(m, num_, n_ctx, o.n_ubatch);
-  fwd_ = std::make_unique<GpuForward>(m, *w_, *b_, num_);
+  if (backend == "fused") {
+    moe_ = make_moe_fused(*w_);
+  } else {
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    size_t free_now = 0, total_now = 0;
+    FT_CUDA_CHECK(cudaMemGetInfo(&free_now, &total_now));
+    std::string sizing;
+    const int64_t n_slot = SlotCache::choose_slots(m, *host_banks_, o.moe, free_now, &sizing);
+    const int64_t max_routes = cuda::kGemvMaxTokens * std::max<int64_t>(1, b_->n_used);
+    MoeFactoryArgs a;
+    a.m = &m;
+    a.w = w_.get();
+    a.hb = host_banks_;
+    a.n_slot = n_slot;
+    a.max_routes = max_routes;
+    a.o = o.moe;
+    moe_ = make_moe_backend(backend, a);
+    why += "; slots: " + sizing;
+  }
+  log::info("moe backend: {} ({})", moe_->describe(), why);
+  fwd_ = std::make_unique<GpuForward>(m, *w_, *b_, num_, moe_.get());
   FT_CUDA_CHECK(cudaDeviceSynchronize());
+  mem_.moe = moe_->device_bytes();
+  mem_.host = moe_->host_bytes();
   mem_.weights = w_->bytes();
   mem_.kv = b_->kv_bytes;
   mem_.workspace = b_->workspace_bytes;
@@ -58,10 +88,11 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   mem_.taken = free_before > mem_.free_after ? free_before - mem_.free_after : 0;
   constexpr double kMiB = 1024.0 * 1024.0;
   log::info("cuda: {}", cuda::device_summary());
-  log::info("cuda memory: weights {:.1f} MiB, KV {:.1f} MiB ({} tokens), workspace {:.1f} MiB; "
+  log::info("cuda memory: weights {:.1f} MiB, KV {:.1f} MiB ({} tokens), workspace {:.1f} MiB, MoE slots {:.1f} MiB; "
             "taken {:.1f} MiB ({:+.1f}% of declared), free {:.1f} MiB",
             static_cast<double>(mem_.weights) / kMiB, static_cast<double>(mem_.kv) / kMiB, n_ctx,
-            static_cast<double>(mem_.workspace) / kMiB, static_cast<double>(mem_.taken) / kMiB,
+            static_cast<double>(mem_.workspace) / kMiB, static_cast<double>(mem_.moe) / kMiB,
+            static_cast<double>(mem_.taken) / kMiB,
             100.0 * (static_cast<double>(mem_.taken) / static_cast<double>(mem_.declared()) - 1.0),
             static_cast<double>(mem_.free_after) / kMiB);
 }
@@ -76,8 +107,8 @@ GpuSession::~GpuSession() {
 int64_t GpuSession::n_vocab() const { return m_.hp.n_vocab; }
 
 std::string GpuSession::describe() const {
-  return fmt::format("cuda ({}), {}{}", cuda::device_summary(), dtype_,
-                     graphs_ ? ", graphs" : "");
+  return fmt::format("cuda ({}), {}{}{}", cuda::device_summary(), dtype_, graphs_ ? ", graphs" : "",
+                     host_banks_ ? ", moe " + moe_->describe() : std::string());
 }
 
 void GpuSession::check(const int32_t* tokens, int64_t n) const {

@@ -21,6 +21,8 @@
 #include "cuda/sample.h"
 #include "engine/runner.h"
 #include "gpu/forward.h"
+#include "gpu/host_bank.h"
+#include "gpu/moe_backend.h"
 #include "gpu/state.h"
 #include "gpu/weights.h"
 
@@ -36,12 +38,15 @@ struct GpuSessionOptions {
   int64_t n_ubatch = 512;
   bool graphs = true;
   std::function<void(uint64_t, uint64_t)> progress;  // weight upload
+  MoeBackendOptions moe;  // --moe-backend, --moe-cache-size/-rate (gpu/moe_backend.h)
 };
 
 struct GpuMemoryReport {
   size_t weights = 0, kv = 0, workspace = 0, free_after = 0, total = 0;
   size_t taken = 0;  // device memory this session took (free before - free after), cuBLAS included
-  size_t declared() const { return weights + kv + workspace; }
+  size_t moe = 0;    // the MoE backend's slot pools and bookkeeping
+  size_t host = 0;   // pinned host banks of an offload-family MoE backend
+  size_t declared() const { return weights + kv + workspace + moe; }
 };
 
 // Whether the GPU forward pass runs this model's architecture (llama, qwen3, qwen3moe).
@@ -65,6 +70,8 @@ class GpuSession : public engine::Runner {
   std::string describe() const override;
 
   const GpuMemoryReport& memory() const { return mem_; }
+  // The backend of the routed experts (fused for dense models too: never called there).
+  MoeBackend& moe() const { return *moe_; }
 
  private:
   void check(const int32_t* tokens, int64_t n) const;
@@ -78,6 +85,8 @@ class GpuSession : public engine::Runner {
   bool graphs_;
   std::unique_ptr<DeviceWeights> w_;
   std::unique_ptr<GpuBuffers> b_;
+  std::shared_ptr<const HostBanks> host_banks_;  // offload-family backends
+  std::unique_ptr<MoeBackend> moe_;
   std::unique_ptr<GpuForward> fwd_;
   cudaStream_t stream_ = nullptr;
   std::map<std::pair<int64_t, int>, cudaGraphExec_t> graphs_by_shape_;
