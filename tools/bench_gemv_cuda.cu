@@ -9,7 +9,8 @@
 // kernels and the generic one, 1 and 2 tokens, then a sweep of its plans (stages, warps,
 // blocks per thread, CTAs per SM). Plans: S/s<stages>/<warps>/<m>/<CTAs per SM> (S forced).
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
-// a sweep of its plans (kernel / rows / activations from shared or global memory).
+// a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
+// decoder b = byte_perm, p = sign-split, and the launch bound in 128-thread blocks per SM).
 //
 // Every case cycles through copies of its weights spread over a pool much larger than L2
 // (default 2 GiB; the H200 has 50-60 MB of L2), so each launch reads from HBM. Launches are
@@ -126,6 +127,7 @@ struct Case {
   bool combine = false;  // grouped down projection fused with the weighted expert sum
   int lanes = 0, rows_per_lane = 0;
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
+  int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
   // gemv_set_stream_override: mode -1 routing, 0 off, 1 forced; stages / warps / m / CTAs per SM
   int st_mode = -1, st_stages = 0, st_warps = 0, st_m = 0, st_ctas = 0;
   bool pair = false;  // gemv_pair: a second product (another copy of the weights) in the same call
@@ -175,6 +177,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_lanes_override(c.lanes);
   gemv_set_rows_override(c.rows_per_lane);
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
+  gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_stream_override(c.st_mode, c.st_stages, c.st_warps, c.st_m, c.st_ctas);
   const int64_t stream_before = gemv_stream_launches();
   auto body = [&](int i, cudaStream_t s) {
@@ -218,6 +221,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_lanes_override(0);
   gemv_set_rows_override(0);
   gemv_set_nvfp4_override(-1, 0, 0);
+  gemv_set_nvfp4_variant(0, 0);
   gemv_set_stream_override(-1, 0, 0, 0, 0);
   const bool streamed = gemv_stream_launches() != stream_before;
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok)) * (c.pair ? 2 : 1);
@@ -242,8 +246,12 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     if (c.nv_kernel >= 0) pl.kernel = c.nv_kernel;
     if (c.nv_rows > 0) pl.rows = c.nv_rows;
     if (c.nv_xs > 0) pl.x_smem = c.nv_xs == 2;
-    plan = (c.nv_kernel >= 0 || c.nv_rows > 0 || c.nv_xs > 0 ? "N" : "n") + std::to_string(pl.kernel) + "/" +
-           std::to_string(pl.rows) + "/" + (pl.x_smem ? "s" : "g");
+    if (c.nv_dec > 0) pl.decode = c.nv_dec;
+    if (c.nv_minb > 0) pl.minb = c.nv_minb;
+    plan = (c.nv_kernel >= 0 || c.nv_rows > 0 || c.nv_xs > 0 || c.nv_dec > 0 || c.nv_minb > 0 ? "N" : "n") +
+           std::to_string(pl.kernel) + "/" + std::to_string(pl.rows) + "/" + (pl.x_smem ? "s" : "g");
+    if (!pl.x_smem && (grouped || c.n_tok == 1))  // the variant: decoder (b byte_perm, p sign-split), blocks/SM
+      plan += std::string(pl.decode == 1 ? "b" : "p") + std::to_string(pl.minb);
   }
   if (streamed) {  // gemv_stream.cu: S<stages>/<warps>/<blocks per thread>/<CTAs per SM>
     const auto f = [](int v, int dflt) { return std::to_string(v > 0 ? v : dflt); };
@@ -418,6 +426,29 @@ int main(int argc, char** argv) {
             cases.push_back(c);
           }
         }
+      // The one-token variants: decoder x launch bound x rows per warp (slab), decoder x
+      // launch bound (packed), for the plan choice in gemv_tuning.h.
+      {
+        std::vector<Case> v = key(true, 1);
+        Case comb = v[3];
+        comb.combine = true;
+        comb.name = "qwen3moe down+combine";
+        v.push_back(comb);
+        struct Var {
+          int dec, minb;
+        };
+        for (const Case& base : v)
+          for (const Var var : {Var{1, 4}, Var{2, 4}, Var{2, 6}, Var{2, 8}}) {
+            const bool packed = base.n_expert > 0 && base.k < 2048;
+            for (int rows : {1, 2, 4}) {
+              if (packed && rows > 1) break;
+              Case c = base;
+              c.nv_kernel = packed ? -1 : 1, c.nv_rows = packed ? 0 : rows, c.nv_xs = 1;
+              c.nv_dec = var.dec, c.nv_minb = var.minb;
+              cases.push_back(c);
+            }
+          }
+      }
       if (sweep)
         for (int64_t nt : {1, 8}) {
           std::vector<Case> v = key(true, nt);

@@ -82,6 +82,11 @@ void gemv_set_nvfp4_override(int kernel, int rows, int x_smem) {
   g_nvfp4_override.x_smem = x_smem;
 }
 
+void gemv_set_nvfp4_variant(int decode, int minb) {
+  g_nvfp4_override.decode = decode;
+  g_nvfp4_override.minb = minb;
+}
+
 void gemv_set_stream_override(int mode, int stages, int warps, int m, int ctas_per_sm) {
   g_stream_override = {mode, stages, warps, m, ctas_per_sm};
 }

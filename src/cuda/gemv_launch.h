@@ -24,6 +24,7 @@ struct Q8Plan {
 // NVFP4 kernel overrides (gemv_set_nvfp4_override; -1 / 0: the plan's).
 struct Nvfp4Override {
   int kernel = -1, rows = 0, x_smem = 0;
+  int decode = 0, minb = 0;  // gemv_set_nvfp4_variant
 };
 // Streaming kernel overrides (gemv_set_stream_override; -1 / 0: the routing / plan's).
 struct StreamOverride {

@@ -4,7 +4,7 @@
 // Same math as gemv_q8.cu and its twin gemv_q8_ref (dot_nvfp4): per 16-element sub-block an
 // integer sum of 2*E2M1 codes times int8 activations (dp4a), then
 //   acc = fma(float(is), ue4m3_half(scale) * x.d, acc)
-// (ue4m3_half is taken as ue4m3_x2e8 * 2^7 with the 2^7 folded into x.d: the same product).
+// (ue4m3_half is taken as nvfp4_scales' full ue4m3 with the 0.5 folded into x.d: the same product).
 //
 // Why this shape: at 4.5 TB/s and 0.5625 byte per element the H200 affords ~4 lane
 // instructions per weight element. The generic kernel spent them on per-chunk cursor work,
@@ -35,6 +35,7 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
+#include "cuda/pdl.cuh"
 
 namespace ft::cuda::gemv_detail {
 namespace {
@@ -108,8 +109,8 @@ __device__ __forceinline__ void st_s(uint8_t* p, const typename VecOf<VB>::T& v)
 //
 // Work item = (out row, R consecutive rows); its steps are (slot j < n_sub, slab). Warp gw
 // takes items gw, gw + n_w, ... and streams their steps with one step of loads in flight.
-template <int NT, int R, bool XS, int VB>
-__global__ void __launch_bounds__(kWarps * 32, 4) slab_kernel(const Params p, const Nv4 g) {
+template <int NT, int R, bool XS, int VB, bool PN, int MINB>
+__global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p, const Nv4 g) {
   using Vec = typename VecOf<VB>::T;
   constexpr int kNv = kSlabBytes / VB;     // vectors per row of a full slab
   constexpr int kV = (R * kNv + 31) / 32;  // vectors per lane (R = 4, VB = 16: exactly 9)
@@ -236,20 +237,24 @@ __global__ void __launch_bounds__(kWarps * 32, 4) slab_kernel(const Params p, co
     if (c < g.nb) {
       const int64_t xrow = p.ids != nullptr ? m.slot / p.x_div : 0;
       if constexpr (XS)
-        block_dot<NT, R, true>(acc, st + kBlockBytes * lane, kSlabBytes, xs + xrow * g.xs_row, g.xs_row, p.k, c,
+        block_dot<NT, R, true, PN>(acc, st + kBlockBytes * lane, kSlabBytes, xs + xrow * g.xs_row, g.xs_row, p.k, c,
                                p.n_tok);
       else
-        block_dot<NT, R, false>(acc, st + kBlockBytes * lane, kSlabBytes, p.xq + xrow * p.xq_row, p.xq_row, p.k, c,
+        block_dot<NT, R, false, PN>(acc, st + kBlockBytes * lane, kSlabBytes, p.xq + xrow * p.xq_row, p.xq_row, p.k, c,
                                 p.n_tok);
     }
     if (m.slab == n_slabs - 1) epilogue(m);
   };
 
+  // PDL (cuda/pdl.cuh): dense weights are never written by earlier kernels, so their first
+  // step loads before the wait; expert ids, activations and outputs only after it.
+  if (p.ids != nullptr) pdl_wait(), pdl_trigger();
   Step ahead{0, 0, gw, 0, 0, 0};
   locate(ahead);
   Step m = ahead;
   Vec b0[kV] = {};
   if (n_steps > 0) issue(b0, ahead), advance(ahead);
+  if (p.ids == nullptr) pdl_wait(), pdl_trigger();
   if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);  // while the first slab loads
   for (int s = 0; s < n_steps; ++s) {
     __syncwarp();  // every lane is done with the previous step's stage
@@ -267,8 +272,8 @@ __global__ void __launch_bounds__(kWarps * 32, 4) slab_kernel(const Params p, co
 // slot j (combine: token out's rank j; else the out row's one slot). Piece q's blocks are
 // list entries q * nb .. q * nb + nb - 1, staged at 36 * entry; lane l computes entries
 // l + 32 m (m < 4). Items stream with one item of loads in flight.
-template <int VB, bool XS>
-__global__ void __launch_bounds__(kWarps * 32, 4) packed_kernel(const Params p, const Nv4 g) {
+template <int VB, bool XS, bool PN, int MINB>
+__global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params p, const Nv4 g) {
   using Vec = typename VecOf<VB>::T;
   constexpr int kV = (kPackStage / VB + 31) / 32;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -337,9 +342,9 @@ __global__ void __launch_bounds__(kWarps * 32, 4) packed_kernel(const Params p, 
         const int64_t xrow = slot_of(out, e_j[m]) / p.x_div;
         float a[1][1] = {{0.0f}};
         if constexpr (XS)
-          block_dot<1, 1, true>(a, st + kBlockBytes * i, 0, xs + xrow * g.xs_row, g.xs_row, p.k, e_b[m], 1);
+          block_dot<1, 1, true, PN>(a, st + kBlockBytes * i, 0, xs + xrow * g.xs_row, g.xs_row, p.k, e_b[m], 1);
         else
-          block_dot<1, 1, false>(a, st + kBlockBytes * i, 0, p.xq + xrow * p.xq_row, p.xq_row, p.k, e_b[m], 1);
+          block_dot<1, 1, false, PN>(a, st + kBlockBytes * i, 0, p.xq + xrow * p.xq_row, p.xq_row, p.k, e_b[m], 1);
         red[i] = a[0][0];
       }
     }
@@ -371,6 +376,8 @@ __global__ void __launch_bounds__(kWarps * 32, 4) packed_kernel(const Params p, 
 
   Vec buf[kV] = {};
   int64_t item = gw;
+  pdl_wait();  // grouped: the ids come from the router
+  pdl_trigger();
   if (item < n_items) issue(buf, item);
   if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);
   for (; item < n_items; item += n_w) {
@@ -408,28 +415,26 @@ dim3 grid_for(int64_t n_items, int ctas) {
   return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
 }
 
-template <int NT, int R, bool XS, int VB>
+template <int NT, int R, bool XS, int VB, bool PN = true, int MINB = 4>
 void launch_slab(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
-  auto kernel = slab_kernel<NT, R, XS, VB>;
+  auto kernel = slab_kernel<NT, R, XS, VB, PN, MINB>;
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
   const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes + (XS ? static_cast<size_t>(g.xs_rows) * g.xs_row : 0);
   static std::atomic<uint64_t> cache{0};
   const int ctas = ctas_per_sm(kernel, smem, cache);
-  kernel<<<grid_for(p.n_rg * n_out, ctas), kWarps * 32, smem, stream>>>(p, g);
-  FT_CUDA_CHECK_LAUNCH();
+  launch_pdl(kernel, grid_for(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, stream, p, g);
 }
 
-template <int VB, bool XS>
+template <int VB, bool XS, bool PN = true, int MINB = 4>
 void launch_packed(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
-  auto kernel = packed_kernel<VB, XS>;
+  auto kernel = packed_kernel<VB, XS, PN, MINB>;
   p.n_rg = (p.rows + g.rb - 1) / g.rb;
   p.n_out = n_out;
   const size_t smem = static_cast<size_t>(kWarps) * kPackWarpBytes + (XS ? static_cast<size_t>(g.xs_rows) * g.xs_row : 0);
   static std::atomic<uint64_t> cache{0};
   const int ctas = ctas_per_sm(kernel, smem, cache);
-  kernel<<<grid_for(p.n_rg * n_out, ctas), kWarps * 32, smem, stream>>>(p, g);
-  FT_CUDA_CHECK_LAUNCH();
+  launch_pdl(kernel, grid_for(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, stream, p, g);
 }
 
 // Instances: one token R = 1, 2, 4; several tokens R = 2, 4 (NT = 2, 4, 8); 4-byte vectors
@@ -446,6 +451,24 @@ void slab_rows(const Params& p, int64_t n_out, const Nv4& g, int R, cudaStream_t
     if (R <= 2) return launch_slab<NT, 2, XS, VB>(p, n_out, g, s);
     return launch_slab<NT, 4, XS, VB>(p, n_out, g, s);
   }
+}
+
+// The variants of one token, 16-byte vectors, activations from global memory (the dense and
+// expert decode shapes the benchmark compares): decoder (1 byte_perm, else e2m1x8_pn) and
+// the launch bound's blocks per SM (4 / 6 / 8 of 128 threads: at most 128 / 80 / 64
+// registers per thread).
+template <int R>
+void slab_variant(const Params& p, int64_t n_out, const Nv4& g, int decode, int minb, cudaStream_t s) {
+  if (decode == 1) return launch_slab<1, R, false, 16, false, 4>(p, n_out, g, s);
+  if (minb == 6) return launch_slab<1, R, false, 16, true, 6>(p, n_out, g, s);
+  if (minb == 8) return launch_slab<1, R, false, 16, true, 8>(p, n_out, g, s);
+  return launch_slab<1, R, false, 16, true, 4>(p, n_out, g, s);
+}
+void packed_variant(const Params& p, int64_t n_out, const Nv4& g, int decode, int minb, cudaStream_t s) {
+  if (decode == 1) return launch_packed<16, false, false, 4>(p, n_out, g, s);
+  if (minb == 6) return launch_packed<16, false, true, 6>(p, n_out, g, s);
+  if (minb == 8) return launch_packed<16, false, true, 8>(p, n_out, g, s);
+  return launch_packed<16, false, true, 4>(p, n_out, g, s);
 }
 
 template <bool XS, int VB>
@@ -475,6 +498,8 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   }
   if (pl.kernel == 1 && (over.rows == 1 || over.rows == 2 || over.rows == 4)) pl.rows = over.rows;
   if (over.x_smem == 1 || over.x_smem == 2) pl.x_smem = over.x_smem == 2;
+  if (over.decode == 1 || over.decode == 2) pl.decode = over.decode;
+  if (over.minb == 4 || over.minb == 6 || over.minb == 8) pl.minb = over.minb;
   if (pl.kernel == 0) return false;
 
   // Vector width: 16 bytes when every row, expert and (partial) slab or piece starts
@@ -498,14 +523,44 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (pl.kernel == 2) {
     g.rb = pl.rows;
     g.pieces = pl.rows * n_sub;
+    if (vb == 16 && !xs) return packed_variant(p, n_out, g, pl.decode, pl.minb, stream), true;
     if (vb == 16) xs ? launch_packed<16, true>(p, n_out, g, stream) : launch_packed<16, false>(p, n_out, g, stream);
     else xs ? launch_packed<4, true>(p, n_out, g, stream) : launch_packed<4, false>(p, n_out, g, stream);
     return true;
   }
   const int R = nt > 1 && pl.rows < 2 ? 2 : pl.rows;
+  if (nt == 1 && vb == 16 && !xs) {
+    if (R == 1) slab_variant<1>(p, n_out, g, pl.decode, pl.minb, stream);
+    else if (R == 2) slab_variant<2>(p, n_out, g, pl.decode, pl.minb, stream);
+    else slab_variant<4>(p, n_out, g, pl.decode, pl.minb, stream);
+    return true;
+  }
   if (vb == 16) xs ? slab_tokens<true, 16>(p, nt, n_out, g, R, stream) : slab_tokens<false, 16>(p, nt, n_out, g, R, stream);
   else xs ? slab_tokens<true, 4>(p, nt, n_out, g, R, stream) : slab_tokens<false, 4>(p, nt, n_out, g, R, stream);
   return true;
 }
 
 }  // namespace ft::cuda::gemv_detail
+
+namespace ft::cuda {
+namespace {
+
+__global__ void decode_probe_kernel(const uint32_t* in, uint32_t* out, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= n) return;
+  uint32_t* o = out + 8 * i;
+  q8_detail::e2m1x8_pn(in[i], o[0], o[1], o[2], o[3]);
+  float sw[4];
+  q8_detail::nvfp4_scales(in[i], sw);
+  for (int j = 0; j < 4; ++j) o[4 + j] = __float_as_uint(sw[j]);
+}
+
+}  // namespace
+
+void gemv_nvfp4_decode_probe(const uint32_t* in, uint32_t* out, int n, cudaStream_t stream) {
+  if (n <= 0) return;
+  decode_probe_kernel<<<(n + 255) / 256, 256, 0, stream>>>(in, out, n);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ft::cuda

@@ -22,24 +22,21 @@ __device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpre
 // acc[r][t] += block c of R staged rows (row r's block at sb + r * rstride, 4-aligned) times
 // the activations of token t (row x0 + t * xq_row: act_q8 layout in global memory, or the
 // swizzled shared copy when XS), t < n_tok.
-template <int NT, int R, bool XS>
+//
+// PN (the default): weights decoded by e2m1x8_pn into positive and negative magnitudes,
+// 4 permutes + 3 shifts/xors per 8 weights and 2 dp4a per 4 (the byte_perm decoder needed
+// 3 permutes, each with a masked selector, plus 3 ALU ops per 4 weights, and the slab kernel
+// measured 5.0 lane instructions per weight, ncu, benches/h200.md). !PN: that decoder, kept
+// for the benchmark's comparison. Both give the same integer sums, so the same floats.
+template <int NT, int R, bool XS, bool PN = true>
 __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb, int rstride, const uint8_t* x0,
                                           int64_t xq_row, int64_t k, int64_t c, int n_tok) {
   using namespace q8_detail;
   float sw[R][4];
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const uint32_t s = lds32(sb + r * rstride);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) sw[r][i] = ue4m3_x2e8(s, i);
-    if (ue4m3_has_nan(s)) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (((s >> (8 * i)) & 0xFFu) == 0x7Fu) sw[r][i] = 0.0f;
-    }
-  }
+  for (int r = 0; r < R; ++r) nvfp4_scales(lds32(sb + r * rstride), sw[r]);
   // Activation scales of blocks 2c and 2c + 1: one 16-byte load ({d, sums} x 2), times the
-  // 2^7 that ue4m3_x2e8 leaves out.
+  // 0.5 that turns nvfp4_scales' full ue4m3 into ue4m3_half.
   float dx[NT][2];
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
@@ -47,20 +44,25 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
     if (t < n_tok) {
       const uint4* dp = reinterpret_cast<const uint4*>(x0 + t * xq_row + k) + c;
       const uint4 d = XS ? *dp : __ldg(dp);
-      dx[t][0] = __uint_as_float(d.x) * 128.0f;
-      dx[t][1] = __uint_as_float(d.z) * 128.0f;
+      dx[t][0] = __uint_as_float(d.x) * 0.5f;
+      dx[t][1] = __uint_as_float(d.z) * 0.5f;
     }
   }
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
     // Sub-block s: bytes 4 + 8s .. 4 + 8s + 7; low nibble of byte j = element 16s + j,
-    // high = 16s + j + 8. e2m1x8_i8 yields them interleaved, x_pair_* matches the order.
-    uint32_t wv[R][4];
+    // high = 16s + j + 8. The decoders yield them interleaved, x_pair_* matches the order.
+    uint32_t wp[R][4], wn[R][4];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const uint8_t* q = sb + r * rstride + 4 + 8 * s;
-      e2m1x8_i8(lds32(q), wv[r][0], wv[r][1]);
-      e2m1x8_i8(lds32(q + 4), wv[r][2], wv[r][3]);
+      if constexpr (PN) {
+        e2m1x8_pn(lds32(q), wp[r][0], wp[r][1], wn[r][0], wn[r][1]);
+        e2m1x8_pn(lds32(q + 4), wp[r][2], wp[r][3], wn[r][2], wn[r][3]);
+      } else {
+        e2m1x8_i8(lds32(q), wp[r][0], wp[r][1]);
+        e2m1x8_i8(lds32(q + 4), wp[r][2], wp[r][3]);
+      }
     }
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
@@ -71,10 +73,17 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
       const uint32_t a2 = x_pair_0(v.y, v.w), a3 = x_pair_1(v.y, v.w);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        int is = dp4a(wv[r][0], a0, 0);
-        is = dp4a(wv[r][1], a1, is);
-        is = dp4a(wv[r][2], a2, is);
-        is = dp4a(wv[r][3], a3, is);
+        int is = dp4a(wp[r][0], a0, 0);
+        is = dp4a(wp[r][1], a1, is);
+        is = dp4a(wp[r][2], a2, is);
+        is = dp4a(wp[r][3], a3, is);
+        if constexpr (PN) {
+          int in = dp4a(wn[r][0], a0, 0);
+          in = dp4a(wn[r][1], a1, in);
+          in = dp4a(wn[r][2], a2, in);
+          in = dp4a(wn[r][3], a3, in);
+          is -= in;
+        }
         acc[r][t] = fmaf(static_cast<float>(is), sw[r][s] * dx[t][s >> 1], acc[r][t]);
       }
     }

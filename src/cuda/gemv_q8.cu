@@ -67,22 +67,13 @@ struct Q8Nvfp4 {
     const uint8_t* wb = st + 36 * kl;
     float sw[R][4];
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const uint32_t s = ld32(wb + r * rstride);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) sw[r][i] = ue4m3_x2e8(s, i);
-      if (ue4m3_has_nan(s)) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          if (((s >> (8 * i)) & 0xFFu) == 0x7Fu) sw[r][i] = 0.0f;
-      }
-    }
+    for (int r = 0; r < R; ++r) nvfp4_scales(ld32(wb + r * rstride), sw[r]);
 #pragma unroll
     for (int ab = 0; ab < 2; ++ab) {
       float dx[NT];
 #pragma unroll
-      for (int t = 0; t < NT; ++t)  // ue4m3_x2e8 * 2^7 = ue4m3_half
-        dx[t] = t < n_tok ? x_scale(xt + t * xq_row, k, (e0 >> 5) + ab).d * 128.0f : 0.0f;
+      for (int t = 0; t < NT; ++t)  // nvfp4_scales' ue4m3 * 0.5 = ue4m3_half
+        dx[t] = t < n_tok ? x_scale(xt + t * xq_row, k, (e0 >> 5) + ab).d * 0.5f : 0.0f;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int s = 2 * ab + h;

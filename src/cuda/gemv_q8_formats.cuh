@@ -67,24 +67,80 @@ FT_HD inline void e2m1x8_i8(uint32_t w, uint32_t& lo, uint32_t& hi) {
   hi = byte_perm(byte_perm(kPos0, kPos1, w2), byte_perm(kNeg0, kNeg1, w2), pick2);
 }
 
+// PTX prmt.b32 in its default mode: byte n of the result is byte (s >> 4n) & 7 of b:a, or,
+// when bit 3 of that selector nibble is set, that byte's sign bit replicated (0x00 / 0xFF).
+// Only the low 16 bits of s are read. CUDA's __byte_perm masks bit 3 (an extra LOP per call
+// in the SASS), hence the inline PTX.
+FT_HD inline uint32_t prmt_sign(uint32_t a, uint32_t b, uint32_t s) {
+#ifdef __CUDA_ARCH__
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+  return r;
+#else
+  const uint64_t v = (static_cast<uint64_t>(b) << 32) | a;
+  uint32_t r = 0;
+  for (int n = 0; n < 4; ++n) {
+    const uint32_t sel = (s >> (4 * n)) & 0xFu;
+    uint32_t byte = static_cast<uint32_t>(v >> (8 * (sel & 7))) & 0xFFu;
+    if (sel & 8) byte = (byte & 0x80u) ? 0xFFu : 0u;
+    r |= byte << (8 * n);
+  }
+  return r;
+#endif
+}
+
+// 2*E2M1 of the 8 nibbles of w split by sign, 4 permutes and no masking: with the magnitude
+// table {0,1,2,3,4,6,8,12} in two registers (every byte's msb clear), prmt_sign(table, w)
+// yields the magnitude of each non-negative code and 0 for each negative one (bit 3 set:
+// the sign of a table byte, 0); w ^ 0x8888... swaps the two roles. Then
+//   e2m1x8_i8(w) = p - n bytewise, so dot = dp4a(p, x) - dp4a(n, x)  (exact integers).
+// p_lo / n_lo: nibbles 0..3 (bits 0..15), p_hi / n_hi: nibbles 4..7, in e2m1x8_i8's order.
+inline constexpr uint32_t kMag0 = 0x03020100u, kMag1 = 0x0C080604u;
+FT_HD inline void e2m1x8_pn(uint32_t w, uint32_t& p_lo, uint32_t& p_hi, uint32_t& n_lo, uint32_t& n_hi) {
+  const uint32_t wn = w ^ 0x88888888u;
+  p_lo = prmt_sign(kMag0, kMag1, w);
+  p_hi = prmt_sign(kMag0, kMag1, w >> 16);
+  n_lo = prmt_sign(kMag0, kMag1, wn);
+  n_hi = prmt_sign(kMag0, kMag1, wn >> 16);
+}
+
 // Activation bytes reordered to meet e2m1x8_i8's nibble order: a = 4 bytes from the low
 // half of the block, b = the 4 bytes `half` elements later (NVFP4 sub-blocks: 8 later,
 // MXFP4 blocks: 16). lo pairs with x_lohi_0(a, b), hi with x_lohi_1(a, b).
 FT_HD inline uint32_t x_pair_0(uint32_t a, uint32_t b) { return byte_perm(a, b, 0x5140u); }
 FT_HD inline uint32_t x_pair_1(uint32_t a, uint32_t b) { return byte_perm(a, b, 0x7362u); }
 
-// ue4m3_half(b) of the byte at bits 8*i of s, as fp16 bits: (b & 0x7F) << 7 read as fp16 is
-// ue4m3(b) * 2^-8 for every b, subnormals included, so ue4m3_half(b) = that * 2^7; the
-// caller folds the 2^7 into the activation scale. b == 0x7F (the NaN code) must decode to 0:
-// ue4m3_nan_mask says which bytes are 0x7F.
-FT_HD inline float ue4m3_x2e8(uint32_t s, int i) {
-  const uint32_t h = ((s >> (8 * i)) & 0x7Fu) << 7;
-  return half_bits_to_float(static_cast<unsigned short>(h));
-}
-// Non-zero when some byte of s is 0x7F.
-FT_HD inline uint32_t ue4m3_has_nan(uint32_t s) {
-  const uint32_t v = s ^ 0x7F7F7F7Fu;  // a 0x7F byte becomes 0
-  return (v - 0x01010101u) & ~v & 0x80808080u;
+// The 4 UE4M3 sub-block scales of an NVFP4 block (word s, byte i = sub-block i) as their
+// full values 2 * ue4m3_half(byte), the NVFP4 integer path's one scale decoder (gemv_nvfp4,
+// gemv_q8); callers multiply by 0.5 * x.d, so the product is ue4m3_half * x.d exactly.
+// Like ue4m3_half the sign bit is ignored except that 0x7F (NaN) decodes to 0 and 0xFF to
+// 480. sm_89+: cvt.rn.f16x2.e4m3x2 decodes two bytes per instruction (UE4M3 = E4M3 with the
+// sign clear; exact in fp16); older GPUs and the host: (b & 0x7F) << 7 read as fp16 is
+// ue4m3(b) * 2^-8, subnormals included.
+FT_HD inline void nvfp4_scales(uint32_t s, float (&sw)[4]) {
+  const uint32_t m = s & 0x7F7F7F7Fu;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t h01, h23;
+  asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n"
+      " cvt.rn.f16x2.e4m3x2 %1, hi;\n}"
+      : "=r"(h01), "=r"(h23)
+      : "r"(m));
+  sw[0] = half_bits_to_float(static_cast<unsigned short>(h01 & 0xFFFFu));
+  sw[1] = half_bits_to_float(static_cast<unsigned short>(h01 >> 16));
+  sw[2] = half_bits_to_float(static_cast<unsigned short>(h23 & 0xFFFFu));
+  sw[3] = half_bits_to_float(static_cast<unsigned short>(h23 >> 16));
+#else
+  for (int i = 0; i < 4; ++i)
+    sw[i] = half_bits_to_float(static_cast<unsigned short>(((m >> (8 * i)) & 0x7Fu) << 7)) * 256.0f;
+#endif
+  const uint32_t v = m ^ 0x7F7F7F7Fu;  // a masked 0x7F byte becomes 0
+  if ((v - 0x01010101u) & ~v & 0x80808080u) {
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t b = (s >> (8 * i)) & 0xFFu;
+      if (b == 0x7Fu) sw[i] = 0.0f;
+      if (b == 0xFFu) sw[i] = 480.0f;
+    }
+  }
 }
 
 // Q4_K 6-bit scale and minimum of sub-block j (0..7) from the 12 scale bytes.

@@ -3,6 +3,8 @@
 // below hold for other GPUs in shape, the constants are the H200's.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 
 #include "format/ggml_type.h"
@@ -97,6 +99,12 @@ struct GemvNvfp4Plan {
   int kernel;  // 0 generic, 1 slab, 2 packed
   int rows;    // slab: R (1, 2, 4); packed: rows per work item
   bool x_smem;  // activations copied to shared memory per CTA (when <= kNvfp4XSmemMax bytes)
+  // One token, 16-byte aligned rows, activations from global memory only (other launches:
+  // decode 2, minb 4): the E2M1 decoder (1 byte_perm, 2 sign-split permutes e2m1x8_pn) and
+  // the kernel's launch bound in 128-thread blocks per SM (4, 6, 8: <= 128 / 80 / 64
+  // registers per thread).
+  int decode = 2;
+  int minb = 4;
 };
 // Shared activations measured 0-10% slower than L1-cached global reads at every benchmarked
 // shape (H200 run 5: 4096x14336 19.2 vs 18.2 us, expert down 8.2 vs 7.4 us), so plans leave
@@ -186,5 +194,12 @@ int64_t gemv_stream_launches();
 // rows 0 = the plan's; x_smem 0 = the plan's, 1 = activations from global memory, 2 = from
 // shared memory where they fit. Defined in gemv.cu.
 void gemv_set_nvfp4_override(int kernel, int rows, int x_smem);
+// Forces the decoder (0 = the plan's, 1 byte_perm, 2 sign-split) and launch bound (0 = the
+// plan's, 4 / 6 / 8 blocks per SM) of the one-token NVFP4 kernels (benchmarks, tests).
+void gemv_set_nvfp4_variant(int decode, int minb);
+// Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
+// out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
+// nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.
+void gemv_nvfp4_decode_probe(const uint32_t* in, uint32_t* out, int n, cudaStream_t stream = nullptr);
 
 }  // namespace ft::cuda

@@ -89,17 +89,55 @@ TEST(CudaGemvQ8Formats, ActivationPairsMeetNibbleOrder) {
   EXPECT_EQ(q8_detail::x_pair_1(a, b), 0x13031202u);
 }
 
-TEST(CudaGemvQ8Formats, Ue4m3ViaHalfEqualsUe4m3HalfForEveryByte) {
-  for (uint32_t b = 0; b < 256; ++b) {
-    const uint32_t s = b << 16 | 0x3A00u;  // byte 2 under test, others arbitrary
-    const double got = static_cast<double>(q8_detail::ue4m3_x2e8(s, 2)) * 128.0;
-    const bool nan_code = ((q8_detail::ue4m3_has_nan(s) >> 16) & 0x80u) != 0;
-    EXPECT_EQ(nan_code, b == 0x7F) << b;
-    if (b == 0x7F) continue;  // the kernel zeroes it
-    EXPECT_EQ(got, static_cast<double>(ue4m3_half(b))) << "byte " << b;
-  }
-  EXPECT_EQ(q8_detail::ue4m3_has_nan(0x017F0000u) & 0x00800000u, 0x00800000u);
-  EXPECT_EQ(q8_detail::ue4m3_has_nan(0x80FF7E00u), 0u);
+TEST(CudaGemvQ8Formats, Nvfp4ScalesEqualTwiceUe4m3HalfForEveryByte) {
+  // Every byte in every position, the others arbitrary (NaN codes among them too).
+  const uint32_t others[] = {0x3A3A3A3Au, 0x7F7F7F7Fu, 0xFF00FF00u, 0x01800201u};
+  for (uint32_t b = 0; b < 256; ++b)
+    for (int i = 0; i < 4; ++i)
+      for (uint32_t o : others) {
+        const uint32_t s = (o & ~(0xFFu << (8 * i))) | (b << (8 * i));
+        float sw[4];
+        q8_detail::nvfp4_scales(s, sw);
+        for (int j = 0; j < 4; ++j)
+          ASSERT_EQ(static_cast<double>(sw[j]), 2.0 * ue4m3_half((s >> (8 * j)) & 0xFFu))
+              << "byte " << b << " at " << i << " word " << s << " sub-block " << j;
+      }
+}
+
+// The sign-replicating permute on the host (the device uses the PTX instruction itself;
+// tests/cuda/gemv_test.cpp diffs the two).
+TEST(CudaGemvQ8Formats, PrmtSignSelectsOrReplicatesSign) {
+  const uint32_t a = 0x83027F00u, b = 0xFF80017Eu;
+  EXPECT_EQ(q8_detail::prmt_sign(a, b, 0x7654u), b);
+  EXPECT_EQ(q8_detail::prmt_sign(a, b, 0x3210u), a);
+  EXPECT_EQ(q8_detail::prmt_sign(a, b, 0xBA98u), 0xFF000000u);  // sign of bytes 3, 2, 1, 0 of a
+  EXPECT_EQ(q8_detail::prmt_sign(a, b, 0xFEDCu), 0xFFFF0000u);
+  EXPECT_EQ(q8_detail::prmt_sign(a, b, 0xFFFF1234u), q8_detail::prmt_sign(a, b, 0x1234u));  // high bits unread
+}
+
+// e2m1x8_pn: p - n bytewise equals e2m1x8_i8 (and the twin's 2*E2M1) for every byte value in
+// every position, each byte of p and n in [0, 12], one of them 0.
+TEST(CudaGemvQ8Formats, SignSplitE2M1EveryByteInEveryPosition) {
+  std::mt19937 rng(6);
+  for (uint32_t byte = 0; byte < 256; ++byte)
+    for (int pos = 0; pos < 4; ++pos)
+      for (int rep = 0; rep < 8; ++rep) {
+        const uint32_t w = (static_cast<uint32_t>(rng()) & ~(0xFFu << (8 * pos))) | (byte << (8 * pos));
+        uint32_t p_lo, p_hi, n_lo, n_hi, lo, hi;
+        q8_detail::e2m1x8_pn(w, p_lo, p_hi, n_lo, n_hi);
+        q8_detail::e2m1x8_i8(w, lo, hi);
+        for (int n = 0; n < 8; ++n) {
+          const int code = static_cast<int>((w >> (4 * n)) & 0xF);
+          const int sh = 8 * (n % 4);
+          const int p = static_cast<int>(((n < 4 ? p_lo : p_hi) >> sh) & 0xFF);
+          const int q = static_cast<int>(((n < 4 ? n_lo : n_hi) >> sh) & 0xFF);
+          ASSERT_TRUE(p == 0 || q == 0) << "w " << w << " nibble " << n;
+          ASSERT_LE(p, 12);
+          ASSERT_LE(q, 12);
+          ASSERT_EQ(p - q, e2m1x2(code)) << "w " << w << " nibble " << n;
+          ASSERT_EQ(static_cast<int8_t>((n < 4 ? lo : hi) >> sh), e2m1x2(code));
+        }
+      }
 }
 
 TEST(CudaGemvQ8Formats, Q6KCodesAndHelpers) {

@@ -23,6 +23,7 @@
 #include "cuda/buffer.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
+#include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_q8_ref.h"
 #include "cuda/gemv_tuning.h"
 #include "quant/dequant.h"
@@ -724,6 +725,72 @@ TEST(CudaGemvNvfp4, ForcedKernelsMatchTwin) {
   check_grouped_epilogue(GgmlType::NVFP4, true, true, false, false, quant::Round::kNone, 1088, 40, 9, 2, 2, rng);
   check_dense_q8({GgmlType::NVFP4, 768, 9, 3, 3, quant::Round::kNone, 0}, rng);
   gemv_set_nvfp4_override(-1, 0, 0);
+}
+
+// The device's NVFP4 decoders (inline PTX prmt, sm_89+ cvt.e4m3x2 scales) against the host
+// emulation that gemv_formats_test checks against the twin's tables: every 16-bit pattern in
+// both halves of a word, and every scale byte in every position beside NaN codes.
+TEST(CudaGemvNvfp4, DeviceDecodersMatchHost) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(808);
+  std::vector<uint32_t> in;
+  for (uint32_t v = 0; v < 65536; ++v) {
+    in.push_back(v | (static_cast<uint32_t>(rng()) << 16));
+    in.push_back((v << 16) | (static_cast<uint32_t>(rng()) & 0xFFFFu));
+  }
+  for (uint32_t b = 0; b < 256; ++b)
+    for (int i = 0; i < 4; ++i)
+      for (uint32_t o : {0x3A3A3A3Au, 0x7F7F7F7Fu, 0xFF00FF00u})
+        in.push_back((o & ~(0xFFu << (8 * i))) | (b << (8 * i)));
+  DeviceBuffer din = to_device(in), dout(in.size() * 32);
+  gemv_nvfp4_decode_probe(din.as<uint32_t>(), dout.as<uint32_t>(), static_cast<int>(in.size()));
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = to_host<uint32_t>(dout, in.size() * 8);
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint32_t want[8];
+    q8_detail::e2m1x8_pn(in[i], want[0], want[1], want[2], want[3]);
+    float sw[4];
+    q8_detail::nvfp4_scales(in[i], sw);
+    std::memcpy(want + 4, sw, 16);
+    for (int j = 0; j < 8; ++j) ASSERT_EQ(out[8 * i + j], want[j]) << "word " << in[i] << " output " << j;
+  }
+}
+
+// The one-token variants (byte_perm decoder; sign-split decoder at 4 / 6 / 8 blocks per SM)
+// against the twin: dense odd shapes (rows not a multiple of R, k = 64 x odd, k < 2048,
+// 16-byte aligned rows: the variants' launches), grouped gate/up and down + combine.
+TEST(CudaGemvNvfp4, VariantsMatchTwin) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(4242);
+  struct V {
+    int decode, minb;
+  };
+  int n = 0;
+  for (const V v : {V{1, 4}, V{2, 4}, V{2, 6}, V{2, 8}})
+    for (int rows_per_warp : {1, 2, 4}) {
+      gemv_set_nvfp4_override(1, rows_per_warp, 1);
+      gemv_set_nvfp4_variant(v.decode, v.minb);
+      SCOPED_TRACE("decode " + std::to_string(v.decode) + " minb " + std::to_string(v.minb) + " R " +
+                   std::to_string(rows_per_warp));
+      for (int64_t k : {256, 1280, 2304, 4352})
+        for (int64_t rows : {3, 37}) {
+          const quant::Round round = n % 4 == 1 ? quant::Round::kBF16 : n % 4 == 2 ? quant::Round::kF16 : quant::Round::kNone;
+          const int64_t rb = row_bytes(GgmlType::NVFP4, k);
+          check_dense_q8({GgmlType::NVFP4, k, rows, 1, n % 4, round, (16 - rb % 16) % 16 + 16 * (n % 2), n % 3 == 1},
+                         rng);
+          if (::testing::Test::HasFatalFailure()) break;
+          ++n;
+        }
+      check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, 2048, 45, 9, 8, 1, rng);
+      check_grouped_epilogue(GgmlType::NVFP4, true, true, true, false, quant::Round::kBF16, 2304, 33, 9, 4, 1, rng);
+      // The packed kernel (k 768) takes the variants too.
+      gemv_set_nvfp4_override(-1, 0, 0);
+      check_grouped_epilogue(GgmlType::NVFP4, true, true, n % 2 == 0, false, quant::Round::kNone, 768, 70, 16, 8, 1, rng);
+      check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kF16, 768, 40, 9, 3, 2, rng);
+      if (::testing::Test::HasFatalFailure()) break;
+    }
+  gemv_set_nvfp4_override(-1, 0, 0);
+  gemv_set_nvfp4_variant(0, 0);
 }
 
 // ---- NVFP4 streaming kernel (gemv_stream.cu) ------------------------------------------
