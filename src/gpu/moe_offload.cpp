@@ -13,7 +13,9 @@
 namespace ft::gpu {
 namespace {
 
-int64_t align256(int64_t n) { return (n + 255) / 256 * 256; }
+// Slot strides: the expert bytes rounded to 16 (the gather's vector width); for usual shapes
+// exactly the arena's expert stride, so the grouped kernels see the same layout as fused.
+int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 
 const HostExpertTensor& kind_of(const HostLayerBank& B, int k) {
   switch (k) {
@@ -31,7 +33,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 int64_t SlotCache::slot_bytes(const HostBanks& hb) {
   int64_t stride[4] = {0, 0, 0, 0};
   for (const HostLayerBank& B : hb.layers)
-    for (int k = 0; k < 4; ++k) stride[k] = std::max(stride[k], align256(kind_of(B, k).expert_bytes));
+    for (int k = 0; k < 4; ++k) stride[k] = std::max(stride[k], align16(kind_of(B, k).expert_bytes));
   return stride[0] + stride[1] + stride[2] + stride[3] + 4 * static_cast<int64_t>(sizeof(float));
 }
 
@@ -80,7 +82,7 @@ SlotCache::SlotCache(const model::Model& m, const DeviceWeights& /*w*/, const Ho
     moe_idx_of_[il] = static_cast<int64_t>(moe_layers_.size());
     moe_layers_.push_back(static_cast<int64_t>(il));
     n_expert_max_ = std::max(n_expert_max_, hb.layers[il].n_expert);
-    for (int k = 0; k < kKinds; ++k) stride_[k] = std::max(stride_[k], align256(kind_of(hb.layers[il], k).expert_bytes));
+    for (int k = 0; k < kKinds; ++k) stride_[k] = std::max(stride_[k], align16(kind_of(hb.layers[il], k).expert_bytes));
   }
   if (moe_layers_.empty()) fail("{}: the offload MoE backend needs a model with routed experts", m.file->path());
   if (n_slot < n_expert_max_)

@@ -1,0 +1,413 @@
+// The offload MoE backend (gpu/moe_offload.h) and its slot cache (cuda/moe_cache.h):
+//   * the ensure / hybrid-ensure kernels against their scalar twin (moe_cache_ref.cpp) over
+//     random route sequences: same slot ids, same victims in the same order, same state;
+//   * the gather (one launch, and per tensor kind) copies exactly the staged experts from
+//     mapped pinned memory, 16-byte and odd sizes;
+//   * whole sessions on tiny qwen3moe models (NVFP4 experts with per-expert scales, Q8_0,
+//     BF16): offload with a quarter (and a half) of the experts cached gives bit-identical
+//     logits and the same greedy tokens as fused over a prompt (prefill), a 6-token decode
+//     batch, 256 greedy steps and a second prefill -- graphs on and off, fused and per-bank
+//     gather -- while really missing (fetched experts counted).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "core/error.h"
+#include "cuda/buffer.h"
+#include "cuda/device.h"
+#include "cuda/moe_cache.h"
+#include "engine/sampler.h"
+#include "gpu/moe_offload.h"
+#include "gpu/session.h"
+#include "model/model.h"
+#include "testgen/model_gen.h"
+
+namespace fs = std::filesystem;
+using ft::GgmlType;
+using u64 = unsigned long long;
+
+namespace {
+
+// Host and device copies of one cache state.
+struct Twin {
+  int64_t L, E, S;
+  std::vector<int32_t> slot_of, expert_of_slot;
+  std::vector<u64> last_use, recency;
+  u64 step = 0;
+  ft::cuda::DeviceBuffer d_slot_of, d_eos, d_last, d_step, d_rec;
+  Twin(int64_t l, int64_t e, int64_t s) : L(l), E(e), S(s) {
+    slot_of.assign(static_cast<size_t>(L * E), -1);
+    expert_of_slot.assign(static_cast<size_t>(S), -1);
+    last_use.assign(static_cast<size_t>(S), 0);
+    recency.assign(static_cast<size_t>(L * E), 0);
+    d_slot_of = ft::cuda::DeviceBuffer(slot_of.size() * 4);
+    d_eos = ft::cuda::DeviceBuffer(expert_of_slot.size() * 4);
+    d_last = ft::cuda::DeviceBuffer(last_use.size() * 8);
+    d_step = ft::cuda::DeviceBuffer(8);
+    d_rec = ft::cuda::DeviceBuffer(recency.size() * 8);
+    ft::cuda::moe_cache_reset(dev(), nullptr);
+  }
+  ft::cuda::CacheState host() {
+    return {slot_of.data(), expert_of_slot.data(), last_use.data(), &step, recency.data(), L, E, S};
+  }
+  ft::cuda::CacheState dev() {
+    return {d_slot_of.as<int32_t>(), d_eos.as<int32_t>(), d_last.as<u64>(), d_step.as<u64>(), d_rec.as<u64>(),
+            L, E, S};
+  }
+  void expect_same(const std::string& where) {
+    EXPECT_EQ(ft::cuda::to_host<int32_t>(d_slot_of, slot_of.size()), slot_of) << where;
+    EXPECT_EQ(ft::cuda::to_host<int32_t>(d_eos, expert_of_slot.size()), expert_of_slot) << where;
+    EXPECT_EQ(ft::cuda::to_host<u64>(d_last, last_use.size()), last_use) << where;
+    EXPECT_EQ(ft::cuda::to_host<u64>(d_rec, recency.size()), recency) << where;
+    EXPECT_EQ(ft::cuda::to_host<u64>(d_step, 1)[0], step) << where;
+  }
+};
+
+struct Staging {
+  int32_t n = 0;
+  std::vector<int32_t> slot, expert;
+  ft::cuda::DeviceBuffer d_n, d_slot, d_expert;
+  explicit Staging(int64_t max) : slot(static_cast<size_t>(max)), expert(static_cast<size_t>(max)) {
+    d_n = ft::cuda::DeviceBuffer(4);
+    d_slot = ft::cuda::DeviceBuffer(static_cast<size_t>(max) * 4);
+    d_expert = ft::cuda::DeviceBuffer(static_cast<size_t>(max) * 4);
+  }
+  ft::cuda::CacheMisses host() { return {&n, slot.data(), expert.data()}; }
+  ft::cuda::CacheMisses dev() { return {d_n.as<int32_t>(), d_slot.as<int32_t>(), d_expert.as<int32_t>()}; }
+};
+
+// Routes of one call: n_tok tokens of n_used distinct experts from a skewed distribution
+// (hot experts recur, so there are hits), sometimes a -1.
+std::vector<int32_t> random_routes(std::mt19937& rng, int64_t E, int n_tok, int n_used) {
+  std::vector<int32_t> ids;
+  std::geometric_distribution<int> hot(0.15);
+  std::uniform_int_distribution<int> coin(0, 49);
+  for (int t = 0; t < n_tok; ++t) {
+    std::vector<int32_t> tok;
+    while (static_cast<int>(tok.size()) < n_used) {
+      const int32_t e = static_cast<int32_t>(hot(rng) % E);
+      bool dup = false;
+      for (int32_t x : tok) dup |= x == e;
+      if (!dup) tok.push_back(e);
+    }
+    for (int32_t e : tok) ids.push_back(coin(rng) == 0 ? -1 : e);
+  }
+  return ids;
+}
+
+TEST(MoeCache, EnsureMatchesScalarTwin) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const int64_t L = 3, E = 16, S = 20;
+  Twin tw(L, E, S);
+  Staging st(64);
+  std::vector<u64> counters(static_cast<size_t>(L * 4), 0);
+  ft::cuda::DeviceBuffer d_counters = ft::cuda::to_device(counters);
+  ft::cuda::DeviceBuffer d_ids(64 * 4), d_sid(64 * 4);
+  std::mt19937 rng(7);
+  int64_t total_miss = 0, total_hit_routes = 0;
+  for (int call = 0; call < 300; ++call) {
+    const int64_t layer = call % L;
+    const int n_tok = 1 + static_cast<int>(rng() % 8);
+    std::vector<int32_t> ids = random_routes(rng, E, n_tok, 2);
+    const int64_t n = static_cast<int64_t>(ids.size());
+    std::vector<int32_t> sid(ids.size(), 99);
+    ft::cuda::moe_cache_ensure_ref(tw.host(), layer, ids.data(), n, sid.data(), st.host(), counters.data());
+    d_ids.upload(ids.data(), ids.size() * 4);
+    ft::cuda::moe_cache_ensure(tw.dev(), layer, d_ids.as<int32_t>(), n, d_sid.as<int32_t>(), st.dev(),
+                               d_counters.as<u64>(), nullptr);
+    EXPECT_EQ(ft::cuda::to_host<int32_t>(d_sid, ids.size()), sid) << "call " << call;
+    const int32_t dn = ft::cuda::to_host<int32_t>(st.d_n, 1)[0];
+    ASSERT_EQ(dn, st.n) << "call " << call;
+    EXPECT_EQ(ft::cuda::to_host<int32_t>(st.d_slot, static_cast<size_t>(dn)),
+              std::vector<int32_t>(st.slot.begin(), st.slot.begin() + dn));
+    EXPECT_EQ(ft::cuda::to_host<int32_t>(st.d_expert, static_cast<size_t>(dn)),
+              std::vector<int32_t>(st.expert.begin(), st.expert.begin() + dn));
+    // The twin itself: every route's slot holds its expert, and misses were really absent.
+    for (size_t r = 0; r < ids.size(); ++r) {
+      if (ids[r] < 0) {
+        EXPECT_EQ(sid[r], -1);
+        continue;
+      }
+      ASSERT_GE(sid[r], 0);
+      EXPECT_EQ(tw.expert_of_slot[static_cast<size_t>(sid[r])], layer * E + ids[r]);
+      EXPECT_EQ(tw.last_use[static_cast<size_t>(sid[r])], tw.step);
+    }
+    total_miss += st.n;
+    total_hit_routes += static_cast<int64_t>(counters[static_cast<size_t>(layer * 4 + 1)]);
+    if (call % 50 == 49) tw.expect_same("call " + std::to_string(call));
+  }
+  tw.expect_same("end");
+  EXPECT_EQ(ft::cuda::to_host<u64>(d_counters, counters.size()), counters);
+  EXPECT_GT(total_miss, 100);          // the cache is too small for 48 experts: it evicts
+  EXPECT_GT(counters[1] + counters[5], 100u);  // and the hot experts hit
+}
+
+TEST(MoeCache, HybridEnsureMatchesScalarTwin) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const int64_t L = 2, E = 32, S = 40;
+  for (int max_fetch : {0, 1, 2, 5}) {
+    Twin tw(L, E, S);
+    Staging st(64);
+    std::vector<u64> counters(static_cast<size_t>(L * 4), 0);
+    ft::cuda::DeviceBuffer d_counters = ft::cuda::to_device(counters);
+    ft::cuda::DeviceBuffer d_ids(64 * 4), d_wts(64 * 4), d_sid(64 * 4), d_gw(64 * 4), d_cid(64 * 4), d_cw(64 * 4);
+    std::mt19937 rng(100 + max_fetch);
+    for (int call = 0; call < 200; ++call) {
+      const int64_t layer = call % L;
+      const int n_tok = 1 + static_cast<int>(rng() % 4);
+      std::vector<int32_t> ids = random_routes(rng, E, n_tok, 4);
+      std::vector<float> wts(ids.size());
+      for (float& w : wts) w = static_cast<float>(rng() % 1000) / 1000.0f + 0.001f;
+      const int64_t n = static_cast<int64_t>(ids.size());
+      std::vector<int32_t> sid(ids.size()), cid(ids.size());
+      std::vector<float> gw(ids.size()), cw(ids.size());
+      ft::cuda::moe_cache_ensure_hybrid_ref(tw.host(), layer, ids.data(), wts.data(), n, max_fetch, sid.data(),
+                                            gw.data(), cid.data(), cw.data(), st.host(), counters.data());
+      d_ids.upload(ids.data(), ids.size() * 4);
+      d_wts.upload(wts.data(), wts.size() * 4);
+      ft::cuda::moe_cache_ensure_hybrid(tw.dev(), layer, d_ids.as<int32_t>(), d_wts.as<float>(), n, max_fetch,
+                                        d_sid.as<int32_t>(), d_gw.as<float>(), d_cid.as<int32_t>(), d_cw.as<float>(),
+                                        st.dev(), d_counters.as<u64>(), nullptr);
+      const std::string where = "max_fetch " + std::to_string(max_fetch) + " call " + std::to_string(call);
+      EXPECT_EQ(ft::cuda::to_host<int32_t>(d_sid, ids.size()), sid) << where;
+      EXPECT_EQ(ft::cuda::to_host<int32_t>(d_cid, ids.size()), cid) << where;
+      EXPECT_EQ(ft::cuda::to_host<float>(d_gw, ids.size()), gw) << where;
+      EXPECT_EQ(ft::cuda::to_host<float>(d_cw, ids.size()), cw) << where;
+      ASSERT_EQ(ft::cuda::to_host<int32_t>(st.d_n, 1)[0], st.n) << where;
+      EXPECT_LE(st.n, max_fetch) << where;
+      // Each route exactly once: on the GPU (weight kept) or on the CPU (weight moved).
+      for (size_t r = 0; r < ids.size(); ++r) {
+        if (ids[r] < 0) continue;
+        EXPECT_EQ(gw[r] + cw[r], wts[r]) << where;
+        EXPECT_TRUE((cid[r] == ids[r]) != (gw[r] == wts[r])) << where;
+        if (cid[r] < 0) {
+          EXPECT_EQ(tw.expert_of_slot[static_cast<size_t>(sid[r])], layer * E + ids[r]) << where;
+        }
+      }
+    }
+    tw.expect_same("max_fetch " + std::to_string(max_fetch));
+    EXPECT_EQ(ft::cuda::to_host<u64>(d_counters, counters.size()), counters);
+    if (max_fetch == 0) {
+      EXPECT_EQ(counters[2] + counters[6], 0u);
+    }
+  }
+}
+
+TEST(MoeCache, GatherCopiesStagedExperts) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const int64_t E = 12, S = 7;
+  const int64_t sizes[3] = {4608, 16, 1000};  // 16-byte vectors, a scale-bank row, odd bytes
+  std::vector<uint8_t*> host(3);
+  std::vector<ft::cuda::DeviceBuffer> pool;
+  std::mt19937 rng(3);
+  for (int k = 0; k < 3; ++k) {
+    void* p = nullptr;
+    ASSERT_EQ(cudaHostAlloc(&p, static_cast<size_t>(E * sizes[k]), cudaHostAllocMapped | cudaHostAllocPortable),
+              cudaSuccess);
+    host[k] = static_cast<uint8_t*>(p);
+    for (int64_t i = 0; i < E * sizes[k]; ++i) host[k][i] = static_cast<uint8_t>(rng());
+  }
+  for (const bool per_kind : {false, true}) {
+    pool.clear();
+    ft::cuda::GatherPlan plan;
+    const int64_t stride[3] = {4608, 16, 1008};
+    for (int k = 0; k < 3; ++k) {
+      pool.emplace_back(static_cast<size_t>(S * stride[k]));
+      ASSERT_EQ(cudaMemset(pool.back().get(), 0, pool.back().bytes()), cudaSuccess);
+      void* dev = nullptr;
+      ASSERT_EQ(cudaHostGetDevicePointer(&dev, host[k], 0), cudaSuccess);
+      plan.kind[plan.n_kind++] = {static_cast<const uint8_t*>(dev), pool.back().as<uint8_t>(), sizes[k], stride[k]};
+    }
+    Staging st(8);
+    st.n = 3;
+    st.slot = {5, 0, 2, 0, 0, 0, 0, 0};
+    st.expert = {11, 3, 7, 0, 0, 0, 0, 0};
+    st.d_n.upload(&st.n, 4);
+    st.d_slot.upload(st.slot.data(), 32);
+    st.d_expert.upload(st.expert.data(), 32);
+    if (!per_kind) {
+      ft::cuda::moe_cache_gather(plan, st.dev(), 8, nullptr);
+    } else {
+      for (int k = 0; k < 3; ++k) {
+        ft::cuda::GatherPlan one;
+        one.kind[0] = plan.kind[k];
+        one.n_kind = 1;
+        ft::cuda::moe_cache_gather(one, st.dev(), 8, nullptr);
+      }
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<uint8_t> got = ft::cuda::to_host<uint8_t>(pool[k], pool[k].bytes());
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t e = -1;
+        for (int m = 0; m < 3; ++m)
+          if (st.slot[m] == s) e = st.expert[m];
+        for (int64_t b = 0; b < stride[k]; ++b) {
+          const uint8_t want = e >= 0 && b < sizes[k] ? host[k][e * sizes[k] + b] : 0;
+          ASSERT_EQ(got[static_cast<size_t>(s * stride[k] + b)], want)
+              << "kind " << k << " slot " << s << " byte " << b << (per_kind ? " per kind" : " one launch");
+        }
+      }
+    }
+  }
+  for (uint8_t* p : host) cudaFreeHost(p);
+}
+
+struct ModelCase {
+  std::string name;
+  GgmlType experts;
+};
+
+ft::testgen::ModelSpec moe_spec(GgmlType experts) {
+  auto s = ft::testgen::preset("tiny", ft::testgen::Arch::kQwen3Moe);
+  s.seed = 23;
+  s.n_layer = 4;
+  s.n_expert = 16;
+  s.n_expert_used = 2;
+  for (auto& r : s.role_type) r = GgmlType::BF16;
+  s.set_type(ft::testgen::Role::kExperts, experts);
+  if (experts == GgmlType::NVFP4) s.set_type(ft::testgen::Role::kAttn, GgmlType::NVFP4);
+  return s;
+}
+
+// Everything a run produces: the logits of every eval and the greedy tokens.
+struct Trace {
+  std::vector<std::vector<float>> logits;
+  std::vector<int32_t> tokens;
+  ft::gpu::MoeStats stats;
+};
+
+Trace run(const ft::model::Model& m, const ft::gpu::GpuSessionOptions& go, int64_t n_vocab) {
+  ft::gpu::GpuSession s(m, go);
+  Trace t;
+  auto keep = [&](const float* l, int64_t rows) {
+    t.logits.emplace_back(l, l + rows * n_vocab);
+    return ft::engine::argmax(l + (rows - 1) * n_vocab, static_cast<int32_t>(n_vocab));
+  };
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>((37 * i + 5) % n_vocab));
+  int32_t next = keep(s.eval(prompt.data(), 20), 1);                   // prefill (GEMM path)
+  std::vector<int32_t> six;
+  for (int i = 0; i < 6; ++i) six.push_back(static_cast<int32_t>((11 * i + next) % n_vocab));
+  next = keep(s.eval(six.data(), 6, /*all_logits=*/true), 6);          // 6-token decode batch
+  for (int i = 0; i < 256; ++i) {                                      // greedy decode
+    t.tokens.push_back(next);
+    next = keep(s.eval(&next, 1), 1);
+  }
+  std::vector<int32_t> more;
+  for (int i = 0; i < 16; ++i) more.push_back(static_cast<int32_t>((13 * i + 1) % n_vocab));
+  next = keep(s.eval(more.data(), 16), 1);                             // prefill after decode
+  for (int i = 0; i < 8; ++i) {
+    t.tokens.push_back(next);
+    next = keep(s.eval(&next, 1), 1);
+  }
+  t.stats = s.moe().stats();
+  return t;
+}
+
+class OffloadVsFused : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(OffloadVsFused, SameLogitsAndTokens) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const ModelCase& c = GetParam();
+  const fs::path dir = fs::temp_directory_path() / ("ft-moe-offload-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / (c.name + ".gguf")).string();
+  ft::testgen::generate_model(moe_spec(c.experts), path);
+  auto m = ft::model::load_model(path);
+  const int64_t V = m->hp.n_vocab;
+  for (const char* dtype : {"auto", "float32"}) {
+    ft::gpu::GpuSessionOptions go;
+    go.n_ctx = 320;
+    go.dtype = dtype;
+    go.moe.name = "fused";
+    const Trace ref = run(*m, go, V);
+    EXPECT_GE(std::set<int32_t>(ref.tokens.begin(), ref.tokens.end()).size(), 4u) << "degenerate generation";
+    struct Variant {
+      double rate;
+      bool graphs;
+      bool per_bank;
+    };
+    for (const Variant v : {Variant{0.25, true, false}, Variant{0.25, false, false}, Variant{0.25, true, true},
+                            Variant{0.5, true, false}}) {
+      if (v.per_bank)
+        setenv("FT_MOE_COPY", "per_bank", 1);
+      else
+        unsetenv("FT_MOE_COPY");
+      ft::gpu::GpuSessionOptions o = go;
+      o.moe.name = "offload";
+      o.moe.cache_rate = v.rate;
+      o.graphs = v.graphs;
+      const Trace got = run(*m, o, V);
+      unsetenv("FT_MOE_COPY");
+      const std::string where = c.name + " " + dtype + " rate " + std::to_string(v.rate) +
+                                (v.graphs ? " graphs" : " no graphs") + (v.per_bank ? " per-bank" : "");
+      EXPECT_EQ(got.tokens, ref.tokens) << where;
+      ASSERT_EQ(got.logits.size(), ref.logits.size());
+      int first_diff = -1;
+      for (size_t i = 0; i < ref.logits.size() && first_diff < 0; ++i)
+        if (std::memcmp(got.logits[i].data(), ref.logits[i].data(), ref.logits[i].size() * 4) != 0)
+          first_diff = static_cast<int>(i);
+      EXPECT_EQ(first_diff, -1) << where << ": logits differ from eval " << first_diff;
+      const ft::gpu::MoeLayerStats tot = got.stats.total();
+      // 4 layers x 2 ranks x (6 + 256 + 8) decode tokens.
+      EXPECT_EQ(tot.routes, 4u * 2u * 270u) << where;
+      EXPECT_GT(tot.misses_fetched, 16u) << where << ": a quarter of the experts must miss";
+      EXPECT_GT(tot.hits, 0u) << where;
+      EXPECT_EQ(tot.prefill_layers, 8u) << where;
+      std::printf("OFFLOAD %s: %d tokens identical, fetched %llu of %llu routes (%.1f%% hits), %.2f MiB H2D\n",
+                  where.c_str(), static_cast<int>(got.tokens.size()), static_cast<unsigned long long>(tot.misses_fetched),
+                  static_cast<unsigned long long>(tot.routes),
+                  100.0 * static_cast<double>(tot.hits) / static_cast<double>(tot.routes),
+                  static_cast<double>(tot.bytes_h2d) / (1024.0 * 1024.0));
+    }
+  }
+  std::error_code ec;
+  fs::remove(path, ec);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, OffloadVsFused,
+                         ::testing::Values(ModelCase{"qwen3moe_nvfp4", GgmlType::NVFP4},
+                                           ModelCase{"qwen3moe_q8_0", GgmlType::Q8_0},
+                                           ModelCase{"qwen3moe_bf16", GgmlType::BF16}),
+                         [](const auto& i) { return i.param.name; });
+
+// Slot sizing: explicit sizes, rates, the clamp to one layer's experts and the error when
+// the slots cannot fit.
+TEST(MoeOffloadSizing, ChooseSlots) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present (host banks are pinned)";
+  const fs::path dir = fs::temp_directory_path() / ("ft-moe-sizing-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "m.gguf").string();
+  ft::testgen::generate_model(moe_spec(GgmlType::Q8_0), path);
+  auto m = ft::model::load_model(path);
+  ft::gpu::HostBanks hb(*m, nullptr);
+  EXPECT_EQ(hb.bytes() >= ft::gpu::HostBanks::expert_bytes(*m), true);
+  const size_t big = size_t{1} << 34;
+  std::string why;
+  ft::gpu::MoeBackendOptions o;
+  o.cache_rate = 0.25;
+  EXPECT_EQ(ft::gpu::SlotCache::choose_slots(*m, hb, o, big, &why), 16);
+  o.cache_rate = 0.1;  // 6 slots < 16 experts of a layer: raised
+  EXPECT_EQ(ft::gpu::SlotCache::choose_slots(*m, hb, o, big, &why), 16);
+  EXPECT_NE(why.find("raised"), std::string::npos) << why;
+  o.cache_rate = 0;
+  o.cache_size = 1000;
+  EXPECT_EQ(ft::gpu::SlotCache::choose_slots(*m, hb, o, big, &why), 64);
+  o.cache_size = 0;
+  EXPECT_EQ(ft::gpu::SlotCache::choose_slots(*m, hb, o, big, &why), 64);  // auto: everything fits
+  EXPECT_THROW(ft::gpu::SlotCache::choose_slots(*m, hb, o, 1000, &why), ft::Error);
+  std::error_code ec;
+  fs::remove(path, ec);
+}
+
+}  // namespace
