@@ -3,7 +3,10 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--stream]
+//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--stream]
+//
+// --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
+// beside FT_CUDA_PDL=0).
 //
 // --stream: only the NVFP4 streaming kernel (gemv_stream.cu) against the slab / packed
 // kernels and the generic one, 1 and 2 tokens, then a sweep of its plans (stages, warps,
@@ -276,7 +279,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
 int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
-  bool quick = false, sweep = true, nvfp4_only = false, stream_only = false;
+  bool quick = false, sweep = true, nvfp4_only = false, stream_only = false, variants_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
@@ -285,8 +288,9 @@ int main(int argc, char** argv) {
     else if (a == "--no-sweep") sweep = false;
     else if (a == "--nvfp4") nvfp4_only = true;
     else if (a == "--stream") stream_only = true;
+    else if (a == "--variants") nvfp4_only = variants_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--stream]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--stream]\n");
       return 2;
     }
   }
@@ -415,6 +419,7 @@ int main(int argc, char** argv) {
       // The new kernels (auto plan), the generic kernel (kernel 0), then a plan sweep.
       for (int64_t nt : {1, 2, 4, 8})
         for (int kern : {-1, 0}) {
+          if (variants_only && (kern == 0 || nt > 2)) continue;
           std::vector<Case> v = key(true, nt);
           Case comb = v[3];
           comb.combine = true;
@@ -449,7 +454,7 @@ int main(int argc, char** argv) {
             }
           }
       }
-      if (sweep)
+      if (sweep && !variants_only)
         for (int64_t nt : {1, 8}) {
           std::vector<Case> v = key(true, nt);
           Case comb = v[3];
