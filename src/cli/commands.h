@@ -21,5 +21,6 @@ Command register_generate(CLI::App& app);
 Command register_bench(CLI::App& app);
 Command register_serve(CLI::App& app);
 Command register_bench_serve(CLI::App& app);
+Command register_bench_bw(CLI::App& app);
 
 }  // namespace ft::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       ft::cli::register_bench(app),
       ft::cli::register_serve(app),
       ft::cli::register_bench_serve(app),
+      ft::cli::register_bench_bw(app),
   };
 
   try {

@@ -7,6 +7,7 @@
 
 #ifdef FT_HAVE_CUDA
 #include "cuda/device.h"
+#include "gpu/moe_cpu_backend.h"
 #include "gpu/session.h"
 #endif
 
@@ -56,6 +57,7 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
     return std::make_unique<engine::Session>(m, so);
   }
 #ifdef FT_HAVE_CUDA
+  gpu::register_moe_cpu_backends();  // --moe-backend cpu / hybrid
   gpu::GpuSessionOptions go;
   go.moe.name = o.moe_backend;
   go.moe.cache_size = o.moe_cache_size;

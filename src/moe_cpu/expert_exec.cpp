@@ -40,6 +40,8 @@ quant::MatmulArgs expert_args(const HostExpertTensor& t, int64_t e, const float*
   a.scale = scale;
   a.round = engine::round_of(num.act);
   a.act_quant = num.act_quant;
+  if (num.q8_quantised_only && (t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16))
+    a.act_quant = quant::ActQuant::kNone;
   a.n_rows = t.rows;
   return a;
 }

@@ -62,6 +62,10 @@ void check_host_experts(const HostExperts& L, const char* layer_name);
 struct ExpertNumerics {
   engine::ActType act = engine::ActType::kF32;
   quant::ActQuant act_quant = quant::ActQuant::kNone;
+  // The GPU's --dtype auto rounds activations to Q8 only for quantised weights and keeps
+  // F32/F16/BF16 experts on exact fp32 math; true mirrors that (the cpu/hybrid backends),
+  // false is llama.cpp's CPU route (BF16 weights meet bf16-rounded activations).
+  bool q8_quantised_only = false;
 };
 
 class ExpertExecutor {

@@ -1,0 +1,248 @@
+#include "gpu/moe_cpu_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "cuda/check.h"
+#include "cuda/gemv.h"
+#include "gpu/moe_hybrid.h"
+#include "gpu/moe_offload.h"
+#include "model/model.h"
+
+namespace ft::gpu {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+moe_cpu::HostExpertTensor view_of(const HostExpertTensor& t) {
+  moe_cpu::HostExpertTensor v;
+  if (!t) return v;
+  v.type = t.type;
+  v.w = t.host;
+  v.row_bytes = t.row_bytes;
+  v.expert_bytes = t.expert_bytes;
+  v.rows = t.rows;
+  v.k = t.k;
+  return v;
+}
+
+}  // namespace
+
+moe_cpu::HostExperts host_experts_of(const HostLayerBank& b) {
+  moe_cpu::HostExperts h;
+  h.gate = view_of(b.gate);
+  h.up = view_of(b.up);
+  h.gate_up = view_of(b.gate_up);
+  h.down = view_of(b.down);
+  h.bank = b.scales;
+  h.n_expert = b.n_expert;
+  h.n_embd = b.n_embd;
+  h.n_ff = b.n_ff;
+  h.glu = engine::Glu::kSilu;  // the GPU forward pass runs SwiGLU experts only (qwen3moe)
+  return h;
+}
+
+moe_cpu::ExpertNumerics expert_numerics_of(const GpuNumerics& num) {
+  moe_cpu::ExpertNumerics n;
+  switch (num.round) {
+    case cuda::Round::kBF16: n.act = engine::ActType::kBF16; break;
+    case cuda::Round::kF16: n.act = engine::ActType::kF16; break;
+    default: n.act = engine::ActType::kF32; break;
+  }
+  n.act_quant = num.q8 ? quant::ActQuant::kQ8 : quant::ActQuant::kNone;
+  n.q8_quantised_only = true;
+  return n;
+}
+
+// ---- CpuExpertService -------------------------------------------------------------------
+
+CpuExpertService::CpuExpertService(const model::Model& m, std::shared_ptr<const HostBanks> hb, int threads,
+                                   int64_t max_tok, int64_t n_used)
+    : hb_(std::move(hb)),
+      pool_(moe_cpu::CpuPoolOptions{threads, true, 1}),
+      exec_(pool_.pool()) {
+  n_layer_ = static_cast<int64_t>(hb_->layers.size());
+  layers_.resize(static_cast<size_t>(n_layer_));
+  for (int64_t il = 0; il < n_layer_; ++il) {
+    const HostLayerBank& b = hb_->layers[il];
+    if (!b.moe()) continue;
+    layers_[il] = host_experts_of(b);
+    moe_cpu::check_host_experts(layers_[il], fmt::format("{}: blk.{}", m.file->path(), il).c_str());
+    n_embd_ = b.n_embd;
+    if (first_moe_ < 0) first_moe_ = il;
+  }
+  if (n_embd_ == 0) fail("{}: the cpu / hybrid MoE backends need a model with routed experts", m.file->path());
+  lay_ = cuda::moe_cpu_task_layout(n_embd_, max_tok, n_used);
+  task_ = MappedHostBuffer(lay_.bytes);
+  out_ = MappedHostBuffer(sizeof(float) * static_cast<size_t>(max_tok * n_embd_));
+  routes_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n_layer_));
+  for (int64_t i = 0; i < n_layer_; ++i) routes_[i] = 0;
+  CpuHandshakeOptions ho;
+  ho.n_slots = static_cast<int>(n_layer_);
+  ho.coordinator_cpu = pool_.caller_cpu();
+  hs_ = std::make_unique<CpuHandshake>(ho, [this](int layer) { handle(layer); });
+}
+
+void CpuExpertService::handle(int layer) {
+  const uint8_t* t = task_.host();
+  cuda::MoeCpuTaskHeader hd;
+  std::memcpy(&hd, t, sizeof(hd));
+  const auto* h = reinterpret_cast<const float*>(t + lay_.h_off);
+  const auto* ids = reinterpret_cast<const int32_t*>(t + lay_.ids_off);
+  const auto* wts = reinterpret_cast<const float*>(t + lay_.wts_off);
+  auto* out = reinterpret_cast<float*>(out_.host());
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  // A malformed task must not take the process down from this thread: the header comes from
+  // our own kernel, so a mismatch is a bug; answer zeros and log it.
+  if (hd.layer != layer || hd.n_tok < 1 || hd.n_tok > lay_.max_tok || !layers_[layer].n_expert) {
+    log::error("moe cpu: bad task for layer {} (header layer {}, {} tokens)", layer, hd.layer, hd.n_tok);
+    std::memset(out, 0, sizeof(float) * static_cast<size_t>(lay_.max_tok * n_embd_));
+    return;
+  }
+  try {
+    exec_.run(layers_[layer], num_, h, n_embd_, hd.n_tok, ids, wts, hd.n_used, out, n_embd_);
+    routes_[layer].fetch_add(static_cast<uint64_t>(exec_.last_routes()), std::memory_order_relaxed);
+    if (layer == first_moe_) steps_.fetch_add(1, std::memory_order_relaxed);
+  } catch (const std::exception& e) {
+    log::error("moe cpu: layer {}: {}", layer, e.what());
+    std::memset(out, 0, sizeof(float) * static_cast<size_t>(hd.n_tok * n_embd_));
+  }
+}
+
+void CpuExpertService::enqueue_submit(const MoeStep& st, const int32_t* ids, const float* wts, cudaStream_t s) {
+  // Written before the stream can raise the flag the coordinator reads it after; a session's
+  // numerics never change.
+  num_ = expert_numerics_of(*st.num);
+  cuda::moe_cpu_pack(lay_, st.h, n_embd_, st.n_tok, ids, wts, st.n_used, static_cast<int32_t>(st.layer), task_.dev(),
+                     s);
+  hs_->submit(static_cast<int>(st.layer), s);
+}
+
+void CpuExpertService::enqueue_finish(const MoeStep& st, cudaStream_t s) {
+  hs_->wait(static_cast<int>(st.layer), s);
+  cuda::moe_cpu_add(reinterpret_cast<const float*>(out_.dev()), st.n_tok, n_embd_, st.x, n_embd_, s);
+}
+
+void CpuExpertService::run_now(const MoeStep& st, cudaStream_t s) {
+  const int64_t n_tok = st.n_tok, n_slots = st.n_slots();
+  std::vector<float> h(static_cast<size_t>(n_tok * n_embd_)), wts(static_cast<size_t>(n_slots)),
+      out(static_cast<size_t>(n_tok * n_embd_));
+  std::vector<int32_t> ids(static_cast<size_t>(n_slots));
+  num_ = expert_numerics_of(*st.num);
+  FT_CUDA_CHECK(cudaMemcpyAsync(h.data(), st.h, h.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
+  FT_CUDA_CHECK(cudaMemcpyAsync(ids.data(), st.ids, ids.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
+  FT_CUDA_CHECK(cudaMemcpyAsync(wts.data(), st.wts, wts.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
+  FT_CUDA_CHECK(cudaStreamSynchronize(s));
+  {
+    std::lock_guard<std::mutex> lock(exec_mu_);
+    exec_.run(layers_[st.layer], num_, h.data(), n_embd_, n_tok, ids.data(), wts.data(), st.n_used, out.data(),
+              n_embd_);
+    routes_[st.layer].fetch_add(static_cast<uint64_t>(exec_.last_routes()), std::memory_order_relaxed);
+  }
+  // ysort ([n_slots][n_embd], the prefill scratch) holds the result for the add.
+  float* dev = st.b->ysort.as<float>();
+  FT_CUDA_CHECK(cudaMemcpyAsync(dev, out.data(), out.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  cuda::moe_cpu_add(dev, n_tok, n_embd_, st.x, n_embd_, s);
+  FT_CUDA_CHECK(cudaStreamSynchronize(s));  // `out` dies here
+}
+
+std::vector<uint64_t> CpuExpertService::cpu_routes() const {
+  std::vector<uint64_t> r(static_cast<size_t>(n_layer_));
+  for (int64_t i = 0; i < n_layer_; ++i) r[i] = routes_[i].load(std::memory_order_relaxed);
+  return r;
+}
+
+void CpuExpertService::reset_stats() {
+  for (int64_t i = 0; i < n_layer_; ++i) routes_[i] = 0;
+  steps_ = 0;
+}
+
+std::string CpuExpertService::describe() const {
+  return fmt::format("CPU experts: {} ({}), host banks {:.0f} MiB pinned; handshake: {}", pool_.describe(),
+                     quant::matmul_isa(), static_cast<double>(hb_->bytes()) / kMiB, hs_->describe());
+}
+
+// ---- MoeCpu -----------------------------------------------------------------------------
+
+MoeCpu::MoeCpu(const MoeFactoryArgs& a)
+    : svc_(*a.m, a.hb, a.o.threads, cuda::kGemvMaxTokens, a.max_routes / cuda::kGemvMaxTokens) {
+  const model::Model& m = *a.m;
+  const HostBanks* hb = a.hb.get();
+  const int64_t n_used = a.max_routes / cuda::kGemvMaxTokens;
+  const char* env = std::getenv("FT_MOE_CPU_PREFILL");
+  if (env != nullptr && std::strcmp(env, "cpu") == 0) {
+    prefill_how_ = "prefill on the CPU (FT_MOE_CPU_PREFILL=cpu)";
+    return;
+  }
+  // Prefill slots only: two layer buffers when they fit in half the free memory, else one.
+  int64_t e_max = 0;
+  for (const HostLayerBank& b : hb->layers) e_max = std::max(e_max, b.n_expert);
+  size_t free_b = 0, total_b = 0;
+  FT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const int64_t sb = SlotCache::slot_bytes(*hb);
+  int64_t n_slot = 0;
+  if (2 * e_max * sb < static_cast<int64_t>(free_b / 2))
+    n_slot = 2 * e_max;
+  else if (e_max * sb < static_cast<int64_t>(free_b / 2))
+    n_slot = e_max;
+  if (n_slot == 0) {
+    prefill_how_ = fmt::format("prefill on the CPU ({} prefill slots of {:.1f} MiB do not fit in {:.0f} MiB free)",
+                               e_max, sb / kMiB, free_b / kMiB);
+    return;
+  }
+  prefill_cache_ = std::make_unique<SlotCache>(m, *a.w, *hb, n_slot, cuda::kGemvMaxTokens * n_used);
+  prefill_how_ = fmt::format("prefill streams whole layers through {} GPU slots ({:.0f} MiB)", n_slot,
+                             static_cast<double>(n_slot * sb) / kMiB);
+}
+
+MoeCpu::~MoeCpu() = default;
+
+void MoeCpu::decode(const MoeStep& st, cudaStream_t s) {
+  svc_.enqueue_submit(st, st.ids, st.wts, s);
+  svc_.enqueue_finish(st, s);
+}
+
+void MoeCpu::prefill(const MoeStep& st, cudaStream_t s) {
+  if (prefill_cache_)
+    prefill_cache_->prefill(st, s);
+  else
+    svc_.run_now(st, s);
+}
+
+std::string MoeCpu::describe() const { return fmt::format("cpu ({}; {})", svc_.describe(), prefill_how_); }
+
+MoeStats MoeCpu::stats() const {
+  MoeStats s;
+  if (prefill_cache_) s = prefill_cache_->stats();
+  const std::vector<uint64_t> r = svc_.cpu_routes();
+  if (s.layers.size() < r.size()) s.layers.resize(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    s.layers[i].routes = r[i];
+    s.layers[i].misses_cpu = r[i];
+    s.layers[i].hits = 0;
+  }
+  s.decode_steps = svc_.steps();
+  return s;
+}
+
+void MoeCpu::reset_stats() {
+  svc_.reset_stats();
+  if (prefill_cache_) prefill_cache_->reset_stats();
+}
+
+size_t MoeCpu::device_bytes() const { return prefill_cache_ ? prefill_cache_->device_bytes() : 0; }
+
+void register_moe_cpu_backends() {
+  register_moe_backend("cpu", [](const MoeFactoryArgs& a) -> std::unique_ptr<MoeBackend> {
+    return std::make_unique<MoeCpu>(a);
+  });
+  register_moe_backend("hybrid", [](const MoeFactoryArgs& a) -> std::unique_ptr<MoeBackend> {
+    return std::make_unique<MoeHybrid>(a);
+  });
+}
+
+}  // namespace ft::gpu

@@ -1,0 +1,104 @@
+// The `cpu` MoE backend, and the CPU expert service the `hybrid` backend shares.
+//
+// CpuExpertService: the CPU side of a decode step's experts. Per MoE layer and step
+//   enqueue_submit: a kernel writes h, the CPU routes' ids and weights into a mapped pinned
+//                   task buffer; the ready flag is raised (cpu_handshake.h, capturable);
+//   (the coordinator thread, pinned, runs moe_cpu::ExpertExecutor on the host banks with
+//    a pool of one pinned thread per physical core; the result goes to a mapped buffer)
+//   enqueue_finish: the stream waits for the done flag, then a kernel adds the result to x.
+// Routes with id -1 are skipped (the GPU computes them in hybrid). Numerics follow the
+// GPU's --dtype (moe_cpu::ExpertNumerics::q8_quantised_only): the same Q8 activation
+// rounding and scales, fp32 sums in a different order.
+//
+// MoeCpu (`--moe-backend cpu`): decode computes every routed expert on the CPU (no decode
+// slots). Prefill streams whole expert layers through the offload backend's SlotCache (E or
+// 2E slots, only for prefill), or runs on the CPU when those slots do not fit in device
+// memory or FT_MOE_CPU_PREFILL=cpu.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda/moe_cpu_io.h"
+#include "gpu/cpu_handshake.h"
+#include "gpu/host_bank.h"
+#include "gpu/moe_backend.h"
+#include "moe_cpu/cpu_pool.h"
+#include "moe_cpu/expert_exec.h"
+
+namespace ft::gpu {
+
+class SlotCache;
+
+// The executor's view of one layer of the host banks.
+moe_cpu::HostExperts host_experts_of(const HostLayerBank& b);
+moe_cpu::ExpertNumerics expert_numerics_of(const GpuNumerics& num);
+
+class CpuExpertService {
+ public:
+  // max_tok: tokens per decode call (cuda::kGemvMaxTokens); n_used: ranks per token.
+  // The numerics are the session's, read from MoeStep::num when work is enqueued.
+  CpuExpertService(const model::Model& m, std::shared_ptr<const HostBanks> hb, int threads, int64_t max_tok,
+                   int64_t n_used);
+
+  // Capturable stream work (see above). ids/wts: device [n_tok * n_used], -1 = skip.
+  void enqueue_submit(const MoeStep& st, const int32_t* ids, const float* wts, cudaStream_t s);
+  void enqueue_finish(const MoeStep& st, cudaStream_t s);
+
+  // Synchronous: any number of tokens, computed on the CPU now (prefill fallback).
+  void run_now(const MoeStep& st, cudaStream_t s);
+
+  // Routes computed on the CPU per layer since the last reset.
+  std::vector<uint64_t> cpu_routes() const;
+  // Decode steps served (tasks of the first MoE layer).
+  uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
+  void reset_stats();
+  std::string describe() const;
+  const std::shared_ptr<const HostBanks>& banks() const { return hb_; }
+
+ private:
+  void handle(int layer);  // coordinator thread
+
+  std::shared_ptr<const HostBanks> hb_;
+  std::vector<moe_cpu::HostExperts> layers_;
+  moe_cpu::ExpertNumerics num_;
+  moe_cpu::CpuPool pool_;
+  moe_cpu::ExpertExecutor exec_;
+  std::mutex exec_mu_;  // the pool runs one loop at a time (coordinator vs run_now)
+  cuda::MoeCpuTaskLayout lay_;
+  MappedHostBuffer task_, out_;
+  std::unique_ptr<std::atomic<uint64_t>[]> routes_;
+  std::atomic<uint64_t> steps_{0};
+  int64_t n_layer_ = 0, n_embd_ = 0, first_moe_ = -1;
+  std::unique_ptr<CpuHandshake> hs_;  // last: its thread uses everything above
+};
+
+class MoeCpu : public MoeBackend {
+ public:
+  explicit MoeCpu(const MoeFactoryArgs& a);
+  ~MoeCpu() override;
+  void decode(const MoeStep& st, cudaStream_t s) override;
+  void prefill(const MoeStep& st, cudaStream_t s) override;
+  std::string describe() const override;
+  MoeStats stats() const override;
+  void reset_stats() override;
+  size_t device_bytes() const override;
+  size_t host_bytes() const override { return svc_.banks()->bytes(); }
+
+ private:
+  CpuExpertService svc_;
+  std::unique_ptr<SlotCache> prefill_cache_;  // nullptr: prefill on the CPU
+  std::string prefill_how_;
+  uint64_t decode_calls_ = 0;
+};
+
+// Registers "cpu" and "hybrid" with make_moe_backend (gpu/moe_backend.h). Call once before
+// building a GpuSession (cli/runner_factory.cpp does); idempotent.
+void register_moe_cpu_backends();
+
+}  // namespace ft::gpu

@@ -1,0 +1,58 @@
+#include "gpu/moe_hybrid.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "cuda/check.h"
+#include "cuda/gemv.h"
+#include "cuda/moe_cache.h"
+
+namespace ft::gpu {
+
+MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
+    : hb_(a.hb),
+      cache_(*a.m, *a.w, *a.hb, a.n_slot, a.max_routes),
+      svc_(*a.m, a.hb, a.o.threads, cuda::kGemvMaxTokens, a.max_routes / cuda::kGemvMaxTokens),
+      max_fetch_(a.o.hybrid_max_fetch < 0 ? 1 : static_cast<int>(a.o.hybrid_max_fetch)) {
+  const int64_t max_routes = a.max_routes;
+  if (max_routes > cuda::kCacheMaxRoutes)
+    fail("hybrid MoE backend: {} routes per decode step exceed the cache kernel's {}", max_routes,
+         cuda::kCacheMaxRoutes);
+  const size_t nb = static_cast<size_t>(max_routes) * 4;
+  gpu_wts_ = cuda::DeviceBuffer(nb);
+  cpu_ids_ = cuda::DeviceBuffer(nb);
+  cpu_wts_ = cuda::DeviceBuffer(nb);
+  extra_bytes_ = 3 * nb;
+}
+
+void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
+  const int64_t n = st.n_slots();
+  float* gpu_wts = gpu_wts_.as<float>();
+  int32_t* cpu_ids = cpu_ids_.as<int32_t>();
+  float* cpu_wts = cpu_wts_.as<float>();
+  cuda::moe_cache_ensure_hybrid(cache_.state(), st.layer, st.ids, st.wts, n, max_fetch_, cache_.slot_ids(), gpu_wts,
+                                cpu_ids, cpu_wts, cache_.misses(), cache_.counters(), s);
+  // The CPU starts first: its GEMVs overlap the fetch and the GPU's grouped GEMVs.
+  svc_.enqueue_submit(st, cpu_ids, cpu_wts, s);
+  cache_.gather(st.layer, n, s);
+  MoeStep g = st;
+  g.wts = gpu_wts;
+  moe_experts_decode(cache_.view(st.layer, 0, cache_.n_slot()), cache_.slot_ids(), g, s);
+  svc_.enqueue_finish(st, s);
+}
+
+std::string MoeHybrid::describe() const {
+  const int64_t sb = SlotCache::slot_bytes(*hb_);
+  return fmt::format("hybrid ({} GPU slots of {:.2f} MiB, at most {} misses fetched per layer and step, the rest on "
+                     "the CPU; {})",
+                     cache_.n_slot(), static_cast<double>(sb) / (1024.0 * 1024.0), max_fetch_, svc_.describe());
+}
+
+MoeStats MoeHybrid::stats() const { return cache_.stats(); }
+
+void MoeHybrid::reset_stats() {
+  cache_.reset_stats();
+  svc_.reset_stats();
+}
+
+}  // namespace ft::gpu

@@ -1,0 +1,47 @@
+// The `hybrid` MoE backend: per layer and decode step, at most K = --moe-hybrid-max-fetch
+// missing experts are fetched into GPU slots (the most recently routed first) and the
+// other misses are computed on the CPU, overlapped with the fetch and the GPU's work:
+//
+//   moe_cache_ensure_hybrid  (slots for hits + up to K misses; CPU routes listed, weight 0
+//                             on the GPU side)
+//   CPU task submitted FIRST (pack + ready flag): the CPU starts while the GPU fetches
+//   gather of the K misses -> the fused grouped GEMVs over the slot pools (CPU routes add 0)
+//   wait for the CPU, add its partial sum into x.
+// Each route is computed exactly once, on one side. Prefill streams whole layers through
+// the SlotCache like offload.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cuda/buffer.h"
+#include "gpu/moe_backend.h"
+#include "gpu/moe_cpu_backend.h"
+#include "gpu/moe_offload.h"
+
+namespace ft::gpu {
+
+class MoeHybrid : public MoeBackend {
+ public:
+  // a.n_slot GPU slots; a.o.hybrid_max_fetch < 0: 1 (the original's default without a
+  // measured profile).
+  explicit MoeHybrid(const MoeFactoryArgs& a);
+  void decode(const MoeStep& st, cudaStream_t s) override;
+  void prefill(const MoeStep& st, cudaStream_t s) override { cache_.prefill(st, s); }
+  std::string describe() const override;
+  MoeStats stats() const override;
+  void reset_stats() override;
+  size_t device_bytes() const override { return cache_.device_bytes() + extra_bytes_; }
+  size_t host_bytes() const override { return hb_->bytes(); }
+  int max_fetch() const { return max_fetch_; }
+
+ private:
+  std::shared_ptr<const HostBanks> hb_;
+  SlotCache cache_;
+  CpuExpertService svc_;
+  int max_fetch_ = 1;
+  cuda::DeviceBuffer gpu_wts_, cpu_ids_, cpu_wts_;
+  size_t extra_bytes_ = 0;
+};
+
+}  // namespace ft::gpu
