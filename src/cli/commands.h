@@ -22,5 +22,6 @@ Command register_bench(CLI::App& app);
 Command register_serve(CLI::App& app);
 Command register_bench_serve(CLI::App& app);
 Command register_bench_bw(CLI::App& app);
+Command register_convert(CLI::App& app);
 
 }  // namespace ft::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       ft::cli::register_serve(app),
       ft::cli::register_bench_serve(app),
       ft::cli::register_bench_bw(app),
+      ft::cli::register_convert(app),
   };
 
   try {

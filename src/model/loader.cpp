@@ -1,6 +1,9 @@
 #include "model/loader.h"
 
+#include <filesystem>
+
 #include "core/error.h"
+#include "hf/convert.h"
 #include "quant/matmul.h"
 
 namespace ft::model {
@@ -120,6 +123,13 @@ void TensorLoader::finish() const {
          "llama.cpp refuses such files too)",
          f_.path(), ts[i].name, f_.get_string("general.architecture").value_or("?"), n_unused);
   }
+}
+
+std::unique_ptr<gguf::File> open_model_source(const std::string& path) {
+  if (hf::is_hf_dir(path)) return hf::open_hf_as_gguf(path);
+  if (std::filesystem::is_directory(path))
+    fail("{}: a directory without config.json; expected a GGUF file or a Hugging Face checkpoint directory", path);
+  return gguf::File::open(path);
 }
 
 }  // namespace ft::model

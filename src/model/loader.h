@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,10 @@ class TensorLoader {
   const gguf::File& f_;
   std::vector<bool> used_;  // parallel to f_.tensors()
 };
+
+// The model sources load_model(path) accepts: a GGUF file, or a Hugging Face checkpoint
+// directory (config.json + safetensors), converted in memory by hf/convert.h into the
+// same GGUF the `ft convert` command writes.
+std::unique_ptr<gguf::File> open_model_source(const std::string& path);
 
 }  // namespace ft::model

@@ -1,0 +1,389 @@
+// HF checkpoints (tiny fixtures from testgen/gen_hf.h) loaded directly and through the
+// converter: the same greedy tokens and logits, tensors equal to the model the fixture was
+// made from, NVFP4 repacked / quantised to the same bytes, metadata as llama.cpp's converter
+// writes it, and clear errors for what is not supported.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "format/gguf.h"
+#include "hf/convert.h"
+#include "hf/safetensors.h"
+#include "hf/safetensors_writer.h"
+#include "hf_util.h"
+#include "model/model.h"
+#include "quant/dequant.h"
+#include "quant/quantize.h"
+#include "testgen/gen_hf.h"
+
+namespace fs = std::filesystem;
+using ft::GgmlType;
+using ft::testgen::Arch;
+using ft::testgen::HfFixture;
+using ft::testgen::HfFormat;
+
+namespace {
+
+constexpr int kTokens = 32;
+
+struct Case {
+  std::string name;
+  HfFixture fx;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  auto add = [&](const std::string& n, Arch a, HfFormat f, bool sharded, bool pairs) {
+    HfFixture fx = ft::testgen::hf_fixture(a, f, 7);
+    fx.sharded = sharded;
+    fx.merges_as_pairs = pairs;
+    v.push_back({n, fx});
+  };
+  add("llama_bf16", Arch::kLlama, HfFormat::kBF16, false, true);
+  add("llama_modelopt", Arch::kLlama, HfFormat::kModelOpt, false, false);
+  add("qwen3_bf16_sharded", Arch::kQwen3, HfFormat::kBF16, true, false);
+  add("qwen3_modelopt", Arch::kQwen3, HfFormat::kModelOpt, false, true);
+  add("qwen3_compressed", Arch::kQwen3, HfFormat::kCompressed, false, false);
+  add("qwen3moe_bf16", Arch::kQwen3Moe, HfFormat::kBF16, false, true);
+  add("qwen3moe_modelopt_sharded", Arch::kQwen3Moe, HfFormat::kModelOpt, true, false);
+  add("qwen3moe_compressed", Arch::kQwen3Moe, HfFormat::kCompressed, false, false);
+  return v;
+}
+
+std::vector<int32_t> prompt_for(int64_t n_vocab) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < 12; ++i) p.push_back(static_cast<int32_t>((37 * i + 82) % n_vocab));
+  return p;
+}
+
+std::vector<float> floats_of(const ft::gguf::TensorInfo& t) {
+  std::vector<float> v(static_cast<size_t>(t.n_elements()));
+  ft::quant::dequantize_row_ref(t.type, t.data, v.data(), t.n_elements());
+  return v;
+}
+
+bool is_norm(const std::string& n) { return n.find("norm.weight") != std::string::npos; }
+bool quantisable(const std::string& n) {
+  for (const char* r : {"attn_q.", "attn_k.", "attn_v.", "attn_output.", "ffn_gate.", "ffn_up.", "ffn_down.", "_exps."})
+    if (n.find(r) != std::string::npos) return true;
+  return false;
+}
+
+class HfFixtures : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    const Case& c = GetParam();
+    dir_ = ft::test::hf_tmp(c.name);
+    src_ = ft::test::hf_tmp(c.name + ".source.gguf");
+    gguf_ = ft::test::hf_tmp(c.name + ".converted.gguf");
+    res_ = ft::testgen::generate_hf(c.fx, dir_, src_);
+    ft::hf::Conversion::plan(dir_)->write(gguf_);
+  }
+  std::string dir_, src_, gguf_;
+  ft::testgen::HfFixtureResult res_;
+};
+
+TEST_P(HfFixtures, DirectLoadAndConvertedGgufGiveTheSameTokensAndLogits) {
+  auto direct = ft::model::load_model(dir_);
+  auto conv = ft::model::load_model(gguf_);
+  const auto prompt = prompt_for(res_.n_vocab);
+  const auto a = ft::test::run_greedy(*direct, prompt, kTokens);
+  const auto b = ft::test::run_greedy(*conv, prompt, kTokens);
+  EXPECT_EQ(a.tokens, b.tokens);
+  ASSERT_EQ(a.prompt_logits.size(), b.prompt_logits.size());
+  EXPECT_EQ(0, std::memcmp(a.prompt_logits.data(), b.prompt_logits.data(), a.prompt_logits.size() * 4))
+      << "prompt logits differ";
+  EXPECT_GE(std::set<int32_t>(a.tokens.begin(), a.tokens.end()).size(), 4u) << "degenerate model";
+  // Same file contents: the in-memory GGUF is the converted file.
+  EXPECT_EQ(direct->file->file_size(), conv->file->file_size());
+  EXPECT_EQ(0, std::memcmp(direct->file->base(), conv->file->base(), conv->file->file_size()));
+}
+
+TEST_P(HfFixtures, ConvertedTensorsMatchTheSourceModel) {
+  const Case& c = GetParam();
+  auto src = ft::gguf::File::open(src_);
+  auto out = ft::gguf::File::open(gguf_);
+  const bool nvfp4 = c.fx.format != HfFormat::kBF16;
+  std::set<std::string> seen;
+  for (const auto& t : src->tensors()) {
+    SCOPED_TRACE(t.name);
+    const ft::gguf::TensorInfo* o = out->find_tensor(t.name);
+    ASSERT_NE(o, nullptr) << "missing in the converted file";
+    seen.insert(t.name);
+    for (int d = 0; d < 4; ++d) ASSERT_EQ(o->ne[d], t.ne[d]);
+    const auto want = floats_of(t);
+    if (nvfp4 && quantisable(t.name)) {
+      ASSERT_EQ(o->type, GgmlType::NVFP4);
+      const std::string base = t.name.substr(0, t.name.size() - std::string(".weight").size());
+      const ft::gguf::TensorInfo* sc = out->find_tensor(base + ".scale");
+      const bool unit = c.fx.unit_scale_v0 && t.name == "blk.0.attn_v.weight";
+      if (unit) {
+        EXPECT_EQ(sc, nullptr) << "scale 1 must be omitted";
+      } else {
+        ASSERT_NE(sc, nullptr);
+        seen.insert(base + ".scale");
+        ASSERT_NE(out->find_tensor(base + ".input_scale"), nullptr);
+        seen.insert(base + ".input_scale");
+      }
+      // Requantise the source the ModelOpt way and compare bytes, per expert.
+      const int64_t k = t.ne[0], rows = t.ne[1], E = t.ne[2];
+      for (int64_t e = 0; e < E; ++e) {
+        const float* w = want.data() + e * rows * k;
+        const float s2 = unit ? 1.0f : ft::quant::nvfp4_tensor_scale(w, rows * k);
+        if (!unit) {
+          float got;
+          std::memcpy(&got, sc->data + 4 * e, 4);
+          if (c.fx.format == HfFormat::kCompressed)
+            EXPECT_NEAR(got, s2, s2 * 1e-6f);  // 1 / (1 / s2)
+          else
+            EXPECT_EQ(got, s2);
+        }
+        const auto q = ft::quant::quantize_rows_ref(GgmlType::NVFP4, w, rows, k, s2);
+        const int64_t nb = static_cast<int64_t>(q.size());
+        ASSERT_EQ(0, std::memcmp(q.data(), o->data + e * nb, static_cast<size_t>(nb))) << "expert " << e;
+      }
+      continue;
+    }
+    const auto got = floats_of(*o);
+    if (t.name.find("ffn_gate_inp") != std::string::npos || is_norm(t.name)) EXPECT_EQ(o->type, GgmlType::F32);
+    else EXPECT_EQ(o->type, GgmlType::BF16);
+    for (size_t i = 0; i < want.size(); ++i) {
+      // The fixture stores norms as BF16, as HF checkpoints do.
+      const float w = is_norm(t.name) ? ft::bf16_to_f32(ft::f32_to_bf16(want[i])) : want[i];
+      ASSERT_EQ(got[i], w) << "element " << i;
+    }
+  }
+  for (const auto& t : out->tensors()) EXPECT_TRUE(seen.count(t.name)) << "unexpected tensor " << t.name;
+
+  // Metadata: the source model's hyper-parameters and vocabulary, the converter's keys.
+  const std::string a = *src->get_string("general.architecture");
+  EXPECT_EQ(*out->get_string("general.architecture"), a);
+  for (const char* k : {"context_length", "embedding_length", "block_count", "attention.head_count",
+                        "attention.head_count_kv", "attention.key_length", "expert_count", "expert_used_count",
+                        "expert_feed_forward_length"}) {
+    if (!src->has(a + "." + k)) continue;
+    EXPECT_EQ(out->get_uint(a + "." + k), src->get_uint(a + "." + k)) << k;
+  }
+  EXPECT_EQ(out->get_float(a + ".attention.layer_norm_rms_epsilon"), src->get_float(a + ".attention.layer_norm_rms_epsilon"));
+  EXPECT_EQ(out->get_float(a + ".rope.freq_base"), src->get_float(a + ".rope.freq_base"));
+  EXPECT_EQ(out->get_string_array("tokenizer.ggml.tokens"), src->get_string_array("tokenizer.ggml.tokens"));
+  EXPECT_EQ(out->get_int_array("tokenizer.ggml.token_type"), src->get_int_array("tokenizer.ggml.token_type"));
+  EXPECT_EQ(out->get_string_array("tokenizer.ggml.merges"), src->get_string_array("tokenizer.ggml.merges"));
+  EXPECT_EQ(*out->get_string("tokenizer.ggml.model"), "gpt2");
+  EXPECT_EQ(*out->get_string("tokenizer.ggml.pre"), a == "llama" ? "llama-bpe" : "qwen2");
+  for (const char* k : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.padding_token_id"})
+    EXPECT_EQ(out->get_uint(k), src->get_uint(k)) << k;
+  EXPECT_NE(out->get_string("tokenizer.chat_template")->find("<|im_start|>"), std::string::npos);
+  EXPECT_EQ(*out->get_uint("general.file_type"), nvfp4 ? 39u : 32u);
+  EXPECT_EQ(*out->get_uint("general.quantization_version"), 2u);
+  if (a == "llama") {
+    EXPECT_EQ(*out->get_uint("llama.vocab_size"), static_cast<uint64_t>(res_.n_vocab));
+    EXPECT_EQ(out->get_uint("llama.rope.dimension_count"), src->get_uint("llama.rope.dimension_count"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfFixtures, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// --outtype nvfp4 on a BF16 checkpoint = the ModelOpt checkpoint quantised from the same
+// BF16 values (both the ModelOpt recipe), byte for byte; and it still runs.
+TEST(HfOuttype, Nvfp4QuantisationMatchesTheModelOptFixture) {
+  for (Arch arch : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe}) {
+    SCOPED_TRACE(std::string(ft::testgen::arch_name(arch)));
+    HfFixture bf = ft::testgen::hf_fixture(arch, HfFormat::kBF16, 11);
+    HfFixture mo = ft::testgen::hf_fixture(arch, HfFormat::kModelOpt, 11);
+    mo.unit_scale_v0 = false;
+    const std::string dbf = ft::test::hf_tmp("outtype_bf16"), dmo = ft::test::hf_tmp("outtype_modelopt");
+    ft::testgen::generate_hf(bf, dbf, ft::test::hf_tmp("outtype_bf16.src.gguf"));
+    ft::testgen::generate_hf(mo, dmo, ft::test::hf_tmp("outtype_modelopt.src.gguf"));
+    const std::string g1 = ft::test::hf_tmp("q.gguf"), g2 = ft::test::hf_tmp("m.gguf");
+    ft::hf::Conversion::plan(dbf, ft::hf::OutType::kNvfp4)->write(g1);
+    ft::hf::Conversion::plan(dmo, ft::hf::OutType::kAuto)->write(g2);
+    auto q = ft::gguf::File::open(g1), m = ft::gguf::File::open(g2);
+    int n_nvfp4 = 0;
+    for (const auto& t : m->tensors()) {
+      if (t.name.ends_with(".input_scale")) {
+        EXPECT_EQ(q->find_tensor(t.name), nullptr);  // quantising has no activation scales
+        continue;
+      }
+      const auto* o = q->find_tensor(t.name);
+      ASSERT_NE(o, nullptr) << t.name;
+      EXPECT_EQ(o->type, t.type) << t.name;
+      ASSERT_EQ(o->nbytes, t.nbytes) << t.name;
+      EXPECT_EQ(0, std::memcmp(o->data, t.data, t.nbytes)) << t.name;
+      n_nvfp4 += t.type == GgmlType::NVFP4;
+    }
+    EXPECT_GT(n_nvfp4, 0);
+    EXPECT_EQ(*q->get_uint("general.file_type"), 39u);
+    // Token and output embeddings, norms and the router stay as the converter keeps them.
+    EXPECT_EQ(q->find_tensor("token_embd.weight")->type, GgmlType::BF16);
+    auto model = ft::model::load_model(g1);
+    const auto g = ft::test::run_greedy(*model, prompt_for(model->hp.n_vocab), 8);
+    EXPECT_EQ(g.tokens.size(), 8u);
+  }
+}
+
+TEST(HfOuttype, FloatOuttypes) {
+  HfFixture fx = ft::testgen::hf_fixture(Arch::kQwen3, HfFormat::kBF16, 3);
+  const std::string d = ft::test::hf_tmp("float_outtypes");
+  ft::testgen::generate_hf(fx, d, ft::test::hf_tmp("float_outtypes.src.gguf"));
+  const struct {
+    ft::hf::OutType t;
+    GgmlType g;
+    uint32_t ftype;
+  } want[] = {{ft::hf::OutType::kF32, GgmlType::F32, 0}, {ft::hf::OutType::kF16, GgmlType::F16, 1},
+              {ft::hf::OutType::kBF16, GgmlType::BF16, 32}};
+  for (const auto& w : want) {
+    const std::string out = ft::test::hf_tmp("float_outtype.gguf");
+    ft::hf::Conversion::plan(d, w.t)->write(out);
+    auto f = ft::gguf::File::open(out);
+    EXPECT_EQ(f->find_tensor("blk.0.attn_q.weight")->type, w.g);
+    EXPECT_EQ(f->find_tensor("blk.0.attn_norm.weight")->type, GgmlType::F32);
+    EXPECT_EQ(*f->get_uint("general.file_type"), w.ftype);
+  }
+  EXPECT_THROW(ft::hf::parse_outtype("q4_0"), ft::Error);
+}
+
+// ---- errors ----
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ft::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class HfErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ft::test::hf_tmp("errors");
+    ft::testgen::generate_hf(ft::testgen::hf_fixture(Arch::kQwen3, HfFormat::kModelOpt, 5), dir_,
+                             ft::test::hf_tmp("errors.src.gguf"));
+  }
+  std::string plan_error() {
+    return error_of([&] { ft::hf::Conversion::plan(dir_); });
+  }
+  // Rewrites model.safetensors through `edit`.
+  void edit_tensors(const std::function<void(std::vector<ft::hf::StOut>&)>& edit) {
+    std::vector<ft::hf::StOut> ts;
+    {
+      auto f = ft::hf::SafetensorsFile::open(dir_ + "/model.safetensors");
+      for (const auto& t : f->tensors())
+        ts.push_back({t.name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes)});
+    }
+    edit(ts);
+    ft::hf::write_safetensors(dir_ + "/model.safetensors", ts);
+  }
+  void edit_config(const std::function<void(nlohmann::json&)>& edit) {
+    auto j = ft::hf::read_json(dir_ + "/config.json");
+    edit(j);
+    ft::test::write_file(dir_ + "/config.json", j.dump());
+  }
+  std::string dir_;
+};
+
+TEST_F(HfErrors, MissingTensor) {
+  edit_tensors([](auto& ts) { std::erase_if(ts, [](auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; }); });
+  EXPECT_NE(plan_error().find("missing tensor model.layers.1.mlp.up_proj.weight"), std::string::npos) << plan_error();
+}
+
+TEST_F(HfErrors, UnknownTensor) {
+  edit_tensors([](auto& ts) { ts.push_back({"model.layers.0.mlp.extra.weight", ft::hf::Dtype::kBF16, {2}, {0, 0, 0, 0}}); });
+  EXPECT_NE(plan_error().find("model.layers.0.mlp.extra.weight"), std::string::npos) << plan_error();
+}
+
+TEST_F(HfErrors, WrongScaleDtypeAndShape) {
+  edit_tensors([](auto& ts) {
+    for (auto& t : ts)
+      if (t.name == "model.layers.0.self_attn.q_proj.weight_scale") {
+        t.dtype = ft::hf::Dtype::kBF16;
+        t.shape[1] /= 2;
+      }
+  });
+  EXPECT_NE(plan_error().find("q_proj.weight_scale has dtype BF16, expected F8_E4M3"), std::string::npos) << plan_error();
+}
+
+TEST_F(HfErrors, WrongShape) {
+  edit_tensors([](auto& ts) {
+    for (auto& t : ts)
+      if (t.name == "model.norm.weight") {
+        t.shape = {t.shape[0] / 2};
+        t.data.resize(t.data.size() / 2);
+      }
+  });
+  EXPECT_NE(plan_error().find("model.norm.weight has shape"), std::string::npos) << plan_error();
+}
+
+TEST_F(HfErrors, UnsupportedQuantizationAndArchitecture) {
+  fs::remove(dir_ + "/hf_quant_config.json");
+  edit_config([](auto& j) { j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}}; });
+  EXPECT_NE(plan_error().find("quant_method 'gptq'"), std::string::npos) << plan_error();
+  edit_config([](auto& j) {
+    j.erase("quantization_config");
+    j["architectures"] = {"GPT2LMHeadModel"};
+  });
+  EXPECT_NE(plan_error().find("'GPT2LMHeadModel' is not supported"), std::string::npos) << plan_error();
+}
+
+TEST_F(HfErrors, NotACheckpointDirectory) {
+  const std::string d = ft::test::hf_tmp("empty_dir");
+  fs::create_directories(d);
+  EXPECT_THROW(ft::model::load_model(d), ft::Error);
+  EXPECT_NE(error_of([&] { ft::hf::Conversion::plan(d); }).find("no config.json"), std::string::npos);
+}
+
+TEST_F(HfErrors, TokenizerProblems) {
+  auto tok = ft::hf::read_json(dir_ + "/tokenizer.json");
+  auto bad = tok;
+  bad["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}};
+  ft::test::write_file(dir_ + "/tokenizer.json", bad.dump());
+  EXPECT_NE(plan_error().find("pre_tokenizer Split regex (none) is not supported"), std::string::npos) << plan_error();
+  bad = tok;
+  bad["model"]["type"] = "Unigram";
+  ft::test::write_file(dir_ + "/tokenizer.json", bad.dump());
+  EXPECT_NE(plan_error().find("expected BPE"), std::string::npos) << plan_error();
+}
+
+// Vocab padding: config vocab_size larger than the tokenizer gives [PAD<i>] UNUSED tokens, and
+// pair-form merges with a space inside are written with U+0120 (gguf-py's rule).
+TEST(HfTokenizer, PaddingAndPairMerges) {
+  const std::string d = ft::test::hf_tmp("tok_only");
+  fs::create_directories(d);
+  nlohmann::json tj = {
+      {"model",
+       {{"type", "BPE"},
+        {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}},
+        {"merges", nlohmann::json::array({nlohmann::json::array({"a", "b"}), nlohmann::json::array({"a b", "c"})})}}},
+      {"added_tokens",
+       {{{"id", 3}, {"content", "<|im_end|>"}, {"special", true}}, {{"id", 4}, {"content", "hello"}, {"special", false}}}},
+      {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", ft::hf::kQwen2Regex}}}}}};
+  ft::test::write_file(d + "/tokenizer.json", tj.dump());
+  ft::test::write_file(d + "/tokenizer_config.json", R"({"eos_token": "<|im_end|>", "add_bos_token": false})");
+  ft::hf::HfConfig cfg;
+  cfg.arch = "qwen3";
+  cfg.n_vocab = 8;
+  cfg.bos_token_id = 1;
+  const auto v = ft::hf::read_vocab(d, cfg);
+  ASSERT_EQ(v.tokens.size(), 8u);
+  EXPECT_EQ(v.tokens[5], "[PAD5]");
+  EXPECT_EQ(v.token_types, (std::vector<int32_t>{1, 1, 1, 3, 4, 5, 5, 5}));
+  EXPECT_EQ(v.merges, (std::vector<std::string>{"a b", "a\xC4\xA0"
+                                                      "b c"}));
+  EXPECT_EQ(v.pre, "qwen2");
+  EXPECT_EQ(v.special_ids, (std::vector<std::pair<std::string, int64_t>>{{"eos", 3}, {"bos", 1}}));
+  EXPECT_EQ(v.add_special, (std::vector<std::pair<std::string, bool>>{{"bos", false}}));
+  cfg.n_vocab = 4;  // an added token id past vocab_size
+  EXPECT_THROW(ft::hf::read_vocab(d, cfg), ft::Error);
+}
+
+}  // namespace
