@@ -1,0 +1,146 @@
+// HF checkpoints against llama.cpp: every tiny fixture (testgen/gen_hf.h: llama, qwen3,
+// qwen3moe; BF16, ModelOpt NVFP4, compressed-tensors NVFP4; plus BF16 -> --outtype nvfp4)
+// is converted with the real `ft convert`, llama.cpp (llama-oracle) must load the file, and
+// `ft generate --model DIR` (the HF directory loaded directly) must follow llama.cpp's run on
+// the converted file by the Foundation rules with llama.cpp's numerics (--dtype auto):
+//   prompt logits within 0.1; 32 free-running greedy tokens identical up to a step where
+//   llama.cpp's top-2 margin is below 0.05 (a near tie).
+// Prints one "HF-PARITY ..." line per fixture.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "testgen/gen_hf.h"
+
+namespace fs = std::filesystem;
+using ft::testgen::Arch;
+using ft::testgen::HfFormat;
+
+namespace {
+
+constexpr int kTokens = 32;
+constexpr float kLogitTol = 0.1f;  // parity_test.cpp's kQuantFileTol (measured 0 there on these archs)
+constexpr float kNearTie = 0.05f;
+
+struct Proc {
+  int rc = -1;
+  std::string out;
+};
+
+Proc run(const std::string& cmd) {
+  Proc r;
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string bin(const char* name) {
+  const char* d = std::getenv("FT_BIN_DIR");
+  return std::string(d && *d ? d : FT_BINARY_DIR) + "/" + name;
+}
+
+std::string join(const std::vector<int>& v) {
+  std::ostringstream s;
+  for (size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
+  return s.str();
+}
+
+std::vector<float> to_floats(const nlohmann::json& j) {
+  std::vector<float> v;
+  for (const auto& x : j) v.push_back(x.is_number() ? x.get<float>() : NAN);
+  return v;
+}
+
+struct Case {
+  std::string name;
+  Arch arch;
+  HfFormat format;
+  std::string outtype = "auto";
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (Arch a : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe}) {
+    const std::string n(ft::testgen::arch_name(a));
+    v.push_back({n + "_bf16", a, HfFormat::kBF16});
+    v.push_back({n + "_modelopt", a, HfFormat::kModelOpt});
+    v.push_back({n + "_compressed", a, HfFormat::kCompressed});
+    v.push_back({n + "_bf16_to_nvfp4", a, HfFormat::kBF16, "nvfp4"});
+  }
+  return v;
+}
+
+class HfParity : public ::testing::TestWithParam<Case> {};
+
+TEST_P(HfParity, ConvertedFileLoadsInLlamaCppAndTheHfDirFollowsIt) {
+  const Case& c = GetParam();
+  const char* md = std::getenv("FT_PARITY_MODELS");
+  const fs::path root = fs::path(md && *md ? md : std::string(FT_BINARY_DIR) + "/parity-models") / ("hf_" + c.name);
+  fs::create_directories(root);
+  const std::string dir = (root / "checkpoint").string(), model = (root / "converted.gguf").string();
+  const auto res = ft::testgen::generate_hf(ft::testgen::hf_fixture(c.arch, c.format, 7), dir,
+                                            (root / "source.gguf").string());
+  const Proc conv = run(bin("ft") + " convert " + dir + " --out " + model + " --outtype " + c.outtype + " --quiet");
+  ASSERT_EQ(conv.rc, 0) << "ft convert failed on " << dir;
+
+  std::vector<int> prompt;
+  for (int i = 0; i < 12; ++i) prompt.push_back(static_cast<int>((37 * i + 82) % res.n_vocab));
+
+  const Proc o = run(bin("llama-oracle") + " --model " + model + " --prompt-tokens " + join(prompt) +
+                    " --n-predict " + std::to_string(kTokens));
+  ASSERT_EQ(o.rc, 0) << "llama.cpp failed to load or run " << model;
+  const auto oj = nlohmann::json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(oj.is_discarded());
+  const auto ref_logits = to_floats(oj["prompt_logits"]);
+  const auto ref_tokens = oj["tokens"].get<std::vector<int>>();
+  const auto margins = to_floats(oj["margins"]);
+  ASSERT_EQ(static_cast<int>(ref_tokens.size()), kTokens);
+
+  // Ours: the HF directory itself (converted in memory) or, for --outtype nvfp4, the file.
+  const std::string ours_model = c.outtype == "auto" ? dir : model;
+  const std::string logits_path = (root / "logits.json").string();
+  fs::remove(logits_path);
+  const Proc u = run(bin("ft") + " generate --model " + ours_model + " --prompt-tokens " + join(prompt) +
+                    " --max-tokens " + std::to_string(kTokens) +
+                    " --temperature 0 --ignore-eos --threads 1 --json --device cpu --dtype auto --logits-out " +
+                    logits_path);
+  ASSERT_EQ(u.rc, 0) << "ft generate failed on " << ours_model;
+  const auto uj = nlohmann::json::parse(u.out, nullptr, false);
+  ASSERT_FALSE(uj.is_discarded());
+  const auto tokens = uj["tokens"].get<std::vector<int>>();
+  std::ifstream lf(logits_path);
+  std::stringstream ss;
+  ss << lf.rdbuf();
+  const auto logits = to_floats(nlohmann::json::parse(ss.str()));
+
+  ASSERT_EQ(logits.size(), ref_logits.size());
+  float dmax = 0;
+  for (size_t i = 0; i < logits.size(); ++i) dmax = std::max(dmax, std::fabs(logits[i] - ref_logits[i]));
+  EXPECT_LE(dmax, kLogitTol) << "prompt logits differ from llama.cpp's";
+  int same = 0;
+  while (same < kTokens && same < static_cast<int>(tokens.size()) && tokens[static_cast<size_t>(same)] == ref_tokens[static_cast<size_t>(same)])
+    ++same;
+  EXPECT_TRUE(same >= kTokens || margins[static_cast<size_t>(same)] < kNearTie)
+      << "greedy tokens diverge at step " << same << " where llama.cpp's margin is "
+      << (same < kTokens ? margins[static_cast<size_t>(same)] : 0.0f);
+  std::printf("HF-PARITY fixture=%s outtype=%s max|dlogit|=%.2g free %d/%d\n", c.name.c_str(), c.outtype.c_str(), dmax,
+              same, kTokens);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfParity, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+}  // namespace
