@@ -387,3 +387,48 @@ TEST(HfTokenizer, PaddingAndPairMerges) {
 }
 
 }  // namespace
+
+namespace {
+
+// llama's q/k rows: HF keeps each head's rotary halves apart, GGUF interleaves them. With
+// row r of the HF q_proj/k_proj filled with the value r, GGUF row d must hold the HF row that
+// numpy's w.reshape(n_head, 2, hd/2, k).swapaxes(1, 2) puts at d (convert_hf_to_gguf.py).
+TEST(HfLlama, QkRowsPermutedLikeTheConverter) {
+  HfFixture fx = ft::testgen::hf_fixture(Arch::kLlama, HfFormat::kBF16, 2);
+  const std::string d = ft::test::hf_tmp("llama_perm");
+  ft::testgen::generate_hf(fx, d, ft::test::hf_tmp("llama_perm.src.gguf"));
+  std::vector<ft::hf::StOut> ts;
+  {
+    auto f = ft::hf::SafetensorsFile::open(d + "/model.safetensors");
+    for (const auto& t : f->tensors()) {
+      ft::hf::StOut o{t.name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes)};
+      if (t.name == "model.layers.0.self_attn.q_proj.weight" || t.name == "model.layers.0.self_attn.k_proj.weight")
+        for (int64_t r = 0; r < t.shape[0]; ++r)
+          for (int64_t c = 0; c < t.shape[1]; ++c) {
+            const uint16_t h = ft::f32_to_bf16(static_cast<float>(r));
+            std::memcpy(&o.data[static_cast<size_t>(2 * (r * t.shape[1] + c))], &h, 2);
+          }
+      ts.push_back(std::move(o));
+    }
+  }
+  ft::hf::write_safetensors(d + "/model.safetensors", ts);
+  const std::string out = ft::test::hf_tmp("llama_perm.gguf");
+  ft::hf::Conversion::plan(d)->write(out);
+  auto g = ft::gguf::File::open(out);
+  for (const auto& [name, n_head] : {std::pair<std::string, int64_t>{"blk.0.attn_q.weight", fx.model.n_head},
+                                     {"blk.0.attn_k.weight", fx.model.n_head_kv}}) {
+    const auto* t = g->find_tensor(name);
+    ASSERT_NE(t, nullptr);
+    const int64_t rows = t->ne[1], hd = rows / n_head;
+    // The swapaxes order, enumerated: output (h, i, j) <- input (h, j, i).
+    std::vector<int64_t> src_row;
+    for (int64_t h = 0; h < n_head; ++h)
+      for (int64_t i = 0; i < hd / 2; ++i)
+        for (int64_t j = 0; j < 2; ++j) src_row.push_back((h * 2 + j) * (hd / 2) + i);
+    const auto v = floats_of(*t);
+    for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(v[static_cast<size_t>(r * t->ne[0])], static_cast<float>(src_row[static_cast<size_t>(r)])) << name << " row " << r;
+    EXPECT_NE(src_row[1], 1);  // the permutation is not the identity
+  }
+}
+
+}  // namespace
