@@ -94,6 +94,12 @@ std::string Metrics::render(const EngineGauges& g) const {
   gauge(out, "ft_requests_waiting", "generations queued", g.waiting);
   gauge(out, "ft_kv_cache_tokens_used", "tokens held in the KV cache", g.kv_used);
   gauge(out, "ft_kv_cache_tokens_capacity", "KV cache size in tokens", g.kv_capacity);
+  gauge(out, "ft_kv_page_size_tokens", "token positions per KV page (0: no paged cache)", g.kv_page_size);
+  gauge(out, "ft_kv_pages_total", "KV pages in the pool", g.kv_pages_total);
+  gauge(out, "ft_kv_pages_used", "KV pages held by running requests", g.kv_pages_used);
+  gauge(out, "ft_kv_pages_shared", "KV pages held by two or more requests (a shared prompt prefix)", g.kv_pages_shared);
+  gauge(out, "ft_kv_pages_free", "KV pages not held by any request", g.kv_pages_free);
+  gauge(out, "ft_kv_pages_cached", "free KV pages still holding a reusable prompt prefix", g.kv_pages_cached);
   ttft_.render("ft_time_to_first_token_seconds", "time from admission to the first generated token", out);
   itl_.render("ft_inter_token_latency_seconds", "time between consecutive generated tokens", out);
   request_s_.render("ft_request_duration_seconds", "time from admission to the end of a generation", out);

@@ -32,6 +32,10 @@ struct EngineGauges {
   int64_t waiting = 0;       // requests queued behind them
   int64_t kv_used = 0;       // tokens held in the KV cache
   int64_t kv_capacity = 0;   // --ctx-size
+  // Paged KV cache (batching engine; all 0 otherwise), in pages of kv_page_size tokens.
+  int64_t kv_page_size = 0;
+  int64_t kv_pages_total = 0, kv_pages_used = 0, kv_pages_shared = 0, kv_pages_free = 0,
+          kv_pages_cached = 0;
 };
 
 class Metrics {

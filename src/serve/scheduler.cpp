@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "core/log.h"
+#include "engine/batch_runner.h"
 #include "engine/runner.h"
 #include "serve/api_error.h"
 #include "tokenizer/tokenizer.h"
@@ -80,7 +81,12 @@ Scheduler::Scheduler(engine::Runner& runner, const Tokenizer* tok, Metrics& metr
     : runner_(runner), tok_(tok), metrics_(metrics), opt_(o), n_ctx_(runner.n_ctx()),
       n_vocab_(runner.n_vocab()) {
   runner_.reset();
-  thread_ = std::thread([this] { worker(); });
+  if (opt_.batching) batch_ = engine::make_batch_runner(runner_, opt_.max_running, opt_.kv_page_size);
+  if (batch_) {
+    kv_pages_ = batch_->kv_stats();
+    log::info("serve: continuous batching: {}", batch_->describe());
+  }
+  thread_ = std::thread([this] { batch_ ? batch_worker() : worker(); });
 }
 
 Scheduler::~Scheduler() { stop(); }
@@ -99,7 +105,7 @@ std::shared_ptr<Job> Scheduler::submit(GenRequest r) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_) throw ApiError(503, "the server is shutting down");
-    const int64_t in = static_cast<int64_t>(queue_.size()) + (active_ ? 1 : 0);
+    const int64_t in = static_cast<int64_t>(queue_.size()) + (active_ ? 1 : 0) + n_running_;
     if (in >= static_cast<int64_t>(opt_.max_running) + opt_.max_queue) {
       metrics_.count_rejected();
       throw ApiError(503, fmt::format("the server is full ({} requests running or queued); retry later", in));
@@ -135,8 +141,16 @@ EngineGauges Scheduler::gauges() const {
   EngineGauges g;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    g.running = active_ ? 1 : 0;
+    g.running = (active_ ? 1 : 0) + n_running_;
     g.waiting = static_cast<int64_t>(queue_.size());
+    if (batch_) {
+      g.kv_page_size = kv_pages_.page_size;
+      g.kv_pages_total = kv_pages_.total;
+      g.kv_pages_used = kv_pages_.used;
+      g.kv_pages_shared = kv_pages_.shared;
+      g.kv_pages_free = kv_pages_.free;
+      g.kv_pages_cached = kv_pages_.cached;
+    }
   }
   g.kv_used = kv_used_.load();
   g.kv_capacity = n_ctx_;
@@ -171,6 +185,220 @@ void Scheduler::worker() {
     std::lock_guard<std::mutex> lk(mu_);
     active_.reset();
   }
+}
+
+void Scheduler::end_job(Job& job, Finish f, double t_first, double t_last, int64_t n_gen) {
+  {
+    std::lock_guard<std::mutex> lk(job.mu_);
+    job.stats_.n_generated = n_gen;
+    job.stats_.decode_s = n_gen > 0 ? t_last - t_first : 0.0;
+  }
+  metrics_.add_generated_tokens(n_gen);
+  if (f == Finish::kCancelled) metrics_.count_cancelled();
+  metrics_.observe_request_seconds(now_s() - job.t_submit_);
+  JobEvent ev;
+  ev.done = true;
+  ev.finish = f;
+  job.push(std::move(ev));
+}
+
+namespace {
+
+// A job in the batch: where its prompt is, its sampler and its timings.
+struct Running {
+  std::shared_ptr<Job> job;
+  int64_t seq = -1;
+  std::unique_ptr<engine::Sampler> sampler;
+  size_t pos = 0;        // prompt tokens in the KV cache
+  int32_t next = -1;     // the token fed at the next step (decoding)
+  int64_t n_gen = 0;
+  double t0 = 0.0, t_first = 0.0, t_prev = 0.0;
+  bool argmax_only = false, need_logits = false;
+  bool decoding() const { return pos == job->request().prompt.size(); }
+};
+
+}  // namespace
+
+void Scheduler::batch_worker() {
+  engine::BatchRunner& br = *batch_;
+  const int64_t V = n_vocab_;
+  std::vector<Running> run;
+  std::vector<engine::BatchItem> items;
+  std::vector<size_t> item_of;  // run index of each item
+  auto publish_stats = [&] {
+    const engine::KvPageStats st = br.kv_stats();
+    int64_t held = 0;
+    for (const Running& r : run) held += br.n_past(r.seq);
+    kv_used_.store(held);
+    std::lock_guard<std::mutex> lk(mu_);
+    kv_pages_ = st;
+    n_running_ = static_cast<int64_t>(run.size());
+  };
+  // Ends run[i] (its pages are free at once) and drops it from the batch.
+  auto retire = [&](size_t i, Finish f) {
+    Running& r = run[i];
+    br.remove_sequence(r.seq);
+    end_job(*r.job, f, r.t_first, r.t_prev, r.n_gen);
+    run.erase(run.begin() + static_cast<std::ptrdiff_t>(i));
+  };
+  auto halt_finish = [](const Job& j) { return j.cancelled() ? Finish::kCancelled : Finish::kLength; };
+
+  for (;;) {
+    std::vector<std::shared_ptr<Job>> admitted;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || !run.empty(); });
+      if (stopping_) break;
+      while (static_cast<int64_t>(run.size() + admitted.size()) < opt_.max_running && !queue_.empty()) {
+        admitted.push_back(queue_.front());
+        queue_.pop_front();
+      }
+      n_running_ = static_cast<int64_t>(run.size() + admitted.size());
+    }
+    const double t_now = now_s();
+    for (auto& job : admitted) {
+      const GenRequest& r = job->req_;
+      {
+        std::lock_guard<std::mutex> lk(job->mu_);
+        job->stats_.queue_s = t_now - job->t_submit_;
+        job->stats_.n_prompt = static_cast<int64_t>(r.prompt.size());
+      }
+      if (job->halted()) {
+        end_job(*job, halt_finish(*job), 0, 0, 0);
+        continue;
+      }
+      Running x;
+      x.job = job;
+      int64_t n_cached = 0;
+      x.seq = br.add_sequence(r.prompt.data(), static_cast<int64_t>(r.prompt.size()), r.cache_prompt, &n_cached);
+      x.pos = static_cast<size_t>(n_cached);
+      x.t0 = t_now;
+      {
+        std::lock_guard<std::mutex> lk(job->mu_);
+        job->stats_.n_cached = n_cached;
+      }
+      metrics_.add_prompt_tokens(static_cast<int64_t>(r.prompt.size()), n_cached);
+      x.sampler = std::make_unique<engine::Sampler>(r.sampling);
+      for (int32_t id : r.prompt) x.sampler->accept(id);
+      x.need_logits = r.logprobs;
+      x.argmax_only = r.sampling.temperature <= 0.0f && r.sampling.repeat_penalty == 1.0f;
+      run.push_back(std::move(x));
+    }
+    // Cancelled or halted jobs leave before the step.
+    for (size_t i = run.size(); i-- > 0;)
+      if (run[i].job->halted()) retire(i, halt_finish(*run[i].job));
+    if (run.empty()) {
+      publish_stats();
+      continue;
+    }
+
+    // One step: the next token of every decoding job, then prompt chunks, oldest first,
+    // within prefill_chunk and the runner's batch size.
+    items.clear();
+    item_of.clear();
+    int64_t budget = br.max_step_tokens();
+    for (size_t i = 0; i < run.size(); ++i)
+      if (run[i].decoding()) {
+        items.push_back({run[i].seq, &run[i].next, 1});
+        item_of.push_back(i);
+        --budget;
+      }
+    int64_t chunk_left = std::max<int64_t>(1, opt_.prefill_chunk);
+    for (size_t i = 0; i < run.size() && budget > 0 && chunk_left > 0; ++i) {
+      Running& r = run[i];
+      if (r.decoding()) continue;
+      const auto& prompt = r.job->req_.prompt;
+      const int64_t n = std::min({static_cast<int64_t>(prompt.size() - r.pos), budget, chunk_left});
+      items.push_back({r.seq, prompt.data() + r.pos, n});
+      item_of.push_back(i);
+      budget -= n;
+      chunk_left -= n;
+    }
+    const float* logits = nullptr;
+    try {
+      logits = br.step(items);
+    } catch (const std::exception& e) {
+      // A failed step leaves every sequence of it unknown: end them all with the error.
+      log::error("serve: generation failed: {}", e.what());
+      for (size_t i = run.size(); i-- > 0;) {
+        Running& r = run[i];
+        br.remove_sequence(r.seq);
+        metrics_.add_generated_tokens(r.n_gen);
+        metrics_.observe_request_seconds(now_s() - r.job->t_submit_);
+        JobEvent ev;
+        ev.done = true;
+        ev.finish = Finish::kError;
+        ev.error = e.what();
+        r.job->push(std::move(ev));
+      }
+      run.clear();
+      publish_stats();
+      continue;
+    }
+
+    // Each item's logits row: nothing for a prompt chunk that is not the last, else pick.
+    std::vector<size_t> done;  // run indices that ended, with their reason
+    std::vector<Finish> why;
+    for (size_t k = 0; k < items.size(); ++k) {
+      Running& r = run[item_of[k]];
+      const GenRequest& req = r.job->req_;
+      if (!r.decoding()) {
+        r.pos += static_cast<size_t>(items[k].n);
+        if (!r.decoding()) continue;
+        const double t = now_s();
+        {
+          std::lock_guard<std::mutex> lk(r.job->mu_);
+          r.job->stats_.prompt_s = t - r.t0;
+        }
+        if (req.max_tokens == 0) {
+          done.push_back(item_of[k]);
+          why.push_back(Finish::kLength);
+          continue;
+        }
+      }
+      const float* row = logits + static_cast<int64_t>(k) * V;
+      const int32_t id = r.argmax_only ? engine::argmax(row, static_cast<int32_t>(V))
+                                       : r.sampler->sample(row, static_cast<int32_t>(V));
+      JobEvent ev;
+      ev.token = id;
+      if (r.need_logits) fill_logprobs(row, V, id, req.n_top_logprobs, ev);
+      r.sampler->accept(id);
+      const double t = now_s();
+      if (r.n_gen == 0) {
+        r.t_first = t;
+        metrics_.observe_ttft(t - r.job->t_submit_);
+      } else {
+        metrics_.observe_itl(t - r.t_prev);
+      }
+      r.t_prev = t;
+      ++r.n_gen;
+      r.next = id;
+      r.job->push(std::move(ev));
+      Finish f = Finish::kNone;
+      if (!req.ignore_eos && tok_ && tok_->is_eog(id))
+        f = Finish::kEog;
+      else if (req.max_tokens >= 0 && r.n_gen >= req.max_tokens)
+        f = Finish::kLength;
+      else if (br.n_past(r.seq) >= n_ctx_)
+        f = Finish::kLength;
+      else if (r.job->halted())
+        f = halt_finish(*r.job);
+      if (f != Finish::kNone) {
+        done.push_back(item_of[k]);
+        why.push_back(f);
+      }
+    }
+    // Retire from the back so the indices stay valid.
+    std::vector<size_t> order(done.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return done[a] > done[b]; });
+    for (size_t i : order) retire(done[i], why[i]);
+    publish_stats();
+  }
+
+  // Stopping: the running jobs end as cancelled, their pages free.
+  for (size_t i = run.size(); i-- > 0;) retire(i, Finish::kCancelled);
+  publish_stats();
 }
 
 void Scheduler::run_job(Job& job) {

@@ -1,21 +1,25 @@
-// The scheduler in front of the engine: a bounded FIFO of generation jobs and one worker
-// thread that owns the engine::Runner and runs them.
+// The scheduler in front of the engine: a bounded queue of generation jobs and one worker
+// thread that owns the engine and runs them.
 //
 // Admission: at most max_running + max_queue jobs are in the scheduler at once; submit()
-// past that throws a 503 ApiError (backpressure, never an unbounded queue). This session's
-// engine computes one sequence at a time (engine::Session holds one KV cache, and the GPU
-// runner uploads the weights per runner), so admitted jobs are served in turn, oldest
-// first; max_running is the number of sequences a batching engine would step together.
-// Continuous batching replaces run_job() by a step loop over the running jobs; the Job
-// interface (events out, cancel in) stays as it is.
+// past that throws a 503 ApiError (backpressure, never an unbounded queue).
 //
-// Prefix reuse (cache_prompt): the worker remembers the tokens whose KV the runner holds.
-// When a new prompt extends them, only the new tokens are evaluated. The runner can only
-// forget everything (reset), so a prompt that diverges earlier starts from position 0.
+// Continuous batching (a CPU engine::Session: engine::BatchRunner over it, paged KV cache):
+// up to max_running jobs run at once. Each worker step is one forward over the next token of
+// every decoding job plus prefill chunks of the jobs still reading their prompts (at most
+// prefill_chunk prompt tokens per step, oldest job first), so a long prompt delays the
+// others' next tokens by one chunk, not by its whole length. A job that ends or is cancelled
+// leaves the batch before the next step and its KV pages are free at once. Prefix reuse
+// (cache_prompt): the pages of a prompt prefix another request computed (whole pages,
+// matched by token ids), or the whole text of the last finished request when the prompt
+// extends it (engine/batch_runner.h).
+//
+// Any other runner (the GPU session, test wrappers) is served in turn, oldest first, as
+// before: the worker remembers the tokens whose KV the runner holds and evaluates only the
+// new ones when a prompt extends them.
 //
 // Cancellation: Job::cancel() (the client went away) and Job::halt() (a stop string
-// matched) are checked before each decode step and between prefill chunks; the job ends
-// at once and its KV stays reusable as a prefix.
+// matched) are checked before each step; the job ends at once.
 #pragma once
 
 #include <atomic>
@@ -29,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/kv_pages.h"
 #include "engine/sampler.h"
 #include "serve/metrics.h"
 
@@ -37,6 +42,7 @@ class Tokenizer;
 }
 namespace ft::engine {
 class Runner;
+class BatchRunner;
 }
 
 namespace ft::serve {
@@ -117,6 +123,8 @@ struct SchedulerOptions {
   int max_running = 4;
   int max_queue = 32;
   int64_t prefill_chunk = 512;  // tokens per prefill eval (cancellation is checked between)
+  int64_t kv_page_size = 16;    // tokens per KV page (batching engine)
+  bool batching = true;         // continuous batching when the runner is a CPU Session
 };
 
 class Scheduler {
@@ -139,6 +147,8 @@ class Scheduler {
  private:
   void worker();
   void run_job(Job& job);
+  void batch_worker();
+  void end_job(Job& job, Finish f, double t_first, double t_last, int64_t n_gen);
 
   engine::Runner& runner_;
   const Tokenizer* tok_;
@@ -152,6 +162,9 @@ class Scheduler {
   std::shared_ptr<Job> active_;  // popped by the worker, not finished
   bool stopping_ = false;
   std::atomic<int64_t> kv_used_{0};
+  std::unique_ptr<engine::BatchRunner> batch_;  // null: jobs in turn through runner_
+  int64_t n_running_ = 0;                       // batching: jobs in the batch (under mu_)
+  engine::KvPageStats kv_pages_;                // batching: as of the last step (under mu_)
 
   // Worker-only: the tokens whose KV the runner holds, in order.
   std::vector<int32_t> cached_;
