@@ -65,9 +65,10 @@ Server::Server(ServerOptions o) : opt_(std::move(o)) {
   http_->set_payload_max_length(64u << 20);
   // httplib's default also sets SO_REUSEPORT, with which a second server binds the same
   // port and silently takes half the connections; a taken port must be an error.
-  http_->set_socket_options([](socket_t sock) {
+  http_->set_socket_options([this](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd_ = sock;
   });
   ctx_.metrics = &metrics_;
   ctx_.model_id = opt_.model_id;
@@ -86,6 +87,10 @@ int Server::listen() {
   } else if (!http_->bind_to_port(opt_.host, port)) {
     fail("cannot listen on {}:{} (in use, or not an address of this machine?)", opt_.host, port);
   }
+  // Debian's cpp-httplib 0.11 listens with a backlog of 5: 32 clients connecting at once
+  // overflow it and some connections are dropped unanswered (httplib's own client reports
+  // "Read"; tests/serve/server_batch_load_test). listen() again with the system's maximum.
+  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
   http_thread_ = std::thread([this] { http_->listen_after_bind(); });
   // httplib's stop() does nothing before its loop runs; a stop() right after listen()
   // (a model that fails to load) would then leave the loop running forever.

@@ -83,6 +83,7 @@ class Server {
   std::condition_variable stop_cv_;
   bool stopped_ = false;  // stop() began
   bool done_ = false;     // stop() finished
+  int listen_fd_ = -1;    // the listening socket (set while binding)
 };
 
 // The template used when the GGUF has no tokenizer.chat_template (llama-server's fallback).
