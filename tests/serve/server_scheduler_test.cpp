@@ -245,7 +245,12 @@ TEST(ServerScheduler, MetricsAreWellFormedPrometheusText) {
   EXPECT_EQ(metric_value(text, "ft_requests_total{endpoint=\"/completion\",status=\"200\"}"), 3);
   EXPECT_EQ(metric_value(text, "ft_requests_total{endpoint=\"/completion\",status=\"400\"}"), 1);
   EXPECT_EQ(metric_value(text, "ft_kv_cache_tokens_capacity"), 256);
-  EXPECT_EQ(metric_value(text, "ft_kv_cache_tokens_used"), 3 + 4);  // the last prompt and 4 fed tokens
+  // Continuous batching: a finished request's KV pages are free at once (tokens used counts
+  // the running requests' only); 4 sequences x 256 / 16 pages in the pool.
+  EXPECT_EQ(metric_value(text, "ft_kv_cache_tokens_used"), 0);
+  EXPECT_EQ(metric_value(text, "ft_kv_pages_total"), 4 * 256 / 16);
+  EXPECT_EQ(metric_value(text, "ft_kv_pages_used"), 0);
+  EXPECT_EQ(metric_value(text, "ft_kv_pages_free"), 4 * 256 / 16);
 }
 
 }  // namespace
