@@ -307,6 +307,7 @@ void Conversion::build() {
     return &t;
   };
 
+  if (llama && c.rope_type == "llama3") add_f32_values("rope_freqs.weight", llama3_rope_factors(c));
   const StTensor& embd = *expect(take("model.embed_tokens.weight"), {c.n_vocab, c.n_embd});
   main_float_ = float_type(embd);
   add_float("token_embd.weight", {&embd}, main_float_, 0);
@@ -448,8 +449,34 @@ std::unique_ptr<gguf::File> Conversion::open_in_memory() {
   return gguf::File::open("/proc/self/fd/" + std::to_string(fd));
 }
 
-std::unique_ptr<gguf::File> open_hf_as_gguf(const std::string& dir) {
-  return Conversion::plan(dir, OutType::kAuto)->open_in_memory();
+std::unique_ptr<gguf::File> open_hf_as_gguf(const std::string& dir,
+                                            const std::function<void(uint64_t, uint64_t)>& progress) {
+  auto c = Conversion::plan(dir, OutType::kAuto);
+  if (progress) c->set_progress(progress);
+  return c->open_in_memory();
+}
+
+std::vector<float> llama3_rope_factors(const HfConfig& c) {
+  const int64_t dim = c.head_dim_or_default();
+  const float base = static_cast<float>(c.rope_theta);
+  const float factor = static_cast<float>(c.rope_factor);
+  const float lo = static_cast<float>(c.rope_low_freq_factor), hi = static_cast<float>(c.rope_high_freq_factor);
+  const float old_ctx = static_cast<float>(c.rope_orig_ctx);
+  const float lo_wavelen = old_ctx / lo, hi_wavelen = old_ctx / hi;
+  std::vector<float> out;
+  for (int64_t i = 0; i < dim; i += 2) {
+    const float freq = 1.0f / std::pow(base, static_cast<float>(i) / static_cast<float>(dim));
+    const float wavelen = static_cast<float>(2.0 * M_PI) / freq;
+    if (wavelen < hi_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > lo_wavelen) {
+      out.push_back(factor);
+    } else {
+      const float smooth = (old_ctx / wavelen - lo) / (hi - lo);
+      out.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
+    }
+  }
+  return out;
 }
 
 }  // namespace ft::hf

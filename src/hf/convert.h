@@ -83,7 +83,13 @@ class Conversion {
   std::function<void(uint64_t, uint64_t)> progress_;
 };
 
+// Llama 3's rope_freqs.weight (per rotary pair: 1, factor, or the smooth blend between),
+// computed in float32 as convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors does.
+std::vector<float> llama3_rope_factors(const HfConfig& c);
+
 // load_model()'s second source: an HF checkpoint directory as an in-memory GGUF.
-std::unique_ptr<gguf::File> open_hf_as_gguf(const std::string& dir);
+// `progress` (may be empty) gets (bytes done, bytes total) while tensors are converted.
+std::unique_ptr<gguf::File> open_hf_as_gguf(const std::string& dir,
+                                            const std::function<void(uint64_t, uint64_t)>& progress = {});
 
 }  // namespace ft::hf

@@ -175,8 +175,17 @@ HfConfig read_config(const std::string& dir) {
   if (rope.contains("factor") && rope["factor"].is_number()) c.rope_factor = rope["factor"].get<double>();
   if (rope.contains("original_max_position_embeddings") && rope["original_max_position_embeddings"].is_number_integer())
     c.rope_orig_ctx = rope["original_max_position_embeddings"].get<int64_t>();
-  if (!rt.empty() && rt != "linear" && rt != "yarn")
-    fail("{}: rope_scaling type '{}' is not supported (linear, yarn)", path, rt);
+  if (rt == "llama3") {
+    // Llama 3.1+: per-dimension factors written as rope_freqs.weight (hf/convert.cpp).
+    if (c.rope_factor == 0.0) c.rope_factor = 8.0;
+    if (!c.rope_orig_ctx) c.rope_orig_ctx = 8192;
+    if (rope.contains("low_freq_factor") && rope["low_freq_factor"].is_number())
+      c.rope_low_freq_factor = rope["low_freq_factor"].get<double>();
+    if (rope.contains("high_freq_factor") && rope["high_freq_factor"].is_number())
+      c.rope_high_freq_factor = rope["high_freq_factor"].get<double>();
+  }
+  if (!rt.empty() && rt != "linear" && rt != "yarn" && !(rt == "llama3" && c.arch == "llama"))
+    fail("{}: rope_scaling type '{}' is not supported (linear, yarn; llama3 for llama)", path, rt);
   if (c.arch == "qwen3moe" || j.contains("num_experts") || j.contains("num_local_experts")) {
     c.n_expert = r.integer({"num_experts", "num_local_experts"}, 0);
     c.n_expert_used = r.integer({"num_experts_per_tok"}, 0);

@@ -34,6 +34,7 @@ struct HfConfig {
   std::string rope_type;       // "", "linear", "yarn", ...
   double rope_factor = 0.0;
   int64_t rope_orig_ctx = 0;
+  double rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;  // llama3 rope type
   double rms_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool attention_bias = false;

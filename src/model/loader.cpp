@@ -125,8 +125,9 @@ void TensorLoader::finish() const {
   }
 }
 
-std::unique_ptr<gguf::File> open_model_source(const std::string& path) {
-  if (hf::is_hf_dir(path)) return hf::open_hf_as_gguf(path);
+std::unique_ptr<gguf::File> open_model_source(const std::string& path,
+                                              const std::function<void(uint64_t, uint64_t)>& progress) {
+  if (hf::is_hf_dir(path)) return hf::open_hf_as_gguf(path, progress);
   if (std::filesystem::is_directory(path))
     fail("{}: a directory without config.json; expected a GGUF file or a Hugging Face checkpoint directory", path);
   return gguf::File::open(path);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,8 @@ class TensorLoader {
 // The model sources load_model(path) accepts: a GGUF file, or a Hugging Face checkpoint
 // directory (config.json + safetensors), converted in memory by hf/convert.h into the
 // same GGUF the `ft convert` command writes.
-std::unique_ptr<gguf::File> open_model_source(const std::string& path);
+// `progress` (may be empty) reports the in-memory conversion of an HF directory.
+std::unique_ptr<gguf::File> open_model_source(const std::string& path,
+                                              const std::function<void(uint64_t, uint64_t)>& progress = {});
 
 }  // namespace ft::model

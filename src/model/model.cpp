@@ -164,7 +164,7 @@ std::unique_ptr<Model> load_model(std::unique_ptr<gguf::File> file, const LoadOp
 }
 
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& opt) {
-  return load_model(open_model_source(path), opt);
+  return load_model(open_model_source(path, opt.progress), opt);
 }
 
 }  // namespace ft::model

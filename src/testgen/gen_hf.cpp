@@ -250,7 +250,14 @@ HfFixtureResult generate_hf(const HfFixture& fx, const std::string& dir, const s
   cfg["num_hidden_layers"] = spec.n_layer;
   cfg["num_key_value_heads"] = spec.n_head_kv;
   cfg["rms_norm_eps"] = spec.rms_eps;
-  cfg["rope_scaling"] = nullptr;
+  if (fx.llama3_rope && llama)
+    cfg["rope_scaling"] = {{"factor", 8.0},
+                           {"high_freq_factor", 4.0},
+                           {"low_freq_factor", 1.0},
+                           {"original_max_position_embeddings", 64},
+                           {"rope_type", "llama3"}};
+  else
+    cfg["rope_scaling"] = nullptr;
   cfg["rope_theta"] = spec.rope_base;
   cfg["tie_word_embeddings"] = g->find_tensor("output.weight") == nullptr;
   cfg["torch_dtype"] = "bfloat16";

@@ -27,6 +27,9 @@ struct HfFixture {
   // NVFP4: layer 0's v_proj gets second-level scale 1 written nowhere (the converter omits
   // its .scale); every other tensor gets input scales 0.05 (kept as .input_scale, unused).
   bool unit_scale_v0 = true;
+  // llama: rope_scaling {rope_type llama3, factor 8, low 1, high 4, original context 64}, so
+  // the converter writes rope_freqs.weight with pairs in all three bands (head_dim 32).
+  bool llama3_rope = false;
 };
 
 struct HfFixtureResult {

@@ -49,6 +49,8 @@ std::vector<Case> cases() {
   };
   add("llama_bf16", Arch::kLlama, HfFormat::kBF16, false, true);
   add("llama_modelopt", Arch::kLlama, HfFormat::kModelOpt, false, false);
+  add("llama_bf16_llama3rope", Arch::kLlama, HfFormat::kBF16, false, false);
+  v.back().fx.llama3_rope = true;
   add("qwen3_bf16_sharded", Arch::kQwen3, HfFormat::kBF16, true, false);
   add("qwen3_modelopt", Arch::kQwen3, HfFormat::kModelOpt, false, true);
   add("qwen3_compressed", Arch::kQwen3, HfFormat::kCompressed, false, false);
@@ -160,6 +162,32 @@ TEST_P(HfFixtures, ConvertedTensorsMatchTheSourceModel) {
       const float w = is_norm(t.name) ? ft::bf16_to_f32(ft::f32_to_bf16(want[i])) : want[i];
       ASSERT_EQ(got[i], w) << "element " << i;
     }
+  }
+  if (c.fx.llama3_rope) {
+    const auto* rf = out->find_tensor("rope_freqs.weight");
+    ASSERT_NE(rf, nullptr);
+    seen.insert(rf->name);
+    const auto f = floats_of(*rf);
+    ASSERT_EQ(static_cast<int64_t>(f.size()), c.fx.model.head_dim / 2);
+    // Double-precision twin of the Llama 3 rule (factor 8, low 1, high 4, original context 64).
+    int bands[3] = {0, 0, 0};
+    for (size_t i = 0; i < f.size(); ++i) {
+      const double freq = 1.0 / std::pow(static_cast<double>(c.fx.model.rope_base), 2.0 * i / c.fx.model.head_dim);
+      const double wl = 2 * M_PI / freq;
+      double want;
+      if (wl < 64.0 / 4) {
+        want = 1, ++bands[0];
+      } else if (wl > 64.0 / 1) {
+        want = 8, ++bands[2];
+      } else {
+        const double sm = (64.0 / wl - 1) / (4 - 1);
+        want = 1 / ((1 - sm) / 8 + sm), ++bands[1];
+      }
+      EXPECT_NEAR(f[i], want, 1e-5 * want) << "pair " << i;
+    }
+    EXPECT_GT(bands[0], 0);
+    EXPECT_GT(bands[1], 0);
+    EXPECT_GT(bands[2], 0);
   }
   for (const auto& t : out->tensors()) EXPECT_TRUE(seen.count(t.name)) << "unexpected tensor " << t.name;
 

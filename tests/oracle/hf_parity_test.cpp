@@ -69,6 +69,7 @@ struct Case {
   Arch arch;
   HfFormat format;
   std::string outtype = "auto";
+  bool llama3_rope = false;
 };
 
 std::vector<Case> cases() {
@@ -80,6 +81,7 @@ std::vector<Case> cases() {
     v.push_back({n + "_compressed", a, HfFormat::kCompressed});
     v.push_back({n + "_bf16_to_nvfp4", a, HfFormat::kBF16, "nvfp4"});
   }
+  v.push_back({"llama_bf16_llama3rope", Arch::kLlama, HfFormat::kBF16, "auto", true});
   return v;
 }
 
@@ -91,8 +93,9 @@ TEST_P(HfParity, ConvertedFileLoadsInLlamaCppAndTheHfDirFollowsIt) {
   const fs::path root = fs::path(md && *md ? md : std::string(FT_BINARY_DIR) + "/parity-models") / ("hf_" + c.name);
   fs::create_directories(root);
   const std::string dir = (root / "checkpoint").string(), model = (root / "converted.gguf").string();
-  const auto res = ft::testgen::generate_hf(ft::testgen::hf_fixture(c.arch, c.format, 7), dir,
-                                            (root / "source.gguf").string());
+  auto fx = ft::testgen::hf_fixture(c.arch, c.format, 7);
+  fx.llama3_rope = c.llama3_rope;
+  const auto res = ft::testgen::generate_hf(fx, dir, (root / "source.gguf").string());
   const Proc conv = run(bin("ft") + " convert " + dir + " --out " + model + " --outtype " + c.outtype + " --quiet");
   ASSERT_EQ(conv.rc, 0) << "ft convert failed on " << dir;
 
