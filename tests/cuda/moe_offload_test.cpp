@@ -4,7 +4,7 @@
 //   * the gather (one launch, and per tensor kind) copies exactly the staged experts from
 //     mapped pinned memory, 16-byte and odd sizes;
 //   * whole sessions on tiny qwen3moe models (NVFP4 experts with per-expert scales, Q8_0,
-//     BF16): offload with a quarter (and a half) of the experts cached gives bit-identical
+//     MXFP4, BF16): offload with a quarter (and a half) of the experts cached gives bit-identical
 //     logits and the same greedy tokens as fused over a prompt (prefill), a 6-token decode
 //     batch, 256 greedy steps and a second prefill -- graphs on and off, fused and per-bank
 //     gather -- while really missing (fetched experts counted).
@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -102,6 +103,65 @@ std::vector<int32_t> random_routes(std::mt19937& rng, int64_t E, int n_tok, int 
     for (int32_t e : tok) ids.push_back(coin(rng) == 0 ? -1 : e);
   }
   return ids;
+}
+
+// The scalar twin alone (no device needed): LRU properties an independent reader can check.
+// Routes that hit never fetch; a step's misses are exactly its distinct absent experts; no
+// slot used in the step is evicted; every victim had the smallest last use (lowest index on
+// ties) among the slots still evictable; slot_of and expert_of_slot stay inverse.
+TEST(MoeCacheRef, LruProperties) {
+  const int64_t L = 2, E = 12, S = 9;
+  std::vector<int32_t> slot_of(L * E, -1), eos(S, -1), ms(64), me(64);
+  std::vector<u64> last(S, 0), rec(L * E, 0), cnt(L * 4, 0);
+  u64 step = 0;
+  int32_t n_miss = 0;
+  ft::cuda::CacheState c{slot_of.data(), eos.data(), last.data(), &step, rec.data(), L, E, S};
+  ft::cuda::CacheMisses m{&n_miss, ms.data(), me.data()};
+  std::mt19937 rng(5);
+  int64_t misses = 0;
+  for (int call = 0; call < 400; ++call) {
+    const int64_t layer = call % L;
+    std::vector<int32_t> ids = random_routes(rng, E, 1 + static_cast<int>(rng() % 4), 2);
+    const std::vector<int32_t> so_before = slot_of;
+    const std::vector<u64> last_before = last;
+    std::vector<int32_t> sid(ids.size());
+    ft::cuda::moe_cache_ensure_ref(c, layer, ids.data(), static_cast<int64_t>(ids.size()), sid.data(), m,
+                                   cnt.data());
+    std::set<int32_t> absent, used;
+    for (int32_t e : ids)
+      if (e >= 0 && so_before[static_cast<size_t>(layer * E + e)] < 0) absent.insert(e);
+    for (int32_t e : ids)
+      if (e >= 0 && so_before[static_cast<size_t>(layer * E + e)] >= 0) used.insert(so_before[static_cast<size_t>(layer * E + e)]);
+    ASSERT_EQ(static_cast<size_t>(n_miss), absent.size()) << "call " << call;
+    misses += n_miss;
+    for (int i = 0; i < n_miss; ++i) {
+      EXPECT_TRUE(absent.count(me[static_cast<size_t>(i)])) << "call " << call;
+      const int32_t v = ms[static_cast<size_t>(i)];
+      EXPECT_FALSE(used.count(v)) << "call " << call << ": evicted a slot used in this step";
+      // Smallest (last use, index) among the slots neither used nor already taken.
+      for (int32_t s2 = 0; s2 < S; ++s2) {
+        if (used.count(s2) || s2 == v) continue;
+        const bool taken_before = std::find(ms.begin(), ms.begin() + i, s2) != ms.begin() + i;
+        if (taken_before) continue;
+        const auto a = std::make_pair(last_before[static_cast<size_t>(v)], v);
+        const auto b = std::make_pair(last_before[static_cast<size_t>(s2)], s2);
+        EXPECT_LT(a, b) << "call " << call << ": victim " << v << " is not the least recently used";
+      }
+      used.insert(v);
+    }
+    for (size_t r = 0; r < ids.size(); ++r) {
+      if (ids[r] < 0) continue;
+      ASSERT_GE(sid[r], 0);
+      EXPECT_EQ(eos[static_cast<size_t>(sid[r])], layer * E + ids[r]);
+    }
+    for (int32_t s2 = 0; s2 < S; ++s2) {
+      const int32_t f = eos[static_cast<size_t>(s2)];
+      if (f >= 0) {
+        EXPECT_EQ(slot_of[static_cast<size_t>(f)], s2);
+      }
+    }
+  }
+  EXPECT_GT(misses, 200);
 }
 
 TEST(MoeCache, EnsureMatchesScalarTwin) {
@@ -378,6 +438,7 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
 INSTANTIATE_TEST_SUITE_P(Tiny, OffloadVsFused,
                          ::testing::Values(ModelCase{"qwen3moe_nvfp4", GgmlType::NVFP4},
                                            ModelCase{"qwen3moe_q8_0", GgmlType::Q8_0},
+                                           ModelCase{"qwen3moe_mxfp4", GgmlType::MXFP4},
                                            ModelCase{"qwen3moe_bf16", GgmlType::BF16}),
                          [](const auto& i) { return i.param.name; });
 
