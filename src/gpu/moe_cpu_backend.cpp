@@ -58,6 +58,19 @@ moe_cpu::ExpertNumerics expert_numerics_of(const GpuNumerics& num) {
   return n;
 }
 
+// Prefill on the GPU is a GEMM on tensor cores in --dtype auto / bfloat16 / float16: the
+// inputs meet the weights rounded to the GEMM's dtype, no Q8 activations.
+moe_cpu::ExpertNumerics prefill_numerics_of(const GpuNumerics& num) {
+  moe_cpu::ExpertNumerics n = expert_numerics_of(num);
+  n.act_quant = quant::ActQuant::kNone;
+  switch (num.prec) {
+    case cuda::GemmPrec::kBF16: n.round_inputs = engine::ActType::kBF16; break;
+    case cuda::GemmPrec::kF16: n.round_inputs = engine::ActType::kF16; break;
+    default: n.round_inputs = engine::ActType::kF32; break;
+  }
+  return n;
+}
+
 // ---- CpuExpertService -------------------------------------------------------------------
 
 CpuExpertService::CpuExpertService(const model::Model& m, std::shared_ptr<const HostBanks> hb, int threads,
@@ -87,6 +100,14 @@ CpuExpertService::CpuExpertService(const model::Model& m, std::shared_ptr<const 
   hs_ = std::make_unique<CpuHandshake>(ho, [this](int layer) { handle(layer); });
 }
 
+CpuExpertService::~CpuExpertService() {
+  const uint64_t n = hs_ ? hs_->tasks() : 0;
+  if (n > 0)
+    log::info("moe cpu: {} tasks, {:.1f} us of CPU expert work per task (coordinator + {} workers)", n,
+              hs_->busy_seconds() / static_cast<double>(n) * 1e6, pool_.size() - 1);
+  hs_.reset();  // joins the coordinator before the pool and the buffers go
+}
+
 void CpuExpertService::handle(int layer) {
   const uint8_t* t = task_.host();
   cuda::MoeCpuTaskHeader hd;
@@ -114,9 +135,12 @@ void CpuExpertService::handle(int layer) {
 }
 
 void CpuExpertService::enqueue_submit(const MoeStep& st, const int32_t* ids, const float* wts, cudaStream_t s) {
-  // Written before the stream can raise the flag the coordinator reads it after; a session's
-  // numerics never change.
-  num_ = expert_numerics_of(*st.num);
+  // Written once, before the stream can raise the first flag (a session's numerics never
+  // change), so the coordinator never reads it while it is written.
+  if (!num_set_) {
+    num_ = expert_numerics_of(*st.num);
+    num_set_ = true;
+  }
   cuda::moe_cpu_pack(lay_, st.h, n_embd_, st.n_tok, ids, wts, st.n_used, static_cast<int32_t>(st.layer), task_.dev(),
                      s);
   hs_->submit(static_cast<int>(st.layer), s);
@@ -132,15 +156,14 @@ void CpuExpertService::run_now(const MoeStep& st, cudaStream_t s) {
   std::vector<float> h(static_cast<size_t>(n_tok * n_embd_)), wts(static_cast<size_t>(n_slots)),
       out(static_cast<size_t>(n_tok * n_embd_));
   std::vector<int32_t> ids(static_cast<size_t>(n_slots));
-  num_ = expert_numerics_of(*st.num);
+  const moe_cpu::ExpertNumerics pn = prefill_numerics_of(*st.num);
   FT_CUDA_CHECK(cudaMemcpyAsync(h.data(), st.h, h.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
   FT_CUDA_CHECK(cudaMemcpyAsync(ids.data(), st.ids, ids.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
   FT_CUDA_CHECK(cudaMemcpyAsync(wts.data(), st.wts, wts.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
   FT_CUDA_CHECK(cudaStreamSynchronize(s));
   {
     std::lock_guard<std::mutex> lock(exec_mu_);
-    exec_.run(layers_[st.layer], num_, h.data(), n_embd_, n_tok, ids.data(), wts.data(), st.n_used, out.data(),
-              n_embd_);
+    exec_.run(layers_[st.layer], pn, h.data(), n_embd_, n_tok, ids.data(), wts.data(), st.n_used, out.data(), n_embd_);
     routes_[st.layer].fetch_add(static_cast<uint64_t>(exec_.last_routes()), std::memory_order_relaxed);
   }
   // ysort ([n_slots][n_embd], the prefill scratch) holds the result for the add.

@@ -37,7 +37,10 @@ class SlotCache;
 
 // The executor's view of one layer of the host banks.
 moe_cpu::HostExperts host_experts_of(const HostLayerBank& b);
+// Decode (GEMV) numerics of --dtype: Q8 activations for quantised weights in auto.
 moe_cpu::ExpertNumerics expert_numerics_of(const GpuNumerics& num);
+// Prefill (GEMM) numerics: inputs rounded to the tensor-core dtype, no Q8.
+moe_cpu::ExpertNumerics prefill_numerics_of(const GpuNumerics& num);
 
 class CpuExpertService {
  public:
@@ -45,12 +48,14 @@ class CpuExpertService {
   // The numerics are the session's, read from MoeStep::num when work is enqueued.
   CpuExpertService(const model::Model& m, std::shared_ptr<const HostBanks> hb, int threads, int64_t max_tok,
                    int64_t n_used);
+  ~CpuExpertService();  // logs the tasks served and the CPU time per task
 
   // Capturable stream work (see above). ids/wts: device [n_tok * n_used], -1 = skip.
   void enqueue_submit(const MoeStep& st, const int32_t* ids, const float* wts, cudaStream_t s);
   void enqueue_finish(const MoeStep& st, cudaStream_t s);
 
-  // Synchronous: any number of tokens, computed on the CPU now (prefill fallback).
+  // Synchronous: any number of tokens, computed on the CPU now (prefill fallback), with
+  // prefill_numerics_of (the GPU's prefill GEMM rounding).
   void run_now(const MoeStep& st, cudaStream_t s);
 
   // Routes computed on the CPU per layer since the last reset.
@@ -67,6 +72,7 @@ class CpuExpertService {
   std::shared_ptr<const HostBanks> hb_;
   std::vector<moe_cpu::HostExperts> layers_;
   moe_cpu::ExpertNumerics num_;
+  bool num_set_ = false;  // set once, before the first task (the coordinator reads num_)
   moe_cpu::CpuPool pool_;
   moe_cpu::ExpertExecutor exec_;
   std::mutex exec_mu_;  // the pool runs one loop at a time (coordinator vs run_now)

@@ -1,5 +1,8 @@
 #include "gpu/moe_hybrid.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -14,6 +17,9 @@ MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
       cache_(*a.m, *a.w, *a.hb, a.n_slot, a.max_routes),
       svc_(*a.m, a.hb, a.o.threads, cuda::kGemvMaxTokens, a.max_routes / cuda::kGemvMaxTokens),
       max_fetch_(a.o.hybrid_max_fetch < 0 ? 1 : static_cast<int>(a.o.hybrid_max_fetch)) {
+  // FT_MOE_HYBRID_MAX_FETCH overrides the default (for A/B runs of `ft bench`).
+  if (const char* e = std::getenv("FT_MOE_HYBRID_MAX_FETCH"); e != nullptr && a.o.hybrid_max_fetch < 0)
+    max_fetch_ = std::max(0, std::atoi(e));
   const int64_t max_routes = a.max_routes;
   if (max_routes > cuda::kCacheMaxRoutes)
     fail("hybrid MoE backend: {} routes per decode step exceed the cache kernel's {}", max_routes,

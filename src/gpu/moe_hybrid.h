@@ -23,8 +23,8 @@ namespace ft::gpu {
 
 class MoeHybrid : public MoeBackend {
  public:
-  // a.n_slot GPU slots; a.o.hybrid_max_fetch < 0: 1 (the original's default without a
-  // measured profile).
+  // a.n_slot GPU slots; a.o.hybrid_max_fetch < 0: FT_MOE_HYBRID_MAX_FETCH, else 1 (the
+  // original's default without a measured profile).
   explicit MoeHybrid(const MoeFactoryArgs& a);
   void decode(const MoeStep& st, cudaStream_t s) override;
   void prefill(const MoeStep& st, cudaStream_t s) override { cache_.prefill(st, s); }

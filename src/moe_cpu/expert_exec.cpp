@@ -158,6 +158,7 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
     slot_of_[s] = g;
     std::memcpy(xg_.data() + g * n_embd, x + (s / n_used) * ldx, sizeof(float) * n_embd);
   }
+  engine::round_act(num.round_inputs, xg_.data(), n_routes * n_embd);
   last_routes_ = n_routes;
   last_bytes_ = static_cast<int64_t>(active_.size()) * L.expert_bytes();
 
@@ -185,6 +186,7 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
       engine::geglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
     else
       engine::swiglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
+    engine::round_act(num.round_inputs, h_.data(), n_routes * n_ff);
     const int64_t cd = chunk_rows(n_embd), nd = (n_embd + cd - 1) / cd;
     pool_.parallel_for(n_active * nd, 1, [&](int64_t i0, int64_t i1, int) {
       for (int64_t i = i0; i < i1; ++i) {
@@ -227,18 +229,26 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
 void expert_exec_ref(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
                      const int32_t* ids, const float* weights, int n_used, float* out, int64_t ldo) {
   const int64_t n_embd = L.n_embd, n_ff = L.n_ff;
-  std::vector<float> gu(static_cast<size_t>(2 * n_ff)), h(static_cast<size_t>(n_ff)), y(static_cast<size_t>(n_embd));
+  std::vector<float> gu(static_cast<size_t>(2 * n_ff)), h(static_cast<size_t>(n_ff)), y(static_cast<size_t>(n_embd)),
+      xr(static_cast<size_t>(n_embd));
   for (int64_t t = 0; t < n_tok; ++t) {
+    const float* xt = x + t * ldx;
+    if (num.round_inputs != engine::ActType::kF32) {
+      for (int64_t i = 0; i < n_embd; ++i) xr[i] = engine::round_act(num.round_inputs, xt[i]);
+      xt = xr.data();
+    }
     float* o = out + t * ldo;
     bool first = true;
     for (int r = 0; r < n_used; ++r) {
       const int32_t e = ids[t * n_used + r];
       check_id(e, L.n_expert);
       if (e < 0) continue;
-      gate_up_rows<true>(L, e, x + t * ldx, ldx, 1, gu.data(), 0, 2 * n_ff, num);
-      for (int64_t i = 0; i < n_ff; ++i)
+      gate_up_rows<true>(L, e, xt, n_embd, 1, gu.data(), 0, 2 * n_ff, num);
+      for (int64_t i = 0; i < n_ff; ++i) {
         h[i] = engine::round_act(num.act, (L.glu == engine::Glu::kGelu ? engine::gelu(gu[i]) : engine::silu(gu[i])) *
                                               gu[n_ff + i]);
+        h[i] = engine::round_act(num.round_inputs, h[i]);
+      }
       quant::matmul_ref(expert_args(L.down, e, h.data(), n_ff, 1, y.data(), n_embd, bank_at(L, e, 2), num), 0, n_embd);
       const float wr = weights[t * n_used + r];
       for (int64_t i = 0; i < n_embd; ++i) o[i] = first ? y[i] * wr : o[i] + y[i] * wr;

@@ -66,6 +66,11 @@ struct ExpertNumerics {
   // F32/F16/BF16 experts on exact fp32 math; true mirrors that (the cpu/hybrid backends),
   // false is llama.cpp's CPU route (BF16 weights meet bf16-rounded activations).
   bool q8_quantised_only = false;
+  // Round the inputs of every product (x, and h before down) to this dtype and multiply in
+  // fp32 (kF32: no rounding): the GPU's prefill GEMMs on bf16 / f16 tensor cores (--dtype
+  // auto: bf16), exact where the weights dequantise exactly to it (NVFP4, MXFP4, BF16).
+  // Meant with act_quant kNone.
+  engine::ActType round_inputs = engine::ActType::kF32;
 };
 
 class ExpertExecutor {

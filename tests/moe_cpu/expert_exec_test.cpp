@@ -221,3 +221,34 @@ TEST(CpuPool, OneThreadPerPhysicalCorePinned) {
 
 }  // namespace
 }  // namespace ft::moe_cpu
+
+namespace ft::moe_cpu {
+namespace {
+
+// round_inputs (the GPU prefill's tensor-core rounding): the twin agrees, pre-rounded inputs
+// give the same bits, and the rounding changes the result.
+TEST(ExpertExec, RoundInputsBf16) {
+  const int64_t E = 6, n_embd = 128, n_ff = 64, n_tok = 4;
+  const int n_used = 2;
+  Layer L;
+  make_layer(L, GgmlType::NVFP4, E, n_embd, n_ff, true);
+  ThreadPool pool(2);
+  ExpertExecutor exec(pool);
+  const auto x = test::randn(n_tok * n_embd, 17);
+  std::vector<float> xb(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xb[i] = engine::round_act(ActType::kBF16, x[i]);
+  const Routes r = make_routes(n_tok, n_used, E);
+  ExpertNumerics nb;
+  nb.round_inputs = ActType::kBF16;
+  std::vector<float> a(x.size()), b(x.size()), ref(x.size()), plain(x.size());
+  exec.run(L.h, nb, x.data(), n_embd, n_tok, r.ids.data(), r.wts.data(), n_used, a.data(), n_embd);
+  exec.run(L.h, nb, xb.data(), n_embd, n_tok, r.ids.data(), r.wts.data(), n_used, b.data(), n_embd);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  expert_exec_ref(L.h, nb, x.data(), n_embd, n_tok, r.ids.data(), r.wts.data(), n_used, ref.data(), n_embd);
+  EXPECT_LT(test::max_abs_diff(a, ref), 1e-4f * test::max_abs(ref));
+  exec.run(L.h, ExpertNumerics{}, x.data(), n_embd, n_tok, r.ids.data(), r.wts.data(), n_used, plain.data(), n_embd);
+  EXPECT_GT(test::max_abs_diff(a, plain), 1e-5f * test::max_abs(plain));
+}
+
+}  // namespace
+}  // namespace ft::moe_cpu
