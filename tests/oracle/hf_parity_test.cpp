@@ -18,7 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "hf/convert.h"
+#include "testgen/bpe_vocab.h"
 #include "testgen/gen_hf.h"
+#include "tokenizer/tokenizer.h"
 
 namespace fs = std::filesystem;
 using ft::testgen::Arch;
@@ -98,6 +101,26 @@ TEST_P(HfParity, ConvertedFileLoadsInLlamaCppAndTheHfDirFollowsIt) {
   const auto res = ft::testgen::generate_hf(fx, dir, (root / "source.gguf").string());
   const Proc conv = run(bin("ft") + " convert " + dir + " --out " + model + " --outtype " + c.outtype + " --quiet");
   ASSERT_EQ(conv.rc, 0) << "ft convert failed on " << dir;
+
+  // The tokenizer from tokenizer.json (HF directory, in memory) against llama.cpp's on the
+  // converted file: special tokens, contractions, digits, runs of spaces and newlines.
+  {
+    const std::string text = "<|im_start|>user\n" + ft::testgen::bpe_training_text().substr(0, 300) +
+                             " It's 2026: 12345 apples,  and   spaces\n\n<|im_end|>\n";
+    auto hf_file = ft::hf::open_hf_as_gguf(dir);
+    auto tok = ft::Tokenizer::from_gguf(*hf_file);
+    const auto ours = tok->encode(text, /*add_special=*/true, /*parse_special=*/true);
+    std::string quoted = "'";
+    for (char ch : text) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    quoted += "'";
+    const Proc t = run(bin("llama-oracle") + " --model " + model + " --tokenize " + quoted);
+    ASSERT_EQ(t.rc, 0) << "llama.cpp could not tokenize with " << model;
+    const auto tj = nlohmann::json::parse(t.out, nullptr, false);
+    ASSERT_FALSE(tj.is_discarded());
+    const auto ref = tj["tokens"].get<std::vector<int>>();
+    EXPECT_EQ(std::vector<int>(ours.begin(), ours.end()), ref) << "tokenization differs from llama.cpp's";
+    EXPECT_GT(ref.size(), 40u);
+  }
 
   std::vector<int> prompt;
   for (int i = 0; i < 12; ++i) prompt.push_back(static_cast<int>((37 * i + 82) % res.n_vocab));
