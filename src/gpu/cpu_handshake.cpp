@@ -136,9 +136,14 @@ void CpuHandshake::wait(int slot, cudaStream_t s) {
   FT_CUDA_CHECK(cudaLaunchHostFunc(
       s,
       [](void* p) {
+        // Spin briefly, then sleep on the flag (futex): a callback thread spinning for the
+        // whole CPU task took a core from a pinned worker, and the H200 run's ft bench with
+        // FT_MOE_CPU_HOSTFUNC=1 did not finish 32 tokens in 25 s.
         auto* c = static_cast<HostFuncCtx*>(p);
         uint32_t* done = c->self->done_host(c->slot);
-        while (load_acquire(done) != 1) cpu_pause();
+        for (int i = 0; i < 2048 && load_acquire(done) != 1; ++i) cpu_pause();
+        std::atomic_ref<uint32_t> d(*done);
+        while (d.load(std::memory_order_acquire) != 1) d.wait(0, std::memory_order_acquire);
         store_release(done, 0);
       },
       &ctx_[static_cast<size_t>(slot)]));
@@ -222,6 +227,7 @@ void CpuHandshake::coordinator() {
       handler_(slot);
       const auto t1 = clock::now();
       store_release(done_host(slot), 1);
+      if (!mem_ops_) std::atomic_ref<uint32_t>(*done_host(slot)).notify_all();  // the sleeping callback
       busy_ns_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
                          std::memory_order_relaxed);
       tasks_.fetch_add(1, std::memory_order_relaxed);
