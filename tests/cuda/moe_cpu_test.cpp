@@ -5,10 +5,13 @@
 //   * on tiny qwen3moe models (NVFP4 with scales, MXFP4, Q8_0, BF16 experts; --dtype auto and
 //     float32): `cpu` (prefill on GPU slots and on the CPU) and `hybrid` (max-fetch 0 and 2,
 //     a quarter of the experts cached) give the same 256 greedy tokens as `fused` (see the
-//     floors below for the measured exceptions in auto).
+//     floors below for the measured exceptions in auto);
+//   * a 6-token decode batch (one CPU task of 6 rows): cpu and hybrid logits = fused's (fp32).
 // All skip without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
@@ -227,5 +230,59 @@ INSTANTIATE_TEST_SUITE_P(
                                          ModelCase{"q8_0", GgmlType::Q8_0}, ModelCase{"bf16", GgmlType::BF16}),
                        ::testing::Values(std::string("auto"), std::string("float32"))),
     [](const auto& info) { return std::get<0>(info.param).name + "_" + std::get<1>(info.param); });
+
+}  // namespace
+
+namespace {
+
+// A decode batch of 6 tokens (one CPU task carries 6 rows) after the prompt: cpu and hybrid
+// logits equal fused's within fp32 summation order (float32), for NVFP4 experts with scales.
+TEST(MoeCpuBackends, SixTokenDecodeBatchMatchesFused) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  ft::gpu::register_moe_cpu_backends();
+  auto spec = ft::testgen::preset("tiny", Arch::kQwen3Moe);
+  spec.seed = 29;
+  spec.n_expert = 8;
+  spec.n_expert_used = 2;
+  for (auto& r : spec.role_type) r = GgmlType::BF16;
+  spec.set_type(Role::kExperts, GgmlType::NVFP4);
+  const fs::path dir = fs::temp_directory_path() / ("ft-moe-cpu-batch-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "m.gguf").string();
+  const auto gen = ft::testgen::generate_model(spec, path);
+  auto m = ft::model::load_model(path);
+  const int64_t V = m->hp.n_vocab;
+  std::vector<int32_t> prompt, batch;
+  for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>((29 * i + 3) % gen.n_vocab));
+  for (int i = 0; i < 6; ++i) batch.push_back(static_cast<int32_t>((11 * i + 1) % gen.n_vocab));
+  auto logits = [&](const ft::gpu::MoeBackendOptions& mo) {
+    ft::gpu::GpuSessionOptions go;
+    go.n_ctx = 64;
+    go.dtype = "float32";
+    go.moe = mo;
+    ft::gpu::GpuSession s(*m, go);
+    s.eval(prompt.data(), static_cast<int64_t>(prompt.size()));
+    const float* l = s.eval(batch.data(), static_cast<int64_t>(batch.size()), /*all_logits=*/true);
+    return std::vector<float>(l, l + 6 * V);
+  };
+  ft::gpu::MoeBackendOptions fo;
+  fo.name = "fused";
+  const auto ref = logits(fo);
+  float amax = 0;
+  for (float v : ref) amax = std::max(amax, std::fabs(v));
+  for (const char* name : {"cpu", "hybrid"}) {
+    ft::gpu::MoeBackendOptions o;
+    o.name = name;
+    o.threads = 2;
+    o.cache_rate = 0.25;
+    o.hybrid_max_fetch = 0;
+    const auto got = logits(o);
+    float d = 0;
+    for (size_t i = 0; i < got.size(); ++i) d = std::max(d, std::fabs(got[i] - ref[i]));
+    std::printf("MOE-BATCH %s: max |dlogit| %.3g of max |logit| %.3g over 6 decode rows\n", name, d, amax);
+    EXPECT_LE(d, 1e-3f * std::max(1.0f, amax)) << name;
+  }
+  fs::remove_all(dir);
+}
 
 }  // namespace
