@@ -3,14 +3,11 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--stream]
+//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants]
 //
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
 // beside FT_CUDA_PDL=0).
 //
-// --stream: only the NVFP4 streaming kernel (gemv_stream.cu) against the slab / packed
-// kernels and the generic one, 1 and 2 tokens, then a sweep of its plans (stages, warps,
-// blocks per thread, CTAs per SM). Plans: S/s<stages>/<warps>/<m>/<CTAs per SM> (S forced).
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
 // decoder b = byte_perm, p = sign-split, and the launch bound in 128-thread blocks per SM).
@@ -131,9 +128,6 @@ struct Case {
   int lanes = 0, rows_per_lane = 0;
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
   int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
-  // gemv_set_stream_override: mode -1 routing, 0 off, 1 forced; stages / warps / m / CTAs per SM
-  int st_mode = -1, st_stages = 0, st_warps = 0, st_m = 0, st_ctas = 0;
-  bool pair = false;  // gemv_pair: a second product (another copy of the weights) in the same call
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -153,7 +147,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     for (size_t i = 0; i < hx.size(); ++i) hx[i] = static_cast<float>((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
     x.upload(hx.data(), hx.size() * 4);
   }
-  DeviceBuffer y(static_cast<size_t>(n_slot * c.rows * 4 * (c.pair ? 2 : 1)));
+  DeviceBuffer y(static_cast<size_t>(n_slot * c.rows * 4));
   DeviceBuffer xq(act_q8_bytes(c.k, x_rows));
   if (c.q8) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), nullptr);
   DeviceBuffer slot_w(static_cast<size_t>(n_slot * 4));
@@ -181,8 +175,6 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_rows_override(c.rows_per_lane);
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
-  gemv_set_stream_override(c.st_mode, c.st_stages, c.st_warps, c.st_m, c.st_ctas);
-  const int64_t stream_before = gemv_stream_launches();
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -210,14 +202,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     } else {
       a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
     }
-    if (!c.pair) return gemv(a, s);
-    // The second product: the next copy of the weights, outputs beside the first's.
-    a.ldy = 2 * c.rows;
-    GemvArgs b = a;
-    b.w = a.w + matrix_bytes * ((a.w - w.as<uint8_t>()) / matrix_bytes + 1 < copies ? 1 : 1 - copies);
-    b.y = a.y + c.rows;
-    b.bank_col = 1;
-    gemv_pair(a, b, s);
+    gemv(a, s);
   };
   const double t = time_graph(launches, body);
   gemv_set_stages_override(-1);
@@ -225,9 +210,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_rows_override(0);
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_variant(0, 0);
-  gemv_set_stream_override(-1, 0, 0, 0, 0);
-  const bool streamed = gemv_stream_launches() != stream_before;
-  const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok)) * (c.pair ? 2 : 1);
+  const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
   const double gbs = bytes / t * 1e-9;
   char shape[64];
   if (grouped)
@@ -256,14 +239,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     if (!pl.x_smem && (grouped || c.n_tok == 1))  // the variant: decoder (b byte_perm, p sign-split), blocks/SM
       plan += std::string(pl.decode == 1 ? "b" : "p") + std::to_string(pl.minb);
   }
-  if (streamed) {  // gemv_stream.cu: S<stages>/<warps>/<blocks per thread>/<CTAs per SM>
-    const auto f = [](int v, int dflt) { return std::to_string(v > 0 ? v : dflt); };
-    plan = std::string(c.st_mode == 1 ? "S" : "s") + f(c.st_stages, kGemvStreamPlan.stages) + "/" +
-           f(c.st_warps, kGemvStreamPlan.warps) + "/" + f(c.st_m, kGemvStreamPlan.m) + "/" +
-           f(c.st_ctas, kGemvStreamPlan.ctas_per_sm);
-  } else if (nv) {
-    // the slab / packed plan above
-  } else if (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0) {
+  if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
     plan = f(c.lanes, 0) + "/" + f(c.rows_per_lane, 0) + "/" + f(c.stages, -1);
   }
@@ -279,7 +255,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
 int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
-  bool quick = false, sweep = true, nvfp4_only = false, stream_only = false, variants_only = false;
+  bool quick = false, sweep = true, nvfp4_only = false, variants_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
@@ -287,10 +263,9 @@ int main(int argc, char** argv) {
     else if (a == "--quick") quick = true;
     else if (a == "--no-sweep") sweep = false;
     else if (a == "--nvfp4") nvfp4_only = true;
-    else if (a == "--stream") stream_only = true;
     else if (a == "--variants") nvfp4_only = variants_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--stream]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants]\n");
       return 2;
     }
   }
@@ -348,73 +323,6 @@ int main(int argc, char** argv) {
       for (Case& c : v) c.q8 = q8;
       return v;
     };
-    if (stream_only) {
-      std::vector<Case> shapes;
-      for (int64_t nt : {1, 2}) {
-        std::vector<Case> v = key(true, nt);
-        if (nt == 1) shapes = v;
-        for (Case c : v) {
-          cases.push_back(c);  // the routing (stream where gemv_stream_routes says so)
-          Case f = c;          // the streaming kernel, kGemvStreamPlan
-          f.st_mode = 1;
-          cases.push_back(f);
-          c.st_mode = 0;  // slab / packed
-          c.name += " (slab)";
-          cases.push_back(c);
-        }
-      }
-      {
-        Case comb = key(true, 1)[3];
-        comb.combine = true;
-        comb.name = "qwen3moe down+combine";
-        cases.push_back(comb);
-      }
-      // gemv_pair (one launch for gate and up), routed and off (two launches).
-      for (int64_t nt : {1, 2})
-        for (int idx : {0, 2})
-          for (int mode : {1, 0}) {
-            Case c = key(true, nt)[static_cast<size_t>(idx)];
-            c.pair = true;
-            c.st_mode = mode;
-            c.name = idx == 0 ? "llama8b gate+up pair" : "qwen3moe gate+up pair";
-            if (mode == 0) c.name += " (2x)";
-            cases.push_back(c);
-          }
-      if (sweep) {
-        struct P {
-          int stages, warps, m, ctas;
-        };
-        const P plans[] = {{2, 8, 2, 2}, {3, 8, 2, 2}, {4, 8, 2, 2}, {6, 8, 2, 2}, {4, 8, 1, 2}, {4, 8, 1, 3},
-                           {4, 8, 1, 4}, {6, 8, 1, 3}, {8, 8, 1, 2}, {3, 8, 4, 1}, {4, 8, 4, 1}, {2, 8, 4, 2},
-                           {3, 8, 4, 2}, {4, 4, 2, 4}, {6, 4, 2, 3}, {8, 4, 1, 4}, {4, 4, 4, 3}, {4, 8, 2, 1}};
-        for (const Case& base : shapes)
-          for (const P& pl : plans) {
-            Case c = base;
-            c.st_mode = 1, c.st_stages = pl.stages, c.st_warps = pl.warps, c.st_m = pl.m, c.st_ctas = pl.ctas;
-            cases.push_back(c);
-          }
-        // Two tokens: a few plans.
-        for (const Case& base : key(true, 2))
-          for (const P& pl : {P{4, 8, 2, 2}, P{4, 8, 1, 3}, P{3, 8, 4, 1}, P{6, 4, 2, 3}}) {
-            if (base.n_expert > 0) continue;
-            Case c = base;
-            c.st_mode = 1, c.st_stages = pl.stages, c.st_warps = pl.warps, c.st_m = pl.m, c.st_ctas = pl.ctas;
-            cases.push_back(c);
-          }
-        // Expert gate at 8 tokens (64 slots).
-        for (const P& pl : {P{4, 8, 2, 2}, P{4, 8, 1, 3}, P{3, 8, 4, 1}}) {
-          Case c = key(true, 8)[2];
-          c.st_mode = 1, c.st_stages = pl.stages, c.st_warps = pl.warps, c.st_m = pl.m, c.st_ctas = pl.ctas;
-          cases.push_back(c);
-        }
-        Case c = key(true, 8)[2];
-        c.st_mode = 0;
-        c.name += " (slab)";
-        cases.push_back(c);
-      }
-      for (const Case& c : cases) run_case(c, pool, launches);
-      return 0;
-    }
     if (nvfp4_only) {
       // The new kernels (auto plan), the generic kernel (kernel 0), then a plan sweep.
       for (int64_t nt : {1, 2, 4, 8})
@@ -443,7 +351,7 @@ int main(int argc, char** argv) {
           int dec, minb;
         };
         for (const Case& base : v)
-          for (const Var var : {Var{1, 4}, Var{2, 4}, Var{2, 6}, Var{2, 8}}) {
+          for (const Var var : {Var{1, 4}, Var{2, 4}, Var{2, 5}, Var{2, 6}, Var{2, 8}}) {
             const bool packed = base.n_expert > 0 && base.k < 2048;
             for (int rows : {1, 2, 4}) {
               if (packed && rows > 1) break;

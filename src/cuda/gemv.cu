@@ -1,12 +1,10 @@
 // Decode GEMV entry (gemv.h): argument checks and the choice between the float path
 // (gemv_float.cu) and the integer path (gemv_q8.cu); both run the skeleton of
 // gemv_kernel.cuh with plans from gemv_tuning.h. NVFP4 on the integer path takes its own
-// kernels unless a generic plan is forced (lanes override) or the rows are not 4-byte
-// aligned: the streaming kernel (gemv_stream.cu) where gemv_stream_routes sends the product,
-// else the slab / packed kernels (gemv_nvfp4.cu).
+// kernels, the slab / packed kernels of gemv_nvfp4.cu, unless a generic plan is forced
+// (lanes override) or the rows are not 4-byte aligned.
 #include "cuda/gemv.h"
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -24,8 +22,6 @@ int g_stages_override = -1;
 int g_lanes_override = 0;
 int g_rows_override = 0;
 Nvfp4Override g_nvfp4_override;
-StreamOverride g_stream_override;
-std::atomic<int64_t> g_stream_launches{0};
 
 int64_t block_elems(GgmlType t) {
   switch (t) {
@@ -86,34 +82,6 @@ void gemv_set_nvfp4_variant(int decode, int minb) {
   g_nvfp4_override.decode = decode;
   g_nvfp4_override.minb = minb;
 }
-
-void gemv_set_stream_override(int mode, int stages, int warps, int m, int ctas_per_sm) {
-  g_stream_override = {mode, stages, warps, m, ctas_per_sm};
-}
-
-int64_t gemv_stream_launches() { return g_stream_launches.load(std::memory_order_relaxed); }
-
-namespace {
-
-// The streaming kernel where the routing (or the override) sends the product and it can
-// take it (gemv_stream.cu); false: the other NVFP4 kernels.
-bool try_stream(const Params& p, int64_t n_tok, bool grouped, cudaStream_t stream, const Params* second = nullptr) {
-  const StreamOverride& o = g_stream_override;
-  if (o.mode == 0) return false;
-  const bool combine = p.slot_w != nullptr;
-  const int64_t n_out = grouped ? (combine ? n_tok / p.n_used : n_tok) : 1;
-  if (o.mode != 1 && !gemv_stream_routes(n_tok, n_out, grouped, combine)) return false;
-  GemvStreamPlan pl = kGemvStreamPlan;
-  if (o.stages > 0) pl.stages = o.stages;
-  if (o.warps > 0) pl.warps = o.warps;
-  if (o.m > 0) pl.m = o.m;
-  if (o.ctas_per_sm > 0) pl.ctas_per_sm = o.ctas_per_sm;
-  if (!gemv_nvfp4_stream(p, n_tok, grouped, pl, stream, second)) return false;
-  g_stream_launches.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-}  // namespace
 
 namespace {
 
@@ -180,10 +148,6 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
   const Params p = checked_params(a);
   const bool grouped = a.ids != nullptr, q8 = takes_q8(a);
   if (q8 && a.type == GgmlType::NVFP4 && g_lanes_override == 0 && g_nvfp4_override.kernel != 0) {
-    // A forced slab / packed plan (nvfp4 override) skips the streaming kernel unless that is
-    // forced too.
-    const bool nv_forced = g_nvfp4_override.kernel > 0 || g_nvfp4_override.rows > 0 || g_nvfp4_override.x_smem > 0;
-    if ((!nv_forced || g_stream_override.mode == 1) && try_stream(p, a.n_tok, grouped, stream)) return;
     if (gemv_nvfp4(p, a.n_tok, grouped, g_nvfp4_override, stream)) return;
   }
   if (q8) {
@@ -197,22 +161,6 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     over.stages = g_stages_override;
     gemv_float(a.type, p, a.n_tok, grouped, over, stream);
   }
-}
-
-void gemv_pair(const GemvArgs& a, const GemvArgs& b, cudaStream_t stream) {
-  const Params pa = checked_params(a), pb = checked_params(b);
-  // Everything but the weights, outputs and scales must be shared.
-  const bool same = a.type == b.type && a.k == b.k && a.rows == b.rows && a.row_bytes == b.row_bytes &&
-                    a.n_tok == b.n_tok && a.xq == b.xq && a.x == b.x && a.ldx == b.ldx && a.ids == b.ids &&
-                    a.expert_bytes == b.expert_bytes && a.x_div == b.x_div && a.bank == b.bank &&
-                    a.round == b.round && a.accumulate == b.accumulate && a.slot_w == nullptr &&
-                    b.slot_w == nullptr;
-  const bool nv_forced = g_nvfp4_override.kernel >= 0 || g_nvfp4_override.rows > 0 || g_nvfp4_override.x_smem > 0;
-  if (same && takes_q8(a) && a.type == GgmlType::NVFP4 && g_lanes_override == 0 &&
-      (!nv_forced || g_stream_override.mode == 1) && try_stream(pa, a.n_tok, a.ids != nullptr, stream, &pb))
-    return;
-  gemv(a, stream);
-  gemv(b, stream);
 }
 
 }  // namespace ft::cuda

@@ -83,13 +83,6 @@ bool gemv_q8_supported(GgmlType t);
 // Enqueues the product on `stream`; throws ft::Error for unsupported types/shapes.
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
 
-// Two products in one launch where the NVFP4 streaming kernel takes them (cuda/gemv_tuning.h:
-// integer path, packed rows, dense 1..2 tokens or grouped without the combine), else two
-// gemv() calls: the MoE gate and up projections, or any two products with the same type, k,
-// rows, row stride, n_tok, activations (x, xq), expert ids, expert stride, x_div, bank, round
-// and accumulate; each keeps its own w, y, ldy, row_scale, scale and bank_col.
-void gemv_pair(const GemvArgs& a, const GemvArgs& b, cudaStream_t stream = nullptr);
-
 // Tuning knobs for tests and benchmarks (process-wide, not thread-safe; 0 / -1 = the tuning
 // table, cuda/gemv_tuning.h): the cp.async pipeline depth (chunks in flight per warp, 1..4),
 // and for the integer path the lanes per row (4, 8, 16, 32) and rows per lane (1, 2, 4;

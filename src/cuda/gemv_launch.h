@@ -26,10 +26,6 @@ struct Nvfp4Override {
   int kernel = -1, rows = 0, x_smem = 0;
   int decode = 0, minb = 0;  // gemv_set_nvfp4_variant
 };
-// Streaming kernel overrides (gemv_set_stream_override; -1 / 0: the routing / plan's).
-struct StreamOverride {
-  int mode = -1, stages = 0, warps = 0, m = 0, ctas_per_sm = 0;
-};
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
 inline int gemv_vector_bytes(const Params& p, int chunk_bytes) {
@@ -99,12 +95,6 @@ void launch_kernel(Params p, int64_t n_out, cudaStream_t stream) {
 void gemv_float(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const FloatPlan& plan,
                 cudaStream_t stream);
 void gemv_q8(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const Q8Plan& plan, cudaStream_t stream);
-// The NVFP4 streaming kernel (gemv_stream.cu); false when it cannot take the product (combine,
-// more than 2 dense tokens, rows not packed, weights not 16-byte aligned, bad plan).
-// second: the other product of gemv_pair (its w, y, ldy, row_scale, scale, bank_col; the
-// rest as p's), nullptr for one product.
-bool gemv_nvfp4_stream(const Params& p, int64_t n_tok, bool grouped, const GemvStreamPlan& plan, cudaStream_t stream,
-                       const Params* second = nullptr);
 // The NVFP4 integer-path kernels (gemv_nvfp4.cu); false when the plan or the alignment of
 // the weights leaves the product to gemv_q8.
 bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream);

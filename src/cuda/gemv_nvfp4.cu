@@ -422,7 +422,10 @@ dim3 grid_for(int64_t n_items, int ctas) {
   return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
 }
 
-template <int NT, int R, bool XS, int VB, bool PN = true, int MINB = 4>
+// Decoder: sign-split for 1-2 tokens; with more tokens each decoded word serves more dp4a,
+// and sign-split's doubled dp4a count loses (run 8, 8 tokens, 14336x4096: 66.5 us at R 4,
+// 56.3 at R 2, against run 5's byte_perm 52.1 at R 4).
+template <int NT, int R, bool XS, int VB, bool PN = (NT <= 2), int MINB = 4>
 void launch_slab(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
   auto kernel = slab_kernel<NT, R, XS, VB, PN, MINB>;
   p.n_rg = (p.rows + R - 1) / R;
@@ -462,17 +465,19 @@ void slab_rows(const Params& p, int64_t n_out, const Nv4& g, int R, cudaStream_t
 
 // The variants of one token, 16-byte vectors, activations from global memory (the dense and
 // expert decode shapes the benchmark compares): decoder (1 byte_perm, else e2m1x8_pn) and
-// the launch bound's blocks per SM (4 / 6 / 8 of 128 threads: at most 128 / 80 / 64
+// the launch bound's blocks per SM (4 / 5 / 6 / 8 of 128 threads: at most 128 / 102 / 80 / 64
 // registers per thread).
 template <int R>
 void slab_variant(const Params& p, int64_t n_out, const Nv4& g, int decode, int minb, cudaStream_t s) {
   if (decode == 1) return launch_slab<1, R, false, 16, false, 4>(p, n_out, g, s);
+  if (minb == 5) return launch_slab<1, R, false, 16, true, 5>(p, n_out, g, s);
   if (minb == 6) return launch_slab<1, R, false, 16, true, 6>(p, n_out, g, s);
   if (minb == 8) return launch_slab<1, R, false, 16, true, 8>(p, n_out, g, s);
   return launch_slab<1, R, false, 16, true, 4>(p, n_out, g, s);
 }
 void packed_variant(const Params& p, int64_t n_out, const Nv4& g, int decode, int minb, cudaStream_t s) {
   if (decode == 1) return launch_packed<16, false, false, 4>(p, n_out, g, s);
+  if (minb == 5) return launch_packed<16, false, true, 5>(p, n_out, g, s);
   if (minb == 6) return launch_packed<16, false, true, 6>(p, n_out, g, s);
   if (minb == 8) return launch_packed<16, false, true, 8>(p, n_out, g, s);
   return launch_packed<16, false, true, 4>(p, n_out, g, s);
@@ -506,7 +511,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (pl.kernel == 1 && (over.rows == 1 || over.rows == 2 || over.rows == 4)) pl.rows = over.rows;
   if (over.x_smem == 1 || over.x_smem == 2) pl.x_smem = over.x_smem == 2;
   if (over.decode == 1 || over.decode == 2) pl.decode = over.decode;
-  if (over.minb == 4 || over.minb == 6 || over.minb == 8) pl.minb = over.minb;
+  if (over.minb >= 4 && over.minb <= 8 && over.minb != 7) pl.minb = over.minb;
   if (pl.kernel == 0) return false;
 
   // Vector width: 16 bytes when every row, expert and (partial) slab or piece starts

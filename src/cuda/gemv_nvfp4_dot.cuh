@@ -1,5 +1,5 @@
-// The NVFP4 block dot product of the integer GEMV path, shared by the slab / packed kernels
-// (gemv_nvfp4.cu) and the streaming kernel (gemv_stream.cu): one staged 36-byte block of R
+// The NVFP4 block dot product of the integer GEMV path, shared by the slab and packed kernels
+// (gemv_nvfp4.cu): one staged 36-byte block of R
 // rows times the act_q8 activations of up to NT tokens, the math of gemv_q8_ref's dot_nvfp4.
 // CUDA translation units only.
 #pragma once
@@ -41,7 +41,7 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
     dx[t][0] = dx[t][1] = 0.0f;
-    if (t < n_tok) {
+    if (NT == 1 || t < n_tok) {  // one token: no branch (n_tok is 1)
       const uint4* dp = reinterpret_cast<const uint4*>(x0 + t * xq_row + k) + c;
       const uint4 d = XS ? *dp : __ldg(dp);
       dx[t][0] = __uint_as_float(d.x) * 0.5f;
@@ -66,7 +66,7 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
     }
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-      if (t >= n_tok) break;
+      if (NT > 1 && t >= n_tok) break;
       const uint4 v = XS ? *reinterpret_cast<const uint4*>(x0 + t * xq_row + 16 * xs_chunk(c, s))
                          : __ldg(reinterpret_cast<const uint4*>(x0 + t * xq_row + 64 * c + 16 * s));
       const uint32_t a0 = x_pair_0(v.x, v.z), a1 = x_pair_1(v.x, v.z);

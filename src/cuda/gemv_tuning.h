@@ -100,16 +100,22 @@ struct GemvNvfp4Plan {
   int rows;    // slab: R (1, 2, 4); packed: rows per work item
   bool x_smem;  // activations copied to shared memory per CTA (when <= kNvfp4XSmemMax bytes)
   // One token, 16-byte aligned rows, activations from global memory only (other launches:
-  // decode 2, minb 4): the E2M1 decoder (1 byte_perm, 2 sign-split permutes e2m1x8_pn) and
-  // the kernel's launch bound in 128-thread blocks per SM (4, 6, 8: <= 128 / 80 / 64
-  // registers per thread).
+  // sign-split for 1-2 tokens, byte_perm for more, 4 blocks per SM): the E2M1 decoder (1
+  // byte_perm, 2 sign-split permutes e2m1x8_pn) and the kernel's launch bound in 128-thread
+  // blocks per SM (4, 5, 6, 8: <= 128 / 102 / 80 / 64 registers per thread).
   int decode = 2;
   int minb = 4;
 };
-// Shared activations measured 0-10% slower than L1-cached global reads at every benchmarked
-// shape (H200 run 5: 4096x14336 19.2 vs 18.2 us, expert down 8.2 vs 7.4 us), so plans leave
-// them off; the option stays for GPUs with smaller L1.
+// Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
+// decoder (H200 run 5); with the sign-split decoder the dense one-token shapes gain (run 8:
+// 14336x4096 14.04 vs 15.46 us, 4096x14336 14.58 vs 14.56) and the expert ones still lose
+// (gate 6.95 vs 6.22, down 7.23 vs 6.41), so plans take them for dense single tokens only.
 inline constexpr int64_t kNvfp4XSmemMax = 36 << 10;
+// Grouped one-token slab launches whose R = 2 work items all fit in one wave of warps at
+// 6 blocks of 4 warps per SM (132 SMs: 3168) take R = 2 at that launch bound: run 8, experts
+// gate 768x2048 x8 (3072 items) 5.47 us against 6.22-6.59 for R 1 / 2 / 4 at 4 blocks and
+// 6.3-8.8 for the other bounds.
+inline constexpr int64_t kNvfp4OneWaveWarps = 132 * 6 * 4;
 inline constexpr int kNvfp4PackBlocksPerLane = 4;
 // Work items (warps' worth of parallel work) below which the slab kernel takes fewer rows
 // per warp: the H200 holds ~2100 warps of this kernel at once.
@@ -143,51 +149,19 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   // H200 runs 4-5, us (R = 1 / 2 / 4): 14336x4096 24.8 / 21.8 / 19.9, batch 8 - / 56.8 / 52.1;
   // 4096x14336 22.1 / 18.1 / 18.3, batch 8 - / 51.6 / 65.7; experts 768x2048 x8 7.7 / 7.0 /
   // 7.0, 64 slots - / 35.5 / 31.2. The rule below picks the best or within 1% of it each time
-  // (R = 4 with 8 tokens spills ~0.5 KB per thread and still wins at 14336 rows).
+  // (R = 4 with 8 tokens spills ~0.5 KB per thread and still wins at 14336 rows). Run 8
+  // (sign-split decoder, one token, activations from global memory, 4 blocks per SM):
+  // 14336x4096 20.1 / 17.6 / 15.5, 4096x14336 24.0 / 14.6 / 17.2: the same choice.
   GemvNvfp4Plan pl{1, 1, false};
   for (int r = 4; r >= 1; r /= 2) {
     pl.rows = r;
     if ((rows + r - 1) / r * n_out >= kNvfp4MinItems) break;
   }
   if (n_tok > 1 && pl.rows < 2) pl.rows = 2;  // instances for several tokens: R = 2, 4
+  if (!grouped && n_tok == 1) pl.x_smem = true;
+  if (grouped && n_tok == 1 && (rows + 1) / 2 * n_out <= kNvfp4OneWaveWarps) pl.rows = 2, pl.minb = 6;
   return pl;
 }
-
-// ---- NVFP4 streaming kernel (gemv_stream.cu) -------------------------------------------
-//
-// A persistent grid (ctas_per_sm x SMs, at most one CTA per row) where each CTA streams the
-// contiguous bytes of its rows through a ring of `stages` shared-memory slots of
-// 32 x warps x m blocks (m x 9 KB at 8 warps). Handles NVFP4 on the integer path with packed
-// rows: dense 1..2 tokens, grouped without the combine.
-struct GemvStreamPlan {
-  int stages;       // ring slots, 2..8 (stages - 1 in flight while one is decoded)
-  int warps;        // warps per CTA: 4 or 8
-  int m;            // blocks per thread per stage: 1, 2, 4
-  int ctas_per_sm;  // CTAs per SM (capped by what fits)
-};
-// First guess, before an H200 measurement: 4 x 18 KB slots, 2 CTAs per SM (~54 KB in flight
-// per SM against the ~35 KB that 4.5 TB/s x ~1 us of loaded latency asks of each of 132 SMs).
-inline constexpr GemvStreamPlan kGemvStreamPlan{4, 8, 2, 2};
-
-// Whether gemv routes an NVFP4 integer-path product to the streaming kernel: n_tok tokens
-// (dense) or n_out slots (grouped), combine = the fused expert sum (kept on the packed kernel).
-// Off until measured: the one H200 run of this kernel (2026-11-29) stopped at a launch-set-up
-// error (fixed since: static shared memory beside the opt-in dynamic maximum), so it has no
-// figures yet. Turn on once `ft-bench-gemv-cuda --stream` shows the forced plan (S rows) ahead
-// of the slab / packed rows, and set kGemvStreamPlan to the sweep's best.
-inline constexpr bool kGemvStreamRouted = false;
-inline bool gemv_stream_routes(int64_t n_tok, int64_t n_out, bool grouped, bool combine) {
-  if (!kGemvStreamRouted || combine) return false;
-  if (!grouped) return n_tok <= 2;
-  return n_out <= 16;
-}
-
-// Forces the streaming kernel (tests, benchmarks; process-wide, not thread-safe): mode -1 =
-// the routing above, 0 = never, 1 = wherever it can take the shape; stages / warps / m /
-// ctas_per_sm 0 = kGemvStreamPlan's. Defined in gemv.cu.
-void gemv_set_stream_override(int mode, int stages, int warps, int m, int ctas_per_sm);
-// Streaming-kernel launches so far in this process (tests check that a forced plan ran).
-int64_t gemv_stream_launches();
 
 // Forces the NVFP4 plan (tests, benchmarks; process-wide, not thread-safe): kernel -1 = the
 // plan's, 0/1/2 as above (a kernel that cannot take the shape falls back to the generic one);
@@ -195,7 +169,7 @@ int64_t gemv_stream_launches();
 // shared memory where they fit. Defined in gemv.cu.
 void gemv_set_nvfp4_override(int kernel, int rows, int x_smem);
 // Forces the decoder (0 = the plan's, 1 byte_perm, 2 sign-split) and launch bound (0 = the
-// plan's, 4 / 6 / 8 blocks per SM) of the one-token NVFP4 kernels (benchmarks, tests).
+// plan's, 4 / 5 / 6 / 8 blocks per SM) of the one-token NVFP4 kernels (benchmarks, tests).
 void gemv_set_nvfp4_variant(int decode, int minb);
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of

@@ -680,6 +680,19 @@ TEST(CudaGemvNvfp4, PackedRowsFillTheLanes) {
   EXPECT_EQ(gemv_nvfp4_plan(4096, 14336, 1, 1, 1, false).rows, 2);
   EXPECT_EQ(gemv_nvfp4_plan(7, 4096, 8, 1, 1, false).rows, 2);  // several tokens: R >= 2
   EXPECT_EQ(gemv_nvfp4_plan(768, 2048, 1, 8, 1, true).kernel, 1);  // 32 blocks: slab
+  // Run 8's choices: dense single tokens stage the activations in shared memory; the expert
+  // gate of one token (3072 R = 2 items: one wave at 6 blocks per SM) takes R 2 at 6 blocks.
+  EXPECT_TRUE(dense.x_smem);
+  EXPECT_EQ(dense.minb, 4);
+  EXPECT_FALSE(gemv_nvfp4_plan(14336, 4096, 2, 1, 1, false).x_smem);
+  const GemvNvfp4Plan gate = gemv_nvfp4_plan(768, 2048, 1, 8, 1, true);
+  EXPECT_EQ(gate.rows, 2);
+  EXPECT_EQ(gate.minb, 6);
+  EXPECT_FALSE(gate.x_smem);
+  const GemvNvfp4Plan gate64 = gemv_nvfp4_plan(768, 2048, 1, 64, 1, true);  // 8 tokens: many waves
+  EXPECT_EQ(gate64.rows, 4);
+  EXPECT_EQ(gate64.minb, 4);
+  EXPECT_EQ(gemv_nvfp4_plan(2048, 768, 1, 1, 8, true).minb, 4);  // packed
 }
 
 // Every NVFP4 kernel and plan against the twin over odd shapes: rows not a multiple of R,
@@ -756,7 +769,7 @@ TEST(CudaGemvNvfp4, DeviceDecodersMatchHost) {
   }
 }
 
-// The one-token variants (byte_perm decoder; sign-split decoder at 4 / 6 / 8 blocks per SM)
+// The one-token variants (byte_perm decoder; sign-split decoder at 4 / 5 / 6 / 8 blocks per SM)
 // against the twin: dense odd shapes (rows not a multiple of R, k = 64 x odd, k < 2048,
 // 16-byte aligned rows: the variants' launches), grouped gate/up and down + combine.
 TEST(CudaGemvNvfp4, VariantsMatchTwin) {
@@ -766,7 +779,7 @@ TEST(CudaGemvNvfp4, VariantsMatchTwin) {
     int decode, minb;
   };
   int n = 0;
-  for (const V v : {V{1, 4}, V{2, 4}, V{2, 6}, V{2, 8}})
+  for (const V v : {V{1, 4}, V{2, 4}, V{2, 5}, V{2, 6}, V{2, 8}})
     for (int rows_per_warp : {1, 2, 4}) {
       gemv_set_nvfp4_override(1, rows_per_warp, 1);
       gemv_set_nvfp4_variant(v.decode, v.minb);
@@ -791,188 +804,6 @@ TEST(CudaGemvNvfp4, VariantsMatchTwin) {
     }
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_variant(0, 0);
-}
-
-// ---- NVFP4 streaming kernel (gemv_stream.cu) ------------------------------------------
-
-// Every streaming plan against the twin: stages 2..8 (ring depths), 4 or 8 warps, 1..4 blocks
-// per thread (stages of 128..1024 blocks: rows of 1..224 blocks spanning many stages or many
-// rows in one, so partial sums cross stages), 1..3 CTAs per SM (CTA ranges crossing slot
-// boundaries); rows not a multiple of anything, k = 64 x odd (rows not 16-byte aligned: the
-// ranges start mid-vector), 1 and 2 tokens, scales, roundings, accumulate; grouped with shared
-// and per-slot inputs. The launch counter proves the kernel ran.
-TEST(CudaGemvStream, ForcedPlansMatchTwin) {
-  FT_REQUIRE_GPU();
-  std::mt19937 rng(31337);
-  struct Plan {
-    int stages, warps, m, ctas;
-  };
-  const Plan plans[] = {{4, 8, 2, 2}, {2, 4, 1, 1}, {3, 8, 1, 3}, {8, 4, 4, 1}, {5, 8, 4, 2}, {5, 4, 2, 3}};
-  int n = 0;
-  for (const Plan& pl : plans) {
-    gemv_set_stream_override(1, pl.stages, pl.warps, pl.m, pl.ctas);
-    SCOPED_TRACE("stream stages " + std::to_string(pl.stages) + " warps " + std::to_string(pl.warps) + " m " +
-                 std::to_string(pl.m) + " ctas " + std::to_string(pl.ctas));
-    for (int64_t k : {64, 192, 320, 768, 2112, 4160, 14336})
-      for (int64_t rows : {1, 5, 33, 130, 301}) {
-        const int64_t n_tok = 1 + n % 2;
-        const quant::Round round = n % 5 == 3 ? quant::Round::kBF16 : n % 5 == 4 ? quant::Round::kF16 : quant::Round::kNone;
-        const int64_t before = gemv_stream_launches();
-        check_dense_q8({GgmlType::NVFP4, k, rows, n_tok, n % 4, round, 0, n % 3 == 1}, rng);
-        if (::testing::Test::HasFatalFailure()) break;
-        ASSERT_EQ(gemv_stream_launches(), before + 1) << "k " << k << " rows " << rows << ": stream kernel not taken";
-        ++n;
-      }
-    if (::testing::Test::HasFatalFailure()) break;
-    for (int64_t k : {768, 320, 2112, 4160}) {
-      const int64_t before = gemv_stream_launches();
-      // gate/up-like (shared input, 8 ranks of 2 tokens), down-like (per-slot input).
-      check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, k, 45, 9, 8, 2, rng);
-      check_grouped_epilogue(GgmlType::NVFP4, true, false, true, false, quant::Round::kBF16, k, 70, 16, 8, 2, rng);
-      check_grouped_epilogue(GgmlType::NVFP4, true, false, n % 2 == 0, false, quant::Round::kF16, k, 20, 5, 3, 1, rng);
-      if (::testing::Test::HasFatalFailure()) break;
-      ASSERT_EQ(gemv_stream_launches(), before + 3) << "grouped k " << k << ": stream kernel not taken";
-      ++n;
-    }
-    if (::testing::Test::HasFatalFailure()) break;
-  }
-  // What it cannot take falls back: padded rows, 3+ tokens, the combine.
-  const int64_t before = gemv_stream_launches();
-  check_dense_q8({GgmlType::NVFP4, 2112, 33, 1, 3, quant::Round::kNone, 16 - row_bytes(GgmlType::NVFP4, 2112) % 16 + 16},
-                 rng);
-  check_dense_q8({GgmlType::NVFP4, 2112, 33, 3, 1, quant::Round::kNone, 0}, rng);
-  check_grouped_epilogue(GgmlType::NVFP4, true, true, false, false, quant::Round::kNone, 768, 40, 9, 8, 2, rng);
-  EXPECT_EQ(gemv_stream_launches(), before);
-  // Off: never taken, even where the routing would.
-  gemv_set_stream_override(0, 0, 0, 0, 0);
-  check_dense_q8({GgmlType::NVFP4, 4160, 33, 1, 1, quant::Round::kNone, 0}, rng);
-  EXPECT_EQ(gemv_stream_launches(), before);
-  gemv_set_stream_override(-1, 0, 0, 0, 0);
-}
-
-// gemv_pair: two products (their own weights, outputs at different columns of one buffer,
-// scales, row scales and bank columns) against the twin, one launch when the streaming kernel
-// takes them. Grouped: n_tok tokens of n_used slots sharing their token's input (gate/up).
-void check_pair(bool grouped, int64_t n_tok, int64_t k, int64_t rows, int64_t n_expert, int n_used,
-                quant::Round round, bool accumulate, std::mt19937& rng) {
-  SCOPED_TRACE(std::string("pair grouped=") + std::to_string(grouped) + " n_tok=" + std::to_string(n_tok) +
-               " k=" + std::to_string(k) + " rows=" + std::to_string(rows) + " round=" +
-               std::to_string(static_cast<int>(round)) + " acc=" + std::to_string(accumulate));
-  const GgmlType type = GgmlType::NVFP4;
-  const int64_t rb = row_bytes(type, k), eb = rb * rows, ne = grouped ? n_expert : 1;
-  const int64_t n_slot = grouped ? n_tok * n_used : n_tok, x_rows = n_tok, out_rows = n_slot;
-  std::vector<uint8_t> w[2];
-  for (auto& wt : w) {
-    wt.resize(static_cast<size_t>(eb * ne));
-    for (int64_t r = 0; r < rows * ne; ++r) {
-      const auto row = quant::testing::random_row(type, k, rng);
-      std::copy(row.begin(), row.end(), wt.begin() + r * rb);
-    }
-  }
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  std::vector<int32_t> ids(static_cast<size_t>(std::max<int64_t>(n_slot, 1)));
-  for (auto& e : ids) e = static_cast<int32_t>(rng() % static_cast<uint32_t>(ne));
-  std::vector<float> bank(static_cast<size_t>(ne * 4));
-  for (auto& v : bank) v = 0.25f + 0.5f * (unit(rng) + 1.0f);
-  std::vector<float> row_scale[2];
-  for (auto& rs : row_scale) {
-    rs.resize(static_cast<size_t>(rows));
-    for (auto& v : rs) v = 0.5f + unit(rng) * 0.25f;
-  }
-  const float scale[2] = {3.0e-4f, 1.5f};
-  const int64_t ldx = k + 8, ldy = 2 * rows + 1;
-  std::vector<float> x(static_cast<size_t>(ldx * x_rows));
-  for (auto& v : x) v = unit(rng);
-  const auto xq = quantize_rows(x, ldx, k, x_rows);
-  std::vector<float> y0(static_cast<size_t>(ldy * out_rows), poison());
-  for (int64_t t = 0; t < out_rows; ++t)
-    for (int64_t r = 0; r < 2 * rows; ++r)
-      if (accumulate) y0[static_cast<size_t>(t * ldy + r)] = unit(rng);
-
-  std::vector<float> want = y0;
-  for (int side = 0; side < 2; ++side)
-    for (int64_t s = 0; s < out_rows; ++s) {
-      const int64_t e = grouped ? ids[static_cast<size_t>(s)] : 0, xr = grouped ? s / n_used : s;
-      const float sc = scale[side] * (grouped ? bank[static_cast<size_t>(e * 4 + side)] : 1.0f);
-      gemv_q8_ref(type, w[side].data() + e * eb, rb, k, rows, xq.data() + xr * act_q8_row_bytes(k), 1,
-                  want.data() + s * ldy + side * rows, ldy, row_scale[side].data(), sc, to_gpu(round), accumulate);
-    }
-
-  DeviceBuffer dw0 = to_device(w[0]), dw1 = to_device(w[1]), dxq = to_device(xq), dids = to_device(ids),
-               dbank = to_device(bank), drs0 = to_device(row_scale[0]), drs1 = to_device(row_scale[1]),
-               dy = to_device(y0);
-  GemvArgs a;
-  a.type = type;
-  a.row_bytes = rb;
-  a.k = k;
-  a.rows = rows;
-  a.xq = dxq.get();
-  a.n_tok = n_slot;
-  a.ldy = ldy;
-  a.round = to_gpu(round);
-  a.accumulate = accumulate;
-  if (grouped) {
-    a.ids = dids.as<int32_t>();
-    a.expert_bytes = eb;
-    a.x_div = n_used;
-    a.bank = dbank.as<float>();
-  }
-  GemvArgs b = a;
-  a.w = dw0.as<uint8_t>();
-  a.y = dy.as<float>();
-  a.row_scale = drs0.as<float>();
-  a.scale = scale[0];
-  a.bank_col = 0;
-  b.w = dw1.as<uint8_t>();
-  b.y = dy.as<float>() + rows;
-  b.row_scale = drs1.as<float>();
-  b.scale = scale[1];
-  b.bank_col = 1;
-  gemv_pair(a, b);
-  FT_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto y = to_host<float>(dy, want.size());
-  const double ulp = round == quant::Round::kBF16 ? 1.0 / 128 : round == quant::Round::kF16 ? 1.0 / 1024 : 0.0;
-  for (int64_t s = 0; s < out_rows; ++s) {
-    const int64_t e = grouped ? ids[static_cast<size_t>(s)] : 0, xr = grouped ? s / n_used : s;
-    for (int side = 0; side < 2; ++side)
-      for (int64_t r = 0; r < rows; ++r) {
-        const size_t at = static_cast<size_t>(s * ldy + side * rows + r);
-        ASSERT_FALSE(is_poison(y[at])) << "slot " << s << " side " << side << " row " << r << " not written";
-        if (y[at] == want[at]) continue;
-        const RowMag m = row_mag(type, w[side].data() + e * eb + r * rb, k, x.data() + xr * ldx,
-                                 xq.data() + xr * act_q8_row_bytes(k));
-        const double sc = std::fabs(scale[side] * (grouped ? bank[static_cast<size_t>(e * 4 + side)] : 1.0f) *
-                                    row_scale[side][static_cast<size_t>(r)]);
-        ASSERT_LE(std::fabs(static_cast<double>(y[at]) - want[at]),
-                  1e-5 * m.mag * sc + ulp * std::fabs(want[at]) + (accumulate ? 2.4e-7 * std::fabs(want[at]) : 0.0) +
-                      1e-30)
-            << "slot " << s << " side " << side << " row " << r << " got " << y[at] << " want " << want[at];
-      }
-    ASSERT_TRUE(is_poison(y[static_cast<size_t>(s * ldy + 2 * rows)])) << "wrote past the rows";
-  }
-}
-
-TEST(CudaGemvStream, PairMatchesTwinInOneLaunch) {
-  FT_REQUIRE_GPU();
-  std::mt19937 rng(4242);
-  for (int forced : {1, -1}) {
-    gemv_set_stream_override(forced, 3, 4, 1, 1);  // small stages: rows and slots cross them
-    const int64_t before = gemv_stream_launches();
-    check_pair(true, 2, 768, 45, 9, 8, quant::Round::kNone, false, rng);
-    check_pair(true, 1, 2112, 33, 5, 3, quant::Round::kBF16, true, rng);
-    check_pair(true, 3, 320, 70, 16, 4, quant::Round::kF16, false, rng);
-    check_pair(false, 1, 4160, 130, 1, 1, quant::Round::kNone, true, rng);
-    check_pair(false, 2, 2112, 7, 1, 1, quant::Round::kNone, false, rng);
-    if (::testing::Test::HasFatalFailure()) break;
-    EXPECT_EQ(gemv_stream_launches(), before + (forced == 1 || kGemvStreamRouted ? 5 : 0));
-  }
-  // Off: two launches of the other kernels, same results.
-  gemv_set_stream_override(0, 0, 0, 0, 0);
-  const int64_t before = gemv_stream_launches();
-  check_pair(true, 2, 768, 45, 9, 8, quant::Round::kNone, true, rng);
-  check_pair(false, 3, 2112, 33, 1, 1, quant::Round::kNone, false, rng);
-  EXPECT_EQ(gemv_stream_launches(), before);
-  gemv_set_stream_override(-1, 0, 0, 0, 0);
 }
 
 TEST(CudaGemvQ8, RefusesBadCombine) {
