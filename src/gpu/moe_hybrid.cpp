@@ -1,7 +1,9 @@
 #include "gpu/moe_hybrid.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -12,14 +14,44 @@
 
 namespace ft::gpu {
 
+namespace {
+
+// The fetch cap when --moe-hybrid-max-fetch is unset: the PCIe side and the CPU side should
+// finish a layer together, so fetch the share q = gather / (gather + cpu) of the expected
+// misses per token, n_used * (1 - slots / experts) (uniform routing: the random-weight
+// benchmark files hit at the cache fraction). q defaults to the H200 host's overlapped
+// figures (ft bench-bw 22:36: gather 47.5 GB/s beside CPU GEMV 51.1 GB/s -> 0.48);
+// FT_MOE_HYBRID_Q overrides it. At the measured cap of 1 and rate 0.5 the CPU took 200 us a
+// layer (about 3 experts) while 2 fetched experts cost 121 us of gather: 2 is the balance.
+int default_max_fetch(const MoeFactoryArgs& a, std::string* why) {
+  double q = 0.48;
+  if (const char* e = std::getenv("FT_MOE_HYBRID_Q")) q = std::clamp(std::atof(e), 0.0, 1.0);
+  int64_t total = 0;
+  for (const HostLayerBank& b : a.hb->layers) total += b.n_expert;
+  const double n_used = static_cast<double>(a.max_routes) / cuda::kGemvMaxTokens;
+  const double miss = total > 0 ? n_used * std::max(0.0, 1.0 - static_cast<double>(a.n_slot) / total) : 0.0;
+  const int f = std::max(1, static_cast<int>(std::lround(q * miss)));
+  *why = fmt::format("q {:.2f} x {:.1f} expected misses", q, miss);
+  return f;
+}
+
+}  // namespace
+
 MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
     : hb_(a.hb),
       cache_(*a.m, *a.w, *a.hb, a.n_slot, a.max_routes),
       svc_(*a.m, a.hb, a.o.threads, cuda::kGemvMaxTokens, a.max_routes / cuda::kGemvMaxTokens),
-      max_fetch_(a.o.hybrid_max_fetch < 0 ? 1 : static_cast<int>(a.o.hybrid_max_fetch)) {
-  // FT_MOE_HYBRID_MAX_FETCH overrides the default (for A/B runs of `ft bench`).
-  if (const char* e = std::getenv("FT_MOE_HYBRID_MAX_FETCH"); e != nullptr && a.o.hybrid_max_fetch < 0)
-    max_fetch_ = std::max(0, std::atoi(e));
+      max_fetch_(static_cast<int>(a.o.hybrid_max_fetch)) {
+  fetch_why_ = "--moe-hybrid-max-fetch";
+  if (a.o.hybrid_max_fetch < 0) {
+    // FT_MOE_HYBRID_MAX_FETCH sets it for A/B runs of `ft bench` (which has no option).
+    if (const char* e = std::getenv("FT_MOE_HYBRID_MAX_FETCH")) {
+      max_fetch_ = std::max(0, std::atoi(e));
+      fetch_why_ = "FT_MOE_HYBRID_MAX_FETCH";
+    } else {
+      max_fetch_ = default_max_fetch(a, &fetch_why_);
+    }
+  }
   const int64_t max_routes = a.max_routes;
   if (max_routes > cuda::kCacheMaxRoutes)
     fail("hybrid MoE backend: {} routes per decode step exceed the cache kernel's {}", max_routes,
@@ -49,9 +81,10 @@ void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
 
 std::string MoeHybrid::describe() const {
   const int64_t sb = SlotCache::slot_bytes(*hb_);
-  return fmt::format("hybrid ({} GPU slots of {:.2f} MiB, at most {} misses fetched per layer and step, the rest on "
-                     "the CPU; {})",
-                     cache_.n_slot(), static_cast<double>(sb) / (1024.0 * 1024.0), max_fetch_, svc_.describe());
+  return fmt::format("hybrid ({} GPU slots of {:.2f} MiB, at most {} misses fetched per layer and step ({}), the "
+                     "rest on the CPU; {})",
+                     cache_.n_slot(), static_cast<double>(sb) / (1024.0 * 1024.0), max_fetch_, fetch_why_,
+                     svc_.describe());
 }
 
 MoeStats MoeHybrid::stats() const { return cache_.stats(); }

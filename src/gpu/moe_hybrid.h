@@ -23,8 +23,8 @@ namespace ft::gpu {
 
 class MoeHybrid : public MoeBackend {
  public:
-  // a.n_slot GPU slots; a.o.hybrid_max_fetch < 0: FT_MOE_HYBRID_MAX_FETCH, else 1 (the
-  // original's default without a measured profile).
+  // a.n_slot GPU slots; a.o.hybrid_max_fetch < 0: FT_MOE_HYBRID_MAX_FETCH, else the share
+  // q of the expected misses that balances gather and CPU time (moe_hybrid.cpp).
   explicit MoeHybrid(const MoeFactoryArgs& a);
   void decode(const MoeStep& st, cudaStream_t s) override;
   void prefill(const MoeStep& st, cudaStream_t s) override { cache_.prefill(st, s); }
@@ -40,6 +40,7 @@ class MoeHybrid : public MoeBackend {
   SlotCache cache_;
   CpuExpertService svc_;
   int max_fetch_ = 1;
+  std::string fetch_why_;
   cuda::DeviceBuffer gpu_wts_, cpu_ids_, cpu_wts_;
   size_t extra_bytes_ = 0;
 };
