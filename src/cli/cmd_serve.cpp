@@ -35,6 +35,8 @@ struct ServeOptions {
   std::string dtype = "auto";
   int max_running = 4;
   int max_queue = 32;
+  int64_t prefill_chunk = 512;
+  int64_t kv_page_size = 16;
   int64_t ctx_size = 0;
   int threads = 0;
   std::string api_key;
@@ -63,6 +65,8 @@ int run_serve(const ServeOptions& o) {
   so.model_id = o.alias.empty() ? std::filesystem::path(o.model).filename().string() : o.alias;
   so.max_running = o.max_running;
   so.max_queue = o.max_queue;
+  so.prefill_chunk = o.prefill_chunk;
+  so.kv_page_size = o.kv_page_size;
   // Shared with the signal thread, which outlives this function on error paths.
   auto server_ptr = std::make_shared<serve::Server>(so);
   serve::Server& server = *server_ptr;
@@ -107,6 +111,7 @@ int run_serve(const ServeOptions& o) {
     if (total) server.set_progress(0.9 + 0.1 * static_cast<double>(done) / static_cast<double>(total));
   };
   sm.runner = make_runner(*sm.model, ro);
+  sm.moe_gauges = [r = sm.runner.get()](serve::MoeCacheGauges& g) { runner_moe_cache_gauges(*r, &g); };
   const std::string desc = sm.runner->describe();
   const int64_t n_ctx = sm.runner->n_ctx();
   server.set_ready(std::move(sm));
@@ -130,7 +135,10 @@ Command register_serve(CLI::App& app) {
   sub->add_option("--moe-cache-rate", o->moe_cache_rate, "offload: GPU expert slots as a fraction of all experts");
   sub->add_option("--dtype", o->dtype, "activation dtype: auto (default), float32, bfloat16, float16");
   sub->add_option("--max-running-requests", o->max_running, "requests admitted at once (default 4)");
-  sub->add_option("--max-queue", o->max_queue, "requests that may wait beyond those; more get 503 (default 32)");
+  sub->add_option("--max-queue,--max-queued-requests", o->max_queue, "requests that may wait beyond those; more get 503 (default 32)");
+  sub->add_option("--prefill-chunk", o->prefill_chunk,
+                  "CPU batching: prompt tokens per step beside the running requests' decode (default 512)");
+  sub->add_option("--kv-page-size", o->kv_page_size, "CPU batching: tokens per KV cache page (default 16)");
   sub->add_option("--ctx-size", o->ctx_size, "KV cache size in tokens (default min(context_length, 4096))");
   sub->add_option("--threads", o->threads, "CPU threads (default: physical cores)");
   sub->add_option("--api-key", o->api_key, "require this key (Bearer or x-api-key); default $FT_API_KEY");

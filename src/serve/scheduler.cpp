@@ -303,6 +303,7 @@ void Scheduler::batch_worker() {
         item_of.push_back(i);
         --budget;
       }
+    const auto n_decode = static_cast<int64_t>(items.size());
     int64_t chunk_left = std::max<int64_t>(1, opt_.prefill_chunk);
     for (size_t i = 0; i < run.size() && budget > 0 && chunk_left > 0; ++i) {
       Running& r = run[i];
@@ -344,6 +345,11 @@ void Scheduler::batch_worker() {
       const GenRequest& req = r.job->req_;
       if (!r.decoding()) {
         r.pos += static_cast<size_t>(items[k].n);
+        {
+          std::lock_guard<std::mutex> lk(r.job->mu_);
+          ++r.job->stats_.prefill_steps;
+          r.job->stats_.decoded_beside_prefill += n_decode;
+        }
         if (!r.decoding()) continue;
         const double t = now_s();
         {

@@ -81,6 +81,10 @@ struct JobStats {
   double queue_s = 0.0;     // waiting for the engine
   double prompt_s = 0.0;    // prefill
   double decode_s = 0.0;    // from the first token to the last
+  // Continuous batching: the steps that read part of the prompt, and the tokens other jobs
+  // generated in those steps (chunked prefill interleaved with their decode).
+  int64_t prefill_steps = 0;
+  int64_t decoded_beside_prefill = 0;
 };
 
 class Job {

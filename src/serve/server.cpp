@@ -55,6 +55,8 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 Server::Server(ServerOptions o) : opt_(std::move(o)) {
   if (opt_.max_running < 1) fail("--max-running-requests must be >= 1, got {}", opt_.max_running);
   if (opt_.max_queue < 0) fail("--max-queue must be >= 0, got {}", opt_.max_queue);
+  if (opt_.prefill_chunk < 1) fail("--prefill-chunk must be >= 1, got {}", opt_.prefill_chunk);
+  if (opt_.kv_page_size < 1) fail("--kv-page-size must be >= 1, got {}", opt_.kv_page_size);
   http_ = std::make_unique<httplib::Server>();
   // Each streaming request holds an HTTP thread while it waits for its turn, so the pool
   // must hold every admitted request plus a few for /health, /metrics and refusals.
@@ -105,6 +107,8 @@ void Server::set_ready(ServedModel m) {
   SchedulerOptions so;
   so.max_running = opt_.max_running;
   so.max_queue = opt_.max_queue;
+  so.prefill_chunk = opt_.prefill_chunk;
+  so.kv_page_size = opt_.kv_page_size;
   sched_ = std::make_unique<Scheduler>(*served_.runner, served_.tok.get(), metrics_, so);
   ctx_.sched = sched_.get();
   ctx_.tok = served_.tok.get();
@@ -242,6 +246,7 @@ void Server::install_routes() {
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     EngineGauges g;
     if (ready_.load()) g = sched_->gauges();
+    if (ready_.load() && served_.moe_gauges) served_.moe_gauges(g.moe);
     res.status = 200;
     res.set_content(metrics_.render(g), "text/plain; version=0.0.4; charset=utf-8");
     metrics_.count_request("/metrics", 200);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +37,8 @@ struct ServerOptions {
   std::string model_id;     // the name /v1/models lists
   int max_running = 4;
   int max_queue = 32;
+  int64_t prefill_chunk = 512;  // SchedulerOptions
+  int64_t kv_page_size = 16;
 };
 
 // What set_ready() takes over: the model, the runner over it and its tokenizer (may be
@@ -46,6 +49,8 @@ struct ServedModel {
   std::unique_ptr<engine::Runner> runner;
   std::unique_ptr<Tokenizer> tok;
   std::string chat_template;  // empty: ChatML
+  // Fills /metrics' MoE expert-cache lines (unset: none); called from HTTP threads.
+  std::function<void(MoeCacheGauges&)> moe_gauges;
 };
 
 class Server {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/scheduler.h"
 #include "server_test_util.h"
 
 namespace ft::test {
@@ -164,6 +165,85 @@ TEST(ServerBatchLoad, TwoThousandRequestsFrom32ClientsWithDisconnects) {
   EXPECT_LT(rss2 - rss1, 4 * 1024) << "resident memory grew over the second round";
   const auto r = post_json(s, "/completion", json{{"prompt", {1, 2}}, {"n_predict", 3}, {"ignore_eos", true}});
   EXPECT_EQ(r.status, 200);
+}
+
+// The scheduler itself over a CPU session (batching on): a 200-token prompt that arrives
+// while another job decodes is read 16 tokens a step, and each of those 13 steps also
+// carries the running job's next token. Served in turn, the long prompt would have waited
+// for the running job's end; read in one piece, it would hold the running job for its whole
+// prefill (one step).
+void expect_chunked_prefill(int64_t chunk, int64_t want_steps) {
+  auto m = model::load_model(tiny_model_path());
+  engine::SessionOptions so;
+  so.n_ctx = 512;
+  so.n_threads = 1;
+  engine::Session sess(*m, so);
+  serve::Metrics metrics;
+  serve::SchedulerOptions o;
+  o.max_running = 2;
+  o.max_queue = 2;
+  o.prefill_chunk = chunk;
+  serve::Scheduler sched(sess, nullptr, metrics, o);
+  serve::GenRequest a;
+  a.prompt = {1, 2, 3};
+  a.max_tokens = 400;
+  a.ignore_eos = true;
+  a.sampling.temperature = 0.0f;
+  auto ja = sched.submit(a);
+  serve::JobEvent ev;
+  ASSERT_TRUE(ja->next(ev));  // a is decoding
+  serve::GenRequest b;
+  for (int i = 0; i < 200; ++i) b.prompt.push_back((i * 7 + 1) % 200);
+  b.max_tokens = 1;
+  b.sampling.temperature = 0.0f;
+  auto jb = sched.submit(b);
+  while (jb->next(ev) && !ev.done) {
+  }
+  EXPECT_EQ(ev.finish, serve::Finish::kLength);
+  const serve::JobStats st = jb->stats();
+  EXPECT_EQ(st.n_generated, 1);
+  EXPECT_EQ(st.prefill_steps, want_steps);
+  EXPECT_EQ(st.decoded_beside_prefill, want_steps) << "a's decode was not in every step of b's prefill";
+  ja->cancel();
+  while (ja->next(ev) && !ev.done) {
+  }
+  EXPECT_GT(ja->stats().n_generated, want_steps);
+}
+
+TEST(ServerBatchLoad, LongPromptIsPrefilledBetweenDecodeSteps) {
+  expect_chunked_prefill(16, 13);
+  expect_chunked_prefill(512, 1);
+}
+
+// A cancelled job leaves the batch at the next step and its pages are free at once.
+TEST(ServerBatchLoad, CancelFreesPagesAtOnce) {
+  auto m = model::load_model(tiny_model_path());
+  engine::SessionOptions so;
+  so.n_ctx = 512;
+  so.n_threads = 1;
+  engine::Session sess(*m, so);
+  serve::Metrics metrics;
+  serve::SchedulerOptions o;
+  o.max_running = 2;
+  serve::Scheduler sched(sess, nullptr, metrics, o);
+  serve::GenRequest a;
+  for (int i = 0; i < 40; ++i) a.prompt.push_back(i + 1);
+  a.max_tokens = 450;
+  a.ignore_eos = true;
+  auto ja = sched.submit(a);
+  serve::JobEvent ev;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(ja->next(ev));
+  EXPECT_GE(sched.gauges().kv_pages_used, 3);
+  ja->cancel();
+  while (ja->next(ev) && !ev.done) {
+  }
+  EXPECT_EQ(ev.finish, serve::Finish::kCancelled);
+  for (int i = 0; i < 1000 && sched.gauges().running > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const serve::EngineGauges g = sched.gauges();
+  EXPECT_EQ(g.running, 0);
+  EXPECT_EQ(g.kv_pages_used, 0);
+  EXPECT_EQ(g.kv_pages_free, g.kv_pages_total);
+  EXPECT_EQ(g.kv_pages_total, 2 * 512 / 16);
 }
 
 }  // namespace
