@@ -25,6 +25,11 @@
 //   Counters (optional, device uint64 [L][4]): += routes, hits (routes resident before the
 //   step), misses fetched, 0 (cpu routes). Requires S >= the distinct experts of one step (else the kernel
 //   writes -1 slot ids for the overflow and counts them nowhere: callers size S >= E).
+//   The kernel does steps 1-3 in parallel (1024 threads): a step's victims are the k smallest
+//   (last_use, index) slots with last_use != step, in that order -- exactly the serial rule's,
+//   since a taken slot gets last_use = step and no routed expert is evicted (it hit) -- chosen
+//   in rounds over the distinct last_use values (block min + ordered block scan), and the
+//   distinct misses ranked by a block scan in route order. The scalar twin keeps the serial rule.
 //
 // moe_cache_ensure_hybrid (for the hybrid backend): the same with a fetch cap F per call:
 //   resident routes get their slot as above; the step's distinct missing experts are ranked
@@ -41,7 +46,8 @@
 // moe_cache_gather: copies the staged misses of one layer from the mapped pinned host banks
 // into their slots, all tensor kinds in ONE launch (kernel loads over PCIe in 16-byte
 // vectors from many CTAs): no host-side memcpy, so the launch -- and the misses -- live in a
-// captured CUDA graph. max_miss bounds the grid (the step's routes); CTAs past *n_miss exit.
+// captured CUDA graph. max_miss (the step's routes) sizes the grid; the *n_miss misses there
+// are share all of its CTAs (so one miss alone still loads from many SMs).
 // kinds: the tensor kinds to copy in this launch (the per-bank path launches it per kind).
 #pragma once
 

@@ -63,6 +63,12 @@ struct MoeLayerStats {
   uint64_t prefill_layers = 0;  // whole-layer prefill copies
 };
 
+// The GPU expert cache at a glance (server /metrics): occupancy now, counters since load.
+struct MoeCacheGauges {
+  int64_t slots = 0, slots_used = 0;  // slots holding an expert
+  uint64_t routes = 0, hits = 0, misses_fetched = 0, misses_cpu = 0;  // decode, all layers
+};
+
 struct MoeStats {
   std::vector<MoeLayerStats> layers;  // [n_layer] (dense layers stay zero)
   uint64_t decode_steps = 0;          // decode calls of layer 0 with experts
@@ -88,6 +94,13 @@ class MoeBackend {
   virtual size_t device_bytes() const { return 0; }
   // Host bytes it holds (pinned banks).
   virtual size_t host_bytes() const { return 0; }
+  // The slot cache's gauges (offload-family backends; false when there is none). Safe to
+  // call from another thread while decode runs or is being captured: copies on a private
+  // non-blocking stream, no device synchronisation.
+  virtual bool cache_gauges(MoeCacheGauges* g) const {
+    (void)g;
+    return false;
+  }
 };
 
 // The experts of one layer as the grouped kernels read them: expert (or slot) i of tensor t

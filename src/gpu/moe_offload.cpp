@@ -132,6 +132,7 @@ SlotCache::SlotCache(const model::Model& m, const DeviceWeights& /*w*/, const Ho
   per_bank_ = copy && std::strcmp(copy, "per_bank") == 0;
   n_buf_ = n_slot >= 2 * n_expert_max_ ? 2 : 1;
   FT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+  FT_CUDA_CHECK(cudaStreamCreateWithFlags(&gauge_, cudaStreamNonBlocking));
   for (int i = 0; i < 2; ++i) {
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&ready_[i], cudaEventDisableTiming));
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&release_[i], cudaEventDisableTiming));
@@ -146,6 +147,7 @@ SlotCache::~SlotCache() {
   }
   if (begin_) cudaEventDestroy(begin_);
   if (copy_) cudaStreamDestroy(copy_);
+  if (gauge_) cudaStreamDestroy(gauge_);
 }
 
 ExpertView SlotCache::view(int64_t layer, int64_t first, int64_t n) const {
@@ -253,6 +255,27 @@ MoeStats SlotCache::stats() const {
   }
   s.decode_steps = (step[0] - step_base_) / static_cast<u64>(moe_layers_.size());
   return s;
+}
+
+MoeCacheGauges SlotCache::gauges() const {
+  using u64 = unsigned long long;
+  // Counters may be mid-update by a running ensure; a scrape reads some step's values.
+  std::vector<u64> c(static_cast<size_t>(st_.n_layer * 4));
+  std::vector<int32_t> eos(static_cast<size_t>(st_.n_slot));
+  FT_CUDA_CHECK(cudaMemcpyAsync(c.data(), counters_.get(), c.size() * sizeof(u64), cudaMemcpyDeviceToHost, gauge_));
+  FT_CUDA_CHECK(cudaMemcpyAsync(eos.data(), st_.expert_of_slot, eos.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                gauge_));
+  FT_CUDA_CHECK(cudaStreamSynchronize(gauge_));
+  MoeCacheGauges g;
+  g.slots = st_.n_slot;
+  for (int32_t f : eos) g.slots_used += f >= 0;
+  for (int64_t l = 0; l < st_.n_layer; ++l) {
+    g.routes += c[static_cast<size_t>(4 * l + 0)];
+    g.hits += c[static_cast<size_t>(4 * l + 1)];
+    g.misses_fetched += c[static_cast<size_t>(4 * l + 2)];
+    g.misses_cpu += c[static_cast<size_t>(4 * l + 3)];
+  }
+  return g;
 }
 
 void SlotCache::reset_stats() {

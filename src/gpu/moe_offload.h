@@ -61,6 +61,8 @@ class SlotCache {
 
   MoeStats stats() const;
   void reset_stats();
+  // Occupancy and decode counters since load (MoeBackend::cache_gauges' contract).
+  MoeCacheGauges gauges() const;
   size_t device_bytes() const { return device_bytes_; }
   bool per_bank() const { return per_bank_; }
   int n_prefill_buffers() const { return n_buf_; }
@@ -85,6 +87,7 @@ class SlotCache {
   // Prefill streaming.
   int n_buf_ = 1;
   cudaStream_t copy_ = nullptr;
+  cudaStream_t gauge_ = nullptr;  // non-blocking: a scrape never waits for (or joins) a capture
   cudaEvent_t ready_[2] = {nullptr, nullptr}, release_[2] = {nullptr, nullptr}, begin_ = nullptr;
   int64_t issued_ = -1;  // last MoE-layer index whose copy was issued in this pass
   std::vector<MoeLayerStats> host_stats_;  // prefill counters (host-driven)
@@ -102,6 +105,10 @@ class MoeOffload : public MoeBackend {
   void reset_stats() override { cache_.reset_stats(); }
   size_t device_bytes() const override { return cache_.device_bytes(); }
   size_t host_bytes() const override { return hb_->bytes(); }
+  bool cache_gauges(MoeCacheGauges* g) const override {
+    *g = cache_.gauges();
+    return true;
+  }
   SlotCache& cache() { return cache_; }
 
  private:

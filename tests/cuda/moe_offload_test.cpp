@@ -211,6 +211,71 @@ TEST(MoeCache, EnsureMatchesScalarTwin) {
   EXPECT_GT(counters[1] + counters[5], 100u);  // and the hot experts hit
 }
 
+// The parallel victim selection against the twin where round 1's small caches did not reach:
+// H200-sized state (48 layers x 128 experts, 3072 slots, up to 8 tokens x 8 routes), many ties
+// (slots invalidated to last_use 0 mid-run, as prefill does), and a cache smaller than a call's
+// distinct misses (overflow routes get -1, the first misses in route order get the slots).
+TEST(MoeCache, EnsureMatchesScalarTwinLargeTiesOverflow) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  struct Case {
+    int64_t L, E, S;
+    int max_tok, n_used;
+  };
+  for (const Case& k : {Case{48, 128, 3072, 8, 8}, Case{2, 16, 6, 8, 2}}) {
+    Twin tw(k.L, k.E, k.S);
+    Staging st(64);
+    std::vector<u64> counters(static_cast<size_t>(k.L * 4), 0);
+    ft::cuda::DeviceBuffer d_counters = ft::cuda::to_device(counters);
+    ft::cuda::DeviceBuffer d_ids(64 * 4), d_sid(64 * 4);
+    std::mt19937 rng(static_cast<unsigned>(11 + k.S));
+    int64_t total_miss = 0, overflow = 0;
+    const int calls = k.S > 1000 ? 2000 : 300;
+    for (int call = 0; call < calls; ++call) {
+      const int64_t layer = call % k.L;
+      if (call % 700 == 699) {  // a prefill: the first 2E slots invalidated, evicted first after
+        const int64_t n = std::min<int64_t>(2 * k.E, k.S);
+        for (int64_t i = 0; i < n; ++i) {
+          const int32_t f = tw.expert_of_slot[static_cast<size_t>(i)];
+          if (f >= 0) tw.slot_of[static_cast<size_t>(f)] = -1;
+          tw.expert_of_slot[static_cast<size_t>(i)] = -1;
+          tw.last_use[static_cast<size_t>(i)] = 0;
+        }
+        ft::cuda::moe_cache_invalidate(tw.dev(), 0, n, nullptr);
+      }
+      const int n_tok = 1 + static_cast<int>(rng() % static_cast<unsigned>(k.max_tok));
+      std::vector<int32_t> ids = random_routes(rng, k.E, n_tok, k.n_used);
+      if (k.S > 1000) {  // a wide uniform spread as well, so the 3072 slots fill and evict
+        std::uniform_int_distribution<int> u(0, static_cast<int>(k.E) - 1);
+        for (size_t r = 0; r < ids.size(); r += 2) ids[r] = u(rng);
+      }
+      const int64_t n = static_cast<int64_t>(ids.size());
+      std::vector<int32_t> sid(ids.size(), 99);
+      ft::cuda::moe_cache_ensure_ref(tw.host(), layer, ids.data(), n, sid.data(), st.host(), counters.data());
+      d_ids.upload(ids.data(), ids.size() * 4);
+      ft::cuda::moe_cache_ensure(tw.dev(), layer, d_ids.as<int32_t>(), n, d_sid.as<int32_t>(), st.dev(),
+                                 d_counters.as<u64>(), nullptr);
+      const std::string where = "S " + std::to_string(k.S) + " call " + std::to_string(call);
+      ASSERT_EQ(ft::cuda::to_host<int32_t>(d_sid, ids.size()), sid) << where;
+      const int32_t dn = ft::cuda::to_host<int32_t>(st.d_n, 1)[0];
+      ASSERT_EQ(dn, st.n) << where;
+      ASSERT_EQ(ft::cuda::to_host<int32_t>(st.d_slot, static_cast<size_t>(dn)),
+                std::vector<int32_t>(st.slot.begin(), st.slot.begin() + dn)) << where;
+      ASSERT_EQ(ft::cuda::to_host<int32_t>(st.d_expert, static_cast<size_t>(dn)),
+                std::vector<int32_t>(st.expert.begin(), st.expert.begin() + dn)) << where;
+      total_miss += st.n;
+      for (size_t r = 0; r < ids.size(); ++r) overflow += ids[r] >= 0 && sid[r] < 0;
+      if (call % 200 == 199) tw.expect_same(where);
+    }
+    tw.expect_same("S " + std::to_string(k.S) + " end");
+    EXPECT_EQ(ft::cuda::to_host<u64>(d_counters, counters.size()), counters);
+    if (k.S > 1000) {
+      EXPECT_GT(total_miss, 3000);  // more distinct experts than slots: it evicts
+    } else {
+      EXPECT_GT(overflow, 20);  // 6 slots, up to 16 distinct experts a call: routes left without a slot
+    }
+  }
+}
+
 TEST(MoeCache, HybridEnsureMatchesScalarTwin) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const int64_t L = 2, E = 32, S = 40;
@@ -322,6 +387,54 @@ TEST(MoeCache, GatherCopiesStagedExperts) {
   for (uint8_t* p : host) cudaFreeHost(p);
 }
 
+// The gather's grid is shared by the misses a call really has (CTAs per miss = grid / n_miss):
+// 1, 2 and 5 misses of 256 KiB + a 16-byte bank row out of 8 possible, every byte checked.
+TEST(MoeCache, GatherSharesTheGridAmongFewMisses) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const int64_t E = 6, S = 8, sizes[2] = {256 * 1024, 16};
+  std::vector<uint8_t*> host(2);
+  std::mt19937 rng(4);
+  ft::cuda::GatherPlan plan;
+  std::vector<ft::cuda::DeviceBuffer> pool;
+  for (int k = 0; k < 2; ++k) {
+    void* p = nullptr;
+    ASSERT_EQ(cudaHostAlloc(&p, static_cast<size_t>(E * sizes[k]), cudaHostAllocMapped | cudaHostAllocPortable),
+              cudaSuccess);
+    host[k] = static_cast<uint8_t*>(p);
+    for (int64_t i = 0; i < E * sizes[k]; ++i) host[k][i] = static_cast<uint8_t>(rng());
+    void* dev = nullptr;
+    ASSERT_EQ(cudaHostGetDevicePointer(&dev, host[k], 0), cudaSuccess);
+    pool.emplace_back(static_cast<size_t>(S * sizes[k]));
+    plan.kind[plan.n_kind++] = {static_cast<const uint8_t*>(dev), pool.back().as<uint8_t>(), sizes[k], 0};
+  }
+  for (const int n_miss : {1, 2, 5}) {
+    for (auto& b : pool) ASSERT_EQ(cudaMemset(b.get(), 0, b.bytes()), cudaSuccess);
+    Staging st(8);
+    st.n = n_miss;
+    st.slot = {6, 1, 3, 0, 7, 0, 0, 0};
+    st.expert = {2, 5, 0, 4, 1, 0, 0, 0};
+    st.d_n.upload(&st.n, 4);
+    st.d_slot.upload(st.slot.data(), 32);
+    st.d_expert.upload(st.expert.data(), 32);
+    ft::cuda::moe_cache_gather(plan, st.dev(), 8, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (int k = 0; k < 2; ++k) {
+      const std::vector<uint8_t> got = ft::cuda::to_host<uint8_t>(pool[k], pool[k].bytes());
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t e = -1;
+        for (int m = 0; m < n_miss; ++m)
+          if (st.slot[m] == s) e = st.expert[m];
+        for (int64_t b = 0; b < sizes[k]; ++b) {
+          const uint8_t want = e >= 0 ? host[k][e * sizes[k] + b] : 0;
+          ASSERT_EQ(got[static_cast<size_t>(s * sizes[k] + b)], want)
+              << n_miss << " misses, kind " << k << " slot " << s << " byte " << b;
+        }
+      }
+    }
+  }
+  for (uint8_t* p : host) cudaFreeHost(p);
+}
+
 struct ModelCase {
   std::string name;
   GgmlType experts;
@@ -344,6 +457,8 @@ struct Trace {
   std::vector<std::vector<float>> logits;
   std::vector<int32_t> tokens;
   ft::gpu::MoeStats stats;
+  ft::gpu::MoeCacheGauges gauges;
+  bool has_gauges = false;
 };
 
 Trace run(const ft::model::Model& m, const ft::gpu::GpuSessionOptions& go, int64_t n_vocab) {
@@ -371,6 +486,7 @@ Trace run(const ft::model::Model& m, const ft::gpu::GpuSessionOptions& go, int64
     next = keep(s.eval(&next, 1), 1);
   }
   t.stats = s.moe().stats();
+  t.has_gauges = s.moe().cache_gauges(&t.gauges);
   return t;
 }
 
@@ -424,6 +540,14 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       EXPECT_GT(tot.misses_fetched, 16u) << where << ": a quarter of the experts must miss";
       EXPECT_GT(tot.hits, 0u) << where;
       EXPECT_EQ(tot.prefill_layers, 8u) << where;
+      // /metrics' gauges (another thread's view): the same decode counters, a full cache.
+      ASSERT_TRUE(got.has_gauges) << where;
+      EXPECT_EQ(got.gauges.routes, tot.routes) << where;
+      EXPECT_EQ(got.gauges.hits, tot.hits) << where;
+      EXPECT_EQ(got.gauges.misses_fetched, tot.misses_fetched) << where;
+      EXPECT_GT(got.gauges.slots, 0) << where;
+      EXPECT_GT(got.gauges.slots_used, 0) << where;
+      EXPECT_LE(got.gauges.slots_used, got.gauges.slots) << where;
       std::printf("OFFLOAD %s: %d tokens identical, fetched %llu of %llu routes (%.1f%% hits), %.2f MiB H2D\n",
                   where.c_str(), static_cast<int>(got.tokens.size()), static_cast<unsigned long long>(tot.misses_fetched),
                   static_cast<unsigned long long>(tot.routes),
