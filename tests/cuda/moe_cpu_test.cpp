@@ -286,3 +286,27 @@ TEST(MoeCpuBackends, SixTokenDecodeBatchMatchesFused) {
 }
 
 }  // namespace
+
+namespace {
+
+// --dtype -> the executor's numerics (host only: runs without a device).
+TEST(MoeCpuNumerics, FollowTheGpuDtype) {
+  const auto autod = ft::gpu::gpu_numerics("auto");
+  const auto d = ft::gpu::expert_numerics_of(autod);
+  EXPECT_EQ(d.act, ft::engine::ActType::kF32);
+  EXPECT_EQ(d.act_quant, autod.q8 ? ft::quant::ActQuant::kQ8 : ft::quant::ActQuant::kNone);
+  EXPECT_TRUE(d.q8_quantised_only);
+  EXPECT_EQ(d.round_inputs, ft::engine::ActType::kF32);
+  const auto p = ft::gpu::prefill_numerics_of(autod);
+  EXPECT_EQ(p.act_quant, ft::quant::ActQuant::kNone);
+  EXPECT_EQ(p.round_inputs, autod.prec == ft::cuda::GemmPrec::kBF16 ? ft::engine::ActType::kBF16
+                                                                     : ft::engine::ActType::kF32);
+  const auto f32 = ft::gpu::gpu_numerics("float32");
+  EXPECT_EQ(ft::gpu::expert_numerics_of(f32).act_quant, ft::quant::ActQuant::kNone);
+  EXPECT_EQ(ft::gpu::prefill_numerics_of(f32).round_inputs, ft::engine::ActType::kF32);
+  const auto bf = ft::gpu::gpu_numerics("bfloat16");
+  EXPECT_EQ(ft::gpu::expert_numerics_of(bf).act, ft::engine::ActType::kBF16);
+  EXPECT_EQ(ft::gpu::prefill_numerics_of(bf).round_inputs, ft::engine::ActType::kBF16);
+}
+
+}  // namespace
