@@ -111,6 +111,7 @@ int run_serve(const ServeOptions& o) {
     if (total) server.set_progress(0.9 + 0.1 * static_cast<double>(done) / static_cast<double>(total));
   };
   sm.runner = make_runner(*sm.model, ro);
+  sm.moe_gauges = [r = sm.runner.get()](serve::MoeCacheGauges& g) { runner_moe_cache_gauges(*r, &g); };
   const std::string desc = sm.runner->describe();
   const int64_t n_ctx = sm.runner->n_ctx();
   server.set_ready(std::move(sm));

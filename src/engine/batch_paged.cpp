@@ -18,7 +18,15 @@ class PagedBatchRunner : public BatchRunner {
       : sess_(s), m_(s.model()), st_(s.state()), n_ctx_(s.n_ctx()), max_seqs_(max_seqs),
         ps_(page_size), pages_(max_seqs * ((s.n_ctx() + page_size - 1) / page_size), page_size),
         kv_(st_.ex.act, pages_.n_pages() * page_size, kv_dims(m_.hp)),
-        seqs_(static_cast<size_t>(max_seqs)) {}
+        seqs_(static_cast<size_t>(max_seqs)) {
+    // The session's own KV cache (a whole context) is idle while the batch runner borrows
+    // the session: give its memory back, and make a fresh one when the runner ends.
+    st_.kv = KvCache(st_.ex.act, 1, std::vector<int64_t>(static_cast<size_t>(m_.hp.n_layer), 0));
+  }
+  ~PagedBatchRunner() override {
+    st_.kv = KvCache(st_.ex.act, n_ctx_, kv_dims(m_.hp));
+    sess_.reset();
+  }
 
   int64_t add_sequence(const int32_t* prompt, int64_t n, bool reuse, int64_t* n_cached) override {
     int64_t id = 0;

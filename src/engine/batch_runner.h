@@ -55,8 +55,10 @@ class BatchRunner {
 };
 
 // A batch runner over `r` when it is a CPU engine::Session (sharing its model, threads and
-// activation buffers; r must not be used while the batch runner is), else null. The paged
-// pool holds max_seqs full contexts, so admitted sequences never run out of pages.
+// activation buffers; r must not be used while the batch runner is: the paged runner frees
+// the session's own KV cache meanwhile and gives it a fresh, reset one when it ends), else
+// null. The paged pool holds max_seqs full contexts, so admitted sequences never run out of
+// pages.
 std::unique_ptr<BatchRunner> make_batch_runner(Runner& r, int64_t max_seqs, int64_t page_size = 16);
 
 }  // namespace ft::engine

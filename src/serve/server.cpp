@@ -246,6 +246,7 @@ void Server::install_routes() {
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     EngineGauges g;
     if (ready_.load()) g = sched_->gauges();
+    if (ready_.load() && served_.moe_gauges) served_.moe_gauges(g.moe);
     res.status = 200;
     res.set_content(metrics_.render(g), "text/plain; version=0.0.4; charset=utf-8");
     metrics_.count_request("/metrics", 200);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,6 +49,8 @@ struct ServedModel {
   std::unique_ptr<engine::Runner> runner;
   std::unique_ptr<Tokenizer> tok;
   std::string chat_template;  // empty: ChatML
+  // Fills /metrics' MoE expert-cache lines (unset: none); called from HTTP threads.
+  std::function<void(MoeCacheGauges&)> moe_gauges;
 };
 
 class Server {

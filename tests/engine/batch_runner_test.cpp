@@ -249,3 +249,31 @@ TEST(BatchRunner, PagedRevivesTheLastFinishedText) {
 
 }  // namespace
 }  // namespace ft::engine
+
+namespace ft::engine {
+namespace {
+
+// The paged runner frees the session's KV cache while it lives; afterwards the session
+// evaluates as a fresh one does.
+TEST(BatchRunner, SessionWorksAgainAfterThePagedRunner) {
+  auto m = model::load_model(model_file(testgen::Arch::kLlama));
+  Session host(*m, options(quant::ActQuant::kNone));
+  const auto p = prompt_of(30, 8, m->hp.n_vocab);
+  {
+    auto br = make_batch_runner(host, 2, 16);
+    EXPECT_LT(host.kv().bytes(), 1024u);
+    int64_t nc = 0;
+    const int64_t s = br->add_sequence(p.data(), 30, true, &nc);
+    br->step({{s, p.data(), 30}});
+  }
+  EXPECT_EQ(host.n_past(), 0);
+  const float* l = host.eval(p.data(), 30);
+  std::vector<float> got(l, l + m->hp.n_vocab);
+  Session ref(*m, options(quant::ActQuant::kNone));
+  const float* r = ref.eval(p.data(), 30);
+  EXPECT_EQ(got, std::vector<float>(r, r + m->hp.n_vocab));
+  EXPECT_EQ(host.kv().bytes(), ref.kv().bytes());
+}
+
+}  // namespace
+}  // namespace ft::engine
