@@ -4,6 +4,7 @@
 #include "core/log.h"
 #include "engine/session.h"
 #include "model/model.h"
+#include "serve/metrics.h"
 
 #ifdef FT_HAVE_CUDA
 #include "cuda/device.h"
@@ -83,6 +84,27 @@ std::string runner_moe_stats(const engine::Runner& r) {
   (void)r;
 #endif
   return "";
+}
+
+bool runner_moe_cache_gauges(const engine::Runner& r, serve::MoeCacheGauges* g) {
+#ifdef FT_HAVE_CUDA
+  if (const auto* sess = dynamic_cast<const gpu::GpuSession*>(&r)) {
+    gpu::MoeCacheGauges c;
+    if (!sess->moe().cache_gauges(&c)) return false;
+    g->present = true;
+    g->slots = c.slots;
+    g->slots_used = c.slots_used;
+    g->routes = c.routes;
+    g->hits = c.hits;
+    g->misses_fetched = c.misses_fetched;
+    g->misses_cpu = c.misses_cpu;
+    return true;
+  }
+#else
+  (void)r;
+  (void)g;
+#endif
+  return false;
 }
 
 }  // namespace ft::cli

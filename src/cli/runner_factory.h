@@ -12,6 +12,9 @@
 namespace ft::model {
 struct Model;
 }
+namespace ft::serve {
+struct MoeCacheGauges;
+}
 
 namespace ft::cli {
 
@@ -35,5 +38,9 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
 // The MoE backend's statistics table (per layer: hits, misses fetched / on the CPU, bytes
 // moved) for `ft generate --stats`; "" when the runner has none (CPU engine, dense model).
 std::string runner_moe_stats(const engine::Runner& r);
+
+// The MoE expert cache's gauges for the server's /metrics (offload-family GPU backends);
+// false, g untouched, when the runner has none. Callable while another thread decodes.
+bool runner_moe_cache_gauges(const engine::Runner& r, serve::MoeCacheGauges* g);
 
 }  // namespace ft::cli

@@ -100,6 +100,20 @@ std::string Metrics::render(const EngineGauges& g) const {
   gauge(out, "ft_kv_pages_shared", "KV pages held by two or more requests (a shared prompt prefix)", g.kv_pages_shared);
   gauge(out, "ft_kv_pages_free", "KV pages not held by any request", g.kv_pages_free);
   gauge(out, "ft_kv_pages_cached", "free KV pages still holding a reusable prompt prefix", g.kv_pages_cached);
+  if (g.moe.present) {
+    const double hit = g.moe.routes ? static_cast<double>(g.moe.hits) / static_cast<double>(g.moe.routes) : 0.0;
+    gauge(out, "ft_moe_cache_slots", "GPU expert slots of the MoE cache", g.moe.slots);
+    gauge(out, "ft_moe_cache_slots_used", "GPU expert slots holding an expert", g.moe.slots_used);
+    counter(out, "ft_moe_cache_routes_total", "decode token-expert routes served by the MoE cache", g.moe.routes);
+    counter(out, "ft_moe_cache_hits_total", "decode routes whose expert was already in a GPU slot", g.moe.hits);
+    counter(out, "ft_moe_cache_misses_fetched_total", "experts copied from host memory into a GPU slot",
+            g.moe.misses_fetched);
+    counter(out, "ft_moe_cache_misses_cpu_total", "decode routes computed on the CPU (cpu / hybrid backends)",
+            g.moe.misses_cpu);
+    out += fmt::format("# HELP ft_moe_cache_hit_ratio decode routes that hit, over all routes since load\n"
+                       "# TYPE ft_moe_cache_hit_ratio gauge\nft_moe_cache_hit_ratio {:.6f}\n",
+                       hit);
+  }
   ttft_.render("ft_time_to_first_token_seconds", "time from admission to the first generated token", out);
   itl_.render("ft_inter_token_latency_seconds", "time between consecutive generated tokens", out);
   request_s_.render("ft_request_duration_seconds", "time from admission to the end of a generation", out);

@@ -26,6 +26,13 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// The GPU expert slot cache of an offload-family MoE backend (present: false otherwise).
+struct MoeCacheGauges {
+  bool present = false;
+  int64_t slots = 0, slots_used = 0;
+  uint64_t routes = 0, hits = 0, misses_fetched = 0, misses_cpu = 0;  // decode, since load
+};
+
 // What the scheduler reports about the engine at scrape time.
 struct EngineGauges {
   int64_t running = 0;       // requests admitted and not finished
@@ -36,6 +43,7 @@ struct EngineGauges {
   int64_t kv_page_size = 0;
   int64_t kv_pages_total = 0, kv_pages_used = 0, kv_pages_shared = 0, kv_pages_free = 0,
           kv_pages_cached = 0;
+  MoeCacheGauges moe;  // filled by the server from the runner, not by the scheduler
 };
 
 class Metrics {
