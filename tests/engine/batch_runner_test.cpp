@@ -41,16 +41,18 @@ struct Trace {
   std::vector<int32_t> tokens;             // greedy picks
 };
 
-SessionOptions options(quant::ActQuant aq) {
+SessionOptions options(quant::ActQuant aq, ActType act = ActType::kF32) {
   SessionOptions so;
+  so.act = act;
   so.n_ctx = 128;
   so.n_threads = 2;
   so.act_quant = aq;
   return so;
 }
 
-Trace alone(const model::Model& m, const std::vector<int32_t>& prompt, int n_gen, quant::ActQuant aq) {
-  Session s(m, options(aq));
+Trace alone(const model::Model& m, const std::vector<int32_t>& prompt, int n_gen, quant::ActQuant aq,
+            ActType act) {
+  Session s(m, options(aq, act));
   Trace tr;
   const float* l = s.eval(prompt.data(), static_cast<int64_t>(prompt.size()));
   for (int i = 0; i < n_gen; ++i) {
@@ -95,9 +97,10 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return d;
 }
 
-void expect_batched_matches_alone(testgen::Arch arch, quant::ActQuant aq, bool paged) {
+void expect_batched_matches_alone(testgen::Arch arch, quant::ActQuant aq, bool paged,
+                                  ActType act = ActType::kF32) {
   auto m = model::load_model(model_file(arch));
-  Session host(*m, options(aq));
+  Session host(*m, options(aq, act));
   auto br = make_batch_runner(host, 4, 16);
   ASSERT_TRUE(br);
   EXPECT_EQ(br->describe().find("paged") != std::string::npos, paged) << br->describe();
@@ -107,7 +110,7 @@ void expect_batched_matches_alone(testgen::Arch arch, quant::ActQuant aq, bool p
   constexpr int kGen = 20;
   const auto batched = together(*br, prompts, kGen);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const Trace ref = alone(*m, prompts[i], kGen, aq);
+    const Trace ref = alone(*m, prompts[i], kGen, aq, act);
     EXPECT_EQ(batched[i].tokens, ref.tokens) << "sequence " << i;
     float worst = 0.0f, scale = 0.0f;
     for (int g = 0; g < kGen; ++g) {
@@ -124,6 +127,10 @@ void expect_batched_matches_alone(testgen::Arch arch, quant::ActQuant aq, bool p
 
 TEST(BatchRunner, LlamaBatchedMatchesAlone) { expect_batched_matches_alone(testgen::Arch::kLlama, quant::ActQuant::kNone, true); }
 TEST(BatchRunner, Qwen3BatchedMatchesAloneQ8) { expect_batched_matches_alone(testgen::Arch::kQwen3, quant::ActQuant::kQ8, true); }
+// A bf16 KV cache and bf16-rounded activations (--dtype bfloat16).
+TEST(BatchRunner, Qwen3BatchedMatchesAloneBf16) {
+  expect_batched_matches_alone(testgen::Arch::kQwen3, quant::ActQuant::kNone, true, ActType::kBF16);
+}
 TEST(BatchRunner, Qwen3MoeBatchedMatchesAlone) {
   expect_batched_matches_alone(testgen::Arch::kQwen3Moe, quant::ActQuant::kNone, true);
   expect_batched_matches_alone(testgen::Arch::kQwen3Moe, quant::ActQuant::kQ8, true);
