@@ -14,6 +14,7 @@
 // registers and a warp-level top-k are the next steps toward the 3 us goal.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -103,6 +104,52 @@ __device__ int select_victims(const u64* last_use, int64_t n_slot, u64 step, int
   return taken;
 }
 
+// select_victims with each thread's keys read once into registers (S <= kEnsureThreads *
+// kRegChunk): the rounds then cost two block reductions and no L2 reads (select_victims reads
+// last_use three times a round). Same victims, same order. Not yet run on a GPU: opt-in
+// (moe_cache_set_ensure_variant(1) / FT_MOE_ENSURE_REGS=1) until a device run checks it.
+constexpr int kRegChunk = 4;
+__device__ int select_victims_regs(const u64* last_use, int64_t n_slot, u64 step, int k, EnsureShared& sh) {
+  const int64_t chunk = (n_slot + kEnsureThreads - 1) / kEnsureThreads;
+  const int64_t lo = threadIdx.x * chunk;
+  u64 key[kRegChunk];
+#pragma unroll
+  for (int j = 0; j < kRegChunk; ++j) key[j] = j < chunk && lo + j < n_slot ? last_use[lo + j] : step;  // step: not evictable
+  int taken = 0;
+  bool have_floor = false;
+  u64 floor = 0;
+  while (taken < k) {
+    u64 mn = ~0ull;
+#pragma unroll
+    for (int j = 0; j < kRegChunk; ++j) {
+      const u64 x = key[j];
+      if (x == step || (have_floor && x <= floor)) continue;
+      mn = x < mn ? x : mn;
+    }
+    mn = block_min(mn, sh);
+    if (mn == ~0ull) break;
+    int cnt = 0;
+#pragma unroll
+    for (int j = 0; j < kRegChunk; ++j) cnt += key[j] == mn;
+    int total = 0;
+    int pos = taken + block_scan(cnt, &total, sh);
+#pragma unroll
+    for (int j = 0; j < kRegChunk; ++j)
+      if (key[j] == mn && pos < k) sh.vict[pos++] = static_cast<int>(lo + j);
+    taken = taken + total < k ? taken + total : k;
+    floor = mn;
+    have_floor = true;
+  }
+  __syncthreads();
+  return taken;
+}
+
+__device__ int pick_victims(bool regs, const u64* last_use, int64_t n_slot, u64 step, int k, EnsureShared& sh) {
+  if (regs && (n_slot + kEnsureThreads - 1) / kEnsureThreads <= kRegChunk)
+    return select_victims_regs(last_use, n_slot, step, k, sh);
+  return select_victims(last_use, n_slot, step, k, sh);
+}
+
 // Gives expert e of the layer (flat id `flat`) slot v as the call's miss number k.
 __device__ void assign(const CacheState& c, int v, int32_t flat, int32_t e, u64 step, const CacheMisses& m, int k) {
   const int32_t old = c.expert_of_slot[v];
@@ -116,7 +163,7 @@ __device__ void assign(const CacheState& c, int v, int32_t flat, int32_t e, u64 
 
 __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, int64_t layer, const int32_t* ids,
                                                                 int n_routes, int32_t* slot_ids, CacheMisses m,
-                                                                u64* counters) {
+                                                                u64* counters, bool regs) {
   __shared__ EnsureShared sh;
   const int64_t base = layer * c.n_expert;
   const int r = threadIdx.x;
@@ -153,7 +200,7 @@ __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, in
   }
   // 3. Victims, then every new miss takes its own (distinct slots, distinct experts: the
   //    writes do not collide).
-  const int n_v = select_victims(c.last_use, c.n_slot, step, k, sh);
+  const int n_v = pick_victims(regs, c.last_use, c.n_slot, step, k, sh);
   if (new_miss && sh.rank[r] < n_v) assign(c, sh.vict[sh.rank[r]], static_cast<int32_t>(base + e), e, step, m, sh.rank[r]);
   // 4. Slot ids: hits keep theirs, a miss (or a repeat of one) gets its first route's victim.
   if (route) {
@@ -183,7 +230,7 @@ __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, in
 __global__ void __launch_bounds__(kEnsureThreads)
     ensure_hybrid_kernel(CacheState c, int64_t layer, const int32_t* ids, const float* wts, int n_routes,
                          int max_fetch, int32_t* slot_ids, float* gpu_wts, int32_t* cpu_ids, float* cpu_wts,
-                         CacheMisses m, u64* counters) {
+                         CacheMisses m, u64* counters, bool regs) {
   __shared__ EnsureShared sh;
   __shared__ int s_n_fetch;
   int32_t* s_fetch = sh.e;  // experts to fetch, in rank order
@@ -225,7 +272,7 @@ __global__ void __launch_bounds__(kEnsureThreads)
   }
   __syncthreads();
   const u64 step = sh.step;
-  const int n_v = select_victims(c.last_use, c.n_slot, step, s_n_fetch, sh);
+  const int n_v = pick_victims(regs, c.last_use, c.n_slot, step, s_n_fetch, sh);
   if (static_cast<int>(threadIdx.x) < n_v)
     assign(c, sh.vict[threadIdx.x], static_cast<int32_t>(base + s_fetch[threadIdx.x]), s_fetch[threadIdx.x], step, m,
            static_cast<int>(threadIdx.x));
@@ -304,6 +351,8 @@ __global__ void invalidate_kernel(CacheState c, int64_t first, int64_t n) {
   c.last_use[i] = 0;
 }
 
+std::atomic<int> g_ensure_variant{-1};  // -1: not read from the environment yet
+
 void check_routes(int64_t n_routes) {
   if (n_routes < 0 || n_routes > kCacheMaxRoutes)
     fail_message("moe_cache_ensure: " + std::to_string(n_routes) + " routes, at most " +
@@ -312,10 +361,23 @@ void check_routes(int64_t n_routes) {
 
 }  // namespace
 
+void moe_cache_set_ensure_variant(int v) { g_ensure_variant.store(v == 1 ? 1 : 0); }
+
+int moe_cache_ensure_variant() {
+  int v = g_ensure_variant.load();
+  if (v < 0) {
+    const char* e = std::getenv("FT_MOE_ENSURE_REGS");
+    v = e && e[0] == '1' ? 1 : 0;
+    g_ensure_variant.store(v);
+  }
+  return v;
+}
+
 void moe_cache_ensure(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes, int32_t* slot_ids,
                       const CacheMisses& m, unsigned long long* counters, cudaStream_t s) {
   check_routes(n_routes);
-  ensure_kernel<<<1, kEnsureThreads, 0, s>>>(c, layer, ids, static_cast<int>(n_routes), slot_ids, m, counters);
+  ensure_kernel<<<1, kEnsureThreads, 0, s>>>(c, layer, ids, static_cast<int>(n_routes), slot_ids, m, counters,
+                                             moe_cache_ensure_variant() == 1);
   FT_CUDA_CHECK_LAUNCH();
 }
 
@@ -324,7 +386,8 @@ void moe_cache_ensure_hybrid(const CacheState& c, int64_t layer, const int32_t* 
                              float* cpu_wts, const CacheMisses& m, unsigned long long* counters, cudaStream_t s) {
   check_routes(n_routes);
   ensure_hybrid_kernel<<<1, kEnsureThreads, 0, s>>>(c, layer, ids, wts, static_cast<int>(n_routes), max_fetch,
-                                                    slot_ids, gpu_wts, cpu_ids, cpu_wts, m, counters);
+                                                    slot_ids, gpu_wts, cpu_ids, cpu_wts, m, counters,
+                                                    moe_cache_ensure_variant() == 1);
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -97,6 +97,13 @@ struct GatherPlan {
 };
 void moe_cache_gather(const GatherPlan& p, const CacheMisses& m, int64_t max_miss, cudaStream_t s);
 
+// The ensure kernels' victim search: 0 (default) re-reads last_use from L2 each round (run on
+// the H200: 11.4 us a call at 3072 slots); 1 holds each thread's keys in registers (S <= 4096;
+// same victims, not yet run on a GPU). Default from FT_MOE_ENSURE_REGS=1; process-wide, read at
+// launch (a captured graph keeps the variant it was captured with).
+void moe_cache_set_ensure_variant(int v);
+int moe_cache_ensure_variant();
+
 // Invalidates slots [first, first + n): their experts become absent, last_use 0 (prefill
 // buffers; evicted first afterwards).
 void moe_cache_invalidate(const CacheState& c, int64_t first, int64_t n, cudaStream_t s);

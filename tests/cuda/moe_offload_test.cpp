@@ -221,7 +221,9 @@ TEST(MoeCache, EnsureMatchesScalarTwinLargeTiesOverflow) {
     int64_t L, E, S;
     int max_tok, n_used;
   };
+  for (const int variant : {0, 1})  // L2 re-reads, keys in registers (moe_cache_set_ensure_variant)
   for (const Case& k : {Case{48, 128, 3072, 8, 8}, Case{2, 16, 6, 8, 2}}) {
+    ft::cuda::moe_cache_set_ensure_variant(variant);
     Twin tw(k.L, k.E, k.S);
     Staging st(64);
     std::vector<u64> counters(static_cast<size_t>(k.L * 4), 0);
@@ -254,7 +256,8 @@ TEST(MoeCache, EnsureMatchesScalarTwinLargeTiesOverflow) {
       d_ids.upload(ids.data(), ids.size() * 4);
       ft::cuda::moe_cache_ensure(tw.dev(), layer, d_ids.as<int32_t>(), n, d_sid.as<int32_t>(), st.dev(),
                                  d_counters.as<u64>(), nullptr);
-      const std::string where = "S " + std::to_string(k.S) + " call " + std::to_string(call);
+      const std::string where =
+          "variant " + std::to_string(variant) + " S " + std::to_string(k.S) + " call " + std::to_string(call);
       ASSERT_EQ(ft::cuda::to_host<int32_t>(d_sid, ids.size()), sid) << where;
       const int32_t dn = ft::cuda::to_host<int32_t>(st.d_n, 1)[0];
       ASSERT_EQ(dn, st.n) << where;
@@ -274,12 +277,15 @@ TEST(MoeCache, EnsureMatchesScalarTwinLargeTiesOverflow) {
       EXPECT_GT(overflow, 20);  // 6 slots, up to 16 distinct experts a call: routes left without a slot
     }
   }
+  ft::cuda::moe_cache_set_ensure_variant(0);
 }
 
 TEST(MoeCache, HybridEnsureMatchesScalarTwin) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const int64_t L = 2, E = 32, S = 40;
+  for (const int variant : {0, 1})
   for (int max_fetch : {0, 1, 2, 5}) {
+    ft::cuda::moe_cache_set_ensure_variant(variant);
     Twin tw(L, E, S);
     Staging st(64);
     std::vector<u64> counters(static_cast<size_t>(L * 4), 0);
@@ -302,7 +308,8 @@ TEST(MoeCache, HybridEnsureMatchesScalarTwin) {
       ft::cuda::moe_cache_ensure_hybrid(tw.dev(), layer, d_ids.as<int32_t>(), d_wts.as<float>(), n, max_fetch,
                                         d_sid.as<int32_t>(), d_gw.as<float>(), d_cid.as<int32_t>(), d_cw.as<float>(),
                                         st.dev(), d_counters.as<u64>(), nullptr);
-      const std::string where = "max_fetch " + std::to_string(max_fetch) + " call " + std::to_string(call);
+      const std::string where = "variant " + std::to_string(variant) + " max_fetch " + std::to_string(max_fetch) +
+                                " call " + std::to_string(call);
       EXPECT_EQ(ft::cuda::to_host<int32_t>(d_sid, ids.size()), sid) << where;
       EXPECT_EQ(ft::cuda::to_host<int32_t>(d_cid, ids.size()), cid) << where;
       EXPECT_EQ(ft::cuda::to_host<float>(d_gw, ids.size()), gw) << where;
@@ -325,6 +332,7 @@ TEST(MoeCache, HybridEnsureMatchesScalarTwin) {
       EXPECT_EQ(counters[2] + counters[6], 0u);
     }
   }
+  ft::cuda::moe_cache_set_ensure_variant(0);
 }
 
 TEST(MoeCache, GatherCopiesStagedExperts) {
