@@ -124,6 +124,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   const int n_sub = g.n_sub, n_slabs = g.n_slabs;
   const int n_steps = static_cast<int>(my_items) * n_sub * n_slabs;
   const bool combine = p.slot_w != nullptr;
+  const q8_detail::E2m1Table tab = q8_detail::e2m1_table();
 
   struct Step {
     int slab, j;
@@ -148,7 +149,21 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
     locate(m);
   };
 
-  // Vector i = lane + 32 v of the step is vector o of row q (row-major over the R rows).
+  // Vector i = lane + 32 v of the step is vector o of row q (row-major over the R rows). In a
+  // full slab it lies off[v] = q * row_bytes + o * VB bytes past the step's base, the same
+  // every step, so it is written once here (run 8 SASS: a division by kNv and 64-bit row
+  // multiplies per vector, ~200 instructions per step). Run 9's SASS: at 120-128 registers
+  // ptxas still re-computes off[v] in the loop (the magic-number division by 72 included),
+  // only the 64-bit multiplies went. Vectors past the R rows get INT_MAX, and rows past the
+  // last (row0 + nr) fail off[v] < nr * row_bytes (o * VB < row_bytes). gemv_nvfp4 keeps
+  // 4 * row_bytes below 2^31.
+  const int rb32 = static_cast<int>(p.row_bytes);
+  int off[kV];
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int i = lane + 32 * v, q = i / kNv, o = i - q * kNv;
+    off[v] = i < R * kNv ? q * rb32 + o * VB : 0x7FFFFFFF;
+  }
   auto issue = [&](Vec (&buf)[kV], const Step& m) {
     const uint8_t* base = p.w + m.row0 * p.row_bytes + static_cast<int64_t>(m.slab) * kSlabBytes;
     if (p.ids != nullptr) base += static_cast<int64_t>(p.ids[m.slot]) * p.expert_bytes;
@@ -156,11 +171,10 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
     const int nr = rl < R ? static_cast<int>(rl) : R;
     const int64_t bl = g.nb - static_cast<int64_t>(m.slab) * kSlabBlocks;
     if (bl >= kSlabBlocks) {
+      const int lim = nr * rb32;
 #pragma unroll
-      for (int v = 0; v < kV; ++v) {
-        const int i = lane + 32 * v, q = i / kNv, o = i - q * kNv;
-        if (q < nr) buf[v] = ld_w<VB>(base + q * p.row_bytes + o * VB);
-      }
+      for (int v = 0; v < kV; ++v)
+        if (off[v] < lim) buf[v] = ld_w<VB>(base + off[v]);
     } else {  // the last, partial slab: bl * 36 bytes per row (a multiple of VB, gemv_nvfp4)
       const int nv = static_cast<int>(bl) * kBlockBytes / VB;
 #pragma unroll
@@ -193,7 +207,28 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
 #pragma unroll
   for (int r = 0; r < R; ++r) comb[r] = 0.0f;
 
-  auto epilogue = [&](const Step& m) {
+  // A step's epilogue scales (row_scale x slot scale, the combine weight), loaded before its
+  // dot product rather than after it, meant to take the dependent round trip (ids -> bank)
+  // off the experts' critical path (one step per item). As written the product is formed at
+  // once, so the warp still waits for the loads, before the dot product instead of after;
+  // run 9 measured the experts within 2% of run 8. (Loading them with the weights, one step
+  // ahead, held 2 x (R + 1) more registers: spills at 6 blocks per SM, ptxas -v.)
+  struct Scl {
+    float s[R];
+    float wk;
+  };
+  auto load_scl = [&](Scl& c, const Step& m) {
+    if (m.slab != n_slabs - 1) return;
+    const float ss = slot_scale(p, m.slot);
+    c.wk = combine ? p.slot_w[m.slot] : 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = m.row0 + r;
+      c.s[r] = p.row_scale != nullptr && row < p.rows ? p.row_scale[row] * ss : ss;
+    }
+  };
+
+  auto epilogue = [&](const Step& m, const Scl& sc) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -203,13 +238,12 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
         for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
         acc[r][t] = v;
       }
-    const float ss = slot_scale(p, m.slot);
-    const float wk = combine ? p.slot_w[m.slot] : 0.0f;
+    const float wk = sc.wk;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int64_t row = m.row0 + r;
       if (row >= p.rows) continue;
-      const float s = p.row_scale != nullptr ? p.row_scale[row] * ss : ss;
+      const float s = sc.s[r];
       if (combine) {
         const float v = round_to(p.round, __fmul_rn(acc[r][0], s));
         // The CPU combine's arithmetic, one rounding per operation (no FMA).
@@ -227,23 +261,27 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
     }
   };
   auto compute = [&](const Step& m) {
+    Scl sc;
+    load_scl(sc, m);
     if (m.slab == 0) {
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
     }
-    const int64_t c = static_cast<int64_t>(m.slab) * kSlabBlocks + lane;
+    const int c = m.slab * kSlabBlocks + lane;
     if (c < g.nb) {
-      const int64_t xrow = p.ids != nullptr ? m.slot / p.x_div : 0;
+      // 32-bit: a 64-bit division is a software routine, here per step on the experts (one
+      // step per item). Slots stay below 65536 (gemv.cu bounds n_tok).
+      const int64_t xrow = p.ids != nullptr ? static_cast<uint32_t>(m.slot) / static_cast<uint32_t>(p.x_div) : 0;
       if constexpr (XS)
         block_dot<NT, R, true, PN>(acc, st + kBlockBytes * lane, kSlabBytes, xs + xrow * g.xs_row, g.xs_row, p.k, c,
-                               p.n_tok);
+                                   p.n_tok, tab);
       else
         block_dot<NT, R, false, PN>(acc, st + kBlockBytes * lane, kSlabBytes, p.xq + xrow * p.xq_row, p.xq_row, p.k, c,
-                                p.n_tok);
+                                    p.n_tok, tab);
     }
-    if (m.slab == n_slabs - 1) epilogue(m);
+    if (m.slab == n_slabs - 1) epilogue(m, sc);
   };
 
   // PDL (cuda/pdl.cuh): dense weights are never written by earlier kernels, so their first
@@ -286,6 +324,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
   const int S = g.n_sub, P = g.pieces, nb = static_cast<int>(g.nb), nbt = P * nb;
   const int nvp = nb * kBlockBytes / VB, nvt = P * nvp;  // vectors per piece, per item
   const bool combine = p.slot_w != nullptr;
+  const q8_detail::E2m1Table tab = q8_detail::e2m1_table();
 
   // This lane's list entries: piece row rl, slot j, block b (constant over items).
   int e_rl[kPackM], e_j[kPackM], e_b[kPackM];
@@ -335,16 +374,30 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
   auto compute = [&](int64_t item) {
     int64_t out, row0;
     item_pos(item, out, row0);
+    // Lane q < P loads piece q's scale and combine weight before the dot products (after
+    // them they were a dependent round trip, ids -> bank, on the critical path of a warp's one
+    // item; as in the slab kernel the product is formed at once: run 9 within 2% of run 8).
+    const int rl = lane / S, j = lane - rl * S;
+    const int64_t row = row0 + rl;
+    const bool live = lane < P && row < p.rows;
+    float s = 0.0f, w = 0.0f;
+    if (live) {
+      const int64_t slot = slot_of(out, j);
+      const float ss = slot_scale(p, slot);
+      s = p.row_scale != nullptr ? p.row_scale[row] * ss : ss;
+      w = combine ? p.slot_w[slot] : 0.0f;
+    }
 #pragma unroll
     for (int m = 0; m < kPackM; ++m) {
       const int i = lane + 32 * m;
       if (i < nbt) {
-        const int64_t xrow = slot_of(out, e_j[m]) / p.x_div;
+        const int64_t xrow = static_cast<uint32_t>(slot_of(out, e_j[m])) / static_cast<uint32_t>(p.x_div);
         float a[1][1] = {{0.0f}};
         if constexpr (XS)
-          block_dot<1, 1, true, PN>(a, st + kBlockBytes * i, 0, xs + xrow * g.xs_row, g.xs_row, p.k, e_b[m], 1);
+          block_dot<1, 1, true, PN>(a, st + kBlockBytes * i, 0, xs + xrow * g.xs_row, g.xs_row, p.k, e_b[m], 1, tab);
         else
-          block_dot<1, 1, false, PN>(a, st + kBlockBytes * i, 0, p.xq + xrow * p.xq_row, p.xq_row, p.k, e_b[m], 1);
+          block_dot<1, 1, false, PN>(a, st + kBlockBytes * i, 0, p.xq + xrow * p.xq_row, p.xq_row, p.k, e_b[m], 1,
+                                     tab);
         red[i] = a[0][0];
       }
     }
@@ -353,19 +406,13 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
     // pieces' scale loads (ids -> bank, row_scale, slot_w) run in parallel across lanes; one
     // lane per row looping over the ranks serialised 2 dependent loads per rank (H200 run 5:
     // down + combine 9.95 us against 7.35 without the combine, same bytes).
-    const int rl = lane / S, j = lane - rl * S;
-    const int64_t row = row0 + rl;
-    const bool live = lane < P && row < p.rows;
     float v = 0.0f, wk = 0.0f;
     if (live) {
       const float* pr = red + lane * nb;
       float dot = 0.0f;
       for (int b = 0; b < nb; ++b) dot += pr[b];
-      const int64_t slot = slot_of(out, j);
-      const float ss = slot_scale(p, slot);
-      const float s = p.row_scale != nullptr ? p.row_scale[row] * ss : ss;
       v = round_to(p.round, __fmul_rn(dot, s));
-      if (combine) wk = p.slot_w[slot];
+      if (combine) wk = w;
       else store_out(p.y + out * p.ldy + row, v, p.accumulate);
     }
     if (combine) {
@@ -521,7 +568,8 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
            (!grouped || p.expert_bytes % vb == 0) && (nb * kBlockBytes) % vb == 0;
   };
   const int vb = aligned(16) ? 16 : aligned(4) ? 4 : 0;
-  if (vb == 0) return false;
+  // 32-bit load offsets (slab kernel) and activation-row divisions (slots < 65536).
+  if (vb == 0 || p.row_bytes > (int64_t{1} << 28) || (grouped && p.x_div > 0x7FFFFFFF)) return false;
 
   Nv4 g{};
   g.nb = nb;
@@ -561,7 +609,7 @@ __global__ void decode_probe_kernel(const uint32_t* in, uint32_t* out, int n) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= n) return;
   uint32_t* o = out + 8 * i;
-  q8_detail::e2m1x8_pn(in[i], o[0], o[1], o[2], o[3]);
+  q8_detail::e2m1x8_pn(in[i], q8_detail::e2m1_table(), o[0], o[1], o[2], o[3]);  // as the kernels call it
   float sw[4];
   q8_detail::nvfp4_scales(in[i], sw);
   for (int j = 0; j < 4; ++j) o[4 + j] = __float_as_uint(sw[j]);

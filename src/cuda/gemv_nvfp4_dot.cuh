@@ -15,7 +15,7 @@ namespace ft::cuda::gemv_detail {
 // q = 4c + s (block c, sub-block s) at chunk 4c + (s ^ ((c >> 1) & 3)), then the scales as in
 // act_q8. Lanes read chunk 4c + s for consecutive c: each group of 8 lanes (one LDS.128
 // phase) then covers the 8 bank groups once.
-FT_HD inline int xs_chunk(int64_t c, int s) { return static_cast<int>(4 * c + (s ^ ((c >> 1) & 3))); }
+FT_HD inline int xs_chunk(int c, int s) { return 4 * c + (s ^ ((c >> 1) & 3)); }
 
 __device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
@@ -28,13 +28,26 @@ __device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpre
 // 3 permutes, each with a masked selector, plus 3 ALU ops per 4 weights, and the slab kernel
 // measured 5.0 lane instructions per weight, ncu, benches/h200.md). !PN: that decoder, kept
 // for the benchmark's comparison. Both give the same integer sums, so the same floats.
+// c: the block's column (32-bit: cheaper activation addressing than 64-bit).
+// tab: e2m1_table(), made once per kernel. The UE4M3 NaN codes are tested once per block
+// over all R rows (one branch, almost never taken) rather than per row.
 template <int NT, int R, bool XS, bool PN = true>
 __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb, int rstride, const uint8_t* x0,
-                                          int64_t xq_row, int64_t k, int64_t c, int n_tok) {
+                                          int64_t xq_row, int64_t k, int c, int n_tok,
+                                          const q8_detail::E2m1Table& tab) {
   using namespace q8_detail;
   float sw[R][4];
+  uint32_t sword[R], nan = 0;
 #pragma unroll
-  for (int r = 0; r < R; ++r) nvfp4_scales(lds32(sb + r * rstride), sw[r]);
+  for (int r = 0; r < R; ++r) {
+    sword[r] = lds32(sb + r * rstride);
+    nvfp4_scales_raw(sword[r], sw[r]);
+    nan |= nvfp4_scales_nan(sword[r]);
+  }
+  if (nan != 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) nvfp4_scales_fix(sword[r], sw[r]);
+  }
   // Activation scales of blocks 2c and 2c + 1: one 16-byte load ({d, sums} x 2), times the
   // 0.5 that turns nvfp4_scales' full ue4m3 into ue4m3_half.
   float dx[NT][2];
@@ -57,8 +70,8 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
     for (int r = 0; r < R; ++r) {
       const uint8_t* q = sb + r * rstride + 4 + 8 * s;
       if constexpr (PN) {
-        e2m1x8_pn(lds32(q), wp[r][0], wp[r][1], wn[r][0], wn[r][1]);
-        e2m1x8_pn(lds32(q + 4), wp[r][2], wp[r][3], wn[r][2], wn[r][3]);
+        e2m1x8_pn(lds32(q), tab, wp[r][0], wp[r][1], wn[r][0], wn[r][1]);
+        e2m1x8_pn(lds32(q + 4), tab, wp[r][2], wp[r][3], wn[r][2], wn[r][3]);
       } else {
         e2m1x8_i8(lds32(q), wp[r][0], wp[r][1]);
         e2m1x8_i8(lds32(q + 4), wp[r][2], wp[r][3]);

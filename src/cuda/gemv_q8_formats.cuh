@@ -96,12 +96,36 @@ FT_HD inline uint32_t prmt_sign(uint32_t a, uint32_t b, uint32_t s) {
 //   e2m1x8_i8(w) = p - n bytewise, so dot = dp4a(p, x) - dp4a(n, x)  (exact integers).
 // p_lo / n_lo: nibbles 0..3 (bits 0..15), p_hi / n_hi: nibbles 4..7, in e2m1x8_i8's order.
 inline constexpr uint32_t kMag0 = 0x03020100u, kMag1 = 0x0C080604u;
-FT_HD inline void e2m1x8_pn(uint32_t w, uint32_t& p_lo, uint32_t& p_hi, uint32_t& n_lo, uint32_t& n_hi) {
+// The table as two words the kernels pass in (e2m1_table(), made once per kernel). Meant to
+// keep kMag0 in a register: as a literal, the SASS re-creates it from a uniform register
+// before every PRMT (IMAD.U32 R, RZ, RZ, UR4: 86 per step of the R 4 slab kernel, H200 run
+// 8). Run 9's SASS shows that e2m1_table() does NOT achieve it: ptxas folds the mov (kMag1
+// becomes the PRMT immediate, kMag0 is still re-created, 84 per step). Holding it needs a
+// value ptxas cannot re-create (a load from memory), not yet measured.
+struct E2m1Table {
+  uint32_t t0, t1;
+};
+FT_HD inline void e2m1x8_pn(uint32_t w, const E2m1Table& t, uint32_t& p_lo, uint32_t& p_hi, uint32_t& n_lo,
+                            uint32_t& n_hi) {
   const uint32_t wn = w ^ 0x88888888u;
-  p_lo = prmt_sign(kMag0, kMag1, w);
-  p_hi = prmt_sign(kMag0, kMag1, w >> 16);
-  n_lo = prmt_sign(kMag0, kMag1, wn);
-  n_hi = prmt_sign(kMag0, kMag1, wn >> 16);
+  p_lo = prmt_sign(t.t0, t.t1, w);
+  p_hi = prmt_sign(t.t0, t.t1, w >> 16);
+  n_lo = prmt_sign(t.t0, t.t1, wn);
+  n_hi = prmt_sign(t.t0, t.t1, wn >> 16);
+}
+FT_HD inline void e2m1x8_pn(uint32_t w, uint32_t& p_lo, uint32_t& p_hi, uint32_t& n_lo, uint32_t& n_hi) {
+  e2m1x8_pn(w, E2m1Table{kMag0, kMag1}, p_lo, p_hi, n_lo, n_hi);
+}
+// kMag0 / kMag1 through asm volatile moves: opaque to NVVM, but not to ptxas (see above).
+FT_HD inline E2m1Table e2m1_table() {
+#ifdef __CUDA_ARCH__
+  E2m1Table t;
+  asm volatile("mov.b32 %0, %1;" : "=r"(t.t0) : "r"(kMag0));
+  asm volatile("mov.b32 %0, %1;" : "=r"(t.t1) : "r"(kMag1));
+  return t;
+#else
+  return {kMag0, kMag1};
+#endif
 }
 
 // Activation bytes reordered to meet e2m1x8_i8's nibble order: a = 4 bytes from the low
@@ -117,7 +141,7 @@ FT_HD inline uint32_t x_pair_1(uint32_t a, uint32_t b) { return byte_perm(a, b, 
 // 480. sm_89+: cvt.rn.f16x2.e4m3x2 decodes two bytes per instruction (UE4M3 = E4M3 with the
 // sign clear; exact in fp16); older GPUs and the host: (b & 0x7F) << 7 read as fp16 is
 // ue4m3(b) * 2^-8, subnormals included.
-FT_HD inline void nvfp4_scales(uint32_t s, float (&sw)[4]) {
+FT_HD inline void nvfp4_scales_raw(uint32_t s, float (&sw)[4]) {
   const uint32_t m = s & 0x7F7F7F7Fu;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   uint32_t h01, h23;
@@ -133,14 +157,23 @@ FT_HD inline void nvfp4_scales(uint32_t s, float (&sw)[4]) {
   for (int i = 0; i < 4; ++i)
     sw[i] = half_bits_to_float(static_cast<unsigned short>(((m >> (8 * i)) & 0x7Fu) << 7)) * 256.0f;
 #endif
-  const uint32_t v = m ^ 0x7F7F7F7Fu;  // a masked 0x7F byte becomes 0
-  if ((v - 0x01010101u) & ~v & 0x80808080u) {
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t b = (s >> (8 * i)) & 0xFFu;
-      if (b == 0x7Fu) sw[i] = 0.0f;
-      if (b == 0xFFu) sw[i] = 480.0f;
-    }
+}
+// Nonzero when a byte of the scale word is 0x7F or 0xFF (the NaN codes nvfp4_scales_raw
+// leaves wrong); kernels OR it over a block's rows and fix up rarely, once.
+FT_HD inline uint32_t nvfp4_scales_nan(uint32_t s) {
+  const uint32_t v = (s & 0x7F7F7F7Fu) ^ 0x7F7F7F7Fu;  // a masked 0x7F byte becomes 0
+  return (v - 0x01010101u) & ~v & 0x80808080u;
+}
+FT_HD inline void nvfp4_scales_fix(uint32_t s, float (&sw)[4]) {
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t b = (s >> (8 * i)) & 0xFFu;
+    if (b == 0x7Fu) sw[i] = 0.0f;
+    if (b == 0xFFu) sw[i] = 480.0f;
   }
+}
+FT_HD inline void nvfp4_scales(uint32_t s, float (&sw)[4]) {
+  nvfp4_scales_raw(s, sw);
+  if (nvfp4_scales_nan(s)) nvfp4_scales_fix(s, sw);
 }
 
 // Q4_K 6-bit scale and minimum of sub-block j (0..7) from the 12 scale bytes.

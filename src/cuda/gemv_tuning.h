@@ -111,6 +111,11 @@ struct GemvNvfp4Plan {
 // 14336x4096 14.04 vs 15.46 us, 4096x14336 14.58 vs 14.56) and the expert ones still lose
 // (gate 6.95 vs 6.22, down 7.23 vs 6.41), so plans take them for dense single tokens only.
 inline constexpr int64_t kNvfp4XSmemMax = 36 << 10;
+// ... and only for rows of at most this many elements (likely why: every CTA copies the row,
+// k * 1.25 bytes, from L2: 528 CTAs x 17.9 KB = 9.5 MB beside 33 MB of weights at k 14336).
+// H200 run 9 (same binary, one token): 14336x4096 R 4 14.57 us shared vs 14.86 global;
+// 4096x14336 R 2 14.64 shared vs 13.97-13.99 global.
+inline constexpr int64_t kNvfp4XSmemMaxK = 8192;
 // Grouped one-token slab launches whose R = 2 work items all fit in one wave of warps at
 // 6 blocks of 4 warps per SM (132 SMs: 3168) take R = 2 at that launch bound: run 8, experts
 // gate 768x2048 x8 (3072 items) 5.47 us against 6.22-6.59 for R 1 / 2 / 4 at 4 blocks and
@@ -158,7 +163,7 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
     if ((rows + r - 1) / r * n_out >= kNvfp4MinItems) break;
   }
   if (n_tok > 1 && pl.rows < 2) pl.rows = 2;  // instances for several tokens: R = 2, 4
-  if (!grouped && n_tok == 1) pl.x_smem = true;
+  if (!grouped && n_tok == 1 && k <= kNvfp4XSmemMaxK) pl.x_smem = true;
   if (grouped && n_tok == 1 && (rows + 1) / 2 * n_out <= kNvfp4OneWaveWarps) pl.rows = 2, pl.minb = 6;
   return pl;
 }

@@ -104,6 +104,32 @@ TEST(CudaGemvQ8Formats, Nvfp4ScalesEqualTwiceUe4m3HalfForEveryByte) {
       }
 }
 
+// The kernels' split of nvfp4_scales: nvfp4_scales_nan flags exactly the words holding a
+// 0x7F or 0xFF byte (the one test per block over all rows), and the fix-up is only ever
+// needed for them (raw decode alone equals the full one on every other word).
+TEST(CudaGemvQ8Formats, Nvfp4ScalesNanFlagsExactlyTheNanBytes) {
+  std::mt19937 rng(91);
+  for (uint32_t b = 0; b < 256; ++b)
+    for (int i = 0; i < 4; ++i)
+      for (int n = 0; n < 16; ++n) {
+        uint32_t o = static_cast<uint32_t>(rng());
+        for (int j = 0; j < 4; ++j) {  // the other bytes: no NaN code unless n says so
+          const uint32_t oj = (o >> (8 * j)) & 0xFFu;
+          if ((oj & 0x7Fu) == 0x7Fu && n != 0) o ^= 0x01u << (8 * j);
+        }
+        const uint32_t s = (o & ~(0xFFu << (8 * i))) | (b << (8 * i));
+        bool has_nan = false;
+        for (int j = 0; j < 4; ++j) has_nan |= (((s >> (8 * j)) & 0x7Fu) == 0x7Fu);
+        ASSERT_EQ(q8_detail::nvfp4_scales_nan(s) != 0, has_nan) << "word " << s;
+        float raw[4], full[4];
+        q8_detail::nvfp4_scales_raw(s, raw);
+        q8_detail::nvfp4_scales(s, full);
+        if (!has_nan) {
+          for (int j = 0; j < 4; ++j) ASSERT_EQ(raw[j], full[j]) << "word " << s;
+        }
+      }
+}
+
 // The sign-replicating permute on the host (the device uses the PTX instruction itself;
 // tests/cuda/gemv_test.cpp diffs the two).
 TEST(CudaGemvQ8Formats, PrmtSignSelectsOrReplicatesSign) {

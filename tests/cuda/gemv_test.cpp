@@ -682,8 +682,12 @@ TEST(CudaGemvNvfp4, PackedRowsFillTheLanes) {
   EXPECT_EQ(gemv_nvfp4_plan(768, 2048, 1, 8, 1, true).kernel, 1);  // 32 blocks: slab
   // Run 8's choices: dense single tokens stage the activations in shared memory; the expert
   // gate of one token (3072 R = 2 items: one wave at 6 blocks per SM) takes R 2 at 6 blocks.
+  // Run 9: only rows up to kNvfp4XSmemMaxK elements (4096x14336 reads them from global).
   EXPECT_TRUE(dense.x_smem);
   EXPECT_EQ(dense.minb, 4);
+  EXPECT_FALSE(gemv_nvfp4_plan(4096, 14336, 1, 1, 1, false).x_smem);
+  EXPECT_TRUE(gemv_nvfp4_plan(4096, kNvfp4XSmemMaxK, 1, 1, 1, false).x_smem);
+  EXPECT_FALSE(gemv_nvfp4_plan(4096, kNvfp4XSmemMaxK + 64, 1, 1, 1, false).x_smem);
   EXPECT_FALSE(gemv_nvfp4_plan(14336, 4096, 2, 1, 1, false).x_smem);
   const GemvNvfp4Plan gate = gemv_nvfp4_plan(768, 2048, 1, 8, 1, true);
   EXPECT_EQ(gate.rows, 2);
