@@ -19,6 +19,19 @@
 namespace ft::test {
 namespace {
 
+// AddressSanitizer keeps freed memory in quarantine (256 MiB), so RSS is not flat there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAsan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAsan = true;
+#else
+constexpr bool kAsan = false;
+#endif
+#else
+constexpr bool kAsan = false;
+#endif
+
 int64_t rss_kib() {
   std::ifstream f("/proc/self/status");
   std::string line;
@@ -89,7 +102,7 @@ RoundResult load_round(const TestServer& s, int n_requests, int n_clients,
         const bool hang_up = i % 3 == 2;
         if (status == 503) {
           ++rejected;
-          if (attempt < 100) {
+          if (attempt < 5000) {  // (a minute at most)
             std::this_thread::sleep_for(std::chrono::milliseconds(2 + rng() % 10));
             continue;
           }
@@ -162,7 +175,9 @@ TEST(ServerBatchLoad, TwoThousandRequestsFrom32ClientsWithDisconnects) {
   std::printf("[ load ] round 2: %d requests in %.2f s (%.0f generated tok/s); RSS %lld -> %lld KiB\n", b.done,
               b.seconds, (metric_value(m, "ft_generated_tokens_total") - gen1) / b.seconds,
               static_cast<long long>(rss1), static_cast<long long>(rss2));
-  EXPECT_LT(rss2 - rss1, 4 * 1024) << "resident memory grew over the second round";
+  if (!kAsan) {
+    EXPECT_LT(rss2 - rss1, 4 * 1024) << "resident memory grew over the second round";
+  }
   const auto r = post_json(s, "/completion", json{{"prompt", {1, 2}}, {"n_predict", 3}, {"ignore_eos", true}});
   EXPECT_EQ(r.status, 200);
 }
