@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Packs a pruned llama.cpp source tree that builds llama-bench (CPU and CUDA backends only)
+# Packs a pruned llama.cpp source tree that builds llama-bench and llama-server (CPU and CUDA
+# backends only)
 # into .devcarry/llama-src.tar.xz (< 5 MB), for GPU machines without internet
 # (bench/h200.sh unpacks and builds it there).
 #
@@ -10,8 +11,8 @@
 # that scripts/setup-oracle.sh leaves in .deps/llama/src/llama.cpp (the default).
 #
 # Kept: the top CMakeLists.txt, LICENSE, licenses/, cmake/, include/, src/, common/,
-# vendor/, ggml/ minus the backends other than CPU and CUDA, tools/llama-bench and a
-# tools/CMakeLists.txt that adds only it. Dropped: other tools, app/, examples/, tests/,
+# vendor/, ggml/ minus the backends other than CPU and CUDA, tools/llama-bench, tools/server
+# (+ mtmd, and ui's CMakeLists) and a tools/CMakeLists.txt that adds only those. Dropped: other tools, app/, examples/, tests/,
 # docs/, models/, gguf-py/, ... so the build needs
 #   cmake -B build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
 #     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
@@ -29,7 +30,8 @@ trap 'rm -rf "$stage"' EXIT
 tree="$stage/llama.cpp"
 mkdir -p "$tree"
 
-keep=(CMakeLists.txt LICENSE licenses cmake include src common vendor ggml tools/llama-bench)
+keep=(CMakeLists.txt LICENSE licenses cmake include src common vendor ggml tools/llama-bench
+      tools/server tools/mtmd tools/ui/CMakeLists.txt scripts/ui-assets.cmake)
 if [ -f "$src/CMakeLists.txt" ] && [ -d "$src/ggml/src" ]; then
   for p in "${keep[@]}"; do
     [ -e "$src/$p" ] || { echo "pack-llama-src: $src/$p is missing" >&2; exit 1; }
@@ -53,23 +55,32 @@ for d in "$tree"/ggml/src/ggml-*/; do
     *) rm -rf "$d" ;;
   esac
 done
-# build/ or .git left in a working tree must not travel.
-rm -rf "$tree/.git" "$tree"/build*
+# build/ or .git left in a working tree must not travel; nor the server's tests and bench
+# scripts (Python), nor mtmd's test data.
+rm -rf "$tree/.git" "$tree"/build* "$tree/tools/server/tests" "$tree/tools/server/bench" \
+  "$tree/tools/mtmd/tests" "$tree/tools/mtmd/test-"*
 
 cat >"$tree/tools/CMakeLists.txt" <<'EOF'
-# Pruned by FreeToken's scripts/pack-llama-src.sh: llama-bench only.
+# Pruned by FreeToken's scripts/pack-llama-src.sh: llama-bench, and llama-server when
+# LLAMA_BUILD_SERVER is on (its web UI embeds no assets: -DLLAMA_USE_PREBUILT_UI=OFF).
 find_package(Threads REQUIRED)
 llama_add_compile_flags()
 add_subdirectory(llama-bench)
+if (LLAMA_BUILD_SERVER)
+    add_subdirectory(ui)
+    add_subdirectory(mtmd)
+    add_subdirectory(server)
+endif()
 EOF
 
 cat >"$tree/PRUNED.md" <<EOF
 Pruned llama.cpp source ($rev), made by FreeToken's scripts/pack-llama-src.sh.
-Only llama-bench and the CPU and CUDA backends build from it:
+Only llama-bench, llama-server and the CPU and CUDA backends build from it:
 
     cmake -B build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \\
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
     ninja -C build llama-bench
+    # llama-server: -DLLAMA_BUILD_SERVER=ON -DLLAMA_USE_PREBUILT_UI=OFF, ninja ... llama-server
 EOF
 
 mkdir -p "$(dirname "$out")"
