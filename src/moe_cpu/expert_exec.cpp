@@ -132,6 +132,22 @@ void ExpertExecutor::grow(const HostExperts& L, int64_t n_slots) {
   if (h_.size() < n * L.n_ff) h_.resize(n * L.n_ff);
 }
 
+void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int32_t, int64_t, int64_t)>& f) {
+  const int64_t n_active = static_cast<int64_t>(active_.size());
+  const int n_threads = pool_.size();
+  // (expert, row chunk) items, about 4 per thread over all active experts, so the top-k
+  // GEMVs of one decode step spread over every core; chunks stay multiples of 16 rows.
+  int64_t c = (rows * n_active + 4 * n_threads - 1) / (4 * n_threads);
+  c = std::min(rows, std::max<int64_t>(16, (c + 15) / 16 * 16));
+  const int64_t per = (rows + c - 1) / c;
+  pool_.parallel_for(n_active * per, 1, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t r0 = (i % per) * c;
+      f(active_[i / per], r0, std::min(rows, r0 + c));
+    }
+  });
+}
+
 void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
                          const int32_t* ids, const float* weights, int n_used, float* out, int64_t ldo) {
   const int64_t n_embd = L.n_embd, n_ff = L.n_ff, n_slots = n_tok * n_used;
@@ -163,40 +179,40 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
   last_bytes_ = static_cast<int64_t>(active_.size()) * L.expert_bytes();
 
   const engine::Exec ex{&pool_, num.act, num.act_quant};
-  const int64_t n_active = static_cast<int64_t>(active_.size());
-  const int n_threads = pool_.size();
-  // (expert, row chunk) items, about 4 per thread over all active experts, so the top-k
-  // GEMVs of one decode step spread over every core; chunks stay multiples of 16 rows.
-  auto chunk_rows = [&](int64_t rows) {
-    int64_t c = (rows * n_active + 4 * n_threads - 1) / (4 * n_threads);
-    c = (c + 15) / 16 * 16;
-    return std::min(rows, std::max<int64_t>(16, c));
-  };
-  if (n_active > 0) {
-    const int64_t cgu = chunk_rows(2 * n_ff), ngu = (2 * n_ff + cgu - 1) / cgu;
-    pool_.parallel_for(n_active * ngu, 1, [&](int64_t i0, int64_t i1, int) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const int32_t e = active_[i / ngu];
-        const int64_t r0 = (i % ngu) * cgu, r1 = std::min(2 * n_ff, r0 + cgu);
-        gate_up_rows<false>(L, e, xg_.data() + start_[e] * n_embd, n_embd, count_[e], gu_.data() + start_[e] * 2 * n_ff,
-                            r0, r1, num);
-      }
+  const bool exact = num.gpu_plan != nullptr && exact_supported(L, num);
+  if (!active_.empty() && exact) {
+    exact_gate_up(L, num, n_tok, n_used, n_routes);
+  } else if (!active_.empty()) {
+    for_expert_rows(2 * n_ff, [&](int32_t e, int64_t r0, int64_t r1) {
+      gate_up_rows<false>(L, e, xg_.data() + start_[e] * n_embd, n_embd, count_[e], gu_.data() + start_[e] * 2 * n_ff,
+                          r0, r1, num);
     });
+  }
+  if (!active_.empty()) {
     if (L.glu == engine::Glu::kGelu)
       engine::geglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
     else
       engine::swiglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
     engine::round_act(num.round_inputs, h_.data(), n_routes * n_ff);
-    const int64_t cd = chunk_rows(n_embd), nd = (n_embd + cd - 1) / cd;
-    pool_.parallel_for(n_active * nd, 1, [&](int64_t i0, int64_t i1, int) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const int32_t e = active_[i / nd];
-        const int64_t r0 = (i % nd) * cd, r1 = std::min(n_embd, r0 + cd);
-        quant::matmul(expert_args(L.down, e, h_.data() + start_[e] * n_ff, n_ff, count_[e],
-                                  yd_.data() + start_[e] * n_embd, n_embd, bank_at(L, e, 2), num),
-                      r0, r1);
-      }
+  }
+  if (!active_.empty() && exact) {
+    exact_down(L, num, n_tok, n_used, n_routes);
+  } else if (!active_.empty()) {
+    for_expert_rows(n_embd, [&](int32_t e, int64_t r0, int64_t r1) {
+      quant::matmul(expert_args(L.down, e, h_.data() + start_[e] * n_ff, n_ff, count_[e],
+                                yd_.data() + start_[e] * n_embd, n_embd, bank_at(L, e, 2), num),
+                    r0, r1);
     });
+  }
+  if (num.slot_out) {  // per route, no combine (hybrid: the GPU sums the ranks in order)
+    for (int64_t s = 0; s < n_slots; ++s) {
+      float* o = out + s * ldo;
+      if (ids[s] < 0)
+        std::fill(o, o + n_embd, 0.0f);
+      else
+        std::memcpy(o, yd_.data() + slot_of_[s] * n_embd, sizeof(float) * n_embd);
+    }
+    return;
   }
   // out = y_0 * w_0 + y_1 * w_1 + ... in rank order over the routes present (ggml adds the
   // weighted experts one by one); a token without routes gets zeros.

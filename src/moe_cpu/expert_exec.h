@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/threadpool.h"
@@ -25,6 +26,7 @@
 #include "engine/geglu.h"
 #include "engine/moe.h"
 #include "format/ggml_type.h"
+#include "moe_cpu/gpu_dot.h"
 
 namespace ft::moe_cpu {
 
@@ -71,7 +73,20 @@ struct ExpertNumerics {
   // auto: bf16), exact where the weights dequantise exactly to it (NVFP4, MXFP4, BF16).
   // Meant with act_quant kNone.
   engine::ActType round_inputs = engine::ActType::kF32;
+  // Exact mode (the cpu / hybrid backends' decode): non-null = every product, rounding and
+  // sum in the GPU decode GEMV's order (gpu_dot.h), so the result is the fused backend's,
+  // bit for bit; the plan function names the GPU kernel (and its lanes) per shape. Needs
+  // act_quant kQ8 or kNone, q8_quantised_only and round_inputs kF32 (what the GPU's decode
+  // does); weights: F32, F16, BF16, Q8_0, MXFP4, NVFP4 (exact_supported()).
+  GpuDotPlanFn gpu_plan = nullptr;
+  // Output per route instead of the combined sum (hybrid: the GPU combines the CPU's and its
+  // own routes in rank order): out row s (ldo apart) = y_s = round((Wd h) * s_down) for
+  // route s = t * n_used + r, zeros for skipped routes; n_tok * n_used rows.
+  bool slot_out = false;
 };
+
+// Whether exact mode covers L's tensors under num (else run() uses the engine's kernels).
+bool exact_supported(const HostExperts& L, const ExpertNumerics& num);
 
 class ExpertExecutor {
  public:
@@ -88,13 +103,26 @@ class ExpertExecutor {
 
  private:
   void grow(const HostExperts& L, int64_t n_slots);
+  // Exact mode's gate|up and down over the grouped routes (expert_exec_exact.cpp).
+  void exact_gate_up(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used, int64_t n_routes);
+  void exact_down(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used, int64_t n_routes);
+  // Parallel loop over (active expert, row chunk) items for `rows` rows per expert.
+  void for_expert_rows(int64_t rows, const std::function<void(int32_t e, int64_t r0, int64_t r1)>& f);
 
   ThreadPool& pool_;
   std::vector<int64_t> count_, start_, slot_of_;
   std::vector<int32_t> active_;
   std::vector<float> xg_, gu_, h_, yd_;
+  std::vector<int8_t> xq_;   // exact mode: Q8 codes of xg_ / h_ rows (GPU layout)
+  std::vector<float> xqd_;   // ... and their scales
   int64_t last_routes_ = 0, last_bytes_ = 0;
 };
+
+// Token-by-token scalar twin of exact mode (num.gpu_plan set): gpu_dot.h per row, one route
+// after the other; out as run() writes it (num.slot_out included). For tests.
+void expert_exec_gpu_ref(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx,
+                         int64_t n_tok, const int32_t* ids, const float* weights, int n_used, float* out,
+                         int64_t ldo);
 
 // Token-by-token scalar twin (quant::matmul_ref, rank order), for tests.
 void expert_exec_ref(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx,

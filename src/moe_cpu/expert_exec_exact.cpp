@@ -1,0 +1,177 @@
+// Exact mode of the expert executor (ExpertNumerics::gpu_plan): the GPU decode GEMV's
+// products and sums per row (gpu_dot.h), its Q8 activations and epilogue, so that the cpu
+// and hybrid backends reproduce the fused backend's bits. The GLU and the combine are the
+// executor's own (engine::swiglu and the rank-order combine are already the GPU's
+// operations: ops::silu is engine::silu step for step, the combine has no FMA).
+#include <algorithm>
+
+#include "core/error.h"
+#include "engine/ffn.h"
+#include "engine/vec_math.h"
+#include "moe_cpu/expert_exec.h"
+
+namespace ft::moe_cpu {
+namespace {
+
+float bank_at(const HostExperts& L, int64_t e, int col) { return L.bank ? L.bank[e * 4 + col] : 1.0f; }
+
+bool q8_of(const ExpertNumerics& num, GgmlType t) {
+  return num.act_quant == quant::ActQuant::kQ8 && gpu_dot_q8_supported(t);
+}
+
+// One tensor's rows [r0, r1) for the grouped routes [g0, g1) (inputs x / xq rows g, outputs
+// y + g * ldy + r - r0 + y_off): round((row . x) * scale) as the GPU's grouped epilogue.
+struct ExactRows {
+  const HostExpertTensor* t;
+  GpuDotPlan plan;
+  bool q8;
+  float scale;
+};
+
+void exact_rows(const ExactRows& a, const ExpertNumerics& num, int64_t e, const float* x, const int8_t* xq,
+                const float* xqd, int64_t g0, int64_t g1, int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  const HostExpertTensor& t = *a.t;
+  const int64_t k = t.k;
+  for (int64_t g = g0; g < g1; ++g) {
+    float* yg = y + g * ldy;
+    if (a.q8) {
+      gpu_dot_q8_rows(a.plan, t.type, t.expert(e) + r0 * t.row_bytes, t.row_bytes, r1 - r0,
+                      GpuActQ8{xq + g * k, xqd + g * (k / 32)}, k, yg + r0);
+    } else {
+      for (int64_t r = r0; r < r1; ++r) yg[r] = gpu_dot_float(t.type, t.expert(e) + r * t.row_bytes, x + g * k, k);
+    }
+    for (int64_t r = r0; r < r1; ++r) yg[r] = engine::round_act(num.act, yg[r] * a.scale);
+  }
+}
+
+void quantize_rows(const float* x, int64_t k, int64_t n, int8_t* qs, float* d) {
+  for (int64_t g = 0; g < n; ++g) gpu_quantize_act_q8(x + g * k, k, qs + g * k, d + g * (k / 32));
+}
+
+}  // namespace
+
+bool exact_supported(const HostExperts& L, const ExpertNumerics& num) {
+  if (num.gpu_plan == nullptr || num.round_inputs != engine::ActType::kF32 || !num.q8_quantised_only) return false;
+  for (const HostExpertTensor* t : {&L.gate, &L.up, &L.gate_up, &L.down}) {
+    if (!*t) continue;
+    if (!gpu_dot_float_supported(t->type) || t->k % 32 != 0) return false;
+  }
+  return true;
+}
+
+void ExpertExecutor::exact_gate_up(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used,
+                                   int64_t n_routes) {
+  const int64_t n_embd = L.n_embd, n_ff = L.n_ff, n_out = n_tok * n_used;
+  auto rows_of = [&](const HostExpertTensor& t) {
+    const bool q8 = q8_of(num, t.type);
+    return ExactRows{&t, num.gpu_plan(t.type, t.rows, t.k, n_out, 1, q8), q8, 1.0f};
+  };
+  const HostExpertTensor& first = L.gate_up ? L.gate_up : L.gate;
+  if (q8_of(num, first.type) || (!L.gate_up && q8_of(num, L.up.type))) {
+    xq_.resize(static_cast<size_t>(n_routes * n_embd));
+    xqd_.resize(static_cast<size_t>(n_routes * n_embd / 32));
+    quantize_rows(xg_.data(), n_embd, n_routes, xq_.data(), xqd_.data());
+  }
+  const float* x = xg_.data();
+  const int8_t* xq = xq_.data();
+  const float* xqd = xqd_.data();
+  float* gu = gu_.data();
+  if (L.gate_up) {
+    const ExactRows a = rows_of(L.gate_up);
+    for_expert_rows(2 * n_ff, [&](int32_t e, int64_t r0, int64_t r1) {
+      exact_rows(a, num, e, x, xq, xqd, start_[e], start_[e] + count_[e], r0, r1, gu, 2 * n_ff);
+    });
+    return;
+  }
+  const ExactRows ag = rows_of(L.gate), au = rows_of(L.up);
+  for_expert_rows(2 * n_ff, [&](int32_t e, int64_t r0, int64_t r1) {
+    const int64_t g0 = start_[e], g1 = g0 + count_[e];
+    ExactRows a = ag;
+    a.scale = bank_at(L, e, 0);
+    if (r0 < n_ff) exact_rows(a, num, e, x, xq, xqd, g0, g1, r0, std::min(r1, n_ff), gu, 2 * n_ff);
+    a = au;
+    a.scale = bank_at(L, e, 1);
+    if (r1 > n_ff) exact_rows(a, num, e, x, xq, xqd, g0, g1, std::max(r0, n_ff) - n_ff, r1 - n_ff, gu + n_ff, 2 * n_ff);
+  });
+}
+
+void ExpertExecutor::exact_down(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used,
+                                int64_t n_routes) {
+  const int64_t n_embd = L.n_embd, n_ff = L.n_ff;
+  const HostExpertTensor& t = L.down;
+  const bool q8 = q8_of(num, t.type);
+  // The fused backend's down GEMV is the combine: n_tok out rows of n_used slots each.
+  const ExactRows a0{&t, num.gpu_plan(t.type, t.rows, t.k, n_tok, n_used, q8), q8, 1.0f};
+  if (q8) {
+    xq_.resize(static_cast<size_t>(n_routes * n_ff));
+    xqd_.resize(static_cast<size_t>(n_routes * n_ff / 32));
+    quantize_rows(h_.data(), n_ff, n_routes, xq_.data(), xqd_.data());
+  }
+  const float* h = h_.data();
+  const int8_t* xq = xq_.data();
+  const float* xqd = xqd_.data();
+  float* yd = yd_.data();
+  for_expert_rows(n_embd, [&](int32_t e, int64_t r0, int64_t r1) {
+    ExactRows a = a0;
+    a.scale = bank_at(L, e, 2);
+    exact_rows(a, num, e, h, xq, xqd, start_[e], start_[e] + count_[e], r0, r1, yd, n_embd);
+  });
+}
+
+void expert_exec_gpu_ref(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx,
+                         int64_t n_tok, const int32_t* ids, const float* weights, int n_used, float* out,
+                         int64_t ldo) {
+  if (!exact_supported(L, num)) fail("expert_exec_gpu_ref: exact mode does not cover these experts / numerics");
+  const int64_t n_embd = L.n_embd, n_ff = L.n_ff, n_out = n_tok * n_used;
+  std::vector<float> gu(static_cast<size_t>(2 * n_ff)), h(static_cast<size_t>(n_ff)), y(static_cast<size_t>(n_embd));
+  std::vector<int8_t> xq(static_cast<size_t>(std::max(n_embd, n_ff)));
+  std::vector<float> xd(xq.size() / 32 + 1);
+  auto dot = [&](const HostExpertTensor& t, int64_t e, int64_t r, const float* in, int64_t n_o, int n_sub) {
+    const bool q8 = q8_of(num, t.type);
+    const uint8_t* row = t.expert(e) + r * t.row_bytes;
+    if (!q8) return gpu_dot_float(t.type, row, in, t.k);
+    return gpu_dot_q8(num.gpu_plan(t.type, t.rows, t.k, n_o, n_sub, true), t.type, row, GpuActQ8{xq.data(), xd.data()},
+                      t.k);
+  };
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* xt = x + t * ldx;
+    float* o = out + (num.slot_out ? t * n_used : t) * ldo;
+    bool first = true;
+    for (int r = 0; r < n_used; ++r) {
+      const int32_t e = ids[t * n_used + r];
+      if (e < -1 || e >= L.n_expert) fail("MoE expert id {} out of range", e);
+      if (e < 0) {
+        if (num.slot_out) std::fill(o + r * ldo, o + r * ldo + n_embd, 0.0f);
+        continue;
+      }
+      gpu_quantize_act_q8(xt, n_embd, xq.data(), xd.data());
+      for (int64_t i = 0; i < 2 * n_ff; ++i) {
+        if (L.gate_up) {
+          gu[i] = engine::round_act(num.act, dot(L.gate_up, e, i, xt, n_out, 1) * 1.0f);
+        } else {
+          const bool g = i < n_ff;
+          const float v = dot(g ? L.gate : L.up, e, g ? i : i - n_ff, xt, n_out, 1);
+          gu[i] = engine::round_act(num.act, v * bank_at(L, e, g ? 0 : 1));
+        }
+      }
+      for (int64_t i = 0; i < n_ff; ++i)
+        h[i] = engine::round_act(num.act, (L.glu == engine::Glu::kGelu ? engine::gelu(gu[i]) : engine::silu(gu[i])) *
+                                              gu[n_ff + i]);
+      gpu_quantize_act_q8(h.data(), n_ff, xq.data(), xd.data());
+      for (int64_t i = 0; i < n_embd; ++i)
+        y[i] = engine::round_act(num.act, dot(L.down, e, i, h.data(), n_tok, n_used) * bank_at(L, e, 2));
+      if (num.slot_out) {
+        std::copy(y.begin(), y.end(), o + r * ldo);
+        continue;
+      }
+      const float wr = weights[t * n_used + r];
+      for (int64_t i = 0; i < n_embd; ++i) o[i] = first ? y[i] * wr : o[i] + y[i] * wr;
+      first = false;
+    }
+    if (num.slot_out) continue;
+    if (first) std::fill(o, o + n_embd, 0.0f);
+    engine::round_act(num.act, o, n_embd);
+  }
+}
+
+}  // namespace ft::moe_cpu

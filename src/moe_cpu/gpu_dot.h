@@ -1,0 +1,77 @@
+// The GPU decode GEMV's row dot products in its exact fp32 summation order, on the CPU
+// (scalar C++): the "exact" mode of the expert executor, so that the cpu and hybrid MoE
+// backends give the fused backend's bits rather than the same math in another order.
+//
+// How the GPU forms one row (src/cuda/gemv*.cu; summary of what is mirrored here):
+//   float path (fp32 activations; F32/F16/BF16 weights, or any type without Q8 activations):
+//     32 lanes per row; chunks of 1024 elements; lane l takes the 8-element pieces
+//     pg = l + 32 j (j < 4, unit pg / 4 < the chunk's units) of each chunk in order:
+//       part = fma(q[i], x[i], part) for i < 8 from 0   (E2M1 formats: q = code * 2^-126,
+//              x * 2^64, then part * 2^63)
+//       acc  = fma(part, d, acc)                         (Q4_K: then acc = fma(-m, sum x, acc))
+//   integer path, generic kernel (Q8 activations, Q8_0 / MXFP4 / NVFP4 off the fast paths):
+//     L lanes per row (the plan's, gemv_tuning.h); chunks of 64 L elements; lane kl takes the
+//     64-element unit kl of each chunk in order; per 32-element block (NVFP4: 16-element
+//     sub-block) an exact integer sum is of weight codes times int8 activations, then
+//       acc = fma(float(is), w_scale * x_scale, acc)
+//     (NVFP4: w_scale = the full UE4M3 value, x_scale = d * 0.5; MXFP4: e8m0_half, d).
+//   NVFP4 slab kernel (grouped rows of >= 32 blocks): lane l takes blocks l, l + 32, ... and
+//     chains their 4 sub-block fmas in one accumulator.
+//   NVFP4 packed kernel (grouped rows of < 32 blocks): each block's 4 sub-block fmas start
+//     from 0; the row's sum is 0 + a_0 + a_1 + ... in block order (no lane tree).
+//   Lanes are then summed by the xor shuffle tree: for o = L/2, ..., 1: v[i] += v[i ^ o];
+//   lane 0 holds the row's sum. The epilogue: y = round(acc * scale) with scale = the
+//   expert's bank column (1 without one); the MoE combine: c = y_0 * w_0, c = c + y_j * w_j
+//   in rank order (no FMA), x += round(c).
+#pragma once
+
+#include <cstdint>
+
+#include "format/ggml_type.h"
+
+namespace ft::moe_cpu {
+
+enum class GpuDot { kFloat, kQ8Generic, kNvfp4Slab, kNvfp4Packed };
+
+struct GpuDotPlan {
+  GpuDot kind = GpuDot::kFloat;
+  int lanes = 32;  // kQ8Generic: lanes per row (4, 8, 16, 32)
+};
+
+// The GPU's plan for a grouped decode GEMV of `rows` x `k` weights of `type` with n_out out
+// rows of n_sub slots each (gate/up: the call's token-slots and 1; the combined down: the
+// tokens and n_used), q8 = activations quantised (act_q8). Supplied by the GPU side
+// (gpu/moe_cpu_backend.cpp reads cuda/gemv_tuning.h); moe_cpu knows no CUDA.
+using GpuDotPlanFn = GpuDotPlan (*)(GgmlType type, int64_t rows, int64_t k, int64_t n_out, int n_sub, bool q8);
+
+// Types the exact mode covers on each path.
+bool gpu_dot_float_supported(GgmlType t);  // F32 F16 BF16 Q8_0 MXFP4 NVFP4
+bool gpu_dot_q8_supported(GgmlType t);     // Q8_0 MXFP4 NVFP4
+
+// One activation row in the GPU's Q8 layout (act_q8.h): int8 codes and one fp32 scale per
+// 32 (d = fp16-rounded amax / 127, q = round_half_even(x * 127 / amax)).
+struct GpuActQ8 {
+  const int8_t* qs;
+  const float* d;
+};
+// Quantises k values (k % 32 == 0) into qs[k], d[k / 32].
+void gpu_quantize_act_q8(const float* x, int64_t k, int8_t* qs, float* d);
+
+// The GPU's sum for one row (before the epilogue), bit for bit.
+float gpu_dot_float(GgmlType type, const uint8_t* row, const float* x, int64_t k);
+float gpu_dot_q8(const GpuDotPlan& plan, GgmlType type, const uint8_t* row, const GpuActQ8& x, int64_t k);
+
+// n_rows rows (row_bytes apart from w) of the integer path: out[r] = gpu_dot_q8(plan, type,
+// row r, x, k), bit for bit; AVX2 where the CPU has it (NVFP4, Q8_0, MXFP4: integer block
+// sums with maddubs, the fp32 fold over 8 rows per ymm), else the scalar mirror above.
+void gpu_dot_q8_rows(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows,
+                     const GpuActQ8& x, int64_t k, float* out);
+namespace detail {
+bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes,
+                          int64_t n_rows, const GpuActQ8& x, int64_t k, float* out);
+}
+
+// The xor shuffle tree over v[0..lanes) (a power of two): lane 0's result; v is clobbered.
+float gpu_lane_tree(float* v, int lanes);
+
+}  // namespace ft::moe_cpu

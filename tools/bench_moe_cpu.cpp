@@ -1,0 +1,94 @@
+// ft-bench-moe-cpu: the CPU expert executor's decode step (one token, k experts, read from
+// DRAM) in its two modes -- the engine's kernels and exact mode (the GPU decode GEMV's
+// summation order, moe_cpu/gpu_dot.h) -- against the host read bandwidth of the same pool.
+//   ft-bench-moe-cpu --threads 2 --types nvfp4,q8_0 --mib 512
+// Prints GB/s of expert weights read per call and its share of the measured read bandwidth.
+// The exact mode's plan is the GPU's for the Qwen3-30B-A3B shapes (NVFP4: slab kernel for
+// gate/up, packed for down; generic integer kernel: 32 lanes) without linking CUDA.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/threadpool.h"
+#include "moe_cpu/expert_exec.h"
+#include "moe_cpu/gemv_bw.h"
+#include "moe_cpu/host_bw.h"
+
+namespace {
+
+using ft::GgmlType;
+using ft::moe_cpu::GpuDot;
+using ft::moe_cpu::GpuDotPlan;
+
+GpuDotPlan bench_plan(GgmlType type, int64_t rows, int64_t k, int64_t n_out, int n_sub, bool q8) {
+  (void)rows, (void)n_out;
+  if (!q8) return {GpuDot::kFloat, 32};
+  if (type == GgmlType::NVFP4) {
+    const int64_t nb = k / 64;
+    return {nb < 32 && nb * n_sub <= 128 ? GpuDot::kNvfp4Packed : GpuDot::kNvfp4Slab, 32};
+  }
+  return {GpuDot::kQ8Generic, 32};
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"CPU expert executor: engine order vs exact (GPU order) mode, vs host read bandwidth"};
+  int threads = 2, iters = 200;
+  int64_t mib = 512, n_embd = 2048, n_ff = 768;
+  int n_used = 8;
+  std::string types = "nvfp4,q8_0,mxfp4,bf16";
+  app.add_option("--threads", threads, "pool threads");
+  app.add_option("--types", types, "expert types, comma-separated");
+  app.add_option("--mib", mib, "bytes of the synthetic bank and of the read buffer (MiB)");
+  app.add_option("--iters", iters, "timed calls per mode");
+  app.add_option("--n-embd", n_embd);
+  app.add_option("--n-ff", n_ff);
+  app.add_option("--n-used", n_used);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    ft::ThreadPool pool(threads);
+    const auto rd = ft::moe_cpu::host_read_bandwidth(pool, static_cast<size_t>(mib) << 20, 5);
+    fmt::print("host read: {:.2f} GB/s best, {:.2f} mean ({} threads, {} MiB)\n", rd.gbs, rd.mean_gbs, threads, mib);
+    ft::moe_cpu::ExpertExecutor ex(pool);
+    for (const std::string& tn : split(types)) {
+      const auto t = ft::ggml_type_from_name(tn);
+      if (!t) ft::fail("unknown type '{}'", tn);
+      ft::moe_cpu::ExpertGeometry g;
+      g.type = *t;
+      g.n_embd = n_embd;
+      g.n_ff = n_ff;
+      g.n_used = n_used;
+      ft::moe_cpu::SyntheticExperts se;
+      ft::moe_cpu::make_synthetic_experts(g, mib << 20, se);
+      ft::moe_cpu::ExpertNumerics num{ft::engine::ActType::kF32, ft::quant::ActQuant::kQ8};
+      num.q8_quantised_only = true;
+      const auto fast = ft::moe_cpu::expert_gemv_bandwidth(ex, se.h, num, n_used, iters, 8);
+      num.gpu_plan = bench_plan;
+      const auto exact = ft::moe_cpu::expert_gemv_bandwidth(ex, se.h, num, n_used, iters, 8);
+      fmt::print("{}: engine order {:.2f} GB/s ({:.0f}% of read, {:.0f} us/call); exact {:.2f} GB/s ({:.0f}%, {:.0f} us); "
+                 "exact costs {:+.0f}%\n",
+                 g.describe(), fast.gbs, 100 * fast.gbs / rd.gbs, fast.us_per_call, exact.gbs,
+                 100 * exact.gbs / rd.gbs, exact.us_per_call, 100 * (exact.us_per_call / fast.us_per_call - 1));
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ft-bench-moe-cpu: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
