@@ -128,6 +128,7 @@ struct Case {
   int lanes = 0, rows_per_lane = 0;
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
   int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
+  int nv_mma_w = 0, nv_mma_s = 0;               // gemv_set_nvfp4_mma
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -175,6 +176,8 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_rows_override(c.rows_per_lane);
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
+  gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
+  const int64_t mma_before = gemv_nvfp4_mma_launches();
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -210,6 +213,8 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_rows_override(0);
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_variant(0, 0);
+  gemv_set_nvfp4_mma(0, 0);
+  const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
   const double gbs = bytes / t * 1e-9;
   char shape[64];
@@ -238,6 +243,10 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
            std::to_string(pl.kernel) + "/" + std::to_string(pl.rows) + "/" + (pl.x_smem ? "s" : "g");
     if (!pl.x_smem && (grouped || c.n_tok == 1))  // the variant: decoder (b byte_perm, p sign-split), blocks/SM
       plan += std::string(pl.decode == 1 ? "b" : "p") + std::to_string(pl.minb);
+    if (ran_mma)  // the mma kernel (gemv_mma.cu): warps per 16-row CTA / stages
+      plan = std::string(c.nv_kernel == 3 || c.nv_mma_w > 0 ? "N" : "n") + "3/" +
+             std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : pl.mma_warps) + "/" +
+             std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : pl.mma_stages);
   }
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
@@ -339,6 +348,25 @@ int main(int argc, char** argv) {
             cases.push_back(c);
           }
         }
+      // The mma kernel's instances (warps per CTA x stages) on the dense one-token shapes of
+      // Llama-8B (qkv fused, o, gate/up fused and alone, down) and Qwen3-30B-A3B (qkv, o).
+      {
+        const int64_t dense[][2] = {{14336, 4096}, {4096, 14336}, {6144, 4096}, {4096, 4096},
+                                    {28672, 4096}, {5120, 2048},  {2048, 4096}};
+        struct Mv {
+          int w, s;
+        };
+        for (const auto& d : dense) {
+          Case slab{"dense", GgmlType::NVFP4, d[0], d[1], 1};
+          slab.q8 = true;
+          cases.push_back(slab);  // the routed plan beside the variants
+          for (const Mv mv : {Mv{4, 2}, Mv{4, 3}, Mv{4, 4}, Mv{8, 2}, Mv{8, 3}, Mv{8, 4}, Mv{16, 2}}) {
+            Case c = slab;
+            c.nv_kernel = 3, c.nv_mma_w = mv.w, c.nv_mma_s = mv.s;
+            cases.push_back(c);
+          }
+        }
+      }
       // The one-token variants: decoder x launch bound x rows per warp (slab), decoder x
       // launch bound (packed), for the plan choice in gemv_tuning.h.
       {

@@ -6,6 +6,8 @@
 #include "cuda/gemv.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/act_q8.h"
@@ -81,6 +83,22 @@ void gemv_set_nvfp4_override(int kernel, int rows, int x_smem) {
 void gemv_set_nvfp4_variant(int decode, int minb) {
   g_nvfp4_override.decode = decode;
   g_nvfp4_override.minb = minb;
+}
+
+// FT_GEMV_NVFP4_MMA=1 (or W,S: warps per CTA, stages) sends the shapes the mma kernel takes
+// to it (gemv_mma.cu), for end-to-end runs before the tuning table routes it.
+const bool g_env_mma = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_MMA");
+  if (e == nullptr || *e == '\0' || *e == '0') return false;
+  g_nvfp4_override.kernel = 3;
+  int w = 0, s = 0;
+  if (std::sscanf(e, "%d,%d", &w, &s) == 2 && w > 1) g_nvfp4_override.mma_warps = w, g_nvfp4_override.mma_stages = s;
+  return true;
+}();
+
+void gemv_set_nvfp4_mma(int warps, int stages) {
+  g_nvfp4_override.mma_warps = warps;
+  g_nvfp4_override.mma_stages = stages;
 }
 
 namespace {

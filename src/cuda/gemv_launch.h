@@ -25,6 +25,7 @@ struct Q8Plan {
 struct Nvfp4Override {
   int kernel = -1, rows = 0, x_smem = 0;
   int decode = 0, minb = 0;  // gemv_set_nvfp4_variant
+  int mma_warps = 0, mma_stages = 0;  // gemv_set_nvfp4_mma
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -98,5 +99,8 @@ void gemv_q8(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const 
 // The NVFP4 integer-path kernels (gemv_nvfp4.cu); false when the plan or the alignment of
 // the weights leaves the product to gemv_q8.
 bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream);
+// The tensor-core kernel (gemv_mma.cu): one token, dense, k % 256 == 0, 16-byte aligned rows;
+// false (nothing launched) for other shapes or when its shared memory does not fit.
+bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream);
 
 }  // namespace ft::cuda::gemv_detail

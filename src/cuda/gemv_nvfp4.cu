@@ -546,6 +546,15 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   const int64_t nt = grouped ? 1 : n_tok;
   const int64_t nb = p.k / 64;
   GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, nt, n_out, n_sub, grouped);
+  if (over.mma_warps > 0) pl.mma_warps = over.mma_warps;
+  if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;
+  // The mma kernel, planned or forced; where it declines the shape, the other kernels' plan.
+  if (pl.kernel == 3 || over.kernel == 3) {
+    if (over.kernel < 0 || over.kernel == 3) {
+      if (gemv_nvfp4_mma(p, nt, grouped, pl.mma_warps, pl.mma_stages, stream)) return true;
+    }
+    if (pl.kernel == 3) pl.kernel = 1;
+  }
   if (over.kernel >= 0 && over.kernel <= 2 && over.kernel != pl.kernel) {
     pl.kernel = over.kernel;
     if (pl.kernel == 2) {
@@ -613,6 +622,14 @@ __global__ void decode_probe_kernel(const uint32_t* in, uint32_t* out, int n) {
   float sw[4];
   q8_detail::nvfp4_scales(in[i], sw);
   for (int j = 0; j < 4; ++j) o[4 + j] = __float_as_uint(sw[j]);
+  // The mma kernel's pair decoder (cvt of one pair on sm_89+) must agree: a mismatch poisons
+  // the output the test compares.
+  for (int h = 0; h < 2; ++h) {
+    float a, b;
+    q8_detail::nvfp4_scales2(in[i] >> (16 * h), a, b);
+    if (__float_as_uint(a) != o[4 + 2 * h]) o[4 + 2 * h] = 0xDEADBEEFu;
+    if (__float_as_uint(b) != o[5 + 2 * h]) o[5 + 2 * h] = 0xDEADBEEFu;
+  }
 }
 
 }  // namespace

@@ -171,6 +171,29 @@ FT_HD inline void nvfp4_scales_fix(uint32_t s, float (&sw)[4]) {
     if (b == 0xFFu) sw[i] = 480.0f;
   }
 }
+// Two UE4M3 scales (bytes 0 and 1 of s; the upper bytes are ignored) as nvfp4_scales
+// decodes them, NaN codes included: one cvt.rn.f16x2.e4m3x2 on sm_89+ (the mma GEMV,
+// gemv_mma.cu, needs two sub-blocks' scales per lane and group, not four).
+FT_HD inline void nvfp4_scales2(uint32_t s, float& a, float& b) {
+  const uint32_t m = s & 0x7F7Fu;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t h;
+  asm("{\n .reg .b16 lo;\n cvt.u16.u32 lo, %1;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n}" : "=r"(h) : "r"(m));
+  a = half_bits_to_float(static_cast<unsigned short>(h & 0xFFFFu));
+  b = half_bits_to_float(static_cast<unsigned short>(h >> 16));
+#else
+  a = half_bits_to_float(static_cast<unsigned short>((m & 0x7Fu) << 7)) * 256.0f;
+  b = half_bits_to_float(static_cast<unsigned short>(((m >> 8) & 0x7Fu) << 7)) * 256.0f;
+#endif
+  if (nvfp4_scales_nan(s & 0xFFFFu)) {  // a byte 0x7F / 0xFF: rare
+    const uint32_t b0 = s & 0xFFu, b1 = (s >> 8) & 0xFFu;
+    if (b0 == 0x7Fu) a = 0.0f;
+    if (b0 == 0xFFu) a = 480.0f;
+    if (b1 == 0x7Fu) b = 0.0f;
+    if (b1 == 0xFFu) b = 480.0f;
+  }
+}
+
 FT_HD inline void nvfp4_scales(uint32_t s, float (&sw)[4]) {
   nvfp4_scales_raw(s, sw);
   if (nvfp4_scales_nan(s)) nvfp4_scales_fix(s, sw);

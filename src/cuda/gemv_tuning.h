@@ -96,7 +96,7 @@ inline GemvQ8Plan gemv_q8_plan(GgmlType type, int64_t rows, int64_t k, int64_t n
 // list, up to kNvfp4PackBlocksPerLane blocks each. kernel 0: the generic integer kernel
 // (gemv_q8.cu), also taken where the rows are not 4-byte aligned.
 struct GemvNvfp4Plan {
-  int kernel;  // 0 generic, 1 slab, 2 packed
+  int kernel;  // 0 generic, 1 slab, 2 packed, 3 mma (gemv_mma.cu; rows / x_smem: its slab fallback)
   int rows;    // slab: R (1, 2, 4); packed: rows per work item
   bool x_smem;  // activations copied to shared memory per CTA (when <= kNvfp4XSmemMax bytes)
   // One token, 16-byte aligned rows, activations from global memory only (other launches:
@@ -105,7 +105,13 @@ struct GemvNvfp4Plan {
   // blocks per SM (4, 5, 6, 8: <= 128 / 102 / 80 / 64 registers per thread).
   int decode = 2;
   int minb = 4;
+  // mma kernel: warps per 16-row CTA (4, 8, 16) and cp.async stages per warp (2..4).
+  int mma_warps = 8, mma_stages = 3;
 };
+// The mma kernel (gemv_mma.cu) for dense one-token launches with k % 256 == 0 and 16-byte
+// aligned rows: not routed until measured on the H200 (FT_GEMV_NVFP4_MMA=1 or the override
+// selects it).
+inline constexpr bool kNvfp4MmaRouted = false;
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
 // decoder (H200 run 5); with the sign-split decoder the dense one-token shapes gain (run 8:
 // 14336x4096 14.04 vs 15.46 us, 4096x14336 14.58 vs 14.56) and the expert ones still lose
@@ -165,17 +171,23 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   if (n_tok > 1 && pl.rows < 2) pl.rows = 2;  // instances for several tokens: R = 2, 4
   if (!grouped && n_tok == 1 && k <= kNvfp4XSmemMaxK) pl.x_smem = true;
   if (grouped && n_tok == 1 && (rows + 1) / 2 * n_out <= kNvfp4OneWaveWarps) pl.rows = 2, pl.minb = 6;
+  if (kNvfp4MmaRouted && !grouped && n_tok == 1 && nb % 4 == 0) pl.kernel = 3;
+  pl.mma_warps = (rows + 15) / 16 >= 4 * 132 ? 4 : 8;
   return pl;
 }
 
 // Forces the NVFP4 plan (tests, benchmarks; process-wide, not thread-safe): kernel -1 = the
-// plan's, 0/1/2 as above (a kernel that cannot take the shape falls back to the generic one);
+// plan's, 0/1/2/3 as above (a kernel that cannot take the shape falls back to the generic one);
 // rows 0 = the plan's; x_smem 0 = the plan's, 1 = activations from global memory, 2 = from
 // shared memory where they fit. Defined in gemv.cu.
 void gemv_set_nvfp4_override(int kernel, int rows, int x_smem);
 // Forces the decoder (0 = the plan's, 1 byte_perm, 2 sign-split) and launch bound (0 = the
 // plan's, 4 / 5 / 6 / 8 blocks per SM) of the one-token NVFP4 kernels (benchmarks, tests).
 void gemv_set_nvfp4_variant(int decode, int minb);
+// Forces the mma kernel's warps per CTA (4, 8, 16) and stages (2..4; 0 = the plan's).
+void gemv_set_nvfp4_mma(int warps, int stages);
+// Launches of the mma kernel so far (tests and benchmarks check that it ran).
+int64_t gemv_nvfp4_mma_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.

@@ -104,6 +104,20 @@ TEST(CudaGemvQ8Formats, Nvfp4ScalesEqualTwiceUe4m3HalfForEveryByte) {
       }
 }
 
+// The mma GEMV's two-scale decoder equals nvfp4_scales on bytes 0 and 1 of every 16-bit
+// pattern, whatever the upper bytes hold (the kernel passes the word shifted, not masked).
+TEST(CudaGemvQ8Formats, Nvfp4Scales2EqualTheFullDecoderForEveryPair) {
+  for (uint32_t v = 0; v < 65536; ++v)
+    for (uint32_t hi : {0x0000u, 0x7F7Fu, 0xFFFFu, 0x1234u}) {
+      const uint32_t s = (hi << 16) | v;
+      float sw[4], a = -1.0f, b = -1.0f;
+      q8_detail::nvfp4_scales(s, sw);
+      q8_detail::nvfp4_scales2(s, a, b);
+      ASSERT_EQ(a, sw[0]) << "word " << s;
+      ASSERT_EQ(b, sw[1]) << "word " << s;
+    }
+}
+
 // The kernels' split of nvfp4_scales: nvfp4_scales_nan flags exactly the words holding a
 // 0x7F or 0xFF byte (the one test per block over all rows), and the fix-up is only ever
 // needed for them (raw decode alone equals the full one on every other word).

@@ -810,6 +810,49 @@ TEST(CudaGemvNvfp4, VariantsMatchTwin) {
   gemv_set_nvfp4_variant(0, 0);
 }
 
+// The tensor-core kernel (gemv_mma.cu) against the twin: every warps x stages instance over
+// rows not a multiple of its 16 (1, 17, 45), k with fewer steps than warps (256: one step)
+// and steps not a multiple of the warps (768, 2304, 4352), packed and padded rows, scales,
+// roundings, accumulate; the launch counter shows that it ran. Shapes it does not take (2
+// tokens, k % 256 != 0, grouped) go to the other kernels, still equal to the twin.
+TEST(CudaGemvNvfp4, MmaMatchesTwin) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(5150);
+  struct Mv {
+    int w, s;
+  };
+  int n = 0;
+  for (const Mv mv : {Mv{4, 2}, Mv{4, 3}, Mv{4, 4}, Mv{8, 2}, Mv{8, 3}, Mv{8, 4}, Mv{16, 2}}) {
+    gemv_set_nvfp4_override(3, 0, 0);
+    gemv_set_nvfp4_mma(mv.w, mv.s);
+    SCOPED_TRACE("mma warps " + std::to_string(mv.w) + " stages " + std::to_string(mv.s));
+    for (int64_t k : {256, 768, 2304, 4352})
+      for (int64_t rows : {1, 17, 45}) {
+        const quant::Round round = n % 5 == 3 ? quant::Round::kBF16 : n % 5 == 4 ? quant::Round::kF16 : quant::Round::kNone;
+        const int64_t before = gemv_nvfp4_mma_launches();
+        check_dense_q8({GgmlType::NVFP4, k, rows, 1, n % 4, round, 16 * (n % 3), n % 3 == 1}, rng);
+        if (::testing::Test::HasFatalFailure()) break;
+        EXPECT_EQ(gemv_nvfp4_mma_launches(), before + 1) << "k " << k << " rows " << rows;
+        ++n;
+      }
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  gemv_set_nvfp4_mma(0, 0);
+  // A large tile count and k (x_frag of 28 KB), the plan's warps.
+  {
+    const int64_t before = gemv_nvfp4_mma_launches();
+    check_dense_q8({GgmlType::NVFP4, 14336, 70, 1, 3, quant::Round::kNone, 0, false}, rng);
+    EXPECT_EQ(gemv_nvfp4_mma_launches(), before + 1);
+  }
+  // Declined shapes fall back.
+  const int64_t before = gemv_nvfp4_mma_launches();
+  check_dense_q8({GgmlType::NVFP4, 2304, 33, 2, 1, quant::Round::kNone, 0, false}, rng);
+  check_dense_q8({GgmlType::NVFP4, 320, 33, 1, 1, quant::Round::kNone, 0, false}, rng);
+  check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, 2048, 45, 9, 8, 1, rng);
+  EXPECT_EQ(gemv_nvfp4_mma_launches(), before);
+  gemv_set_nvfp4_override(-1, 0, 0);
+}
+
 TEST(CudaGemvQ8, RefusesBadCombine) {
   FT_REQUIRE_GPU();
   DeviceBuffer buf(1 << 16);

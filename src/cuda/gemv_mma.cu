@@ -1,0 +1,261 @@
+// NVFP4 decode GEMV on tensor cores (gemv.h, integer path with xq; one token, dense): the
+// integer dot products of gemv_q8_ref's dot_nvfp4 by mma.sync.m16n8k16.s32.s8.s8.s32 instead
+// of dp4a. 2 x E2M1 is an integer in {-12..12} and the act_q8 codes are int8, so the tensor
+// cores give the same exact int32 sub-block sums as dp4a; the fp32 epilogue per sub-block is
+// the twin's term, fma(float(is), ue4m3_half * x.d, acc), summed in another order (lanes,
+// then warps: fp32 reassociation only).
+//
+// Why: the slab kernel (gemv_nvfp4.cu) spends ~4.4-4.6 lane instructions per weight (H200 runs
+// 8-9: 2 dp4a per 4 weights after the sign split, per-row scale work on every lane), and the
+// H200 issues ~4 per weight at full read bandwidth. Here a warp owns 16 rows and one mma
+// multiplies 16 rows x 16 k: the dot product is 0.25 instruction per weight (p and n
+// halves), the decode ~0.9, the scale epilogue ~0.5 (every lane's accumulators are useful).
+//
+// Layout. A CTA of NW warps owns a 16-row tile; warp w streams the steps w, w + NW, ... of
+// the row (a step = 4 NVFP4 blocks = 144 bytes of each of the 16 rows, cp.async into an NS-deep
+// ring of 16 x 144-byte stages), and the warps' row sums meet in shared memory in warp order.
+// In a stage, lane (g = lane / 4, c = lane % 4) reads word c of a 16-byte "tile" (half a
+// block's codes: 2 sub-blocks, c < 2 the first) of rows g and g + 8 (bank 4g + c: conflict
+// free at the 144-byte row stride). e2m1x8_pn splits each word into positive / negative
+// magnitudes, lo / hi nibbles: mma A operands {p_lo(g), p_lo(g + 8)} etc., exactly the
+// m16n8k16 A fragment (row g / g + 8, k = 4c..4c + 3).
+// Columns: 4 tiles (2 blocks, a "group") accumulate into one C; tile t's activations sit in
+// B columns 2t (sub-block of lanes c < 2) and 2t + 1 (c >= 2), zero elsewhere, so after the
+// group C[row][2t + j] is the integer sum of tile t's sub-block j, and lane (g, c) holds tile
+// c's two sub-blocks of rows g and g + 8: all 32 lanes do useful epilogue work. B column n is
+// supplied by lanes 4n..4n + 3, so each lane feeds at most one tile: its fragments (x, and -x
+// for the negative magnitudes) are built once per CTA in shared memory (x_frag) and loaded
+// by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
+#include <atomic>
+#include <cstdint>
+
+#include "cuda/act_q8.h"
+#include "cuda/check.h"
+#include "cuda/gemv_launch.h"
+#include "cuda/gemv_nvfp4_dot.cuh"
+#include "cuda/gemv_q8_formats.cuh"
+#include "cuda/gemv_tuning.h"
+#include "cuda/pdl.cuh"
+
+namespace ft::cuda::gemv_detail {
+namespace {
+
+using namespace q8_detail;
+
+constexpr int kRows = 16;             // rows per CTA (the mma's M)
+constexpr int kStepBlocks = 4;        // NVFP4 blocks per step
+constexpr int kRowStep = 144;         // bytes of a row per step (4 x 36 = 9 x 16)
+constexpr int kStageBytes = kRows * kRowStep;  // 2304
+constexpr int kVecPerLane = (kStageBytes / 16 + 31) / 32;  // 5 (144 vectors)
+constexpr int kFragGroupBytes = 4 * 4 * 16;  // per group: 4 tiles x 4 lanes x {x0, x1, -x0, -x1}
+
+__device__ __forceinline__ void mma_s8_16816(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a0), "r"(a1), "r"(b));
+}
+
+__device__ __forceinline__ uint4 lds128(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
+
+// Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
+// 256 bytes), the activation scales times 0.5 (k / 32 floats), the warps' stages, the warps'
+// row sums (NW x 16 floats).
+struct MmaSmem {
+  int frag, xd, stage, red, total;
+};
+inline MmaSmem mma_smem(int64_t k, int nw, int ns) {
+  MmaSmem m{};
+  m.frag = 16;
+  m.xd = m.frag + static_cast<int>(k / 128) * kFragGroupBytes;
+  m.stage = m.xd + static_cast<int>(k / 32) * 4;
+  m.stage = (m.stage + 15) & ~15;
+  m.red = m.stage + nw * ns * kStageBytes;
+  m.total = m.red + nw * kRows * 4;
+  return m;
+}
+
+template <int NW, int NS>
+__global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  const int g = lane >> 2, c = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int nb = static_cast<int>(p.k / 64), n_steps = nb / kStepBlocks;
+  const uint8_t* wbase = p.w + row0 * p.row_bytes;
+  uint8_t* stages = smem + sm.stage + warp * (NS * kStageBytes);
+
+  // This lane's cp.async vectors of a step: vector i = lane + 32 v is 16-byte piece o of row
+  // q; rows past the last read the last row (their sums are never stored).
+  const int64_t rows_left = p.rows - row0;
+  const int last = rows_left < kRows ? static_cast<int>(rows_left) - 1 : kRows - 1;
+  int src_off[kVecPerLane], dst_off[kVecPerLane];
+#pragma unroll
+  for (int v = 0; v < kVecPerLane; ++v) {
+    const int i = lane + 32 * v, q = i / 9, o = i - 9 * q;
+    src_off[v] = (q < last ? q : last) * static_cast<int>(p.row_bytes) + 16 * o;
+    dst_off[v] = i < kStageBytes / 16 ? q * kRowStep + 16 * o : -1;
+  }
+  // The i-th step of this warp is step warp + NW * i of the row.
+  const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
+  auto issue = [&](int i) {
+    if (i < my_steps) {
+      const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * kRowStep;
+      uint8_t* dst = stages + (i % NS) * kStageBytes;
+#pragma unroll
+      for (int v = 0; v < kVecPerLane; ++v)
+        if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + src_off[v]);
+    }
+    cp_async_commit();
+  };
+
+  // PDL: the weights are never written by earlier kernels, so the first stages load before
+  // the wait; the activations only after it.
+#pragma unroll
+  for (int i = 0; i < NS - 1; ++i) issue(i);
+  pdl_wait();
+  pdl_trigger();
+
+  // x_frag: fragment f = (group, tile t, lane c of the active four) = 16 bytes {x0, x1, -x0,
+  // -x1}: tile t of the group is block 2 group + (t >> 1), codes half h = t & 1; lane c's
+  // word is sub-block 2h + (c >> 1), bytes 4 (c & 1) .. + 3: nibble order of e2m1x8_pn,
+  // x_pair_0 / x_pair_1 of the activations 8 apart.
+  const int n_frag = (nb / 2) * 16;
+  const uint8_t* xq = p.xq;
+  for (int f = static_cast<int>(threadIdx.x); f < n_frag; f += NW * 32) {
+    const int grp = f >> 4, t = (f >> 2) & 3, fc = f & 3;
+    const int e = 128 * grp + 64 * (t >> 1) + 16 * (2 * (t & 1) + (fc >> 1)) + 4 * (fc & 1);
+    const uint32_t a = *reinterpret_cast<const uint32_t*>(xq + e), b = *reinterpret_cast<const uint32_t*>(xq + e + 8);
+    const uint32_t x0 = x_pair_0(a, b), x1 = x_pair_1(a, b);
+    *reinterpret_cast<uint4*>(smem + sm.frag + 16 * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
+  }
+  float* xd = reinterpret_cast<float*>(smem + sm.xd);
+  for (int i = static_cast<int>(threadIdx.x); i < nb * 2; i += NW * 32)
+    xd[i] = *reinterpret_cast<const float*>(xq + p.k + 8 * i) * 0.5f;
+  if (threadIdx.x == 0) {
+    reinterpret_cast<uint32_t*>(smem)[0] = kMag0;
+    reinterpret_cast<uint32_t*>(smem)[1] = kMag1;
+  }
+  __syncthreads();
+  // Loaded from shared memory: a value ptxas cannot re-create per PRMT (H200 run 9).
+  const E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
+
+  // Lane (g, c) feeds B column g: tile g >> 1 when c >> 1 == g & 1, else none.
+  const int my_tile = (c >> 1) == (g & 1) ? g >> 1 : -1;
+  uint4 bx[4];
+#pragma unroll
+  for (int t = 0; t < 4; ++t) bx[t] = make_uint4(0, 0, 0, 0);
+  const uint8_t* frag = smem + sm.frag + 16 * c;
+
+  float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
+  for (int i = 0; i < my_steps; ++i) {
+    cp_async_wait(NS - 2);
+    __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
+    issue(i + NS - 1);
+    const uint8_t* st = stages + (i % NS) * kStageBytes;
+    const int step = warp + NW * i;
+#pragma unroll
+    for (int gh = 0; gh < 2; ++gh) {
+      const int grp = 2 * step + gh;
+      int cc[4] = {0, 0, 0, 0};
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        if (my_tile == t) bx[t] = lds128(frag + (grp * 4 + t) * 64);
+        const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
+        uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
+        e2m1x8_pn(lds32(st + g * kRowStep + off), tab, p0l, p0h, n0l, n0h);
+        e2m1x8_pn(lds32(st + (g + 8) * kRowStep + off), tab, p8l, p8h, n8l, n8h);
+        mma_s8_16816(cc, p0l, p8l, bx[t].x);
+        mma_s8_16816(cc, p0h, p8h, bx[t].y);
+        mma_s8_16816(cc, n0l, n8l, bx[t].z);
+        mma_s8_16816(cc, n0h, n8h, bx[t].w);
+      }
+      // Lane (g, c): tile c = block 2 gh + (c >> 1), half h = c & 1: sub-blocks 2h, 2h + 1,
+      // activation block 2 (block) + h.
+      const int bb = 2 * gh + (c >> 1), h = c & 1;
+      const float dx = xd[2 * (kStepBlocks * step + bb) + h];
+      float s0a, s0b, s8a, s8b;
+      nvfp4_scales2(lds32(st + g * kRowStep + 36 * bb) >> (16 * h), s0a, s0b);
+      nvfp4_scales2(lds32(st + (g + 8) * kRowStep + 36 * bb) >> (16 * h), s8a, s8b);
+      acc0 = fmaf(static_cast<float>(cc[0]), s0a * dx, acc0);
+      acc0 = fmaf(static_cast<float>(cc[1]), s0b * dx, acc0);
+      acc8 = fmaf(static_cast<float>(cc[2]), s8a * dx, acc8);
+      acc8 = fmaf(static_cast<float>(cc[3]), s8b * dx, acc8);
+    }
+  }
+  cp_async_wait(0);
+
+  // Row sums: the 4 lanes of a row, then the warps in order.
+  acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 1);
+  acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 2);
+  acc8 += __shfl_xor_sync(0xFFFFFFFFu, acc8, 1);
+  acc8 += __shfl_xor_sync(0xFFFFFFFFu, acc8, 2);
+  float* red = reinterpret_cast<float*>(smem + sm.red);
+  if (c == 0) {
+    red[warp * kRows + g] = acc0;
+    red[warp * kRows + g + 8] = acc8;
+  }
+  __syncthreads();
+  if (threadIdx.x < kRows) {
+    const int r = static_cast<int>(threadIdx.x);
+    const int64_t row = row0 + r;
+    if (row < p.rows) {
+      float v = red[r];
+      for (int w = 1; w < NW; ++w) v += red[w * kRows + r];
+      const float s = p.row_scale != nullptr ? p.row_scale[row] * p.scale : p.scale;
+      store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
+    }
+  }
+}
+
+template <class K>
+int mma_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t>& cache) {
+  const uint64_t c = cache.load(std::memory_order_relaxed);
+  if ((c >> 32) == smem && (c & 0xFFFFFFFFu) != 0) return static_cast<int>(c & 0xFFFFFFFFu);
+  if (smem > size_t{48} << 10)
+    FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()));
+  int blocks = 0;
+  FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+  cache.store((static_cast<uint64_t>(smem) << 32) | static_cast<uint64_t>(blocks), std::memory_order_relaxed);
+  return blocks;
+}
+
+std::atomic<int64_t> g_mma_launches{0};
+
+template <int NW, int NS>
+bool launch_mma(const Params& p, cudaStream_t stream) {
+  const MmaSmem sm = mma_smem(p.k, NW, NS);
+  if (sm.total > max_smem_optin()) return false;
+  auto kernel = nvfp4_mma_kernel<NW, NS>;
+  static std::atomic<uint64_t> cache{0};
+  if (mma_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
+  const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
+  launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
+  g_mma_launches.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream) {
+  const int64_t nb = p.k / 64;
+  // One token, dense, whole steps, 16-byte aligned rows, 32-bit load offsets.
+  if (grouped || n_tok != 1 || nb % kStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0 ||
+      p.row_bytes % 16 != 0 || p.row_bytes * kRows > (int64_t{1} << 30))
+    return false;
+  switch (warps * 10 + stages) {
+    case 42: return launch_mma<4, 2>(p, stream);
+    case 43: return launch_mma<4, 3>(p, stream);
+    case 44: return launch_mma<4, 4>(p, stream);
+    case 82: return launch_mma<8, 2>(p, stream);
+    case 84: return launch_mma<8, 4>(p, stream);
+    case 162: return launch_mma<16, 2>(p, stream);
+    default: return launch_mma<8, 3>(p, stream);
+  }
+}
+
+}  // namespace ft::cuda::gemv_detail
+
+namespace ft::cuda {
+int64_t gemv_nvfp4_mma_launches() { return gemv_detail::g_mma_launches.load(std::memory_order_relaxed); }
+}  // namespace ft::cuda
