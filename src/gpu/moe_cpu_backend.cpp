@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "cuda/check.h"
 #include "cuda/gemv.h"
+#include "cuda/gemv_tuning.h"
 #include "gpu/moe_hybrid.h"
 #include "gpu/moe_offload.h"
 #include "model/model.h"
@@ -42,12 +43,33 @@ moe_cpu::HostExperts host_experts_of(const HostLayerBank& b) {
   h.n_expert = b.n_expert;
   h.n_embd = b.n_embd;
   h.n_ff = b.n_ff;
-  h.glu = engine::Glu::kSilu;  // the GPU forward pass runs SwiGLU experts only (qwen3moe)
+  h.glu = b.gelu ? engine::Glu::kGelu : engine::Glu::kSilu;  // GeGLU: gemma4
   return h;
+}
+
+moe_cpu::GpuDotPlan gpu_dot_plan(GgmlType type, int64_t rows, int64_t k, int64_t n_out, int n_sub, bool q8) {
+  using moe_cpu::GpuDot;
+  // The dispatch of cuda::gemv for a grouped call (gemv.cu, gemv_nvfp4.cu, gemv_q8.cu): the
+  // float path has a fixed order; NVFP4 on the integer path takes the packed or slab kernel
+  // per gemv_nvfp4_plan (each with one order whatever its rows per item); the generic
+  // integer kernel sums in the plan's lanes.
+  if (!q8 || !cuda::gemv_q8_supported(type)) return {GpuDot::kFloat, 32};
+  if (type == GgmlType::NVFP4) {
+    const cuda::GemvNvfp4Plan pl = cuda::gemv_nvfp4_plan(rows, k, 1, n_out, n_sub, true);
+    if (pl.kernel == 2) return {GpuDot::kNvfp4Packed, 32};
+    if (pl.kernel == 1) return {GpuDot::kNvfp4Slab, 32};
+  }
+  return {GpuDot::kQ8Generic, cuda::gemv_q8_plan(type, rows, k, 1, n_out, n_sub).lanes};
+}
+
+bool moe_cpu_exact_enabled() {
+  const char* e = std::getenv("FT_MOE_CPU_EXACT");
+  return e == nullptr || std::strcmp(e, "0") != 0;
 }
 
 moe_cpu::ExpertNumerics expert_numerics_of(const GpuNumerics& num) {
   moe_cpu::ExpertNumerics n;
+  if (moe_cpu_exact_enabled()) n.gpu_plan = gpu_dot_plan;
   switch (num.round) {
     case cuda::Round::kBF16: n.act = engine::ActType::kBF16; break;
     case cuda::Round::kF16: n.act = engine::ActType::kF16; break;
@@ -62,6 +84,7 @@ moe_cpu::ExpertNumerics expert_numerics_of(const GpuNumerics& num) {
 // inputs meet the weights rounded to the GEMM's dtype, no Q8 activations.
 moe_cpu::ExpertNumerics prefill_numerics_of(const GpuNumerics& num) {
   moe_cpu::ExpertNumerics n = expert_numerics_of(num);
+  n.gpu_plan = nullptr;  // tensor-core GEMMs: no GEMV order to mirror
   n.act_quant = quant::ActQuant::kNone;
   switch (num.prec) {
     case cuda::GemmPrec::kBF16: n.round_inputs = engine::ActType::kBF16; break;
@@ -74,8 +97,9 @@ moe_cpu::ExpertNumerics prefill_numerics_of(const GpuNumerics& num) {
 // ---- CpuExpertService -------------------------------------------------------------------
 
 CpuExpertService::CpuExpertService(const model::Model& m, std::shared_ptr<const HostBanks> hb, int threads,
-                                   int64_t max_tok, int64_t n_used)
+                                   int64_t max_tok, int64_t n_used, bool slot_out)
     : hb_(std::move(hb)),
+      slot_out_(slot_out),
       pool_(moe_cpu::CpuPoolOptions{threads, true, 1}),
       exec_(pool_.pool()) {
   n_layer_ = static_cast<int64_t>(hb_->layers.size());
@@ -91,7 +115,7 @@ CpuExpertService::CpuExpertService(const model::Model& m, std::shared_ptr<const 
   if (n_embd_ == 0) fail("{}: the cpu / hybrid MoE backends need a model with routed experts", m.file->path());
   lay_ = cuda::moe_cpu_task_layout(n_embd_, max_tok, n_used);
   task_ = MappedHostBuffer(lay_.bytes);
-  out_ = MappedHostBuffer(sizeof(float) * static_cast<size_t>(max_tok * n_embd_));
+  out_ = MappedHostBuffer(sizeof(float) * static_cast<size_t>(max_tok * (slot_out_ ? n_used : 1) * n_embd_));
   routes_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n_layer_));
   for (int64_t i = 0; i < n_layer_; ++i) routes_[i] = 0;
   CpuHandshakeOptions ho;
@@ -121,7 +145,7 @@ void CpuExpertService::handle(int layer) {
   // our own kernel, so a mismatch is a bug; answer zeros and log it.
   if (hd.layer != layer || hd.n_tok < 1 || hd.n_tok > lay_.max_tok || !layers_[layer].n_expert) {
     log::error("moe cpu: bad task for layer {} (header layer {}, {} tokens)", layer, hd.layer, hd.n_tok);
-    std::memset(out, 0, sizeof(float) * static_cast<size_t>(lay_.max_tok * n_embd_));
+    std::memset(out, 0, out_.bytes());
     return;
   }
   try {
@@ -130,7 +154,7 @@ void CpuExpertService::handle(int layer) {
     if (layer == first_moe_) steps_.fetch_add(1, std::memory_order_relaxed);
   } catch (const std::exception& e) {
     log::error("moe cpu: layer {}: {}", layer, e.what());
-    std::memset(out, 0, sizeof(float) * static_cast<size_t>(hd.n_tok * n_embd_));
+    std::memset(out, 0, out_.bytes());
   }
 }
 
@@ -139,6 +163,7 @@ void CpuExpertService::enqueue_submit(const MoeStep& st, const int32_t* ids, con
   // change), so the coordinator never reads it while it is written.
   if (!num_set_) {
     num_ = expert_numerics_of(*st.num);
+    num_.slot_out = slot_out_;
     num_set_ = true;
   }
   cuda::moe_cpu_pack(lay_, st.h, n_embd_, st.n_tok, ids, wts, st.n_used, static_cast<int32_t>(st.layer), task_.dev(),
@@ -148,6 +173,7 @@ void CpuExpertService::enqueue_submit(const MoeStep& st, const int32_t* ids, con
 
 void CpuExpertService::enqueue_finish(const MoeStep& st, cudaStream_t s) {
   hs_->wait(static_cast<int>(st.layer), s);
+  if (slot_out_) return;
   cuda::moe_cpu_add(reinterpret_cast<const float*>(out_.dev()), st.n_tok, n_embd_, st.x, n_embd_, s);
 }
 
@@ -185,8 +211,10 @@ void CpuExpertService::reset_stats() {
 }
 
 std::string CpuExpertService::describe() const {
-  return fmt::format("CPU experts: {} ({}), host banks {:.0f} MiB pinned; handshake: {}", pool_.describe(),
-                     quant::matmul_isa(), static_cast<double>(hb_->bytes()) / kMiB, hs_->describe());
+  return fmt::format("CPU experts: {} ({}; {}), host banks {:.0f} MiB pinned; handshake: {}", pool_.describe(),
+                     quant::matmul_isa(),
+                     moe_cpu_exact_enabled() ? "exact: the GPU decode order" : "engine order (FT_MOE_CPU_EXACT=0)",
+                     static_cast<double>(hb_->bytes()) / kMiB, hs_->describe());
 }
 
 // ---- MoeCpu -----------------------------------------------------------------------------

@@ -8,7 +8,10 @@
 //   enqueue_finish: the stream waits for the done flag, then a kernel adds the result to x.
 // Routes with id -1 are skipped (the GPU computes them in hybrid). Numerics follow the
 // GPU's --dtype (moe_cpu::ExpertNumerics::q8_quantised_only): the same Q8 activation
-// rounding and scales, fp32 sums in a different order.
+// rounding and scales, and by default (exact mode, moe_cpu/gpu_dot.h) the GPU decode GEMV's
+// summation order, so the result is the fused backend's bit for bit; FT_MOE_CPU_EXACT=0
+// takes the engine's kernels instead (fp32 sums in another order, faster).
+// The hybrid backend asks for per-route outputs (slot_out) and sums the ranks itself.
 //
 // MoeCpu (`--moe-backend cpu`): decode computes every routed expert on the CPU (no decode
 // slots). Prefill streams whole expert layers through the offload backend's SlotCache (E or
@@ -37,7 +40,13 @@ class SlotCache;
 
 // The executor's view of one layer of the host banks.
 moe_cpu::HostExperts host_experts_of(const HostLayerBank& b);
-// Decode (GEMV) numerics of --dtype: Q8 activations for quantised weights in auto.
+// The GPU decode GEMV's kernel and lanes for a grouped call (cuda/gemv_tuning.h): what the
+// executor's exact mode mirrors.
+moe_cpu::GpuDotPlan gpu_dot_plan(GgmlType type, int64_t rows, int64_t k, int64_t n_out, int n_sub, bool q8);
+// Whether the CPU experts run in exact mode (FT_MOE_CPU_EXACT, default on).
+bool moe_cpu_exact_enabled();
+// Decode (GEMV) numerics of --dtype: Q8 activations for quantised weights in auto; exact
+// mode (gpu_plan = gpu_dot_plan) unless FT_MOE_CPU_EXACT=0.
 moe_cpu::ExpertNumerics expert_numerics_of(const GpuNumerics& num);
 // Prefill (GEMM) numerics: inputs rounded to the tensor-core dtype, no Q8.
 moe_cpu::ExpertNumerics prefill_numerics_of(const GpuNumerics& num);
@@ -46,13 +55,17 @@ class CpuExpertService {
  public:
   // max_tok: tokens per decode call (cuda::kGemvMaxTokens); n_used: ranks per token.
   // The numerics are the session's, read from MoeStep::num when work is enqueued.
+  // slot_out: the result is per route (out[t * n_used + r], zeros for skipped routes) and
+  // enqueue_finish does not add it (the hybrid backend combines); else per token, added to x.
   CpuExpertService(const model::Model& m, std::shared_ptr<const HostBanks> hb, int threads, int64_t max_tok,
-                   int64_t n_used);
+                   int64_t n_used, bool slot_out = false);
   ~CpuExpertService();  // logs the tasks served and the CPU time per task
 
   // Capturable stream work (see above). ids/wts: device [n_tok * n_used], -1 = skip.
   void enqueue_submit(const MoeStep& st, const int32_t* ids, const float* wts, cudaStream_t s);
   void enqueue_finish(const MoeStep& st, cudaStream_t s);
+  // The result buffer (device view of mapped memory), valid after enqueue_finish.
+  const float* out_dev() const { return reinterpret_cast<const float*>(out_.dev()); }
 
   // Synchronous: any number of tokens, computed on the CPU now (prefill fallback), with
   // prefill_numerics_of (the GPU's prefill GEMM rounding).
@@ -73,6 +86,7 @@ class CpuExpertService {
   std::vector<moe_cpu::HostExperts> layers_;
   moe_cpu::ExpertNumerics num_;
   bool num_set_ = false;  // set once, before the first task (the coordinator reads num_)
+  bool slot_out_ = false;
   moe_cpu::CpuPool pool_;
   moe_cpu::ExpertExecutor exec_;
   std::mutex exec_mu_;  // the pool runs one loop at a time (coordinator vs run_now)

@@ -3,10 +3,14 @@
 //     inside a captured CUDA graph replayed with new inputs; also the cudaLaunchHostFunc
 //     fallback;
 //   * on tiny qwen3moe models (NVFP4 with scales, MXFP4, Q8_0, BF16 experts; --dtype auto and
-//     float32): `cpu` (prefill on GPU slots and on the CPU) and `hybrid` (max-fetch 0 and 2,
-//     a quarter of the experts cached) give the same 256 greedy tokens as `fused` (see the
-//     floors below for the measured exceptions in auto);
-//   * a 6-token decode batch (one CPU task of 6 rows): cpu and hybrid logits = fused's (fp32).
+//     float32): `offload` (a quarter of the experts cached), `cpu` and `hybrid` (max-fetch 0
+//     and 2, a quarter cached) give the same 256 greedy tokens as `fused`: the CPU experts
+//     run in exact mode (moe_cpu/gpu_dot.h, the GPU decode GEMV's order) and hybrid sums the
+//     ranks in order; also printed: the CPU prefill and the engine-order CPU mode
+//     (FT_MOE_CPU_EXACT=0), with floors;
+//   * one MoE layer step (MoeCpuExact): the CPU executor's output = moe_experts_decode's bits,
+//     and hybrid's split (per-route rows on both sides + hybrid_combine) = them too;
+//   * a 6-token decode batch (one CPU task of 6 rows): cpu and hybrid logits = fused's bits.
 // All skip without a device.
 #include <gtest/gtest.h>
 
@@ -21,10 +25,16 @@
 #include "cuda/buffer.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
+#include "cuda/gemv.h"
 #include "cuda/moe_cpu_io.h"
 #include "gpu/cpu_handshake.h"
+#include "core/threadpool.h"
+#include "gpu/host_bank.h"
 #include "gpu/moe_cpu_backend.h"
+#include "gpu/moe_hybrid.h"
 #include "gpu/session.h"
+#include "gpu/state.h"
+#include "gpu/weights.h"
 #include "model/model.h"
 #include "testgen/model_gen.h"
 
@@ -185,40 +195,52 @@ TEST_P(MoeBackendTokens, SameGreedyTokensAsFused) {
     std::string label;
     ft::gpu::MoeBackendOptions o;
     bool cpu_prefill;
+    bool engine_order;  // FT_MOE_CPU_EXACT=0
   };
   std::vector<Variant> vs;
   {
     ft::gpu::MoeBackendOptions o;
+    o.name = "offload";
+    o.cache_rate = 0.25;
+    vs.push_back({"offload 1/4 cached", o, false, false});
+    o = {};
     o.name = "cpu";
     o.threads = 2;
-    vs.push_back({"cpu", o, false});
-    vs.push_back({"cpu (CPU prefill)", o, true});
+    vs.push_back({"cpu", o, false, false});
+    vs.push_back({"cpu (CPU prefill)", o, true, false});
+    vs.push_back({"cpu (engine order)", o, false, true});
     o.name = "hybrid";
     o.cache_rate = 0.25;
     for (int k : {0, 2}) {
       o.hybrid_max_fetch = k;
-      vs.push_back({"hybrid max-fetch " + std::to_string(k), o, false});
+      vs.push_back({"hybrid max-fetch " + std::to_string(k), o, false, false});
     }
   }
   for (const Variant& v : vs) {
     if (v.cpu_prefill) setenv("FT_MOE_CPU_PREFILL", "cpu", 1);
+    if (v.engine_order) setenv("FT_MOE_CPU_EXACT", "0", 1);
     std::string desc;
     const auto got = greedy(*m, dtype, v.o, prompt, n, &desc);
     unsetenv("FT_MOE_CPU_PREFILL");
+    unsetenv("FT_MOE_CPU_EXACT");
     const int same = same_prefix(ref, got);
     std::printf("MOE-TOKENS %s %s %s: %d/%d identical to fused [%s]\n", mc.name.c_str(), dtype.c_str(),
                 v.label.c_str(), same, n, desc.c_str());
-    // Measured on the H200 (2026-11-29 22:36): float32 and every `auto` decode path gave
-    // 256/256 except NVFP4 experts in auto, where cpu and hybrid max-fetch 0 part from fused at
-    // token 138 (both Q8 activations, the same integers; fp32 sums in another order meet a
-    // near tie). The CPU prefill in auto rounds unlike the GPU's bf16 tensor-core prefill
-    // (62-85/256 before ExpertNumerics::round_inputs); a wrong scale or route parts within a
-    // few tokens, which these floors still catch.
+    // The decode paths are the fused backend's bits (exact mode; hybrid's rank-order
+    // combine): all 256 tokens. Two variants are not bit-exact by design and keep floors
+    // that still catch a wrong scale or route (those part within a few tokens):
+    //   * the CPU prefill (FT_MOE_CPU_PREFILL=cpu) is the GPU's tensor-core GEMM math with
+    //     inputs rounded alike, summed in another order (62-85/256 in auto before
+    //     ExpertNumerics::round_inputs, H200 2026-11-29);
+    //   * the engine-order mode (FT_MOE_CPU_EXACT=0): Q8 activations and scales as the GPU,
+    //     fp32 sums in another order: 138/256 on NVFP4 in auto (H200 2026-11-29 22:36).
     int floor = n;
     if (dtype == "auto" && v.cpu_prefill)
       floor = 32;
-    else if (dtype == "auto" && mc.experts == GgmlType::NVFP4)
+    else if (dtype == "auto" && v.engine_order && mc.experts == GgmlType::NVFP4)
       floor = 128;
+    else if (v.engine_order)
+      floor = 64;
     EXPECT_GE(same, floor) << v.label;
   }
   fs::remove_all(dir);
@@ -236,7 +258,7 @@ INSTANTIATE_TEST_SUITE_P(
 namespace {
 
 // A decode batch of 6 tokens (one CPU task carries 6 rows) after the prompt: cpu and hybrid
-// logits equal fused's within fp32 summation order (float32), for NVFP4 experts with scales.
+// logits equal fused's bit for bit (float32 and auto), for NVFP4 experts with scales.
 TEST(MoeCpuBackends, SixTokenDecodeBatchMatchesFused) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   ft::gpu::register_moe_cpu_backends();
@@ -255,32 +277,39 @@ TEST(MoeCpuBackends, SixTokenDecodeBatchMatchesFused) {
   std::vector<int32_t> prompt, batch;
   for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>((29 * i + 3) % gen.n_vocab));
   for (int i = 0; i < 6; ++i) batch.push_back(static_cast<int32_t>((11 * i + 1) % gen.n_vocab));
-  auto logits = [&](const ft::gpu::MoeBackendOptions& mo) {
+  auto logits = [&](const ft::gpu::MoeBackendOptions& mo, const std::string& dtype) {
     ft::gpu::GpuSessionOptions go;
     go.n_ctx = 64;
-    go.dtype = "float32";
+    go.dtype = dtype;
     go.moe = mo;
     ft::gpu::GpuSession s(*m, go);
     s.eval(prompt.data(), static_cast<int64_t>(prompt.size()));
     const float* l = s.eval(batch.data(), static_cast<int64_t>(batch.size()), /*all_logits=*/true);
     return std::vector<float>(l, l + 6 * V);
   };
-  ft::gpu::MoeBackendOptions fo;
-  fo.name = "fused";
-  const auto ref = logits(fo);
-  float amax = 0;
-  for (float v : ref) amax = std::max(amax, std::fabs(v));
-  for (const char* name : {"cpu", "hybrid"}) {
-    ft::gpu::MoeBackendOptions o;
-    o.name = name;
-    o.threads = 2;
-    o.cache_rate = 0.25;
-    o.hybrid_max_fetch = 0;
-    const auto got = logits(o);
-    float d = 0;
-    for (size_t i = 0; i < got.size(); ++i) d = std::max(d, std::fabs(got[i] - ref[i]));
-    std::printf("MOE-BATCH %s: max |dlogit| %.3g of max |logit| %.3g over 6 decode rows\n", name, d, amax);
-    EXPECT_LE(d, 1e-3f * std::max(1.0f, amax)) << name;
+  for (const std::string dtype : {"float32", "auto"}) {
+    ft::gpu::MoeBackendOptions fo;
+    fo.name = "fused";
+    const auto ref = logits(fo, dtype);
+    float amax = 0;
+    for (float v : ref) amax = std::max(amax, std::fabs(v));
+    for (const char* name : {"cpu", "hybrid"}) {
+      ft::gpu::MoeBackendOptions o;
+      o.name = name;
+      o.threads = 2;
+      o.cache_rate = 0.25;
+      o.hybrid_max_fetch = 1;
+      const auto got = logits(o, dtype);
+      float d = 0;
+      int differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        d = std::max(d, std::fabs(got[i] - ref[i]));
+        differ += got[i] != ref[i];
+      }
+      std::printf("MOE-BATCH %s %s: %d logits differ, max |dlogit| %.3g of max |logit| %.3g over 6 decode rows\n",
+                  dtype.c_str(), name, differ, d, amax);
+      EXPECT_EQ(differ, 0) << dtype << " " << name;
+    }
   }
   fs::remove_all(dir);
 }
@@ -308,5 +337,127 @@ TEST(MoeCpuNumerics, FollowTheGpuDtype) {
   EXPECT_EQ(ft::gpu::expert_numerics_of(bf).act, ft::engine::ActType::kBF16);
   EXPECT_EQ(ft::gpu::prefill_numerics_of(bf).round_inputs, ft::engine::ActType::kBF16);
 }
+
+}  // namespace
+
+namespace {
+
+// One MoE layer step, bit for bit: the CPU executor in exact mode (as the cpu backend runs it)
+// against the fused backend's moe_experts_decode, and hybrid's split -- GPU per-route rows
+// (moe_experts_decode_slots) for some routes, the CPU's (slot_out) for the others, summed by
+// hybrid_combine -- against the same. Shapes reach every NVFP4 kernel (gate/up 2048 columns:
+// 32 blocks, the slab kernel; down 384: 6 blocks, the packed kernel) and several lane counts
+// of the generic integer kernel (Q8_0 / MXFP4: 32 and 6 units per row); 1, 3 and 8 tokens.
+class MoeCpuExact : public ::testing::TestWithParam<std::tuple<ModelCase, std::string>> {};
+
+TEST_P(MoeCpuExact, OneLayerStepBitsEqualGpu) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const auto& [mc, dtype] = GetParam();
+  auto spec = ft::testgen::preset("tiny", Arch::kQwen3Moe);
+  spec.seed = 41;
+  spec.n_layer = 1;
+  spec.n_embd = 2048;
+  spec.n_ff_exp = 384;
+  spec.n_expert = 8;
+  spec.n_expert_used = 4;
+  for (auto& r : spec.role_type) r = GgmlType::BF16;
+  spec.set_type(Role::kExperts, mc.experts);
+  const fs::path dir = fs::temp_directory_path() / ("ft-moe-exact-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / (mc.name + ".gguf")).string();
+  ft::testgen::generate_model(spec, path);
+  auto m = ft::model::load_model(path);
+  const ft::gpu::GpuNumerics gnum = ft::gpu::gpu_numerics(dtype);
+  ft::gpu::DeviceWeights w(*m, {});
+  ft::gpu::HostBanks hb(*m, {});
+  ft::gpu::GpuBuffers b(*m, gnum, 16, ft::cuda::kGemvMaxTokens);
+  const ft::gpu::ExpertView& view = w.layers[0].experts;
+  const ft::moe_cpu::HostExperts L = ft::gpu::host_experts_of(hb.layers[0]);
+  ft::moe_cpu::ExpertNumerics num = ft::gpu::expert_numerics_of(gnum);
+  ASSERT_NE(num.gpu_plan, nullptr);
+  ASSERT_TRUE(ft::moe_cpu::exact_supported(L, num));
+  ft::ThreadPool pool(2);
+  ft::moe_cpu::ExpertExecutor exec(pool);
+  cudaStream_t s;
+  FT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int64_t n_embd = spec.n_embd;
+  const int n_used = static_cast<int>(spec.n_expert_used);
+  for (int64_t n_tok : {1, 3, 8}) {
+    const int64_t n = n_tok * n_used;
+    std::vector<float> h(n_tok * n_embd), wts(n), zeros(n_tok * n_embd, 0.0f);
+    std::vector<int32_t> ids(n), cpu_ids(n);
+    uint32_t st = 12345u + static_cast<uint32_t>(n_tok);
+    auto rnd = [&] {
+      st = st * 1664525u + 1013904223u;
+      return static_cast<float>(st >> 8) / 16777216.0f;
+    };
+    for (float& v : h) v = 2.0f * rnd() - 1.0f;
+    for (int64_t t = 0; t < n_tok; ++t)
+      for (int r = 0; r < n_used; ++r) {
+        ids[t * n_used + r] = static_cast<int32_t>((t * 3 + r * 5 + (t > 1 ? r : 0)) % spec.n_expert);
+        wts[t * n_used + r] = 0.1f + rnd();
+        cpu_ids[t * n_used + r] = (t + r) % 2 ? ids[t * n_used + r] : -1;
+      }
+    ft::cuda::DeviceBuffer dh(h.size() * 4), dx(h.size() * 4), dids(n * 4), dwts(n * 4), dcpu(n * 4),
+        dyc(n * n_embd * 4);
+    dh.upload(h.data(), h.size() * 4);
+    dids.upload(ids.data(), n * 4);
+    dwts.upload(wts.data(), n * 4);
+    dcpu.upload(cpu_ids.data(), n * 4);
+    ft::gpu::MoeStep step;
+    step.layer = 0;
+    step.n_tok = n_tok;
+    step.n_used = n_used;
+    step.h = dh.as<float>();
+    step.ids = dids.as<int32_t>();
+    step.wts = dwts.as<float>();
+    step.x = dx.as<float>();
+    step.b = &b;
+    step.num = &gnum;
+    // GPU, fused: x = 0 + round(combine).
+    dx.upload(zeros.data(), zeros.size() * 4);
+    ft::gpu::moe_experts_decode(view, step.ids, step, s);
+    FT_CUDA_CHECK(cudaStreamSynchronize(s));
+    const auto gpu = ft::cuda::to_host<float>(dx, h.size());
+    // CPU, exact mode.
+    std::vector<float> cpu(h.size());
+    num.slot_out = false;
+    exec.run(L, num, h.data(), n_embd, n_tok, ids.data(), wts.data(), n_used, cpu.data(), n_embd);
+    int differ = 0;
+    for (size_t i = 0; i < cpu.size(); ++i) differ += cpu[i] != gpu[i];
+    // Hybrid's split: GPU rows for every route, CPU rows for its half, combined in rank order.
+    std::vector<float> yc(n * n_embd);
+    num.slot_out = true;
+    exec.run(L, num, h.data(), n_embd, n_tok, cpu_ids.data(), wts.data(), n_used, yc.data(), n_embd);
+    dyc.upload(yc.data(), yc.size() * 4);
+    dx.upload(zeros.data(), zeros.size() * 4);
+    float* yg = b.ysort.as<float>();
+    ft::gpu::moe_experts_decode_slots(view, step.ids, step, yg, s);
+    ft::gpu::hybrid_combine(yg, dyc.as<float>(), dcpu.as<int32_t>(), step.wts, n_tok, n_used, n_embd, step.x, n_embd,
+                            gnum.round, s);
+    FT_CUDA_CHECK(cudaStreamSynchronize(s));
+    const auto hyb = ft::cuda::to_host<float>(dx, h.size());
+    int differ_h = 0;
+    float amax = 0;
+    for (size_t i = 0; i < hyb.size(); ++i) {
+      differ_h += hyb[i] != gpu[i];
+      amax = std::max(amax, std::fabs(gpu[i]));
+    }
+    std::printf("MOE-EXACT %s %s n_tok %lld: cpu %d / hybrid split %d of %zu outputs differ from fused (max |y| %.3g)\n",
+                mc.name.c_str(), dtype.c_str(), static_cast<long long>(n_tok), differ, differ_h, gpu.size(), amax);
+    EXPECT_GT(amax, 0.0f);
+    EXPECT_EQ(differ, 0) << mc.name << " " << dtype << " n_tok " << n_tok;
+    EXPECT_EQ(differ_h, 0) << mc.name << " " << dtype << " n_tok " << n_tok;
+  }
+  cudaStreamDestroy(s);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MoeCpuExact,
+    ::testing::Combine(::testing::Values(ModelCase{"nvfp4", GgmlType::NVFP4}, ModelCase{"mxfp4", GgmlType::MXFP4},
+                                         ModelCase{"q8_0", GgmlType::Q8_0}, ModelCase{"bf16", GgmlType::BF16}),
+                       ::testing::Values(std::string("auto"), std::string("float32"), std::string("bfloat16"))),
+    [](const auto& info) { return std::get<0>(info.param).name + "_" + std::get<1>(info.param); });
 
 }  // namespace
