@@ -38,7 +38,7 @@ void exact_rows(const ExactRows& a, const ExpertNumerics& num, int64_t e, const 
       gpu_dot_q8_rows(a.plan, t.type, t.expert(e) + r0 * t.row_bytes, t.row_bytes, r1 - r0,
                       GpuActQ8{xq + g * k, xqd + g * (k / 32)}, k, yg + r0);
     } else {
-      for (int64_t r = r0; r < r1; ++r) yg[r] = gpu_dot_float(t.type, t.expert(e) + r * t.row_bytes, x + g * k, k);
+      gpu_dot_float_rows(t.type, t.expert(e) + r0 * t.row_bytes, t.row_bytes, r1 - r0, x + g * k, k, yg + r0);
     }
     for (int64_t r = r0; r < r1; ++r) yg[r] = engine::round_act(num.act, yg[r] * a.scale);
   }

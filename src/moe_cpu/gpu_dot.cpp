@@ -217,6 +217,16 @@ float gpu_dot_q8(const GpuDotPlan& plan, GgmlType type, const uint8_t* row, cons
   return gpu_lane_tree(acc, L);
 }
 
+void detail::gpu_float_piece(GgmlType type, const uint8_t* row, int64_t e, float* q, float& d) {
+  piece(type, row, e, q, d);
+}
+
+void gpu_dot_float_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows, const float* x, int64_t k,
+                        float* out) {
+  if (active_isa() != Isa::kScalar && detail::gpu_dot_float_rows_avx2(type, w, row_bytes, n_rows, x, k, out)) return;
+  for (int64_t r = 0; r < n_rows; ++r) out[r] = gpu_dot_float(type, w + r * row_bytes, x, k);
+}
+
 void gpu_dot_q8_rows(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows,
                      const GpuActQ8& x, int64_t k, float* out) {
   if (active_isa() != Isa::kScalar && detail::gpu_dot_q8_rows_avx2(plan, type, w, row_bytes, n_rows, x, k, out)) return;

@@ -66,7 +66,16 @@ float gpu_dot_q8(const GpuDotPlan& plan, GgmlType type, const uint8_t* row, cons
 // sums with maddubs, the fp32 fold over 8 rows per ymm), else the scalar mirror above.
 void gpu_dot_q8_rows(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows,
                      const GpuActQ8& x, int64_t k, float* out);
+// The float path's rows likewise (gpu_dot_float per row, bit for bit); AVX2: 8 rows per
+// ymm, pieces transposed so that each row's 8-element fma chain runs in one lane.
+void gpu_dot_float_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows, const float* x, int64_t k,
+                        float* out);
 namespace detail {
+// The float path's piece at element e (e % 8 == 0): raw values q[8] and scale d, w = d q
+// (E2M1 formats: q = code * 2^-126, gemv_formats.cuh).
+void gpu_float_piece(GgmlType type, const uint8_t* row, int64_t e, float* q, float& d);
+bool gpu_dot_float_rows_avx2(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows, const float* x,
+                             int64_t k, float* out);
 bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes,
                           int64_t n_rows, const GpuActQ8& x, int64_t k, float* out);
 }
