@@ -3,13 +3,7 @@
 // layout in shared/spec/gguf-format.md. Metadata getters live in gguf_metadata.cpp.
 #include "format/gguf.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "core/error.h"
@@ -247,32 +241,11 @@ std::optional<std::pair<size_t, size_t>> find_duplicate(
 }  // namespace
 
 std::unique_ptr<File> File::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    fail("{}: cannot stat: {}", path, std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("{}: not a regular file", path);
-  }
   std::unique_ptr<File> f(new File());
+  f->map_ = MappedFile::open(path);
   f->path_ = path;
-  f->size_ = static_cast<uint64_t>(st.st_size);
-  if (f->size_ > 0) {
-    void* m = ::mmap(nullptr, static_cast<size_t>(f->size_), PROT_READ, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-      const int e = errno;
-      ::close(fd);
-      fail("{}: cannot mmap {} bytes: {}", path, f->size_, std::strerror(e));
-    }
-    f->map_ = m;
-    f->base_ = static_cast<const uint8_t*>(m);
-  }
-  ::close(fd);  // the mapping keeps the file alive
+  f->base_ = f->map_.data();
+  f->size_ = f->map_.size();
   f->parse();
   return f;
 }
@@ -286,9 +259,26 @@ std::unique_ptr<File> File::from_memory(const uint8_t* data, size_t size, std::s
   return f;
 }
 
-File::~File() {
-  if (map_) ::munmap(map_, static_cast<size_t>(size_));
+std::unique_ptr<File> File::from_image(MappedFile image, const std::vector<const uint8_t*>& external,
+                                       std::shared_ptr<const void> owner) {
+  std::unique_ptr<File> f(new File());
+  f->path_ = image.path();
+  f->map_ = std::move(image);
+  f->owner_ = std::move(owner);
+  f->base_ = f->map_.data();
+  f->size_ = f->map_.size();
+  f->parse();
+  if (!external.empty()) {
+    if (external.size() != f->tensors_.size())
+      fail("{}: internal: {} external tensor pointers for {} tensors", f->path_, external.size(),
+           f->tensors_.size());
+    for (size_t i = 0; i < external.size(); ++i)
+      if (external[i]) f->tensors_[i].data = external[i];
+  }
+  return f;
 }
+
+File::~File() = default;
 
 void File::parse() {
   Parser p(base_, size_, path_);

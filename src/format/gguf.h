@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "format/ggml_type.h"
 
 namespace ft::gguf {
@@ -68,7 +69,9 @@ struct TensorInfo {
   int64_t ne[4] = {1, 1, 1, 1};
   uint64_t offset = 0;            // relative to the data section
   uint64_t nbytes = 0;            // exact data size (without padding)
-  const uint8_t* data = nullptr;  // points into the mapping
+  // Points into the mapping, or (a Hugging Face directory loaded directly) into the
+  // checkpoint's own files: read a tensor through `data`, never through base() + offset.
+  const uint8_t* data = nullptr;
 
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
@@ -82,6 +85,12 @@ class File {
   static std::unique_ptr<File> open(const std::string& path);
   // Parses a caller-owned buffer (no copy; it must outlive the File). `name` is used in errors.
   static std::unique_ptr<File> from_memory(const uint8_t* data, size_t size, std::string name);
+  // A GGUF built in memory (hf::open_hf_as_gguf): `image` holds the header and the tensors
+  // written into it; a non-null external[i] is tensor i's data elsewhere (the same bytes,
+  // in memory that `owner` keeps mapped), and its range in `image` is never written or read.
+  // external is empty or has one entry per tensor. The File is named image.path().
+  static std::unique_ptr<File> from_image(MappedFile image, const std::vector<const uint8_t*>& external,
+                                          std::shared_ptr<const void> owner);
   ~File();
   File(const File&) = delete;
   File& operator=(const File&) = delete;
@@ -124,7 +133,8 @@ class File {
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
-  void* map_ = nullptr;  // owned mapping (nullptr for from_memory)
+  MappedFile map_;                    // owned mapping (empty for from_memory)
+  std::shared_ptr<const void> owner_;  // keeps external tensor data mapped (from_image)
   uint32_t version_ = 0;
   uint32_t alignment_ = 32;
   uint64_t data_offset_ = 0;

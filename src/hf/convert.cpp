@@ -1,17 +1,13 @@
 #include "hf/convert.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/mapped_file.h"
 #include "hf/nvfp4_pack.h"
 #include "quant/quantize.h"
 
@@ -76,6 +72,20 @@ std::string blk(int64_t il, const char* what) { return "blk." + std::to_string(i
 
 bool trivially_one(float s) { return std::fabs(s - 1.0f) < 1e-6f; }
 
+// The checkpoint bytes of a float tensor when they already are its GGUF bytes: one source
+// (not stacked experts), stored in the output type, rows not permuted, and aligned for its
+// element type (the kernels read weights as float / uint16 arrays). Otherwise nullptr.
+const uint8_t* same_bytes_as_stored(const std::vector<const StTensor*>& src, GgmlType type, int perm_heads) {
+  if (src.size() != 1 || perm_heads > 0) return nullptr;
+  const StTensor& t = *src[0];
+  const bool same_type = (t.dtype == Dtype::kBF16 && type == GgmlType::BF16) ||
+                         (t.dtype == Dtype::kF16 && type == GgmlType::F16) ||
+                         (t.dtype == Dtype::kF32 && type == GgmlType::F32);
+  if (!same_type || reinterpret_cast<uintptr_t>(t.data) % static_cast<uintptr_t>(dtype_size(t.dtype)) != 0)
+    return nullptr;
+  return t.data;
+}
+
 }  // namespace
 
 Conversion::~Conversion() = default;
@@ -113,7 +123,7 @@ GgmlType Conversion::float_type(const StTensor& t) const {
 }
 
 void Conversion::add(const std::string& name, GgmlType type, std::vector<int64_t> ne,
-                     std::function<void(uint8_t*)> fill) {
+                     std::function<void(uint8_t*)> fill, const uint8_t* same_bytes) {
   uint64_t nbytes = static_cast<uint64_t>(row_bytes(type, ne[0]));
   for (size_t i = 1; i < ne.size(); ++i) nbytes *= static_cast<uint64_t>(ne[i]);
   data_bytes_ += nbytes;
@@ -124,6 +134,8 @@ void Conversion::add(const std::string& name, GgmlType type, std::vector<int64_t
     if (progress_) progress_(done_bytes_, data_bytes_);
   };
   fills_.emplace_back(nbytes, f);
+  names_.push_back(name);
+  same_bytes_.push_back(same_bytes);
   w_.add_tensor_stream(name, type, ne, std::move(f));
 }
 
@@ -148,15 +160,18 @@ void Conversion::add_float(const std::string& name, const std::vector<const StTe
   if (ne.size() > 4) fail("{}: tensor {} has {} dimensions", *t0.file, t0.name, t0.shape.size());
   const auto [rows, cols] = rows_cols(t0);
   const int64_t esz = row_bytes(type, cols);
-  add(name, type, ne, [src, type, perm_heads, rows = rows, cols = cols, esz](uint8_t* dst) {
-    std::vector<float> row(static_cast<size_t>(cols));
-    for (const StTensor* t : src)
-      for (int64_t r = 0; r < rows; ++r) {
-        to_f32(*t, permuted_row(r, rows, perm_heads) * cols, cols, row.data());
-        store_row(row.data(), cols, type, dst);
-        dst += esz;
-      }
-  });
+  add(
+      name, type, ne,
+      [src, type, perm_heads, rows = rows, cols = cols, esz](uint8_t* dst) {
+        std::vector<float> row(static_cast<size_t>(cols));
+        for (const StTensor* t : src)
+          for (int64_t r = 0; r < rows; ++r) {
+            to_f32(*t, permuted_row(r, rows, perm_heads) * cols, cols, row.data());
+            store_row(row.data(), cols, type, dst);
+            dst += esz;
+          }
+      },
+      same_bytes_as_stored(src, type, perm_heads));
 }
 
 void Conversion::add_bias(const std::string& gguf_name, const std::string& hf_name, int perm_heads) {
@@ -426,27 +441,38 @@ void Conversion::write(const std::string& path) {
 std::unique_ptr<gguf::File> Conversion::open_in_memory() {
   done_bytes_ = 0;
   const gguf::Writer::Layout lay = w_.layout();
-  const int fd = ::memfd_create("ft-hf-model", MFD_CLOEXEC);
-  if (fd < 0) fail("{}: memfd_create failed: {}", dir_, std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::ftruncate(fd, static_cast<off_t>(lay.file_size)) != 0)
-    fail("{}: cannot size the in-memory model ({} bytes): {}", dir_, lay.file_size, std::strerror(errno));
-  void* m = ::mmap(nullptr, static_cast<size_t>(lay.file_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (m == MAP_FAILED) fail("{}: cannot map the in-memory model: {}", dir_, std::strerror(errno));
-  try {
-    auto* base = static_cast<uint8_t*>(m);
-    std::memcpy(base, lay.head.data(), lay.head.size());
-    // Each tensor filled in place by the same callbacks write() streams (layout() keeps add order).
-    for (size_t i = 0; i < fills_.size(); ++i) fills_[i].second(base + lay.offsets[i], fills_[i].first);
-  } catch (...) {
-    ::munmap(m, static_cast<size_t>(lay.file_size));
-    throw;
+  // Anonymous memory: the ranges of referenced tensors are never written, so never allocated.
+  MappedFile image = MappedFile::anonymous(lay.file_size, dir_);
+  uint8_t* base = image.mutable_data();
+  std::memcpy(base, lay.head.data(), lay.head.size());
+  // Each tensor filled in place by the same callbacks write() streams (layout() keeps add order).
+  for (size_t i = 0; i < fills_.size(); ++i) {
+    if (!same_bytes_[i]) {
+      fills_[i].second(base + lay.offsets[i], fills_[i].first);
+      continue;
+    }
+    done_bytes_ += fills_[i].first;
+    if (progress_) progress_(done_bytes_, data_bytes_);
   }
-  ::munmap(m, static_cast<size_t>(lay.file_size));
-  return gguf::File::open("/proc/self/fd/" + std::to_string(fd));
+  image.seal();
+  auto f = gguf::File::from_image(std::move(image), same_bytes_, ckpt_);
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (f->tensors()[i].name != names_[i])
+      fail("{}: internal: in-memory tensor #{} is {}, planned {}", dir_, i, f->tensors()[i].name, names_[i]);
+  return f;
+}
+
+int64_t Conversion::n_referenced() const {
+  int64_t n = 0;
+  for (const uint8_t* p : same_bytes_) n += p != nullptr;
+  return n;
+}
+
+uint64_t Conversion::referenced_bytes() const {
+  uint64_t n = 0;
+  for (size_t i = 0; i < same_bytes_.size(); ++i)
+    if (same_bytes_[i]) n += fills_[i].first;
+  return n;
 }
 
 std::unique_ptr<gguf::File> open_hf_as_gguf(const std::string& dir,

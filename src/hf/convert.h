@@ -8,8 +8,11 @@
 // round-to-nearest-even E2M1: quant::quantize_row_ref).
 //
 // The same plan serves `ft convert` (written to a file tensor by tensor) and loading an HF
-// directory directly (written into an anonymous memory file that the GGUF reader maps), so
-// model code never knows where a model came from.
+// directory directly (a GGUF image in anonymous memory that the GGUF reader parses), so
+// model code never knows where a model came from. In memory, a tensor whose checkpoint bytes
+// already are its GGUF bytes (a BF16/F16/F32 weight kept in its type, not permuted, not
+// stacked) is not copied: its TensorInfo::data points into the checkpoint's mapping, so such
+// a checkpoint costs little more than its page cache.
 #pragma once
 
 #include <cstdint>
@@ -50,15 +53,20 @@ class Conversion {
 
   // Streams the GGUF to `path` (PATH.tmp, then renamed).
   void write(const std::string& path);
-  // The GGUF in an anonymous memory file, opened by the GGUF reader.
+  // The GGUF in anonymous memory, opened by the GGUF reader; tensors whose bytes the
+  // checkpoint already holds are referenced there, not copied (the File keeps it mapped).
   std::unique_ptr<gguf::File> open_in_memory();
+  // Tensors (and their bytes) that open_in_memory() references in the checkpoint.
+  int64_t n_referenced() const;
+  uint64_t referenced_bytes() const;
 
  private:
   Conversion() = default;
   struct Source;
   void build();
+  // `same_bytes`: where the tensor's GGUF bytes are exactly these checkpoint bytes.
   void add(const std::string& name, GgmlType type, std::vector<int64_t> ne,
-           std::function<void(uint8_t*)> fill);
+           std::function<void(uint8_t*)> fill, const uint8_t* same_bytes = nullptr);
   void add_f32_values(const std::string& name, std::vector<float> v);
   void add_float(const std::string& name, const std::vector<const StTensor*>& src, GgmlType type, int perm_heads);
   void add_linear(const std::string& gguf_base, const std::vector<std::string>& hf_bases, bool quantisable,
@@ -70,12 +78,14 @@ class Conversion {
 
   std::string dir_;
   OutType out_ = OutType::kAuto;
-  std::unique_ptr<Checkpoint> ckpt_;
+  std::shared_ptr<Checkpoint> ckpt_;  // shared with the in-memory File it backs
   HfConfig cfg_;
   HfVocab vocab_;
   gguf::Writer w_;
   std::vector<std::string> used_;
   std::vector<std::pair<uint64_t, std::function<void(uint8_t*, uint64_t)>>> fills_;  // add order
+  std::vector<std::string> names_;                                                    // add order
+  std::vector<const uint8_t*> same_bytes_;  // add order; non-null: referenced in memory
   int64_t n_tensors_ = 0;
   uint64_t data_bytes_ = 0, done_bytes_ = 0;
   bool any_nvfp4_ = false;

@@ -1,12 +1,6 @@
 #include "hf/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -69,26 +63,10 @@ std::string StTensor::shape_string() const {
 
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
+  f->map_ = MappedFile::open(path);
   f->path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    fail("{}: cannot stat: {}", path, std::strerror(e));
-  }
-  f->size_ = static_cast<uint64_t>(st.st_size);
-  if (f->size_ > 0) {
-    void* m = ::mmap(nullptr, static_cast<size_t>(f->size_), PROT_READ, MAP_SHARED, fd, 0);
-    const int e = errno;
-    ::close(fd);
-    if (m == MAP_FAILED) fail("{}: cannot mmap {} bytes: {}", path, f->size_, std::strerror(e));
-    f->map_ = m;
-    f->base_ = static_cast<const uint8_t*>(m);
-  } else {
-    ::close(fd);
-  }
+  f->base_ = f->map_.data();
+  f->size_ = f->map_.size();
   f->parse();
   return f;
 }
@@ -103,9 +81,7 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::from_memory(const uint8_t* dat
   return f;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (map_) ::munmap(map_, static_cast<size_t>(size_));
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 const StTensor* SafetensorsFile::find(std::string_view name) const {
   const auto it = index_.find(name);

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/mapped_file.h"
+
 namespace ft::hf {
 
 enum class Dtype { kBF16, kF16, kF32, kF64, kU8, kI8, kI16, kI32, kI64, kBool, kF8E4M3 };
@@ -56,7 +58,7 @@ class SafetensorsFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
-  void* map_ = nullptr;
+  MappedFile map_;  // empty for from_memory
   std::vector<StTensor> tensors_;
   std::map<std::string, size_t, std::less<>> index_;
 };

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -104,9 +106,61 @@ TEST_P(HfFixtures, DirectLoadAndConvertedGgufGiveTheSameTokensAndLogits) {
   EXPECT_EQ(0, std::memcmp(a.prompt_logits.data(), b.prompt_logits.data(), a.prompt_logits.size() * 4))
       << "prompt logits differ";
   EXPECT_GE(std::set<int32_t>(a.tokens.begin(), a.tokens.end()).size(), 4u) << "degenerate model";
-  // Same file contents: the in-memory GGUF is the converted file.
-  EXPECT_EQ(direct->file->file_size(), conv->file->file_size());
-  EXPECT_EQ(0, std::memcmp(direct->file->base(), conv->file->base(), conv->file->file_size()));
+  // Same file contents: the in-memory GGUF is the converted file (header byte for byte,
+  // every tensor's bytes where it lies, in the image or referenced in the checkpoint).
+  const ft::gguf::File& d = *direct->file;
+  const ft::gguf::File& c = *conv->file;
+  EXPECT_EQ(d.file_size(), c.file_size());
+  ASSERT_EQ(d.data_offset(), c.data_offset());
+  EXPECT_EQ(0, std::memcmp(d.base(), c.base(), c.data_offset()));
+  ASSERT_EQ(d.tensors().size(), c.tensors().size());
+  for (size_t i = 0; i < c.tensors().size(); ++i) {
+    const auto& td = d.tensors()[i];
+    const auto& tc = c.tensors()[i];
+    ASSERT_EQ(td.name, tc.name);
+    ASSERT_EQ(td.offset, tc.offset) << tc.name;
+    ASSERT_EQ(td.nbytes, tc.nbytes) << tc.name;
+    EXPECT_EQ(0, std::memcmp(td.data, tc.data, tc.nbytes)) << tc.name;
+  }
+}
+
+// Loading a directory copies only what it converts: the BF16 weights kept in their type and
+// not permuted point into the checkpoint's mapping; the rest (norms and router to F32, llama's
+// q/k rows, stacked experts, NVFP4 repacks) lies in the in-memory image.
+TEST_P(HfFixtures, DirectLoadReferencesTheCheckpointBytes) {
+  auto plan = ft::hf::Conversion::plan(dir_);
+  auto f = plan->open_in_memory();
+  const uint8_t* lo = f->base();
+  const uint8_t* hi = lo + f->file_size();
+  int64_t n_ref = 0;
+  uint64_t ref_bytes = 0;
+  for (const auto& t : f->tensors()) {
+    const bool in_image = t.data >= lo && t.data < hi;
+    if (!in_image) {
+      ++n_ref;
+      ref_bytes += t.nbytes;
+      EXPECT_TRUE(t.type == GgmlType::BF16 || t.type == GgmlType::F16 || t.type == GgmlType::F32) << t.name;
+    }
+    const bool permuted = GetParam().name.starts_with("llama") &&
+                          (t.name.find("attn_q.") != std::string::npos || t.name.find("attn_k.") != std::string::npos);
+    const bool must_reference = GetParam().fx.format == HfFormat::kBF16 && !is_norm(t.name) && !permuted &&
+                                t.name.find("_exps.") == std::string::npos && t.name != "rope_freqs.weight" &&
+                                t.name.find("ffn_gate_inp.") == std::string::npos;  // router: F32
+    if (must_reference) {
+      EXPECT_FALSE(in_image) << t.name << " was copied";
+    }
+  }
+  EXPECT_EQ(n_ref, plan->n_referenced());
+  EXPECT_EQ(ref_bytes, plan->referenced_bytes());
+  if (GetParam().fx.format == HfFormat::kBF16) {
+    EXPECT_GT(n_ref, 0);
+    // token_embd alone is 2 x n_embd x n_vocab bytes: most of a tiny model.
+    EXPECT_GT(ref_bytes, plan->data_bytes() / 4);
+  } else {
+    // NVFP4: the embeddings (BF16) are referenced, every projection repacked.
+    EXPECT_GT(n_ref, 0);
+    EXPECT_LT(ref_bytes, plan->data_bytes());
+  }
 }
 
 TEST_P(HfFixtures, ConvertedTensorsMatchTheSourceModel) {
@@ -220,6 +274,42 @@ TEST_P(HfFixtures, ConvertedTensorsMatchTheSourceModel) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfFixtures, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// Resident anonymous + shared-memory bytes of this process (the page cache of mapped files
+// is not counted: it is what the checkpoint costs anyway).
+uint64_t private_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  uint64_t kb = 0;
+  while (std::getline(f, line))
+    if (line.starts_with("RssAnon:") || line.starts_with("RssShmem:")) kb += std::stoull(line.substr(9));
+  return kb * 1024;
+}
+
+// Loading a BF16 qwen3 directory (~10 MiB of weights) with every weight read costs about the
+// norms and the header in private memory, not a second copy of the checkpoint (the memfd
+// copy it replaced grew this by the whole checkpoint).
+TEST(HfDirectLoad, PrivateMemoryIsNotASecondCopy) {
+  HfFixture fx = ft::testgen::hf_fixture(Arch::kQwen3, HfFormat::kBF16, 7);
+  fx.model.n_embd = 512;
+  fx.model.n_ff = 1536;
+  fx.model.n_head = 8;
+  fx.model.n_head_kv = 4;
+  const std::string dir = ft::test::hf_tmp("rss_qwen3_bf16");
+  ft::testgen::generate_hf(fx, dir, ft::test::hf_tmp("rss_qwen3_bf16.source.gguf"));
+  const uint64_t ckpt_bytes = ft::hf::Checkpoint::open(dir)->total_bytes();
+  const uint64_t before = private_rss_bytes();
+  auto m = ft::model::load_model(dir);
+  uint64_t sum = 0;
+  for (const auto& t : m->file->tensors())
+    for (uint64_t i = 0; i < t.nbytes; i += 64) sum += t.data[i];
+  const uint64_t after = private_rss_bytes();
+  const uint64_t grown = after > before ? after - before : 0;
+  std::printf("HF-DIRECT-LOAD checkpoint %.2f MiB, private RSS +%.2f MiB (checksum %llu)\n", ckpt_bytes / 1048576.0,
+              grown / 1048576.0, static_cast<unsigned long long>(sum));
+  EXPECT_GT(ckpt_bytes, 8ull << 20);
+  EXPECT_LT(grown, ckpt_bytes / 4) << "the directory's weights were copied";
+}
 
 // --outtype nvfp4 on a BF16 checkpoint = the ModelOpt checkpoint quantised from the same
 // BF16 values (both the ModelOpt recipe), byte for byte; and it still runs.
