@@ -97,20 +97,39 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return d;
 }
 
-void expect_batched_matches_alone(testgen::Arch arch, quant::ActQuant aq, bool paged,
-                                  ActType act = ActType::kF32) {
-  auto m = model::load_model(model_file(arch));
-  Session host(*m, options(aq, act));
+// The last-token logits a fresh session computes for `tokens` (fp32, no activation rounding).
+std::vector<float> fresh_logits(const model::Model& m, const std::vector<int32_t>& tokens) {
+  Session ref(m, options(quant::ActQuant::kNone));
+  const float* r = ref.eval(tokens.data(), static_cast<int64_t>(tokens.size()));
+  return std::vector<float>(r, r + m.hp.n_vocab);
+}
+
+// One architecture with one activation setting; `paged` says which runner it must get
+// (the paged one for the attention-only architectures, the serial fallback otherwise).
+struct BatchCase {
+  std::string name;
+  testgen::Arch arch;
+  quant::ActQuant aq;
+  ActType act;
+  bool paged;
+};
+
+class BatchedVsAlone : public ::testing::TestWithParam<BatchCase> {};
+
+TEST_P(BatchedVsAlone, EachSequenceGetsItsAloneLogitsAndTokens) {
+  const BatchCase& c = GetParam();
+  auto m = model::load_model(model_file(c.arch));
+  Session host(*m, options(c.aq, c.act));
   auto br = make_batch_runner(host, 4, 16);
   ASSERT_TRUE(br);
-  EXPECT_EQ(br->describe().find("paged") != std::string::npos, paged) << br->describe();
+  EXPECT_EQ(br->describe().find("paged") != std::string::npos, c.paged) << br->describe();
   // Lengths across page boundaries (16): inside one page, exactly two, past two.
   const std::vector<std::vector<int32_t>> prompts = {prompt_of(5, 1, m->hp.n_vocab), prompt_of(32, 2, m->hp.n_vocab),
                                                      prompt_of(37, 3, m->hp.n_vocab), prompt_of(1, 4, m->hp.n_vocab)};
   constexpr int kGen = 20;
   const auto batched = together(*br, prompts, kGen);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const Trace ref = alone(*m, prompts[i], kGen, aq, act);
+    const Trace ref = alone(*m, prompts[i], kGen, c.aq, c.act);
     EXPECT_EQ(batched[i].tokens, ref.tokens) << "sequence " << i;
     float worst = 0.0f, scale = 0.0f;
     for (int g = 0; g < kGen; ++g) {
@@ -125,18 +144,19 @@ void expect_batched_matches_alone(testgen::Arch arch, quant::ActQuant aq, bool p
   EXPECT_EQ(st.free, st.total);
 }
 
-TEST(BatchRunner, LlamaBatchedMatchesAlone) { expect_batched_matches_alone(testgen::Arch::kLlama, quant::ActQuant::kNone, true); }
-TEST(BatchRunner, Qwen3BatchedMatchesAloneQ8) { expect_batched_matches_alone(testgen::Arch::kQwen3, quant::ActQuant::kQ8, true); }
-// A bf16 KV cache and bf16-rounded activations (--dtype bfloat16).
-TEST(BatchRunner, Qwen3BatchedMatchesAloneBf16) {
-  expect_batched_matches_alone(testgen::Arch::kQwen3, quant::ActQuant::kNone, true, ActType::kBF16);
-}
-TEST(BatchRunner, Qwen3MoeBatchedMatchesAlone) {
-  expect_batched_matches_alone(testgen::Arch::kQwen3Moe, quant::ActQuant::kNone, true);
-  expect_batched_matches_alone(testgen::Arch::kQwen3Moe, quant::ActQuant::kQ8, true);
-}
-TEST(BatchRunner, Gemma4SerialMatchesAlone) { expect_batched_matches_alone(testgen::Arch::kGemma4, quant::ActQuant::kNone, false); }
-TEST(BatchRunner, Qwen35SerialMatchesAlone) { expect_batched_matches_alone(testgen::Arch::kQwen35, quant::ActQuant::kNone, false); }
+using testgen::Arch;
+using quant::ActQuant;
+INSTANTIATE_TEST_SUITE_P(
+    Archs, BatchedVsAlone,
+    ::testing::Values(BatchCase{"llama", Arch::kLlama, ActQuant::kNone, ActType::kF32, true},
+                      BatchCase{"qwen3_q8", Arch::kQwen3, ActQuant::kQ8, ActType::kF32, true},
+                      // A bf16 KV cache and bf16-rounded activations (--dtype bfloat16).
+                      BatchCase{"qwen3_bf16", Arch::kQwen3, ActQuant::kNone, ActType::kBF16, true},
+                      BatchCase{"qwen3moe", Arch::kQwen3Moe, ActQuant::kNone, ActType::kF32, true},
+                      BatchCase{"qwen3moe_q8", Arch::kQwen3Moe, ActQuant::kQ8, ActType::kF32, true},
+                      BatchCase{"gemma4_serial", Arch::kGemma4, ActQuant::kNone, ActType::kF32, false},
+                      BatchCase{"qwen35_serial", Arch::kQwen35, ActQuant::kNone, ActType::kF32, false}),
+    [](const ::testing::TestParamInfo<BatchCase>& i) { return i.param.name; });
 
 // Two sequences with a 40-token common prefix: the second takes the first's two full pages
 // (the third is partial) and still computes what a fresh session computes.
@@ -156,10 +176,7 @@ void expect_prefix_shared(testgen::Arch arch, int64_t want_cached) {
   const int64_t sb = br->add_sequence(b.data(), 42, true, &nc);
   EXPECT_EQ(nc, want_cached);
   const float* l = br->step({{sb, b.data() + nc, 42 - nc}});
-  std::vector<float> got(l, l + V);
-  Session ref(*m, options(quant::ActQuant::kNone));
-  const float* r = ref.eval(b.data(), 42);
-  EXPECT_LE(max_diff(got, std::vector<float>(r, r + V)), 1e-4f);
+  EXPECT_LE(max_diff(std::vector<float>(l, l + V), fresh_logits(*m, b)), 1e-4f);
   if (want_cached == 32) {
     EXPECT_EQ(br->kv_stats().shared, 2);
   }
@@ -193,10 +210,7 @@ TEST(BatchRunner, SerialReusesAFinishedSlotThatThePromptExtends) {
   const int64_t sb = br->add_sequence(b.data(), 21, true, &nc);
   EXPECT_EQ(nc, 20);
   const float* l = br->step({{sb, b.data() + 20, 1}});
-  std::vector<float> got(l, l + V);
-  Session ref(*m, options(quant::ActQuant::kNone));
-  const float* r = ref.eval(b.data(), 21);
-  EXPECT_LE(max_diff(got, std::vector<float>(r, r + V)), 1e-4f);
+  EXPECT_LE(max_diff(std::vector<float>(l, l + V), fresh_logits(*m, b)), 1e-4f);
 }
 
 TEST(BatchRunner, ErrorsNameTheProblem) {
@@ -212,12 +226,6 @@ TEST(BatchRunner, ErrorsNameTheProblem) {
   std::vector<int32_t> many(129, 1);
   EXPECT_THROW(br->step({{s, many.data(), 129}}), std::exception);   // past the context
 }
-
-}  // namespace
-}  // namespace ft::engine
-
-namespace ft::engine {
-namespace {
 
 // A prompt that extends a finished sequence's whole text (the next turn of a chat) takes its
 // pages back, the partial last one included, unless one was handed out meanwhile.
@@ -238,10 +246,7 @@ TEST(BatchRunner, PagedRevivesTheLastFinishedText) {
   EXPECT_EQ(nc, 21);
   EXPECT_EQ(br->kv_stats().used, 2);
   const float* l = br->step({{sb, b.data() + 21, 1}});
-  std::vector<float> got(l, l + V);
-  Session ref(*m, options(quant::ActQuant::kNone));
-  const float* r = ref.eval(b.data(), 22);
-  EXPECT_LE(max_diff(got, std::vector<float>(r, r + V)), 1e-4f);
+  EXPECT_LE(max_diff(std::vector<float>(l, l + V), fresh_logits(*m, b)), 1e-4f);
   br->remove_sequence(sb);
   // Another sequence takes the free pages first: only the published full page is left.
   auto c = prompt_of(40, 6, V);
@@ -253,12 +258,6 @@ TEST(BatchRunner, PagedRevivesTheLastFinishedText) {
   EXPECT_LT(nc, 22);
   br->remove_sequence(sd);
 }
-
-}  // namespace
-}  // namespace ft::engine
-
-namespace ft::engine {
-namespace {
 
 // The paged runner frees the session's KV cache while it lives; afterwards the session
 // evaluates as a fresh one does.
