@@ -54,22 +54,10 @@ const Tables& tables() {
   return t;
 }
 
-// 2 * E2M1 as int8 per code (e2m1x8_i8).
-inline __m256i e2m1_lut() {
-  return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2,
-                          -3, -4, -6, -8, -12);
-}
 // Signed w times signed x, pairs summed to int16 (|w| <= 128, |x| <= 127: no saturation).
 inline __m256i mul_pairs(__m256i w, __m256i x) {
   return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
 }
-inline int hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
-
 // The activations of an NVFP4 row rearranged once per call for terms_nvfp4_8: per block c,
 // xa = [sub-block 0 | 2] and xb = [1 | 3] (the decoded weights' lane order), and 12 times
 // each sub-block's activation sum (the weights are decoded with +12 so that maddubs can
@@ -147,31 +135,57 @@ void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_
   }
 }
 
-void terms_q8_0(const uint8_t* row, const GpuActQ8& x, int64_t n32, float* is, float* sc, int r) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t j = 0; j < n32; ++j) {
-    const uint8_t* b = row + 34 * j;
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
-    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * j));
-    is[j * kG + r] = static_cast<float>(hsum_i32(_mm256_madd_epi16(mul_pairs(w, xv), ones)));
-    uint16_t d;
-    std::memcpy(&d, b, 2);
-    sc[j * kG + r] = f16_to_f32(d) * x.d[j];
-  }
+// Sums of 8 vectors of 8 int32 each, as one vector in row order.
+inline __m256i hsum8(const __m256i (&p)[8]) {
+  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i a = _mm256_hadd_epi32(h01, h23), b = _mm256_hadd_epi32(h45, h67);  // per half: rows 0-3, 4-7
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
-void terms_mxfp4(const uint8_t* row, const GpuActQ8& x, int64_t n32, float* is, float* sc, int r) {
-  const __m256i lut = e2m1_lut(), m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  const float* tab = tables().e8m0;
+// Q8_0 / MXFP4 terms (one per 32-element block) of 8 rows at w + off[r], term-major.
+// MXFP4 codes are decoded +12 (unsigned maddubs) and 12 sum(x) taken off per block.
+void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuActQ8& x, int64_t n32, float* is,
+                float* sc) {
+  const bool q8 = type == GgmlType::Q8_0;
+  const int bb = q8 ? 34 : 17;
+  const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
+                                       18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const float* e8 = tables().e8m0;
+  alignas(32) int32_t offs[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(offs), off);
   for (int64_t j = 0; j < n32; ++j) {
-    const uint8_t* b = row + 17 * j;
-    __m128i q;
-    std::memcpy(&q, b + 1, 16);
-    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);  // [low nibbles | high nibbles]
-    const __m256i w = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4));
     const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * j));
-    is[j * kG + r] = static_cast<float>(hsum_i32(_mm256_madd_epi16(mul_pairs(w, xv), ones)));
-    sc[j * kG + r] = tab[b[0]] * x.d[j];
+    __m256i p[8];
+    for (int r = 0; r < 8; ++r) {
+      const uint8_t* b = w + offs[r] + bb * j;
+      _mm_prefetch(reinterpret_cast<const char*>(b + bb * 16), _MM_HINT_T0);
+      if (q8) {
+        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+        p[r] = _mm256_madd_epi16(mul_pairs(wv, xv), ones);
+      } else {
+        __m128i q;
+        std::memcpy(&q, b + 1, 16);
+        const __m256i v = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+        p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4)), xv), ones);
+      }
+    }
+    __m256i sum = hsum8(p);
+    const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(w + bb * j), off, 1);
+    __m256 sw;
+    if (q8) {
+      const __m256i d16 = _mm256_and_si256(words, _mm256_set1_epi32(0xFFFF));
+      const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(d16, d16), 0x08);
+      sw = _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
+    } else {
+      int32_t xs = 0;
+      for (int i = 0; i < 32; ++i) xs += x.qs[32 * j + i];
+      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(12 * xs));
+      sw = _mm256_i32gather_ps(e8, _mm256_and_si256(words, _mm256_set1_epi32(0xFF)), 4);
+    }
+    _mm256_store_ps(is + j * kG, _mm256_cvtepi32_ps(sum));
+    _mm256_store_ps(sc + j * kG, _mm256_mul_ps(sw, _mm256_set1_ps(x.d[j])));
   }
 }
 
@@ -180,9 +194,13 @@ void terms_mxfp4(const uint8_t* row, const GpuActQ8& x, int64_t n32, float* is, 
 void fold_lanes(const float* is, const float* sc, int64_t n_t, int per_unit, int lanes, float* out) {
   __m256 acc[32];
   for (int l = 0; l < lanes; ++l) acc[l] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n_t; ++i) {
-    const int l = static_cast<int>((i / per_unit) % lanes);
-    acc[l] = _mm256_fmadd_ps(_mm256_load_ps(is + i * kG), _mm256_load_ps(sc + i * kG), acc[l]);
+  // lanes is a power of two; no division per term (an int64 division per term cost more
+  // than the fma it indexes).
+  const int mask = lanes - 1;
+  for (int64_t i0 = 0, u = 0; i0 < n_t; i0 += per_unit, ++u) {
+    __m256& a = acc[u & mask];
+    const int64_t i1 = std::min<int64_t>(n_t, i0 + per_unit);
+    for (int64_t i = i0; i < i1; ++i) a = _mm256_fmadd_ps(_mm256_load_ps(is + i * kG), _mm256_load_ps(sc + i * kG), a);
   }
   for (int o = lanes / 2; o > 0; o /= 2)
     for (int l = 0; l < o; ++l) acc[l] = _mm256_add_ps(acc[l], acc[l + o]);
@@ -208,8 +226,8 @@ bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* 
   const bool nv = type == GgmlType::NVFP4;
   if (!nv && type != GgmlType::Q8_0 && type != GgmlType::MXFP4) return false;
   const int64_t n_t = nv ? k / 16 : k / 32;
-  // 32-bit row offsets (the 8-row gather).
-  if (nv && (row_bytes > (int64_t{1} << 27))) return false;
+  // 32-bit row offsets (the 8-row gathers).
+  if (row_bytes > (int64_t{1} << 27)) return false;
   thread_local std::vector<float> is, sc;
   is.resize(static_cast<size_t>(n_t * kG) + 8);
   sc.resize(is.size());
@@ -218,19 +236,13 @@ bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* 
   thread_local Nvfp4X xp;
   if (nv) prep_nvfp4_x(x, k / 64, xp);
   for (int64_t g0 = 0; g0 < n_rows; g0 += kG) {
-    if (nv) {
-      alignas(32) int32_t offs[kG];  // rows past the end repeat the last row
-      for (int r = 0; r < kG; ++r) offs[r] = static_cast<int32_t>(std::min<int64_t>(r, n_rows - 1 - g0) * row_bytes);
-      terms_nvfp4_8(w + g0 * row_bytes, _mm256_load_si256(reinterpret_cast<const __m256i*>(offs)), xp, k / 64, pis,
-                    psc);
-    }
-    for (int r = 0; r < kG && !nv; ++r) {
-      const uint8_t* row = w + std::min<int64_t>(g0 + r, n_rows - 1) * row_bytes;  // pad with the last row
-      if (type == GgmlType::Q8_0)
-        terms_q8_0(row, x, k / 32, pis, psc, r);
-      else
-        terms_mxfp4(row, x, k / 32, pis, psc, r);
-    }
+    alignas(32) int32_t offs[kG];  // rows past the end repeat the last row
+    for (int r = 0; r < kG; ++r) offs[r] = static_cast<int32_t>(std::min<int64_t>(r, n_rows - 1 - g0) * row_bytes);
+    const __m256i off = _mm256_load_si256(reinterpret_cast<const __m256i*>(offs));
+    if (nv)
+      terms_nvfp4_8(w + g0 * row_bytes, off, xp, k / 64, pis, psc);
+    else
+      terms_q8_8(type, w + g0 * row_bytes, off, x, k / 32, pis, psc);
     float o[kG];
     if (nv && plan.kind == GpuDot::kNvfp4Packed)
       fold_packed(pis, psc, k / 64, o);
