@@ -6,7 +6,8 @@
 //   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants]
 //
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
-// beside FT_CUDA_PDL=0).
+// beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
+// --dense: those dense one-token cases only (routed plan and mma instances; for ncu).
 //
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
@@ -264,7 +265,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
 int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
-  bool quick = false, sweep = true, nvfp4_only = false, variants_only = false;
+  bool quick = false, sweep = true, nvfp4_only = false, variants_only = false, dense_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
@@ -273,8 +274,9 @@ int main(int argc, char** argv) {
     else if (a == "--no-sweep") sweep = false;
     else if (a == "--nvfp4") nvfp4_only = true;
     else if (a == "--variants") nvfp4_only = variants_only = true;
+    else if (a == "--dense") nvfp4_only = variants_only = dense_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense]\n");
       return 2;
     }
   }
@@ -336,7 +338,7 @@ int main(int argc, char** argv) {
       // The new kernels (auto plan), the generic kernel (kernel 0), then a plan sweep.
       for (int64_t nt : {1, 2, 4, 8})
         for (int kern : {-1, 0}) {
-          if (variants_only && (kern == 0 || nt > 2)) continue;
+          if (dense_only || (variants_only && (kern == 0 || nt > 2))) continue;
           std::vector<Case> v = key(true, nt);
           Case comb = v[3];
           comb.combine = true;
@@ -369,7 +371,7 @@ int main(int argc, char** argv) {
       }
       // The one-token variants: decoder x launch bound x rows per warp (slab), decoder x
       // launch bound (packed), for the plan choice in gemv_tuning.h.
-      {
+      if (!dense_only) {
         std::vector<Case> v = key(true, 1);
         Case comb = v[3];
         comb.combine = true;

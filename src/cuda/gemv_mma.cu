@@ -157,7 +157,9 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 #pragma unroll
     for (int gh = 0; gh < 2; ++gh) {
       const int grp = 2 * step + gh;
-      int cc[4] = {0, 0, 0, 0};
+      // Positive and negative magnitudes in two accumulators: two chains of 8 dependent mma
+      // instead of one of 16 (the n chain's B holds -x, so the sum is cp + cn).
+      int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
         if (my_tile == t) bx[t] = lds128(frag + (grp * 4 + t) * 64);
@@ -165,11 +167,14 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
         uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
         e2m1x8_pn(lds32(st + g * kRowStep + off), tab, p0l, p0h, n0l, n0h);
         e2m1x8_pn(lds32(st + (g + 8) * kRowStep + off), tab, p8l, p8h, n8l, n8h);
-        mma_s8_16816(cc, p0l, p8l, bx[t].x);
-        mma_s8_16816(cc, p0h, p8h, bx[t].y);
-        mma_s8_16816(cc, n0l, n8l, bx[t].z);
-        mma_s8_16816(cc, n0h, n8h, bx[t].w);
+        mma_s8_16816(cp, p0l, p8l, bx[t].x);
+        mma_s8_16816(cn, n0l, n8l, bx[t].z);
+        mma_s8_16816(cp, p0h, p8h, bx[t].y);
+        mma_s8_16816(cn, n0h, n8h, bx[t].w);
       }
+      int cc[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) cc[j] = cp[j] + cn[j];
       // Lane (g, c): tile c = block 2 gh + (c >> 1), half h = c & 1: sub-blocks 2h, 2h + 1,
       // activation block 2 (block) + h.
       const int bb = 2 * gh + (c >> 1), h = c & 1;
