@@ -8,17 +8,16 @@
 // Prints one "HF-PARITY ..." line per fixture.
 #include <gtest/gtest.h>
 
-#include <array>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "hf/convert.h"
+#include "oracle_util.h"
 #include "testgen/bpe_vocab.h"
 #include "testgen/gen_hf.h"
 #include "tokenizer/tokenizer.h"
@@ -26,46 +25,15 @@
 namespace fs = std::filesystem;
 using ft::testgen::Arch;
 using ft::testgen::HfFormat;
+using ft::oracle_test::bin;
+using ft::oracle_test::Proc;
+using ft::oracle_test::run;
 
 namespace {
 
 constexpr int kTokens = 32;
 constexpr float kLogitTol = 0.1f;  // parity_test.cpp's kQuantFileTol (measured 0 there on these archs)
 constexpr float kNearTie = 0.05f;
-
-struct Proc {
-  int rc = -1;
-  std::string out;
-};
-
-Proc run(const std::string& cmd) {
-  Proc r;
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 65536> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string bin(const char* name) {
-  const char* d = std::getenv("FT_BIN_DIR");
-  return std::string(d && *d ? d : FT_BINARY_DIR) + "/" + name;
-}
-
-std::string join(const std::vector<int>& v) {
-  std::ostringstream s;
-  for (size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
-  return s.str();
-}
-
-std::vector<float> to_floats(const nlohmann::json& j) {
-  std::vector<float> v;
-  for (const auto& x : j) v.push_back(x.is_number() ? x.get<float>() : NAN);
-  return v;
-}
 
 struct Case {
   std::string name;
@@ -92,9 +60,7 @@ class HfParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(HfParity, ConvertedFileLoadsInLlamaCppAndTheHfDirFollowsIt) {
   const Case& c = GetParam();
-  const char* md = std::getenv("FT_PARITY_MODELS");
-  const fs::path root = fs::path(md && *md ? md : std::string(FT_BINARY_DIR) + "/parity-models") / ("hf_" + c.name);
-  fs::create_directories(root);
+  const fs::path root = ft::oracle_test::models_dir("hf_" + c.name);
   const std::string dir = (root / "checkpoint").string(), model = (root / "converted.gguf").string();
   auto fx = ft::testgen::hf_fixture(c.arch, c.format, 7);
   fx.llama3_rope = c.llama3_rope;
@@ -125,32 +91,20 @@ TEST_P(HfParity, ConvertedFileLoadsInLlamaCppAndTheHfDirFollowsIt) {
   std::vector<int> prompt;
   for (int i = 0; i < 12; ++i) prompt.push_back(static_cast<int>((37 * i + 82) % res.n_vocab));
 
-  const Proc o = run(bin("llama-oracle") + " --model " + model + " --prompt-tokens " + join(prompt) +
-                    " --n-predict " + std::to_string(kTokens));
-  ASSERT_EQ(o.rc, 0) << "llama.cpp failed to load or run " << model;
-  const auto oj = nlohmann::json::parse(o.out, nullptr, false);
-  ASSERT_FALSE(oj.is_discarded());
-  const auto ref_logits = to_floats(oj["prompt_logits"]);
-  const auto ref_tokens = oj["tokens"].get<std::vector<int>>();
-  const auto margins = to_floats(oj["margins"]);
+  const auto ref = ft::oracle_test::run_oracle(model, prompt, kTokens);
+  ASSERT_TRUE(ref.ok) << "llama.cpp failed to load or run " << model;
+  const auto& ref_logits = ref.logits;
+  const auto& ref_tokens = ref.tokens;
+  const auto& margins = ref.margins;
   ASSERT_EQ(static_cast<int>(ref_tokens.size()), kTokens);
 
   // Ours: the HF directory itself (converted in memory) or, for --outtype nvfp4, the file.
   const std::string ours_model = c.outtype == "auto" ? dir : model;
-  const std::string logits_path = (root / "logits.json").string();
-  fs::remove(logits_path);
-  const Proc u = run(bin("ft") + " generate --model " + ours_model + " --prompt-tokens " + join(prompt) +
-                    " --max-tokens " + std::to_string(kTokens) +
-                    " --temperature 0 --ignore-eos --threads 1 --json --device cpu --dtype auto --logits-out " +
-                    logits_path);
-  ASSERT_EQ(u.rc, 0) << "ft generate failed on " << ours_model;
-  const auto uj = nlohmann::json::parse(u.out, nullptr, false);
-  ASSERT_FALSE(uj.is_discarded());
-  const auto tokens = uj["tokens"].get<std::vector<int>>();
-  std::ifstream lf(logits_path);
-  std::stringstream ss;
-  ss << lf.rdbuf();
-  const auto logits = to_floats(nlohmann::json::parse(ss.str()));
+  const auto ours =
+      ft::oracle_test::run_ours(ours_model, prompt, kTokens, "cpu", "auto", nullptr, (root / "logits.json").string());
+  ASSERT_TRUE(ours.ok) << "ft generate failed (rc " << ours.rc << ") on " << ours_model;
+  const auto& tokens = ours.tokens;
+  const auto& logits = ours.logits;
 
   ASSERT_EQ(logits.size(), ref_logits.size());
   float dmax = 0;

@@ -19,22 +19,21 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "oracle_util.h"
 #include "testgen/model_gen.h"
 
 namespace fs = std::filesystem;
 using ft::GgmlType;
+using ft::oracle_test::Oracle;
+using ft::oracle_test::Ours;
 using ft::testgen::Arch;
 using ft::testgen::ModelSpec;
 using ft::testgen::Role;
@@ -74,36 +73,6 @@ struct Config {
   float near_tie_b = kNearTie;           // rule (b) near-tie margin on the CPU
 };
 
-struct RunResult {
-  int rc = -1;
-  std::string out;
-};
-
-RunResult run(const std::string& cmd) {
-  RunResult r;
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 65536> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string join(const std::vector<int>& v) {
-  std::ostringstream s;
-  for (size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
-  return s.str();
-}
-
-// Logits from JSON (null = non-finite -> NaN).
-std::vector<float> to_floats(const nlohmann::json& j) {
-  std::vector<float> v;
-  for (const auto& x : j) v.push_back(x.is_number() ? x.get<float>() : NAN);
-  return v;
-}
-
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size() || a.empty()) return INFINITY;
   float m = 0;
@@ -120,69 +89,19 @@ int common_prefix(const std::vector<int>& a, const std::vector<int>& b) {
   return static_cast<int>(n);
 }
 
-// FT_BIN_DIR overrides where ft and llama-oracle live (binaries carried to the GPU machine).
-std::string bin(const char* name) {
-  const char* d = std::getenv("FT_BIN_DIR");
-  return std::string(d && *d ? d : FT_BINARY_DIR) + "/" + name;
-}
-
 // FT_PARITY_DEVICE=cuda runs our side on the GPU (same rules; default cpu).
 std::string device() {
   const char* d = std::getenv("FT_PARITY_DEVICE");
   return d && *d ? d : "cpu";
 }
 
-struct Oracle {
-  bool ok = false;
-  std::vector<float> logits;
-  std::vector<int> tokens;
-  std::vector<float> margins;
-};
-
 Oracle run_oracle(const std::string& model, const std::vector<int>& prompt) {
-  Oracle o;
-  const auto r = run(bin("llama-oracle") + " --model " + model + " --prompt-tokens " + join(prompt) +
-                     " --n-predict " + std::to_string(kTokens));
-  if (r.rc != 0) return o;
-  const auto j = nlohmann::json::parse(r.out, nullptr, false);
-  if (j.is_discarded()) return o;
-  o.logits = to_floats(j["prompt_logits"]);
-  o.tokens = j["tokens"].get<std::vector<int>>();
-  o.margins = to_floats(j["margins"]);
-  o.ok = true;
-  return o;
+  return ft::oracle_test::run_oracle(model, prompt, kTokens);
 }
-
-struct Ours {
-  bool ok = false;
-  int rc = -1;
-  std::vector<float> logits;
-  std::vector<int> tokens;     // free run, or tf_tokens with forcing
-};
 
 Ours run_ours(const std::string& model, const std::vector<int>& prompt, const std::string& dtype,
               const std::vector<int>* force, const std::string& logits_path) {
-  Ours o;
-  std::string cmd = bin("ft") + " generate --model " + model + " --prompt-tokens " + join(prompt) +
-                    " --max-tokens " + std::to_string(kTokens) +
-                    " --temperature 0 --ignore-eos --threads 1 --json --device " + device() + " --dtype " + dtype +
-                    " --logits-out " + logits_path;
-  if (force) cmd += " --force-tokens " + join(*force);
-  fs::remove(logits_path);
-  const auto r = run(cmd);
-  o.rc = r.rc;
-  if (r.rc != 0) return o;
-  const auto j = nlohmann::json::parse(r.out, nullptr, false);
-  if (j.is_discarded()) return o;
-  o.tokens = j[force ? "tf_tokens" : "tokens"].get<std::vector<int>>();
-  std::ifstream f(logits_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const auto lj = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (lj.is_discarded()) return o;
-  o.logits = to_floats(lj);
-  o.ok = true;
-  return o;
+  return ft::oracle_test::run_ours(model, prompt, kTokens, device(), dtype, force, logits_path);
 }
 
 std::vector<Config> configs() {
@@ -346,9 +265,7 @@ class Parity : public ::testing::TestWithParam<Config> {};
 TEST_P(Parity, MatchesLlamaCpp) {
   const Config& c = GetParam();
   const std::string arch(ft::testgen::arch_name(c.spec.arch));
-  const char* md = std::getenv("FT_PARITY_MODELS");
-  const fs::path dir = fs::path(md && *md ? md : std::string(FT_BINARY_DIR) + "/parity-models") / test_name(c);
-  fs::create_directories(dir);
+  const fs::path dir = ft::oracle_test::models_dir(test_name(c));
   const std::string model = (dir / "model.gguf").string(), twin = (dir / "twin.f32.gguf").string(),
                     noscale = (dir / "noscale.gguf").string();
   const auto gen = ft::testgen::generate_model(c.spec, model, twin, c.check_noscale ? noscale : "");
