@@ -26,58 +26,72 @@ void embed(const Model& m, const int32_t* tokens, int64_t n_tok, float* x) {
   }
 }
 
-namespace {
-
-void add_rows(float* x, const float* y, int64_t n) {
+void residual_add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-}  // namespace
-
-namespace {
-
-// rmsnorm, the fused QKV projection and the Q/K head norms of layer il into st.s.qkv.
-void qkv_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
+void attn_norm_qkv(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
   const HParams& hp = m.hp;
   const Layer& L = m.layers[il];
   auto& s = st.s;
-  const Exec& ex = st.ex;
-  const int64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
-  const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
-  const int64_t q_dim = nh * hd, ld = L.qkv.rows();
-  engine::rmsnorm(ex, s.x.data(), n_embd, L.attn_norm.f32(), n_embd, hp.rms_eps, n_tok,
-                  s.h.data(), n_embd);
-  engine::linear(ex, L.qkv, s.h.data(), n_embd, n_tok, s.qkv.data(), ld);
-  float* q = s.qkv.data();
-  float* k = q + q_dim;
-  if (L.attn_q_norm) engine::rmsnorm_heads(ex, q, ld, n_tok, nh, hd, L.attn_q_norm.f32(), hp.rms_eps);
-  if (L.attn_k_norm) engine::rmsnorm_heads(ex, k, ld, n_tok, nkv, hd, L.attn_k_norm.f32(), hp.rms_eps);
+  engine::rmsnorm(st.ex, s.x.data(), hp.n_embd, L.attn_norm.f32(), hp.n_embd, hp.rms_eps, n_tok, s.h.data(),
+                  hp.n_embd);
+  engine::linear(st.ex, L.qkv, s.h.data(), hp.n_embd, n_tok, s.qkv.data(), L.qkv.rows());
 }
 
-}  // namespace
+void qk_norms(const Model& m, int64_t il, engine::State& st, int64_t n_tok, float* q, float* k, int64_t ld) {
+  const HParams& hp = m.hp;
+  const Layer& L = m.layers[il];
+  const int64_t hd = hp.head_dim_k;
+  if (L.attn_q_norm) engine::rmsnorm_heads(st.ex, q, ld, n_tok, hp.n_head[il], hd, L.attn_q_norm.f32(), hp.rms_eps);
+  if (L.attn_k_norm)
+    engine::rmsnorm_heads(st.ex, k, ld, n_tok, hp.n_head_kv[il], hd, L.attn_k_norm.f32(), hp.rms_eps);
+}
+
+void rope_store_attend(const Model& m, int64_t il, engine::State& st, int64_t n_tok, int64_t pos0, float* q,
+                       float* k, float* v, int64_t ld) {
+  const HParams& hp = m.hp;
+  const Exec& ex = st.ex;
+  const int64_t hd = hp.head_dim_k, nh = hp.n_head[il], nkv = hp.n_head_kv[il];
+  engine::rope_apply(ex, st.rope, q, ld, n_tok, nh, hd);
+  engine::rope_apply(ex, st.rope, k, ld, n_tok, nkv, hd);
+  st.kv.store(il, pos0, n_tok, k, ld, v, ld);
+  const engine::AttnShape shape{nh, nkv, hd, hp.head_dim_v, hp.attn_scale};
+  engine::attention(ex, shape, st.kv, il, q, ld, n_tok, pos0, st.s.attn.data(), nh * hp.head_dim_v, st.attn);
+}
+
+void routed_experts(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
+  const HParams& hp = m.hp;
+  const Layer& L = m.layers[il];
+  auto& s = st.s;
+  const int64_t n_embd = hp.n_embd, n_expert = hp.n_expert;
+  const int n_used = static_cast<int>(hp.n_expert_used[il]);
+  // Router logits stay fp32 in every dtype: routing decisions should not move with the
+  // activation rounding (llama.cpp's router logits are fp32 too).
+  const Exec ex32{st.ex.pool, engine::ActType::kF32, st.ex.act_quant};  // llama.cpp: Q8 input too
+  engine::linear(ex32, L.router, s.h.data(), n_embd, n_tok, s.router.data(), n_expert);
+  for (int64_t t = 0; t < n_tok; ++t)
+    engine::moe_route(s.router.data() + t * n_expert, n_expert, n_used, s.probs.data(), s.order.data(),
+                      s.moe_ids.data() + t * n_used, s.moe_w.data() + t * n_used);
+  L.moe->forward(st.ex, s.h.data(), n_embd, n_tok, s.moe_ids.data(), s.moe_w.data(), n_used, s.branch.data(),
+                 n_embd);
+}
 
 void attention_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok, int64_t pos0) {
   const HParams& hp = m.hp;
   const Layer& L = m.layers[il];
   auto& s = st.s;
-  const Exec& ex = st.ex;
   const int64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
-  const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
-  const int64_t q_dim = nh * hd, kv_dim = nkv * hd, ld = L.qkv.rows();
-
-  qkv_block(m, il, st, n_tok);
+  const int64_t q_dim = hp.n_head[il] * hd, kv_dim = hp.n_head_kv[il] * hd, ld = L.qkv.rows();
+  attn_norm_qkv(m, il, st, n_tok);
   float* q = s.qkv.data();
   float* k = q + q_dim;
   float* v = k + kv_dim;
-  engine::rope_apply(ex, st.rope, q, ld, n_tok, nh, hd);
-  engine::rope_apply(ex, st.rope, k, ld, n_tok, nkv, hd);
-  st.kv.store(il, pos0, n_tok, k, ld, v, ld);
-
-  const engine::AttnShape shape{nh, nkv, hd, hp.head_dim_v, hp.attn_scale};
-  const int64_t o_dim = nh * hp.head_dim_v;
-  engine::attention(ex, shape, st.kv, il, q, ld, n_tok, pos0, s.attn.data(), o_dim, st.attn);
-  engine::linear(ex, L.wo, s.attn.data(), o_dim, n_tok, s.branch.data(), n_embd);
-  add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
+  qk_norms(m, il, st, n_tok, q, k, ld);
+  rope_store_attend(m, il, st, n_tok, pos0, q, k, v, ld);
+  const int64_t o_dim = hp.n_head[il] * hp.head_dim_v;
+  engine::linear(st.ex, L.wo, s.attn.data(), o_dim, n_tok, s.branch.data(), n_embd);
+  residual_add(s.x.data(), s.branch.data(), n_tok * n_embd);
 }
 
 void attention_block_seqs(const Model& m, int64_t il, engine::State& st, int64_t n_tok,
@@ -89,11 +103,11 @@ void attention_block_seqs(const Model& m, int64_t il, engine::State& st, int64_t
   const int64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
   const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
   const int64_t q_dim = nh * hd, kv_dim = nkv * hd, ld = L.qkv.rows();
-
-  qkv_block(m, il, st, n_tok);
+  attn_norm_qkv(m, il, st, n_tok);
   float* q = s.qkv.data();
   float* k = q + q_dim;
   float* v = k + kv_dim;
+  qk_norms(m, il, st, n_tok, q, k, ld);
   for (int64_t i = 0; i < b.n; ++i) {
     const engine::AttnSeq& sq = b.seqs[i];
     const int64_t off = sq.row0 * ld;
@@ -105,7 +119,7 @@ void attention_block_seqs(const Model& m, int64_t il, engine::State& st, int64_t
   const int64_t o_dim = nh * hp.head_dim_v;
   engine::attention_seqs(ex, shape, *b.kv, il, q, ld, b.seqs, b.n, s.attn.data(), o_dim, st.attn);
   engine::linear(ex, L.wo, s.attn.data(), o_dim, n_tok, s.branch.data(), n_embd);
-  add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
+  residual_add(s.x.data(), s.branch.data(), n_tok * n_embd);
 }
 
 void ffn_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
@@ -120,19 +134,9 @@ void ffn_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
     engine::ffn_swiglu(ex, L.ffn_gate_up, L.ffn_down, s.h.data(), n_embd, n_tok, s.branch.data(),
                        n_embd, {s.ffn_gu.data(), s.ffn_h.data()});
   } else {
-    // Router logits stay fp32 in every dtype: routing decisions should not move with the
-    // activation rounding (llama.cpp's router logits are fp32 too).
-    const Exec ex32{ex.pool, engine::ActType::kF32, ex.act_quant};  // llama.cpp: Q8 input too
-    const int64_t n_expert = hp.n_expert;
-    const int n_used = static_cast<int>(hp.n_expert_used[il]);
-    engine::linear(ex32, L.router, s.h.data(), n_embd, n_tok, s.router.data(), n_expert);
-    for (int64_t t = 0; t < n_tok; ++t)
-      engine::moe_route(s.router.data() + t * n_expert, n_expert, n_used, s.probs.data(),
-                        s.order.data(), s.moe_ids.data() + t * n_used, s.moe_w.data() + t * n_used);
-    L.moe->forward(ex, s.h.data(), n_embd, n_tok, s.moe_ids.data(), s.moe_w.data(), n_used,
-                   s.branch.data(), n_embd);
+    routed_experts(m, il, st, n_tok);
   }
-  add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
+  residual_add(s.x.data(), s.branch.data(), n_tok * n_embd);
 }
 
 void output_head(const Model& m, engine::State& st, int64_t n_tok, float* logits, bool all_logits) {

@@ -24,6 +24,21 @@ void attention_block(const Model& m, int64_t il, engine::State& st, int64_t n_to
 // x += FFN block of layer il (dense or MoE).
 void ffn_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok);
 
+// Pieces of the blocks above that other architectures' blocks share (qwen35_blocks.cpp).
+// x[i] += y[i] for n values: the residual add.
+void residual_add(float* x, const float* y, int64_t n);
+// st.s.h = rmsnorm(x) with layer il's attn_norm, then st.s.qkv = W_qkv · h (row stride
+// L.qkv.rows()).
+void attn_norm_qkv(const Model& m, int64_t il, engine::State& st, int64_t n_tok);
+// Layer il's per-head q/k RMSNorms (where it has them) on q and k rows of stride ld.
+void qk_norms(const Model& m, int64_t il, engine::State& st, int64_t n_tok, float* q, float* k, int64_t ld);
+// RoPE on q and k, K/V of positions pos0.. into the cache, attention into st.s.attn (rows
+// of n_head * head_dim_v).
+void rope_store_attend(const Model& m, int64_t il, engine::State& st, int64_t n_tok, int64_t pos0, float* q,
+                       float* k, float* v, int64_t ld);
+// Layer il's routed experts on st.s.h into st.s.branch (router logits fp32 in every dtype).
+void routed_experts(const Model& m, int64_t il, engine::State& st, int64_t n_tok);
+
 // logits for the last row (or all rows) of st.s.x.
 void output_head(const Model& m, engine::State& st, int64_t n_tok, float* logits, bool all_logits);
 

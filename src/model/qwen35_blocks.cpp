@@ -15,10 +15,6 @@ using engine::Exec;
 
 namespace {
 
-void add_rows(float* x, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
-}
-
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 }  // namespace
@@ -32,8 +28,7 @@ void gated_attention_block(const Model& m, int64_t il, engine::State& st, int64_
   const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
   const int64_t q_dim = nh * hd, kv_dim = nkv * hd, ld = L.qkv.rows();
 
-  engine::rmsnorm(ex, s.x.data(), n_embd, L.attn_norm.f32(), n_embd, hp.rms_eps, n_tok, s.h.data(), n_embd);
-  engine::linear(ex, L.qkv, s.h.data(), n_embd, n_tok, s.qkv.data(), ld);
+  attn_norm_qkv(m, il, st, n_tok);
   // Row layout [q_0 g_0 q_1 g_1 ... | k | v]: the gates go to attn_gate, the queries close
   // up to [q_0 q_1 ...] in place (each moves left, so ascending order never overwrites).
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -47,18 +42,12 @@ void gated_attention_block(const Model& m, int64_t il, engine::State& st, int64_
   float* q = s.qkv.data();
   float* k = q + 2 * q_dim;
   float* v = k + kv_dim;
-  engine::rmsnorm_heads(ex, q, ld, n_tok, nh, hd, L.attn_q_norm.f32(), hp.rms_eps);
-  engine::rmsnorm_heads(ex, k, ld, n_tok, nkv, hd, L.attn_k_norm.f32(), hp.rms_eps);
-  engine::rope_apply(ex, st.rope, q, ld, n_tok, nh, hd);
-  engine::rope_apply(ex, st.rope, k, ld, n_tok, nkv, hd);
-  st.kv.store(il, pos0, n_tok, k, ld, v, ld);
-
-  const engine::AttnShape shape{nh, nkv, hd, hp.head_dim_v, hp.attn_scale};
-  engine::attention(ex, shape, st.kv, il, q, ld, n_tok, pos0, s.attn.data(), q_dim, st.attn);
+  qk_norms(m, il, st, n_tok, q, k, ld);
+  rope_store_attend(m, il, st, n_tok, pos0, q, k, v, ld);  // rows of q_dim (head_dim_v == head_dim_k)
   for (int64_t i = 0; i < n_tok * q_dim; ++i)
     s.attn[i] = engine::round_act(ex.act, s.attn[i] * sigmoid(s.attn_gate[i]));
   engine::linear(ex, L.wo, s.attn.data(), q_dim, n_tok, s.branch.data(), n_embd);
-  add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
+  residual_add(s.x.data(), s.branch.data(), n_tok * n_embd);
 }
 
 void gdn_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
@@ -75,7 +64,7 @@ void gdn_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
   engine::deltanet(ex, sh, L.gdn, dn.conv(il), dn.ssm(il), dn.in.data(), ld, n_tok, dn.out.data(), value_dim,
                    dn.y.data());
   engine::linear(ex, L.gdn_out, dn.out.data(), value_dim, n_tok, s.branch.data(), n_embd);
-  add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
+  residual_add(s.x.data(), s.branch.data(), n_tok * n_embd);
 }
 
 void moe_shared_ffn_block(const Model& m, int64_t il, engine::State& st, int64_t n_tok) {
@@ -83,18 +72,12 @@ void moe_shared_ffn_block(const Model& m, int64_t il, engine::State& st, int64_t
   const Layer& L = m.layers[il];
   auto& s = st.s;
   const Exec& ex = st.ex;
-  const int64_t n_embd = hp.n_embd, n_expert = hp.n_expert;
-  const int n_used = static_cast<int>(hp.n_expert_used[il]);
+  const int64_t n_embd = hp.n_embd;
   engine::rmsnorm(ex, s.x.data(), n_embd, L.ffn_norm.f32(), n_embd, hp.rms_eps, n_tok, s.h.data(), n_embd);
+  routed_experts(m, il, st, n_tok);
 
-  // Router and shared-expert gate logits stay fp32 in every dtype, as in ffn_block.
+  // The shared-expert gate logits stay fp32 in every dtype, as the router's.
   const Exec ex32{ex.pool, engine::ActType::kF32, ex.act_quant};
-  engine::linear(ex32, L.router, s.h.data(), n_embd, n_tok, s.router.data(), n_expert);
-  for (int64_t t = 0; t < n_tok; ++t)
-    engine::moe_route(s.router.data() + t * n_expert, n_expert, n_used, s.probs.data(), s.order.data(),
-                      s.moe_ids.data() + t * n_used, s.moe_w.data() + t * n_used);
-  L.moe->forward(ex, s.h.data(), n_embd, n_tok, s.moe_ids.data(), s.moe_w.data(), n_used, s.branch.data(),
-                 n_embd);
 
   engine::ffn_swiglu(ex, L.ffn_gate_up_shexp, L.ffn_down_shexp, s.h.data(), n_embd, n_tok, s.shexp.data(), n_embd,
                      {s.ffn_gu.data(), s.ffn_h.data()});
@@ -106,7 +89,7 @@ void moe_shared_ffn_block(const Model& m, int64_t il, engine::State& st, int64_t
     const float* sh = s.shexp.data() + t * n_embd;
     for (int64_t i = 0; i < n_embd; ++i) b[i] += engine::round_act(ex.act, sh[i] * g);
   }
-  add_rows(s.x.data(), s.branch.data(), n_tok * n_embd);
+  residual_add(s.x.data(), s.branch.data(), n_tok * n_embd);
 }
 
 void qwen35_forward(const Model& m, engine::State& st, const int32_t* tokens, int64_t n_tok, int64_t pos0,
