@@ -26,6 +26,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
+#include "cuda/gemv_tuning.h"
 #include "cuda/moe_cpu_io.h"
 #include "gpu/cpu_handshake.h"
 #include "core/threadpool.h"
@@ -336,6 +337,32 @@ TEST(MoeCpuNumerics, FollowTheGpuDtype) {
   const auto bf = ft::gpu::gpu_numerics("bfloat16");
   EXPECT_EQ(ft::gpu::expert_numerics_of(bf).act, ft::engine::ActType::kBF16);
   EXPECT_EQ(ft::gpu::prefill_numerics_of(bf).round_inputs, ft::engine::ActType::kBF16);
+  // Decode runs in exact mode unless FT_MOE_CPU_EXACT=0; prefill never (tensor-core GEMMs).
+  EXPECT_NE(d.gpu_plan, nullptr);
+  EXPECT_EQ(p.gpu_plan, nullptr);
+  setenv("FT_MOE_CPU_EXACT", "0", 1);
+  EXPECT_EQ(ft::gpu::expert_numerics_of(autod).gpu_plan, nullptr);
+  unsetenv("FT_MOE_CPU_EXACT");
+}
+
+// The plan the exact mode mirrors is the one cuda::gemv dispatches (host only): the float
+// path without Q8; NVFP4 rows of >= 32 blocks on the slab kernel, shorter ones packed (the
+// Qwen3-30B-A3B gate 768x2048 and down 2048x768 of 8 ranks); the generic kernel's lanes from
+// gemv_q8_plan, which change with the out rows.
+TEST(MoeCpuNumerics, GpuDotPlanIsTheGemvDispatch) {
+  using ft::moe_cpu::GpuDot;
+  EXPECT_EQ(ft::gpu::gpu_dot_plan(GgmlType::NVFP4, 768, 2048, 8, 1, false).kind, GpuDot::kFloat);
+  EXPECT_EQ(ft::gpu::gpu_dot_plan(GgmlType::BF16, 768, 2048, 8, 1, true).kind, GpuDot::kFloat);
+  EXPECT_EQ(ft::gpu::gpu_dot_plan(GgmlType::NVFP4, 768, 2048, 8, 1, true).kind, GpuDot::kNvfp4Slab);
+  EXPECT_EQ(ft::gpu::gpu_dot_plan(GgmlType::NVFP4, 2048, 768, 1, 8, true).kind, GpuDot::kNvfp4Packed);
+  for (int64_t n_out : {1, 8, 64}) {
+    const auto pl = ft::gpu::gpu_dot_plan(GgmlType::Q8_0, 2048, 768, n_out, 1, true);
+    EXPECT_EQ(pl.kind, GpuDot::kQ8Generic);
+    EXPECT_EQ(pl.lanes, ft::cuda::gemv_q8_plan(GgmlType::Q8_0, 2048, 768, 1, n_out, 1).lanes);
+  }
+  // 12 units per row: 16 lanes with few out rows, 4 (no lane idle) with many.
+  EXPECT_EQ(ft::gpu::gpu_dot_plan(GgmlType::Q8_0, 2048, 768, 1, 1, true).lanes, 16);
+  EXPECT_EQ(ft::gpu::gpu_dot_plan(GgmlType::Q8_0, 2048, 768, 64, 1, true).lanes, 4);
 }
 
 }  // namespace
