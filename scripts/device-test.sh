@@ -16,13 +16,13 @@ cd "$B"
 echo "== test_cuda $(date +%T)"
 ./test_cuda --gtest_brief=1 --gtest_filter="${1:-*}" >"$OUT/test_cuda.txt" 2>&1
 echo "test_cuda rc=$?"
-grep -E "GPU-VS-CPU" "$OUT/test_cuda.txt"
+grep -E "GPU-VS-CPU|QWEN35-" "$OUT/test_cuda.txt"
 grep -E "^\[  (FAILED|PASSED) " "$OUT/test_cuda.txt" | sed 's/, where GetParam.*//' | sort -u | tail -60
 if [ -z "${1:-}" ] || [ "${PARITY:-1}" = 1 ]; then
   echo "== parity on cuda $(date +%T)"
   # The architectures the CUDA backend runs (gpu::gpu_supports); the others are CPU-only yet.
   FT_PARITY_DEVICE=cuda ./test_parity \
-    --gtest_filter='Models/Parity.*/llama_*:Models/Parity.*/qwen3_*:Models/Parity.*/qwen3moe_*' \
+    --gtest_filter='Models/Parity.*/llama_*:Models/Parity.*/qwen3_*:Models/Parity.*/qwen3moe_*:Models/Parity.*/qwen35_*:Models/Parity.*/qwen35moe_*' \
     >"$OUT/parity_cuda.txt" 2>&1
   echo "parity rc=$?"
   grep -E "^PARITY|FAILED" "$OUT/parity_cuda.txt" | sed 's/, where GetParam.*//'

@@ -1,5 +1,6 @@
-// ft-bigmodel: writes realistic-size GGUF models (real Llama-3.1-8B and Qwen3-30B-A3B
-// shapes) with random but valid weights, fast enough for tens of GB in a minute or two:
+// ft-bigmodel: writes realistic-size GGUF models (real Llama-3.1-8B, Qwen3-30B-A3B and
+// Qwen3.6-35B-A3B shapes) with random but valid weights, fast enough for tens of GB in a
+// minute or two:
 // the quantised blocks are drawn directly (random E2M1 codes, UE4M3 block scales chosen
 // for a target RMS) instead of quantising floats, each tensor is cut into ~16 MiB row
 // chunks filled by all cores and written with pwrite at offsets computed up front.
@@ -67,6 +68,14 @@ struct Shape {
   std::string tokenizer_pre;
   GgmlType quant = GgmlType::NVFP4;  // attention, MLP, experts
   GgmlType embd = GgmlType::BF16, output = GgmlType::BF16, router = GgmlType::F32;
+  // qwen35moe (shared/spec/arch/qwen35.md, qwen35moe.md): Gated DeltaNet layers with every
+  // full_attn_interval-th layer gated attention, partial rope, a gated shared expert.
+  struct Qwen35 {
+    int64_t n_rot = 0, interval = 0, d_conv = 0, d_state = 0, n_group = 0, dt_rank = 0, n_ff_shexp = 0;
+    std::vector<int32_t> sections;
+    GgmlType mixer = GgmlType::BF16;  // attention and Gated DeltaNet projections
+  } q35;
+  bool is_qwen35() const { return q35.interval > 0; }
 };
 
 Shape preset(const std::string& name) {
@@ -86,8 +95,24 @@ Shape preset(const std::string& name) {
     s.n_vocab = 151936, s.n_ctx_train = 40960;
     s.rope_base = 1e6f, s.rms_eps = 1e-6f, s.qk_norm = true;
     s.tokenizer_pre = "qwen2";
+  } else if (name == "qwen36-35b-a3b-nvfp4") {  // Qwen3.6-35B-A3B (Qwen3.5-35B-A3B) config.json
+    // NVFP4 on the experts, the shared experts and the output head, as the NVFP4 checkpoint
+    // our users run (qwen35moe.md §4); attention and Gated DeltaNet projections BF16.
+    s.arch = "qwen35moe";
+    s.name = "ft-bigmodel Qwen3.6-35B-A3B-shaped";
+    s.n_layer = 40, s.n_embd = 2048, s.n_head = 16, s.n_head_kv = 2, s.head_dim = 256;
+    s.n_ff = 512, s.n_expert = 256, s.n_expert_used = 8, s.n_ff_exp = 512;
+    s.n_vocab = 248320, s.n_ctx_train = 262144;
+    s.rope_base = 1e7f, s.rms_eps = 1e-6f, s.qk_norm = true;
+    s.tokenizer_pre = "qwen2";
+    s.output = GgmlType::NVFP4;
+    s.q35.n_rot = 64;  // head_dim * partial_rotary_factor 0.25
+    s.q35.interval = 4;
+    s.q35.d_conv = 4, s.q35.d_state = 128, s.q35.n_group = 16, s.q35.dt_rank = 32;
+    s.q35.n_ff_shexp = 512;
+    s.q35.sections = {11, 11, 10, 0};
   } else {
-    ft::fail("unknown preset '{}' (expected llama8b-nvfp4 or qwen3moe-30b-nvfp4)", name);
+    ft::fail("unknown preset '{}' (expected llama8b-nvfp4, qwen3moe-30b-nvfp4 or qwen36-35b-a3b-nvfp4)", name);
   }
   return s;
 }
@@ -230,7 +255,44 @@ std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
   // The head is BF16 in the presets (no .scale: llama.cpp loads output.scale only next
   // to an NVFP4 output).
   weight("output", s.output, {s.n_embd, s.n_vocab}, o.logit_std * inv_sqrt(s.n_embd), true);
-  for (int64_t il = 0; il < s.n_layer; ++il) {
+  for (int64_t il = 0; il < s.n_layer && s.is_qwen35(); ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const Shape::Qwen35& q = s.q35;
+    const GgmlType mx = q.mixer;
+    uniform(p + "attn_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    if ((il + 1) % q.interval != 0) {  // Gated DeltaNet
+      const int64_t key_dim = q.n_group * q.d_state, value_dim = q.dt_rank * q.d_state;
+      const int64_t conv_dim = 2 * key_dim + value_dim;
+      weight(p + "attn_qkv", mx, {s.n_embd, conv_dim}, inv_sqrt(s.n_embd), true);
+      weight(p + "attn_gate", mx, {s.n_embd, value_dim}, inv_sqrt(s.n_embd), true);
+      uniform(p + "ssm_conv1d.weight", GgmlType::F32, {q.d_conv, conv_dim}, -0.5f, 0.5f);
+      uniform(p + "ssm_dt.bias", GgmlType::F32, {q.dt_rank}, -1.0f, 1.0f);
+      uniform(p + "ssm_a", GgmlType::F32, {q.dt_rank}, -8.0f, -0.5f);  // -exp(A_log)
+      weight(p + "ssm_beta", mx, {s.n_embd, q.dt_rank}, inv_sqrt(s.n_embd), true);
+      weight(p + "ssm_alpha", mx, {s.n_embd, q.dt_rank}, inv_sqrt(s.n_embd), true);
+      uniform(p + "ssm_norm.weight", GgmlType::F32, {q.d_state}, 0.8f, 1.2f);
+      weight(p + "ssm_out", mx, {value_dim, s.n_embd}, branch / 0.6f * inv_sqrt(value_dim), true);
+    } else {  // gated attention: attn_q holds the query and its output gate per head
+      weight(p + "attn_q", mx, {s.n_embd, 2 * q_dim}, inv_sqrt(s.n_embd), true);
+      weight(p + "attn_k", mx, {s.n_embd, kv_dim}, inv_sqrt(s.n_embd), true);
+      weight(p + "attn_v", mx, {s.n_embd, kv_dim}, inv_sqrt(s.n_embd), true);
+      uniform(p + "attn_q_norm.weight", GgmlType::F32, {s.head_dim}, 0.8f, 1.2f);
+      uniform(p + "attn_k_norm.weight", GgmlType::F32, {s.head_dim}, 0.8f, 1.2f);
+      weight(p + "attn_output", mx, {q_dim, s.n_embd}, branch / 0.5f * inv_sqrt(q_dim), true);
+    }
+    uniform(p + "post_attention_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    weight(p + "ffn_gate_inp", s.router, {s.n_embd, s.n_expert}, 2.5f * inv_sqrt(s.n_embd), false);
+    const double used = static_cast<double>(s.n_expert_used) / static_cast<double>(s.n_expert);
+    weight(p + "ffn_gate_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd), true, used);
+    weight(p + "ffn_up_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd), true, used);
+    weight(p + "ffn_down_exps", s.quant, {s.n_ff_exp, s.n_embd, s.n_expert}, branch / 0.6f * inv_sqrt(s.n_ff_exp),
+           true, used);
+    weight(p + "ffn_gate_inp_shexp", GgmlType::F32, {s.n_embd}, inv_sqrt(s.n_embd), false);
+    weight(p + "ffn_gate_shexp", s.quant, {s.n_embd, q.n_ff_shexp}, inv_sqrt(s.n_embd), true);
+    weight(p + "ffn_up_shexp", s.quant, {s.n_embd, q.n_ff_shexp}, inv_sqrt(s.n_embd), true);
+    weight(p + "ffn_down_shexp", s.quant, {q.n_ff_shexp, s.n_embd}, branch / 0.6f * inv_sqrt(q.n_ff_shexp), true);
+  }
+  for (int64_t il = 0; il < s.n_layer && !s.is_qwen35(); ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     uniform(p + "attn_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
     weight(p + "attn_q", s.quant, {s.n_embd, q_dim}, inv_sqrt(s.n_embd), true);
@@ -493,7 +555,7 @@ void set_metadata(ft::gguf::Writer& w, const Shape& s) {
   w.set_u32(key("attention.head_count_kv"), static_cast<uint32_t>(s.n_head_kv));
   w.set_u32(key("attention.key_length"), static_cast<uint32_t>(s.head_dim));
   w.set_u32(key("attention.value_length"), static_cast<uint32_t>(s.head_dim));
-  w.set_u32(key("rope.dimension_count"), static_cast<uint32_t>(s.head_dim));
+  w.set_u32(key("rope.dimension_count"), static_cast<uint32_t>(s.is_qwen35() ? s.q35.n_rot : s.head_dim));
   w.set_f32(key("attention.layer_norm_rms_epsilon"), s.rms_eps);
   w.set_f32(key("rope.freq_base"), s.rope_base);
   w.set_u32(key("vocab_size"), static_cast<uint32_t>(s.n_vocab));
@@ -501,6 +563,17 @@ void set_metadata(ft::gguf::Writer& w, const Shape& s) {
     w.set_u32(key("expert_count"), static_cast<uint32_t>(s.n_expert));
     w.set_u32(key("expert_used_count"), static_cast<uint32_t>(s.n_expert_used));
     w.set_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(s.n_ff_exp));
+  }
+  if (s.is_qwen35()) {
+    const Shape::Qwen35& q = s.q35;
+    w.set_i32_array(key("rope.dimension_sections"), q.sections);
+    w.set_u32(key("full_attention_interval"), static_cast<uint32_t>(q.interval));
+    w.set_u32(key("ssm.conv_kernel"), static_cast<uint32_t>(q.d_conv));
+    w.set_u32(key("ssm.state_size"), static_cast<uint32_t>(q.d_state));
+    w.set_u32(key("ssm.group_count"), static_cast<uint32_t>(q.n_group));
+    w.set_u32(key("ssm.time_step_rank"), static_cast<uint32_t>(q.dt_rank));
+    w.set_u32(key("ssm.inner_size"), static_cast<uint32_t>(q.dt_rank * q.d_state));
+    w.set_u32(key("expert_shared_feed_forward_length"), static_cast<uint32_t>(q.n_ff_shexp));
   }
   const auto v = full_vocab(s.n_vocab);
   w.set_string("tokenizer.ggml.model", "gpt2");
@@ -641,7 +714,7 @@ int main(int argc, char** argv) {
   int n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false;
   std::vector<float> s2_range;
-  app.add_option("--preset", preset_name, "llama8b-nvfp4 | qwen3moe-30b-nvfp4")->required();
+  app.add_option("--preset", preset_name, "llama8b-nvfp4 | qwen3moe-30b-nvfp4 | qwen36-35b-a3b-nvfp4")->required();
   bool plan_only = false;
   app.add_option("--out,-o", out, "output GGUF (required unless --plan)");
   app.add_flag("--plan", plan_only, "print the sizes and bytes per token only, write nothing");

@@ -211,6 +211,10 @@ void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
   cuda::embed(te.type, te.w, te.row_bytes, n_embd, te.rows, 1.0f, b_.tokens.as<int32_t>(), n_tok,
               b_.x.as<float>(), n_embd, b_.bad.as<int>(), s);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (!hp.recurrent.empty()) {  // qwen35 / qwen35moe
+      qwen35_layer(il, n_tok, s);
+      continue;
+    }
     attention_block(il, n_tok, s);
     ffn_block(il, n_tok, s);
   }

@@ -46,6 +46,12 @@ class GpuForward {
   bool wants_q8(const DevLinear& l) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   void ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  // qwen35 / qwen35moe (gpu/forward_qwen35.cpp): one layer, its token mixing (Gated DeltaNet
+  // or gated attention) and its FFN (dense, or routed experts + gated shared expert).
+  void qwen35_layer(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  void gated_attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  void gdn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  void moe_shared_ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
 
   const model::Model& m_;
   const DeviceWeights& w_;

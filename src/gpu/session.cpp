@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/check.h"
+#include "cuda/deltanet.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
 #include "engine/sampler.h"
@@ -33,6 +34,7 @@ GpuNumerics gpu_numerics(const std::string& dtype) {
 
 bool gpu_supports(const model::Model& m) {
   const std::string a = m.arch->name;
+  if (a == "qwen35" || a == "qwen35moe") return cuda::deltanet_supported(m.gdn_shape.d_head);
   return a == "llama" || a == "qwen3" || a == "qwen3moe";
 }
 

@@ -49,7 +49,8 @@ struct GpuMemoryReport {
   size_t declared() const { return weights + kv + workspace + moe; }
 };
 
-// Whether the GPU forward pass runs this model's architecture (llama, qwen3, qwen3moe).
+// Whether the GPU forward pass runs this model's architecture (llama, qwen3, qwen3moe,
+// qwen35, qwen35moe).
 bool gpu_supports(const model::Model& m);
 
 // Resolves --dtype for the GPU; throws on an unknown name.

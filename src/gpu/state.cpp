@@ -8,6 +8,7 @@
 #include "cuda/act_q8.h"
 #include "cuda/gemv.h"
 #include "engine/rope.h"
+#include "gpu/state_qwen35.h"
 #include "model/model.h"
 
 namespace ft::gpu {
@@ -42,7 +43,7 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     }
   }
   gu_ld = 2 * n_ff;
-  max_k = std::max({hp.n_embd, n_ff, attn_ld});
+  max_k = std::max({hp.n_embd, n_ff, attn_ld, qwen35_max_k(m)});
   const int64_t rows = U * std::max<int64_t>(1, n_used);  // token rows or token-expert slots
   const size_t f = sizeof(float);
   size_t ws = 0;
@@ -72,9 +73,11 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   // RoPE {cos, sin} per pair for every position, built with the CPU's own function so the
   // angles are bit-identical to the CPU engine's.
   const int n_rot = hp.rope.n_rot;
+  // qwen35's IMROPE pairs that take the 4th position (0 for text) turn by angle 0: its
+  // per-pair divisors (+inf there) play the part of rope_freqs, as on the CPU.
   std::vector<float> cs(static_cast<size_t>(n_ctx * n_rot));
-  for (int64_t p = 0; p < n_ctx; ++p)
-    engine::rope_angles(hp.rope, m.rope_freqs ? m.rope_freqs.f32() : nullptr, p, cs.data() + p * n_rot);
+  const float* ff = m.rope_freqs ? m.rope_freqs.f32() : (m.rope_pair_div.empty() ? nullptr : m.rope_pair_div.data());
+  for (int64_t p = 0; p < n_ctx; ++p) engine::rope_angles(hp.rope, ff, p, cs.data() + p * n_rot);
   alloc(rope_cs, cs.size() * f);
   FT_CUDA_CHECK(cudaMemcpy(rope_cs.get(), cs.data(), cs.size() * f, cudaMemcpyHostToDevice));
 
@@ -91,10 +94,20 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
 
   gemm = std::make_unique<cuda::Gemm>(max_k, U);
   ws += gemm->workspace_bytes();
+  if (is_qwen35(m)) {
+    q35 = std::make_unique<Qwen35Buffers>(m, U);
+    ws += q35->workspace_bytes;
+    kv_bytes += q35->state_bytes;  // the recurrent state is the sequence's cache
+  }
   workspace_bytes = ws;
 
   const size_t es = kv_elem_bytes(num.kv);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.is_recurrent(il)) {  // Gated DeltaNet layers keep their state in q35, no KV
+      k_cache.emplace_back();
+      v_cache.emplace_back();
+      continue;
+    }
     const size_t kb = static_cast<size_t>(n_ctx * hp.n_head_kv[il] * hp.head_dim_k) * es;
     const size_t vb = static_cast<size_t>(n_ctx * hp.n_head_kv[il] * hp.head_dim_v) * es;
     k_cache.emplace_back(kb);

@@ -19,6 +19,8 @@ struct Model;
 
 namespace ft::gpu {
 
+struct Qwen35Buffers;  // gpu/state_qwen35.h
+
 // Activation numerics on the GPU (--dtype):
 //   float32  : fp32 activations and KV, exact fp32 GEMV/GEMM (the rule (a) mode);
 //   bfloat16 / float16 : activations rounded to that dtype between blocks, KV in it,
@@ -49,6 +51,7 @@ struct GpuBuffers {
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
   cuda::DeviceBuffer route_ticket;                                 // moe_router_route's counter (0)
   std::unique_ptr<cuda::Gemm> gemm;
+  std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
 
   // Pinned host slots for the graph's copies.
   int32_t* h_tokens = nullptr;  // [n_ubatch]

@@ -130,6 +130,12 @@ const float* place_f32(Planner& pl, const model::Tensor& t) {
   return tag<const float>(pl.place({{t.data, static_cast<size_t>(t.ne[0] * t.ne[1] * 4)}}));
 }
 
+// n fp32 values the model holds as a raw view (qwen35's Gated DeltaNet vectors).
+const float* place_raw_f32(Planner& pl, const float* v, int64_t n) {
+  if (v == nullptr) return nullptr;
+  return tag<const float>(pl.place({{v, static_cast<size_t>(n) * sizeof(float)}}));
+}
+
 DevLinear place_linear(Planner& pl, const engine::Linear& l) {
   DevLinear d;
   if (l.empty()) return d;
@@ -212,6 +218,18 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
     D.k_norm = place_f32(pl, L.attn_k_norm);
     D.wo = place_linear(pl, L.wo);
     D.ffn_norm = place_f32(pl, L.ffn_norm);
+    if (!L.gdn_in.empty()) {  // qwen35 Gated DeltaNet layer
+      const engine::DeltaNetShape& g = m.gdn_shape;
+      D.gdn_in = place_linear(pl, L.gdn_in);
+      D.gdn_out = place_linear(pl, L.gdn_out);
+      D.gdn_conv1d = place_raw_f32(pl, L.gdn.conv1d, g.conv_dim() * g.d_conv);
+      D.gdn_dt_bias = place_raw_f32(pl, L.gdn.dt_bias, g.n_v_heads);
+      D.gdn_a = place_raw_f32(pl, L.gdn.a, g.n_v_heads);
+      D.gdn_norm = place_raw_f32(pl, L.gdn.norm, g.d_head);
+    }
+    D.gate_up_shexp = place_linear(pl, L.ffn_gate_up_shexp);
+    D.down_shexp = place_linear(pl, L.ffn_down_shexp);
+    D.gate_inp_shexp = place_linear(pl, L.ffn_gate_inp_shexp);
     D.moe = L.is_moe();
     if (!D.moe) {
       D.gate_up = place_linear(pl, L.ffn_gate_up);
@@ -260,6 +278,15 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
     fix(D.experts.gate_up.w, base);
     fix(D.experts.down.w, base);
     fix(D.experts.bank, base);
+    fix(D.gdn_in, base);
+    fix(D.gdn_out, base);
+    fix(D.gdn_conv1d, base);
+    fix(D.gdn_dt_bias, base);
+    fix(D.gdn_a, base);
+    fix(D.gdn_norm, base);
+    fix(D.gate_up_shexp, base);
+    fix(D.down_shexp, base);
+    fix(D.gate_inp_shexp, base);
   }
 }
 

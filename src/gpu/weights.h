@@ -66,6 +66,15 @@ struct DevLayer {
   DevLinear router;         // MoE
   DevExperts experts;
   bool moe = false;
+  // qwen35 / qwen35moe (gpu/forward_qwen35.cpp). Gated DeltaNet layers:
+  DevLinear gdn_in;                     // {n_embd} -> qkv (conv_dim) | z | beta (H_v) | alpha (H_v)
+  DevLinear gdn_out;                    // ssm_out {value_dim} -> {n_embd}
+  const float* gdn_conv1d = nullptr;    // [conv_dim][d_conv]
+  const float* gdn_dt_bias = nullptr;   // [H_v]
+  const float* gdn_a = nullptr;         // [H_v], -exp(A_log)
+  const float* gdn_norm = nullptr;      // [d], gated RMSNorm weight
+  // Shared expert beside the routed ones, scaled by sigmoid(gate_inp_shexp . h):
+  DevLinear gate_up_shexp, down_shexp, gate_inp_shexp;
 };
 
 class DeviceWeights {

@@ -5,6 +5,8 @@
 //     rmsnorm of the d-wide head rows -> gate_mul silu) = engine::deltanet, outputs and final
 //     state, for the tiny test shape, Qwen3.6's (H_k 16, H_v 32, d 128) and a 1,100-token
 //     prompt in one call;
+//   * the chunked form (deltanet_chunked) against the recurrence on the GPU: 1,100 tokens from
+//     a non-zero entry state, outputs, final state and the decode step after it;
 //   * split_q_gate, gate_mul (sigmoid, silu) and scale_by_sigmoid = the host loops of
 //     model/qwen35_blocks.cpp.
 #include <gtest/gtest.h>
@@ -304,7 +306,8 @@ TEST(CudaQwen35, Gates) {
         }
       DeviceBuffer d_o = to_device(o), d_g = to_device(gg);
       gate_mul(d_o.as<float>(), ld, d_g.as<float>(), ld, n_tok, cols, act, rc.gpu, nullptr);
-      const Diff d = compare_rounded(to_host<float>(d_o, o.size()), want, rc.gpu, 1);
+      // exp in double vs glibc's expf: a 1-ulp sigmoid, then the product (2 ulp at most).
+      const Diff d = compare_rounded(to_host<float>(d_o, o.size()), want, rc.gpu, 2);
       EXPECT_EQ(d.bad, 0) << d.first_bad;
       EXPECT_LE(d.near * 100, d.exact + d.near);
     }
@@ -315,7 +318,7 @@ TEST(CudaQwen35, Gates) {
     for (int64_t c = 0; c < cols; ++c) want[t * cols + c] = x[t * cols + c] * sigmoid_ref(lg[t]);
   DeviceBuffer dx = to_device(x), dl = to_device(lg), dyy(x.size() * 4);
   scale_by_sigmoid(dx.as<float>(), cols, dl.as<float>(), n_tok, cols, dyy.as<float>(), cols, Round::kNone, nullptr);
-  const Diff d = compare(to_host<float>(dyy, x.size()), want, 1);
+  const Diff d = compare(to_host<float>(dyy, x.size()), want, 2);
   EXPECT_EQ(d.bad, 0) << d.first_bad;
 }
 

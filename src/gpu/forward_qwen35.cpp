@@ -1,0 +1,211 @@
+// The qwen35 / qwen35moe layer on the GPU (shared/spec/arch/qwen35.md §3, qwen35moe.md §3):
+// the CUDA twin of model/qwen35_blocks.cpp, block for block with the same rounding points.
+//
+//   Gated DeltaNet layer: h = rmsnorm(x); [mixed|z|beta|alpha] = W_in h;
+//       y = silu(conv1d(mixed)) (rolling state); o = deltanet(y, beta, alpha) (recurrent state);
+//       o = rmsnorm(o; ssm_norm) * silu(z);  x += W_out o
+//   gated attention layer: [q_h g_h ...|k|v] = W_qkv rmsnorm(x); q,k = rope(norm(q,k)); kv <- k,v;
+//       x += W_o (attention(q, kv) * sigmoid(g))
+//   FFN: dense SwiGLU (GpuForward::ffn_block), or routed experts through the MoeBackend plus
+//       the shared expert times sigmoid(<gate_inp_shexp, h>), summed into one branch first
+//       as on the CPU: x += (sh * gate + routed).
+//
+// The conv window and delta-rule state live in GpuBuffers::q35; the kernels read them as zero
+// when the pass starts at position 0 (*b.pos, on the device), so captured graphs reset too.
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "cuda/attention.h"
+#include "cuda/conv1d.h"
+#include "cuda/deltanet.h"
+#include "cuda/gates.h"
+#include "cuda/gemv.h"
+#include "cuda/glu.h"
+#include "cuda/moe_route.h"
+#include "cuda/norm.h"
+#include "cuda/rope.h"
+#include "cuda/rows.h"
+#include "gpu/forward.h"
+#include "gpu/state_qwen35.h"
+#include "model/model.h"
+
+namespace ft::gpu {
+
+using cuda::Round;
+
+void GpuForward::qwen35_layer(int64_t il, int64_t n_tok, cudaStream_t s) const {
+  if (b_.q35 == nullptr) fail("qwen35 forward without its Gated DeltaNet buffers");
+  if (m_.hp.is_recurrent(il))
+    gdn_block(il, n_tok, s);
+  else
+    gated_attention_block(il, n_tok, s);
+  const DevLayer& L = w_.layers[il];
+  if (L.moe && !L.gate_up_shexp.empty())
+    moe_shared_ffn_block(il, n_tok, s);
+  else
+    ffn_block(il, n_tok, s);
+}
+
+void GpuForward::gated_attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevLayer& L = w_.layers[il];
+  Qwen35Buffers& q = *b_.q35;
+  const int64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
+  const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
+  const int64_t q_dim = nh * hd, kv_dim = nkv * hd, raw_ld = L.qkv.rows, ld = q_dim + 2 * kv_dim;
+  float* x = b_.x.as<float>();
+  float* h = b_.h.as<float>();
+  float* raw = q.raw.as<float>();
+  float* qkv = b_.qkv.as<float>();
+  float* gate = q.gate.as<float>();
+  float* attn = b_.attn.as<float>();
+  const int32_t* pos = b_.pos.as<int32_t>();
+
+  const bool fuse_q8 = n_tok <= cuda::kGemvMaxTokens && wants_q8(L.qkv) && n_embd % 32 == 0;
+  if (fuse_q8)
+    cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
+  else
+    cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
+  linear(L.qkv, h, n_embd, n_tok, raw, raw_ld, num_.round, false, num_.q8, s, false, fuse_q8);
+  // [q_0 g_0 q_1 g_1 ... | k | v] -> [q_0 q_1 ... | k | v] and the gates.
+  cuda::split_q_gate(raw, raw_ld, n_tok, nh, hd, 2 * kv_dim, qkv, ld, gate, q_dim, s);
+  cuda::KvStore kv;
+  kv.type = num_.kv;
+  kv.k_cache = b_.k_cache[il].get();
+  kv.v_cache = b_.v_cache[il].get();
+  kv.v = qkv + q_dim + kv_dim;
+  kv.ldv = ld;
+  kv.v_head_dim = hp.head_dim_v;
+  cuda::qk_norm_rope_store(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps, b_.rope_cs.as<float>(),
+                           hp.rope.n_rot, hp.rope.type == model::RopeType::kNeox, pos, num_.round, kv, s);
+  cuda::AttnArgs a;
+  a.n_head = nh;
+  a.n_head_kv = nkv;
+  a.head_dim_k = hd;
+  a.head_dim_v = hp.head_dim_v;
+  a.scale = hp.attn_scale;
+  a.q = qkv;
+  a.ldq = ld;
+  a.n_tok = n_tok;
+  a.d_pos = pos;
+  a.n_ctx = b_.n_ctx;
+  a.kv_type = num_.kv;
+  a.k_cache = b_.k_cache[il].get();
+  a.v_cache = b_.v_cache[il].get();
+  a.out = attn;
+  a.ldo = q_dim;
+  a.round = num_.round;
+  a.ws_zeroed = true;
+  cuda::attention(a, b_.attn_ws.get(), s);
+  cuda::gate_mul(attn, q_dim, gate, q_dim, n_tok, q_dim, cuda::GateAct::kSigmoid, num_.round, s);
+  linear(L.wo, attn, q_dim, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
+}
+
+void GpuForward::gdn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevLayer& L = w_.layers[il];
+  Qwen35Buffers& q = *b_.q35;
+  const engine::DeltaNetShape& g = m_.gdn_shape;
+  const int64_t n_embd = hp.n_embd, in_dim = g.in_dim(), conv_dim = g.conv_dim(), value_dim = g.value_dim();
+  float* x = b_.x.as<float>();
+  float* h = b_.h.as<float>();
+  float* in = q.in.as<float>();
+  float* y = q.y.as<float>();
+  float* out = q.out.as<float>();
+  const int32_t* pos = b_.pos.as<int32_t>();
+
+  const bool fuse_q8 = n_tok <= cuda::kGemvMaxTokens && wants_q8(L.gdn_in) && n_embd % 32 == 0;
+  if (fuse_q8)
+    cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
+  else
+    cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
+  linear(L.gdn_in, h, n_embd, n_tok, in, in_dim, num_.round, false, num_.q8, s, false, fuse_q8);
+  cuda::conv1d_causal_silu(in, in_dim, n_tok, conv_dim, L.gdn_conv1d, g.d_conv, q.conv[il].as<float>(), y, conv_dim,
+                           pos, s);
+  cuda::DeltaNetArgs a;
+  a.n_k_heads = g.n_k_heads;
+  a.n_v_heads = g.n_v_heads;
+  a.d = g.d_head;
+  a.eps = g.eps;
+  a.y = y;
+  a.ldy = conv_dim;
+  a.beta = in + conv_dim + value_dim;
+  a.alpha = a.beta + g.n_v_heads;
+  a.ldg = in_dim;
+  a.dt_bias = L.gdn_dt_bias;
+  a.a = L.gdn_a;
+  a.state = q.ssm[il].as<float>();
+  a.out = out;
+  a.ldo = value_dim;
+  a.n_tok = n_tok;
+  a.d_pos = pos;
+  // Decode steps run the recurrence; prompts of a chunk or more the chunked form (the same
+  // algebra, matrix products per 64 tokens). FT_GDN_CHUNKED=0 keeps the recurrence.
+  static const bool chunked = [] {
+    const char* e = std::getenv("FT_GDN_CHUNKED");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  if (chunked && n_tok >= cuda::kDeltaNetChunk)
+    cuda::deltanet_chunked(a, q.gb.as<float>(), s);
+  else
+    cuda::deltanet_recurrent(a, q.gb.as<float>(), s);
+  // Gated RMSNorm: every (token, head) is a d-wide row of out.
+  cuda::rmsnorm(out, g.d_head, L.gdn_norm, g.d_head, g.eps, n_tok * g.n_v_heads, out, g.d_head, Round::kNone, s);
+  cuda::gate_mul(out, value_dim, in + conv_dim, in_dim, n_tok, value_dim, cuda::GateAct::kSilu, num_.round, s);
+  linear(L.gdn_out, out, value_dim, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
+}
+
+void GpuForward::moe_shared_ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevLayer& L = w_.layers[il];
+  Qwen35Buffers& q = *b_.q35;
+  const int64_t n_embd = hp.n_embd, n_sh = L.down_shexp.k;
+  float* x = b_.x.as<float>();
+  float* h = b_.h.as<float>();
+  float* branch = q.branch.as<float>();
+  cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
+
+  // Shared expert first (its GEMVs reuse b.xq), scaled by its gate into the branch; the
+  // routed experts are then added to the branch (their backend quantises h again).
+  linear(L.gate_up_shexp, h, n_embd, n_tok, q.sh_gu.as<float>(), 2 * n_sh, num_.round, false, num_.q8, s);
+  cuda::swiglu(q.sh_gu.as<float>(), 2 * n_sh, n_sh, n_tok, q.sh_h.as<float>(), n_sh, num_.round, s);
+  linear(L.down_shexp, q.sh_h.as<float>(), n_sh, n_tok, branch, n_embd, num_.round, false, num_.q8, s);
+  // The gate logit stays fp32 in every dtype (as the router).
+  linear(L.gate_inp_shexp, h, n_embd, n_tok, q.sh_logit.as<float>(), 1, Round::kNone, false, num_.q8, s,
+         /*exact=*/true);
+  cuda::scale_by_sigmoid(branch, n_embd, q.sh_logit.as<float>(), n_tok, n_embd, branch, n_embd, num_.round, s);
+
+  const int64_t n_expert = hp.n_expert;
+  const int n_used = static_cast<int>(hp.n_expert_used[il]);
+  const DevMatrix& r0 = L.router.parts[0];
+  if (n_tok <= cuda::kGemvMaxTokens && L.router.parts.size() == 1 && L.router.row_scale == nullptr &&
+      r0.scale == 1.0f && cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, n_tok)) {
+    cuda::moe_router_route(h, n_embd, n_tok, r0.type, r0.w, r0.row_bytes, r0.k, n_expert, b_.router.as<float>(),
+                           n_expert, n_used, b_.ids.as<int32_t>(), b_.wts.as<float>(),
+                           b_.route_ticket.as<unsigned>(), s);
+  } else {
+    linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s,
+           /*exact=*/true);
+    cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
+                    b_.wts.as<float>(), s);
+  }
+  MoeStep st;
+  st.layer = il;
+  st.n_tok = n_tok;
+  st.n_used = n_used;
+  st.h = h;
+  st.xq_ready = false;
+  st.ids = b_.ids.as<int32_t>();
+  st.wts = b_.wts.as<float>();
+  st.x = branch;
+  st.b = &b_;
+  st.num = &num_;
+  if (n_tok <= cuda::kGemvMaxTokens)
+    moe_->decode(st, s);
+  else
+    moe_->prefill(st, s);
+  cuda::add_rows(x, n_embd, branch, n_embd, n_tok, n_embd, x, n_embd, s);
+}
+
+}  // namespace ft::gpu
