@@ -1,10 +1,10 @@
 #include "gpu/moe_bw.h"
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
 #include "core/error.h"
+#include "core/time_calls.h"
 #include "cuda/buffer.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
@@ -118,24 +118,12 @@ GatherBw GatherBench::run(int iters, int warmup, const std::atomic<bool>* stop) 
     cuda::moe_cache_gather(plan, m, p.n_miss, p.s);
     FT_CUDA_CHECK(cudaStreamSynchronize(p.s));
   };
-  for (int i = 0; i < warmup; ++i) call();
+  const CallTiming t = time_calls(call, iters, warmup, 0.0, stop);
   GatherBw r;
   r.bytes_per_call = static_cast<int64_t>(p.n_miss) * p.g.expert_bytes();
-  const auto t0 = std::chrono::steady_clock::now();
-  if (stop) {
-    while (!stop->load(std::memory_order_relaxed)) {
-      call();
-      ++r.calls;
-    }
-  } else {
-    for (int i = 0; i < iters; ++i) call();
-    r.calls = iters;
-  }
-  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (r.calls > 0 && sec > 0) {
-    r.us_per_call = sec / static_cast<double>(r.calls) * 1e6;
-    r.gbs = static_cast<double>(r.bytes_per_call) * static_cast<double>(r.calls) / sec * 1e-9;
-  }
+  r.calls = t.calls;
+  r.us_per_call = t.us_per_call();
+  r.gbs = t.gbs(r.bytes_per_call);
   return r;
 }
 

@@ -1,13 +1,13 @@
 #include "moe_cpu/gemv_bw.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/time_calls.h"
 #include "quant/quantize.h"
 
 namespace ft::moe_cpu {
@@ -73,26 +73,12 @@ GemvBwResult expert_gemv_bandwidth(ExpertExecutor& ex, const HostExperts& h, con
   // At least `warmup` calls and (standalone) 300 ms: the H200 host's first nvfp4 figure,
   // after 8 warm-up calls only, was 15.6 GB/s where the same loop ran at 51 GB/s a second
   // later. The concurrent run (stop set) follows a standalone one and starts at once.
-  const auto w0 = std::chrono::steady_clock::now();
-  const auto min_warm = stop ? std::chrono::milliseconds(0) : std::chrono::milliseconds(300);
-  for (int i = 0; i < warmup || std::chrono::steady_clock::now() - w0 < min_warm; ++i) call();
+  const CallTiming t = time_calls(call, iters, warmup, stop ? 0.0 : 0.3, stop);
   GemvBwResult r;
   r.bytes_per_call = static_cast<int64_t>(n_used) * h.expert_bytes();
-  const auto t0 = std::chrono::steady_clock::now();
-  if (stop) {
-    while (!stop->load(std::memory_order_relaxed)) {
-      call();
-      ++r.calls;
-    }
-  } else {
-    for (int i = 0; i < iters; ++i) call();
-    r.calls = iters;
-  }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (r.calls > 0 && s > 0) {
-    r.us_per_call = s / static_cast<double>(r.calls) * 1e6;
-    r.gbs = static_cast<double>(r.bytes_per_call) * static_cast<double>(r.calls) / s * 1e-9;
-  }
+  r.calls = t.calls;
+  r.us_per_call = t.us_per_call();
+  r.gbs = t.gbs(r.bytes_per_call);
   return r;
 }
 
