@@ -23,5 +23,6 @@ Command register_serve(CLI::App& app);
 Command register_bench_serve(CLI::App& app);
 Command register_bench_bw(CLI::App& app);
 Command register_convert(CLI::App& app);
+Command register_shell(CLI::App& app);
 
 }  // namespace ft::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       ft::cli::register_bench_serve(app),
       ft::cli::register_bench_bw(app),
       ft::cli::register_convert(app),
+      ft::cli::register_shell(app),
   };
 
   try {

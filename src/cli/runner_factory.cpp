@@ -8,6 +8,7 @@
 
 #ifdef FT_HAVE_CUDA
 #include "cuda/device.h"
+#include "gpu/batch_runner_gpu.h"
 #include "gpu/moe_cpu_backend.h"
 #include "gpu/session.h"
 #endif
@@ -59,6 +60,7 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
   }
 #ifdef FT_HAVE_CUDA
   gpu::register_moe_cpu_backends();  // --moe-backend cpu / hybrid
+  gpu::register_gpu_batch_runner();  // engine::make_batch_runner for a GpuSession (ft serve)
   gpu::GpuSessionOptions go;
   go.moe.name = o.moe_backend;
   go.moe.cache_size = o.moe_cache_size;

@@ -45,6 +45,13 @@ class BatchRunner {
   // At most max_step_tokens() tokens in all. Throws ft::Error on a full context or a bad id.
   virtual const float* step(const std::vector<BatchItem>& items) = 0;
 
+  // Greedy steps: with on, the next step() may compute each row's argmax where the logits
+  // are (first index on ties, as engine::argmax) instead of returning the rows: step() then
+  // returns null and argmax_rows() the ids. Runners without it ignore the call and
+  // argmax_rows() is null.
+  virtual void set_argmax_only(bool on) { (void)on; }
+  virtual const int32_t* argmax_rows() const { return nullptr; }
+
   virtual int64_t n_past(int64_t seq) const = 0;
   virtual int64_t n_ctx() const = 0;  // per sequence
   virtual int64_t n_vocab() const = 0;
@@ -60,5 +67,11 @@ class BatchRunner {
 // null. The paged pool holds max_seqs full contexts, so admitted sequences never run out of
 // pages.
 std::unique_ptr<BatchRunner> make_batch_runner(Runner& r, int64_t max_seqs, int64_t page_size = 16);
+
+// Batch runners over runners ft_core does not know (the CUDA backend registers one,
+// cli/runner_factory.cpp): make_batch_runner asks each registered factory in turn when r is
+// no CPU Session; a factory returns null for a runner that is not its kind.
+using BatchRunnerFactory = std::unique_ptr<BatchRunner> (*)(Runner& r, int64_t max_seqs, int64_t page_size);
+void register_batch_runner_factory(BatchRunnerFactory f);
 
 }  // namespace ft::engine

@@ -12,6 +12,8 @@
 #include "cuda/moe_route.h"
 #include "cuda/norm.h"
 #include "cuda/rope.h"
+#include "cuda/rows.h"
+#include "gpu/batch_forward.h"
 #include "cuda/sample.h"
 #include "model/model.h"
 
@@ -106,6 +108,11 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   else
     cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
   linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
+  if (b_.batch != nullptr) {  // several sequences, each token against its own KV slot
+    batch_attention(m_, L, il, b_, num_, n_tok, s);
+    linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
+    return;
+  }
   // Norm + rope of q and k, and K and V into the cache, in one launch.
   cuda::KvStore kv;
   kv.type = num_.kv;
@@ -219,6 +226,14 @@ void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
     ffn_block(il, n_tok, s);
   }
   if (head == Head::kNone) return;
+  if (head == Head::kRows) {  // one row per sequence of a batch (rmsnorm is per row: norm, then gather)
+    const BatchRows& br = *b_.batch;
+    cuda::rmsnorm(b_.x.as<float>(), n_embd, w_.output_norm, n_embd, hp.rms_eps, n_tok, b_.h.as<float>(), n_embd,
+                  num_.round, s);
+    cuda::gather_rows(b_.h.as<float>(), n_embd, br.out_rows, 1, br.n_out, n_embd, b_.x.as<float>(), n_embd, s);
+    linear(w_.output, b_.x.as<float>(), n_embd, br.n_out, br.logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
+    return;
+  }
   // Only the rows whose logits are wanted go through the norm and the head.
   const int64_t first = head == Head::kAll ? 0 : n_tok - 1, rows = n_tok - first;
   float* h = b_.h.as<float>();

@@ -26,7 +26,8 @@
 namespace ft::gpu {
 
 // kSample: logits of the last row, then the session's sampling kernel (gpu/session.cpp).
-enum class Head { kNone, kLast, kAll, kArgmax, kSample };
+// kRows: logits of the rows b.batch->out_rows into b.batch->logits (gpu/batch_forward.h).
+enum class Head { kNone, kLast, kAll, kArgmax, kSample, kRows };
 
 class GpuForward {
  public:

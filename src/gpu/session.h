@@ -73,6 +73,12 @@ class GpuSession : public engine::Runner {
   const GpuMemoryReport& memory() const { return mem_; }
   // The backend of the routed experts (fused for dense models too: never called there).
   MoeBackend& moe() const { return *moe_; }
+  // What a batch runner over this session shares (gpu/batch_runner_gpu.h).
+  const model::Model& model() const { return m_; }
+  const DeviceWeights& weights() const { return *w_; }
+  const GpuNumerics& numerics() const { return num_; }
+  int64_t n_ubatch() const { return b_->n_ubatch; }
+  bool graphs() const { return graphs_; }
 
  private:
   void check(const int32_t* tokens, int64_t n) const;

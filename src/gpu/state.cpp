@@ -26,7 +26,7 @@ T* pinned(size_t n) {
 }  // namespace
 
 GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_ctx_,
-                       int64_t n_ubatch_)
+                       int64_t n_ubatch_, int64_t kv_rows)
     : n_ctx(n_ctx_), n_ubatch(std::max<int64_t>(1, std::min(n_ubatch_, n_ctx_))) {
   const model::HParams& hp = m.hp;
   const int64_t U = n_ubatch;
@@ -102,14 +102,15 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   workspace_bytes = ws;
 
   const size_t es = kv_elem_bytes(num.kv);
+  const int64_t kv_n = kv_rows > 0 ? kv_rows : n_ctx;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     if (hp.is_recurrent(il)) {  // Gated DeltaNet layers keep their state in q35, no KV
       k_cache.emplace_back();
       v_cache.emplace_back();
       continue;
     }
-    const size_t kb = static_cast<size_t>(n_ctx * hp.n_head_kv[il] * hp.head_dim_k) * es;
-    const size_t vb = static_cast<size_t>(n_ctx * hp.n_head_kv[il] * hp.head_dim_v) * es;
+    const size_t kb = static_cast<size_t>(kv_n * hp.n_head_kv[il] * hp.head_dim_k) * es;
+    const size_t vb = static_cast<size_t>(kv_n * hp.n_head_kv[il] * hp.head_dim_v) * es;
     k_cache.emplace_back(kb);
     v_cache.emplace_back(vb);
     kv_bytes += kb + vb;

@@ -34,8 +34,11 @@ struct GpuNumerics {
   bool q8 = false;
 };
 
+struct BatchRows;  // gpu/batch_forward.h
+
 struct GpuBuffers {
-  GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_ctx, int64_t n_ubatch);
+  // kv_rows: rows of each layer's KV cache (0: n_ctx; a batch runner's max_seqs x n_ctx slots).
+  GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_ctx, int64_t n_ubatch, int64_t kv_rows = 0);
 
   int64_t n_ctx, n_ubatch;
   int64_t n_used = 0;        // max experts per token (0: dense)
@@ -51,6 +54,8 @@ struct GpuBuffers {
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
   cuda::DeviceBuffer route_ticket;                                 // moe_router_route's counter (0)
   std::unique_ptr<cuda::Gemm> gemm;
+  // Several sequences in one forward (gpu/batch_runner_gpu.cpp); null: one sequence at *pos.
+  const BatchRows* batch = nullptr;
   std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
 
   // Pinned host slots for the graph's copies.

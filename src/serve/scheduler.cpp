@@ -316,8 +316,13 @@ void Scheduler::batch_worker() {
       chunk_left -= n;
     }
     const float* logits = nullptr;
+    const int32_t* picked = nullptr;  // the runner's argmax per row, when every row is greedy
+    bool all_greedy = true;
+    for (size_t i : item_of) all_greedy = all_greedy && run[i].argmax_only && !run[i].need_logits;
+    br.set_argmax_only(all_greedy);
     try {
       logits = br.step(items);
+      picked = br.argmax_rows();
     } catch (const std::exception& e) {
       // A failed step leaves every sequence of it unknown: end them all with the error.
       log::error("serve: generation failed: {}", e.what());
@@ -362,9 +367,10 @@ void Scheduler::batch_worker() {
           continue;
         }
       }
-      const float* row = logits + static_cast<int64_t>(k) * V;
-      const int32_t id = r.argmax_only ? engine::argmax(row, static_cast<int32_t>(V))
-                                       : r.sampler->sample(row, static_cast<int32_t>(V));
+      const float* row = logits ? logits + static_cast<int64_t>(k) * V : nullptr;
+      const int32_t id = picked          ? picked[k]
+                         : r.argmax_only ? engine::argmax(row, static_cast<int32_t>(V))
+                                         : r.sampler->sample(row, static_cast<int32_t>(V));
       JobEvent ev;
       ev.token = id;
       if (r.need_logits) fill_logprobs(row, V, id, req.n_top_logprobs, ev);
