@@ -58,6 +58,37 @@ const Tables& tables() {
 inline __m256i mul_pairs(__m256i w, __m256i x) {
   return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
 }
+// Folds the terms of 8 rows as they are made, in term order: lanes > 0: term t into lane
+// (t >> unit_log2) & (lanes - 1), then the lane tree; lanes == 0 (NVFP4 packed): each block's
+// 4 terms from 0, the blocks added in order.
+struct Folder {
+  int lanes = 32, unit_log2 = 2;
+  int64_t t = 0;
+  __m256 acc[32];
+  __m256 blk, dot;
+  void start() {
+    t = 0;
+    blk = dot = _mm256_setzero_ps();
+    for (int l = 0; l < (lanes > 0 ? lanes : 1); ++l) acc[l] = _mm256_setzero_ps();
+  }
+  void add(__m256 is, __m256 sc) {
+    if (lanes == 0) {
+      blk = _mm256_fmadd_ps(is, sc, (t & 3) == 0 ? _mm256_setzero_ps() : blk);
+      if ((t & 3) == 3) dot = _mm256_add_ps(dot, blk);
+    } else {
+      __m256& a = acc[(t >> unit_log2) & (lanes - 1)];
+      a = _mm256_fmadd_ps(is, sc, a);
+    }
+    ++t;
+  }
+  void finish(float* out) {
+    if (lanes == 0) return _mm256_storeu_ps(out, dot);
+    for (int o = lanes / 2; o > 0; o /= 2)
+      for (int l = 0; l < o; ++l) acc[l] = _mm256_add_ps(acc[l], acc[l + o]);
+    _mm256_storeu_ps(out, acc[0]);
+  }
+};
+
 // The activations of an NVFP4 row rearranged once per call for terms_nvfp4_8: per block c,
 // xa = [sub-block 0 | 2] and xb = [1 | 3] (the decoded weights' lane order), and 12 times
 // each sub-block's activation sum (the weights are decoded with +12 so that maddubs can
@@ -88,7 +119,7 @@ void prep_nvfp4_x(const GpuActQ8& x, int64_t nb, Nvfp4X& p) {
 }
 
 // Terms of 8 rows (row r at w + off[r]) at once, term-major: is/sc[(4 c + s) * 8 + r].
-void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_t nb, float* is, float* sc) {
+void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_t nb, Folder& f) {
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
                                        18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
@@ -127,10 +158,10 @@ void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_
     const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(w + 36 * c), off, 1);
     for (int s = 0; s < 4; ++s) {
       const __m256i v = _mm256_sub_epi32(ys[s], _mm256_set1_epi32(xp.s12[4 * c + s]));
-      _mm256_store_ps(is + (4 * c + s) * kG, _mm256_cvtepi32_ps(v));
+      const __m256 isf = _mm256_cvtepi32_ps(v);
       const __m256i byte = _mm256_and_si256(_mm256_srli_epi32(words, 8 * s), _mm256_set1_epi32(0xFF));
       const __m256 sw = _mm256_i32gather_ps(tab, byte, 4);
-      _mm256_store_ps(sc + (4 * c + s) * kG, _mm256_mul_ps(sw, _mm256_set1_ps(xp.dxh[2 * c + (s >> 1)])));
+      f.add(isf, _mm256_mul_ps(sw, _mm256_set1_ps(xp.dxh[2 * c + (s >> 1)])));
     }
   }
 }
@@ -145,8 +176,7 @@ inline __m256i hsum8(const __m256i (&p)[8]) {
 
 // Q8_0 / MXFP4 terms (one per 32-element block) of 8 rows at w + off[r], term-major.
 // MXFP4 codes are decoded +12 (unsigned maddubs) and 12 sum(x) taken off per block.
-void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuActQ8& x, int64_t n32, float* is,
-                float* sc) {
+void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuActQ8& x, int64_t n32, Folder& f) {
   const bool q8 = type == GgmlType::Q8_0;
   const int bb = q8 ? 34 : 17;
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
@@ -184,39 +214,8 @@ void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuAct
       sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(12 * xs));
       sw = _mm256_i32gather_ps(e8, _mm256_and_si256(words, _mm256_set1_epi32(0xFF)), 4);
     }
-    _mm256_store_ps(is + j * kG, _mm256_cvtepi32_ps(sum));
-    _mm256_store_ps(sc + j * kG, _mm256_mul_ps(sw, _mm256_set1_ps(x.d[j])));
+    f.add(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(sw, _mm256_set1_ps(x.d[j])));
   }
-}
-
-// Folds n_t terms per row for kG rows: lane of term i = (i / per_unit) % lanes, then the
-// lane tree; out[r] = lane 0.
-void fold_lanes(const float* is, const float* sc, int64_t n_t, int per_unit, int lanes, float* out) {
-  __m256 acc[32];
-  for (int l = 0; l < lanes; ++l) acc[l] = _mm256_setzero_ps();
-  // lanes is a power of two; no division per term (an int64 division per term cost more
-  // than the fma it indexes).
-  const int mask = lanes - 1;
-  for (int64_t i0 = 0, u = 0; i0 < n_t; i0 += per_unit, ++u) {
-    __m256& a = acc[u & mask];
-    const int64_t i1 = std::min<int64_t>(n_t, i0 + per_unit);
-    for (int64_t i = i0; i < i1; ++i) a = _mm256_fmadd_ps(_mm256_load_ps(is + i * kG), _mm256_load_ps(sc + i * kG), a);
-  }
-  for (int o = lanes / 2; o > 0; o /= 2)
-    for (int l = 0; l < o; ++l) acc[l] = _mm256_add_ps(acc[l], acc[l + o]);
-  _mm256_storeu_ps(out, acc[0]);
-}
-
-// NVFP4 packed: each block's 4 terms from 0, the blocks summed in order from 0.
-void fold_packed(const float* is, const float* sc, int64_t nb, float* out) {
-  __m256 dot = _mm256_setzero_ps();
-  for (int64_t c = 0; c < nb; ++c) {
-    __m256 a = _mm256_setzero_ps();
-    for (int s = 0; s < 4; ++s)
-      a = _mm256_fmadd_ps(_mm256_load_ps(is + (4 * c + s) * kG), _mm256_load_ps(sc + (4 * c + s) * kG), a);
-    dot = _mm256_add_ps(dot, a);
-  }
-  _mm256_storeu_ps(out, dot);
 }
 
 }  // namespace
@@ -225,31 +224,28 @@ bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* 
                           const GpuActQ8& x, int64_t k, float* out) {
   const bool nv = type == GgmlType::NVFP4;
   if (!nv && type != GgmlType::Q8_0 && type != GgmlType::MXFP4) return false;
-  const int64_t n_t = nv ? k / 16 : k / 32;
   // 32-bit row offsets (the 8-row gathers).
   if (row_bytes > (int64_t{1} << 27)) return false;
-  thread_local std::vector<float> is, sc;
-  is.resize(static_cast<size_t>(n_t * kG) + 8);
-  sc.resize(is.size());
-  float* pis = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(is.data()) + 31) & ~uintptr_t{31});
-  float* psc = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(sc.data()) + 31) & ~uintptr_t{31});
+  Folder f;
+  if (nv && plan.kind == GpuDot::kNvfp4Packed) {
+    f.lanes = 0;
+  } else {
+    f.lanes = nv && plan.kind == GpuDot::kNvfp4Slab ? 32 : plan.lanes;
+    f.unit_log2 = nv ? 2 : 1;  // terms per lane unit: NVFP4 block 4; Q8_0 / MXFP4 unit 2
+  }
   thread_local Nvfp4X xp;
   if (nv) prep_nvfp4_x(x, k / 64, xp);
   for (int64_t g0 = 0; g0 < n_rows; g0 += kG) {
     alignas(32) int32_t offs[kG];  // rows past the end repeat the last row
     for (int r = 0; r < kG; ++r) offs[r] = static_cast<int32_t>(std::min<int64_t>(r, n_rows - 1 - g0) * row_bytes);
     const __m256i off = _mm256_load_si256(reinterpret_cast<const __m256i*>(offs));
+    f.start();
     if (nv)
-      terms_nvfp4_8(w + g0 * row_bytes, off, xp, k / 64, pis, psc);
+      terms_nvfp4_8(w + g0 * row_bytes, off, xp, k / 64, f);
     else
-      terms_q8_8(type, w + g0 * row_bytes, off, x, k / 32, pis, psc);
+      terms_q8_8(type, w + g0 * row_bytes, off, x, k / 32, f);
     float o[kG];
-    if (nv && plan.kind == GpuDot::kNvfp4Packed)
-      fold_packed(pis, psc, k / 64, o);
-    else if (nv)
-      fold_lanes(pis, psc, n_t, 4, plan.kind == GpuDot::kNvfp4Slab ? 32 : plan.lanes, o);
-    else
-      fold_lanes(pis, psc, n_t, 2, plan.lanes, o);
+    f.finish(o);
     for (int r = 0; r < kG && g0 + r < n_rows; ++r) out[g0 + r] = o[r];
   }
   return true;
