@@ -22,7 +22,7 @@ if [ -z "${1:-}" ] || [ "${PARITY:-1}" = 1 ]; then
   echo "== parity on cuda $(date +%T)"
   # The architectures the CUDA backend runs (gpu::gpu_supports); the others are CPU-only yet.
   FT_PARITY_DEVICE=cuda ./test_parity \
-    --gtest_filter='Models/Parity.*/llama_*:Models/Parity.*/qwen3_*:Models/Parity.*/qwen3moe_*:Models/Parity.*/qwen35_*:Models/Parity.*/qwen35moe_*' \
+    --gtest_filter='Models/Parity.*/llama_*:Models/Parity.*/qwen3_*:Models/Parity.*/qwen3moe_*:Models/Parity.*/gemma4_*:Models/Parity.*/qwen35_*:Models/Parity.*/qwen35moe_*' \
     >"$OUT/parity_cuda.txt" 2>&1
   echo "parity rc=$?"
   grep -E "^PARITY|FAILED" "$OUT/parity_cuda.txt" | sed 's/, where GetParam.*//'

@@ -212,6 +212,10 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
 }
 
 void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
+  if (b_.g4) {  // gemma4: its own pass over the same kernels (gpu/forward_gemma4.cpp)
+    gemma4_run(n_tok, head, s);
+    return;
+  }
   const model::HParams& hp = m_.hp;
   const int64_t n_embd = hp.n_embd;
   const DevMatrix& te = w_.token_embd;

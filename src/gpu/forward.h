@@ -53,6 +53,12 @@ class GpuForward {
   void gated_attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   void gdn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   void moe_shared_ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  // gemma4 (gpu/forward_gemma4.cpp): the whole pass, and a layer's attention, FFN (dense MLP,
+  // + routed experts in MoE layers) and per-layer input / output scale.
+  void gemma4_run(int64_t n_tok, Head head, cudaStream_t s) const;
+  void gemma4_attention(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  void gemma4_ffn(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  void gemma4_layer_end(int64_t il, int64_t n_tok, cudaStream_t s) const;
 
   const model::Model& m_;
   const DeviceWeights& w_;

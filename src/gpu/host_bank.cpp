@@ -61,6 +61,7 @@ HostBanks::HostBanks(const model::Model& m, const Progress& progress) {
     B.n_expert = ew.n_expert;
     B.n_embd = ew.n_embd;
     B.n_ff = ew.n_ff;
+    B.gelu = ew.glu == engine::Glu::kGelu;
     const model::ExpertTensor* src[4] = {&ew.gate, &ew.up, &ew.gate_up, &ew.down};
     HostExpertTensor* dst[4] = {&B.gate, &B.up, &B.gate_up, &B.down};
     int64_t off[4] = {0, 0, 0, 0}, size = 0;

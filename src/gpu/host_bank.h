@@ -43,6 +43,7 @@ struct HostLayerBank {
   float* scales = nullptr;             // host [n_expert][4] = (gate, up, down, 1)
   const float* scales_dev = nullptr;   // mapped
   int64_t n_expert = 0, n_embd = 0, n_ff = 0;
+  bool gelu = false;  // GeGLU (tanh GELU) experts (gemma4) instead of SwiGLU
   bool moe() const { return n_expert > 0; }
   // Bytes of one expert over all its tensors (scale row excluded).
   int64_t expert_bytes() const {

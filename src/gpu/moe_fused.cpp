@@ -6,6 +6,7 @@
 #include "cuda/act_q8.h"
 #include "cuda/gemm.h"
 #include "cuda/gemv.h"
+#include "cuda/geglu.h"
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "gpu/moe_backend.h"
@@ -92,7 +93,9 @@ void moe_experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& 
     grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr, !cuda::gemv_q8_supported(E.gate.type));
   }
   const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
-  if (q8_mid)
+  if (E.gelu)  // gemma4's GeGLU experts
+    cuda::geglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, q8_mid ? b.xq.get() : nullptr, s);
+  else if (q8_mid)
     cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, b.xq.get(), s);
   else
     cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
@@ -143,7 +146,10 @@ void moe_experts_prefill(const ExpertView& E, const int32_t* ids, const MoeStep&
     grouped(E.gate, h, n_embd, order, n_used, gu, 2 * n_ff, 0);
     grouped(E.up, h, n_embd, order, n_used, gu + n_ff, 2 * n_ff, 1);
   }
-  cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
+  if (E.gelu)
+    cuda::geglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
+  else
+    cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
   grouped(E.down, hh, n_ff, nullptr, 1, ys, n_embd, 2);
   // b.ids doubles as the inverse permutation's scratch: routing is done with it.
   cuda::moe_combine_sorted(ys, n_embd, order, st.n_tok, n_used, st.wts, n_embd, st.x, n_embd, num.round,

@@ -168,6 +168,7 @@ ExpertView SlotCache::view(int64_t layer, int64_t first, int64_t n) const {
   v.n_expert = n;
   v.n_embd = B.n_embd;
   v.n_ff = B.n_ff;
+  v.gelu = B.gelu;
   return v;
 }
 

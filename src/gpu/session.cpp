@@ -35,7 +35,7 @@ GpuNumerics gpu_numerics(const std::string& dtype) {
 bool gpu_supports(const model::Model& m) {
   const std::string a = m.arch->name;
   if (a == "qwen35" || a == "qwen35moe") return cuda::deltanet_supported(m.gdn_shape.d_head);
-  return a == "llama" || a == "qwen3" || a == "qwen3moe";
+  return a == "llama" || a == "qwen3" || a == "qwen3moe" || a == "gemma4";
 }
 
 GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)

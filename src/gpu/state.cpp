@@ -8,6 +8,7 @@
 #include "cuda/act_q8.h"
 #include "cuda/gemv.h"
 #include "engine/rope.h"
+#include "gpu/state_gemma4.h"
 #include "gpu/state_qwen35.h"
 #include "model/model.h"
 
@@ -34,10 +35,16 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     qkv_ld = std::max(qkv_ld, hp.n_head[il] * hp.head_dim_k + hp.n_head_kv[il] * (hp.head_dim_k + hp.head_dim_v));
     attn_ld = std::max(attn_ld, hp.n_head[il] * hp.head_dim_v);
+    if (!hp.head_dim_l.empty()) {  // gemma4: per-layer head dims (K = V)
+      const int64_t hd = hp.head_dim(il);
+      qkv_ld = std::max(qkv_ld, (hp.n_head[il] + 2 * hp.n_head_kv[il]) * hd);
+      attn_ld = std::max(attn_ld, hp.n_head[il] * hd);
+    }
     n_head = std::max(n_head, hp.n_head[il]);
     if (m.layers[il].is_moe()) {
       n_used = std::max(n_used, hp.n_expert_used[il]);
       n_ff = std::max(n_ff, hp.n_ff_exp);
+      if (!m.layers[il].ffn_gate_up.empty()) n_ff = std::max(n_ff, hp.n_ff[il]);  // gemma4: dense MLP too
     } else {
       n_ff = std::max(n_ff, hp.n_ff[il]);
     }
@@ -99,11 +106,32 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     ws += q35->workspace_bytes;
     kv_bytes += q35->state_bytes;  // the recurrent state is the sequence's cache
   }
+  if (is_gemma4(m)) {
+    g4 = std::make_unique<Gemma4Buffers>(m, n_ctx, U);
+    ws += g4->bytes;
+  }
   workspace_bytes = ws;
 
   const size_t es = kv_elem_bytes(num.kv);
   const int64_t kv_n = kv_rows > 0 ? kv_rows : n_ctx;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
+    // gemma4: a sliding layer keeps window + n_ubatch - 1 rows as a ring (engine::KvCache's
+    // n_cells: every query of a micro-batch still sees its whole window), a KV-shared layer
+    // reads its source layer's cache and has none.
+    const int64_t cells = hp.window(il) > 0 && kv_rows <= 0 ? std::min(kv_n, hp.window(il) + U - 1) : kv_n;
+    kv_cells.push_back(cells);
+    if (!hp.head_dim_l.empty()) {
+      if (hp.kv_src(il) != il) {
+        k_cache.emplace_back();
+        v_cache.emplace_back();
+        continue;
+      }
+      const size_t kvb = static_cast<size_t>(cells * hp.n_head_kv[il] * hp.head_dim(il)) * es;
+      k_cache.emplace_back(kvb);
+      v_cache.emplace_back(kvb);
+      kv_bytes += 2 * kvb;
+      continue;
+    }
     if (hp.is_recurrent(il)) {  // Gated DeltaNet layers keep their state in q35, no KV
       k_cache.emplace_back();
       v_cache.emplace_back();

@@ -20,6 +20,7 @@ struct Model;
 namespace ft::gpu {
 
 struct Qwen35Buffers;  // gpu/state_qwen35.h
+struct Gemma4Buffers;  // gpu/state_gemma4.h
 
 // Activation numerics on the GPU (--dtype):
 //   float32  : fp32 activations and KV, exact fp32 GEMV/GEMM (the rule (a) mode);
@@ -51,12 +52,14 @@ struct GpuBuffers {
   cuda::DeviceBuffer rope_cs;                                      // [n_ctx][n_rot]
   cuda::DeviceBuffer attn_ws;
   std::vector<cuda::DeviceBuffer> k_cache, v_cache;                // per layer
+  std::vector<int64_t> kv_cells;  // rows of each layer's cache (position p in row p % cells)
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
   cuda::DeviceBuffer route_ticket;                                 // moe_router_route's counter (0)
   std::unique_ptr<cuda::Gemm> gemm;
+  std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
+  std::unique_ptr<Gemma4Buffers> g4;   // gemma4: sliding rope table, branch and PLE scratch
   // Several sequences in one forward (gpu/batch_runner_gpu.cpp); null: one sequence at *pos.
   const BatchRows* batch = nullptr;
-  std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
 
   // Pinned host slots for the graph's copies.
   int32_t* h_tokens = nullptr;  // [n_ubatch]

@@ -197,6 +197,37 @@ void fix(DevLinear& l, uint8_t* base) {
   fix(l.row_scale, base);
 }
 
+// gemma4's extra per-layer tensors (absent tensors stay nullptr / empty for other archs).
+void place_gemma4_layer(Planner& pl, const model::Layer& L, DevLayer& D) {
+  if (D.moe) {  // the dense MLP beside the experts
+    D.gate_up = place_linear(pl, L.ffn_gate_up);
+    D.down = place_linear(pl, L.ffn_down);
+  }
+  D.post_attn_norm = place_f32(pl, L.post_attn_norm);
+  D.post_ffw_norm = place_f32(pl, L.post_ffw_norm);
+  D.pre_ffw_norm_2 = place_f32(pl, L.pre_ffw_norm_2);
+  D.post_ffw_norm_1 = place_f32(pl, L.post_ffw_norm_1);
+  D.post_ffw_norm_2 = place_f32(pl, L.post_ffw_norm_2);
+  D.router_in_scale = place_f32(pl, L.router_in_scale);
+  D.pl_inp_gate = place_linear(pl, L.pl_inp_gate);
+  D.pl_proj = place_linear(pl, L.pl_proj);
+  D.pl_post_norm = place_f32(pl, L.pl_post_norm);
+  D.out_scale = L.out_scale;
+  D.v_from_k = L.v_from_k;
+}
+
+void fix_gemma4_layer(DevLayer& D, uint8_t* base) {
+  fix(D.post_attn_norm, base);
+  fix(D.post_ffw_norm, base);
+  fix(D.pre_ffw_norm_2, base);
+  fix(D.post_ffw_norm_1, base);
+  fix(D.post_ffw_norm_2, base);
+  fix(D.router_in_scale, base);
+  fix(D.pl_inp_gate, base);
+  fix(D.pl_proj, base);
+  fix(D.pl_post_norm, base);
+}
+
 }  // namespace
 
 DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bool upload_experts) {
@@ -208,6 +239,14 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
   output_norm = place_f32(pl, m.output_norm);
   output = place_linear(pl, m.output);
 
+  if (m.per_layer_token_embd) {  // gemma4 per-layer input embeddings
+    const auto& pe = m.per_layer_token_embd;
+    const Src ps = source(pl, pe, pe.ne[1]);
+    per_layer_token_embd = {ps.type, tag<const uint8_t>(pl.place({{ps.data, static_cast<size_t>(ps.row_bytes * pe.ne[1])}})),
+                            ps.row_bytes, pe.ne[0], pe.ne[1], 0, 1.0f};
+    per_layer_model_proj = place_linear(pl, m.per_layer_model_proj);
+    per_layer_proj_norm = place_f32(pl, m.per_layer_proj_norm);
+  }
   layers.resize(m.layers.size());
   for (size_t il = 0; il < m.layers.size(); ++il) {
     const model::Layer& L = m.layers[il];
@@ -231,6 +270,7 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
     D.down_shexp = place_linear(pl, L.ffn_down_shexp);
     D.gate_inp_shexp = place_linear(pl, L.ffn_gate_inp_shexp);
     D.moe = L.is_moe();
+    place_gemma4_layer(pl, L, D);
     if (!D.moe) {
       D.gate_up = place_linear(pl, L.ffn_gate_up);
       D.down = place_linear(pl, L.ffn_down);
@@ -242,6 +282,7 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
     X.n_expert = ew.n_expert;
     X.n_embd = ew.n_embd;
     X.n_ff = ew.n_ff;
+    X.gelu = ew.glu == engine::Glu::kGelu;
     X.gate = place_experts(pl, ew.gate, upload_experts);
     X.up = place_experts(pl, ew.up, upload_experts);
     X.gate_up = place_experts(pl, ew.gate_up, upload_experts);
@@ -263,6 +304,9 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
   fix(token_embd.w, base);
   fix(output_norm, base);
   fix(output, base);
+  fix(per_layer_token_embd.w, base);
+  fix(per_layer_model_proj, base);
+  fix(per_layer_proj_norm, base);
   for (DevLayer& D : layers) {
     fix(D.attn_norm, base);
     fix(D.qkv, base);
@@ -278,6 +322,7 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
     fix(D.experts.gate_up.w, base);
     fix(D.experts.down.w, base);
     fix(D.experts.bank, base);
+    fix_gemma4_layer(D, base);
     fix(D.gdn_in, base);
     fix(D.gdn_out, base);
     fix(D.gdn_conv1d, base);

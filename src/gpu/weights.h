@@ -53,6 +53,7 @@ struct DevExperts {
   DevExpertTensor gate, up, gate_up, down;
   const float* bank = nullptr;  // device [n_expert][4] = (gate, up, down, 1)
   int64_t n_expert = 0, n_embd = 0, n_ff = 0;
+  bool gelu = false;  // GeGLU (tanh GELU) experts (gemma4) instead of SwiGLU
 };
 
 struct DevLayer {
@@ -75,6 +76,19 @@ struct DevLayer {
   const float* gdn_norm = nullptr;      // [d], gated RMSNorm weight
   // Shared expert beside the routed ones, scaled by sigmoid(gate_inp_shexp . h):
   DevLinear gate_up_shexp, down_shexp, gate_inp_shexp;
+  // gemma4 (gpu/forward_gemma4.cpp): post-norms, the MoE layer's extra norms and router input
+  // scale, the per-layer input gate, the layer output scale. Its MoE layers also carry the
+  // dense MLP (gate_up, down above).
+  const float* post_attn_norm = nullptr;
+  const float* post_ffw_norm = nullptr;
+  const float* pre_ffw_norm_2 = nullptr;
+  const float* post_ffw_norm_1 = nullptr;
+  const float* post_ffw_norm_2 = nullptr;
+  const float* router_in_scale = nullptr;  // {n_embd} ffn_gate_inp.scale
+  DevLinear pl_inp_gate, pl_proj;          // {n_embd} -> {n_pl} -> {n_embd}
+  const float* pl_post_norm = nullptr;
+  float out_scale = 1.0f;
+  bool v_from_k = false;  // no attn_v: V is the raw K projection
 };
 
 class DeviceWeights {
@@ -91,6 +105,10 @@ class DeviceWeights {
   const float* output_norm = nullptr;
   DevLinear output;
   std::vector<DevLayer> layers;
+  // gemma4 per-layer input embeddings (absent: rows 0).
+  DevMatrix per_layer_token_embd;    // rows = n_vocab, k = n_pl * n_layer
+  DevLinear per_layer_model_proj;    // {n_embd} -> {n_pl * n_layer}
+  const float* per_layer_proj_norm = nullptr;
 
  private:
   cuda::DeviceBuffer arena_;
