@@ -76,6 +76,15 @@ struct Shape {
     GgmlType mixer = GgmlType::BF16;  // attention and Gated DeltaNet projections
   } q35;
   bool is_qwen35() const { return q35.interval > 0; }
+  // gemma4 (shared/spec/arch/gemma4.md): sliding-window layers with every period-th layer (and
+  // the last) global; global layers with their own head dim (head_dim) and KV heads and V = K
+  // (no attn_v); MoE experts beside the dense MLP, GeGLU, post-norms, tied output.
+  struct Gemma4 {
+    int64_t head_dim_swa = 0, n_head_kv_global = 0, n_swa = 0, period = 0;
+    float rope_base_swa = 0, softcap = 0, partial_rotary = 0;
+  } g4;
+  bool is_gemma4() const { return g4.period > 0; }
+  bool g4_global(int64_t il) const { return il % g4.period == g4.period - 1 || il == n_layer - 1; }
 };
 
 Shape preset(const std::string& name) {
@@ -111,8 +120,24 @@ Shape preset(const std::string& name) {
     s.q35.d_conv = 4, s.q35.d_state = 128, s.q35.n_group = 16, s.q35.dt_rank = 32;
     s.q35.n_ff_shexp = 512;
     s.q35.sections = {11, 11, 10, 0};
+  } else if (name == "gemma4-26b-a4b-nvfp4") {
+    // Gemma-4-26B-A4B's text config (HF config.json as we know it: hidden 2816, 30 layers, 16
+    // heads, 8 KV heads on sliding layers (head_dim 256, window 1024) and 2 on the global ones
+    // (global_head_dim 512, attention_k_eq_v), 5 sliding : 1 global, dense MLP 2112 beside 128
+    // experts of 704 (top 8), vocab 262144, tied embeddings). NVFP4 attention, MLP and split
+    // experts with per-expert scales (a ModelOpt conversion), BF16 embeddings.
+    s.arch = "gemma4";
+    s.name = "ft-bigmodel Gemma-4-26B-A4B-shaped";
+    s.n_layer = 30, s.n_embd = 2816, s.n_head = 16, s.n_head_kv = 8, s.head_dim = 512;
+    s.n_ff = 2112, s.n_expert = 128, s.n_expert_used = 8, s.n_ff_exp = 704;
+    s.n_vocab = 262144, s.n_ctx_train = 262144;
+    s.rope_base = 1e6f, s.rms_eps = 1e-6f, s.qk_norm = true;
+    s.tokenizer_pre = "qwen2";
+    s.g4.head_dim_swa = 256, s.g4.n_head_kv_global = 2, s.g4.n_swa = 1024, s.g4.period = 6;
+    s.g4.rope_base_swa = 1e4f, s.g4.softcap = 30.0f, s.g4.partial_rotary = 0.25f;
   } else {
-    ft::fail("unknown preset '{}' (expected llama8b-nvfp4, qwen3moe-30b-nvfp4 or qwen36-35b-a3b-nvfp4)", name);
+    ft::fail("unknown preset '{}' (expected llama8b-nvfp4, qwen3moe-30b-nvfp4, qwen36-35b-a3b-nvfp4 or "
+             "gemma4-26b-a4b-nvfp4)", name);
   }
   return s;
 }
@@ -254,7 +279,52 @@ std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
   uniform("output_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
   // The head is BF16 in the presets (no .scale: llama.cpp loads output.scale only next
   // to an NVFP4 output).
-  weight("output", s.output, {s.n_embd, s.n_vocab}, o.logit_std * inv_sqrt(s.n_embd), true);
+  if (!s.is_gemma4())  // gemma4: tied to token_embd
+    weight("output", s.output, {s.n_embd, s.n_vocab}, o.logit_std * inv_sqrt(s.n_embd), true);
+  if (s.is_gemma4()) {
+    // Proportional rope of the global layers: the first partial_rotary of the pairs rotate
+    // (factor 1), the rest keep angle ~0 (factor 1e30), as the converter synthesises it.
+    std::vector<float> ff(static_cast<size_t>(s.head_dim / 2), 1e30f);
+    const auto n_rotated = static_cast<size_t>(static_cast<float>(s.head_dim) * s.g4.partial_rotary / 2);
+    for (size_t i = 0; i < n_rotated; ++i) ff[i] = 1.0f;
+    bytes("rope_freqs.weight", {s.head_dim / 2}, ff);
+    // token_embd is also the (tied) output head: read whole by a decode token, and of RMS
+    // logit_std / sqrt(n_embd) so that the logits (before the softcap of 30) have a std of
+    // logit_std (the residual stream is normed everywhere, so the embeddings' scale is free).
+    const float ta = o.logit_std * inv_sqrt(s.n_embd) * std::sqrt(3.0f);
+    for (Planned& t : out)
+      if (t.name == "token_embd.weight") t.read_fraction = 1.0, t.lo = -ta, t.hi = ta;
+  }
+  for (int64_t il = 0; il < s.n_layer && s.is_gemma4(); ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const bool global = s.g4_global(il);
+    const int64_t hd = global ? s.head_dim : s.g4.head_dim_swa;
+    const int64_t nkv = global ? s.g4.n_head_kv_global : s.n_head_kv;
+    const int64_t qd = s.n_head * hd, kvd = nkv * hd;
+    uniform(p + "attn_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    weight(p + "attn_q", s.quant, {s.n_embd, qd}, inv_sqrt(s.n_embd), true);
+    weight(p + "attn_k", s.quant, {s.n_embd, kvd}, inv_sqrt(s.n_embd), true);
+    if (!global) weight(p + "attn_v", s.quant, {s.n_embd, kvd}, inv_sqrt(s.n_embd), true);  // global: V = K
+    uniform(p + "attn_q_norm.weight", GgmlType::F32, {hd}, 0.8f, 1.2f);
+    uniform(p + "attn_k_norm.weight", GgmlType::F32, {hd}, 0.8f, 1.2f);
+    weight(p + "attn_output", s.quant, {qd, s.n_embd}, inv_sqrt(qd), true);
+    uniform(p + "post_attention_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    uniform(p + "layer_output_scale.weight", GgmlType::F32, {1}, 0.5f, 1.0f);
+    uniform(p + "ffn_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    weight(p + "ffn_gate", s.quant, {s.n_embd, s.n_ff}, inv_sqrt(s.n_embd), true);
+    weight(p + "ffn_up", s.quant, {s.n_embd, s.n_ff}, inv_sqrt(s.n_embd), true);
+    weight(p + "ffn_down", s.quant, {s.n_ff, s.n_embd}, inv_sqrt(s.n_ff), true);
+    uniform(p + "post_ffw_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    weight(p + "ffn_gate_inp", s.router, {s.n_embd, s.n_expert}, 2.5f, false);  // input is RMS 1/sqrt(n_embd)
+    uniform(p + "ffn_gate_inp.scale", GgmlType::F32, {s.n_embd}, 0.5f, 1.5f);
+    uniform(p + "pre_ffw_norm_2.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    uniform(p + "post_ffw_norm_1.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    uniform(p + "post_ffw_norm_2.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
+    const double used = static_cast<double>(s.n_expert_used) / static_cast<double>(s.n_expert);
+    weight(p + "ffn_gate_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd), true, used);
+    weight(p + "ffn_up_exps", s.quant, {s.n_embd, s.n_ff_exp, s.n_expert}, inv_sqrt(s.n_embd), true, used);
+    weight(p + "ffn_down_exps", s.quant, {s.n_ff_exp, s.n_embd, s.n_expert}, inv_sqrt(s.n_ff_exp), true, used);
+  }
   for (int64_t il = 0; il < s.n_layer && s.is_qwen35(); ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     const Shape::Qwen35& q = s.q35;
@@ -292,7 +362,7 @@ std::vector<Planned> plan_tensors(const Shape& s, const Options& o) {
     weight(p + "ffn_up_shexp", s.quant, {s.n_embd, q.n_ff_shexp}, inv_sqrt(s.n_embd), true);
     weight(p + "ffn_down_shexp", s.quant, {q.n_ff_shexp, s.n_embd}, branch / 0.6f * inv_sqrt(q.n_ff_shexp), true);
   }
-  for (int64_t il = 0; il < s.n_layer && !s.is_qwen35(); ++il) {
+  for (int64_t il = 0; il < s.n_layer && !s.is_qwen35() && !s.is_gemma4(); ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     uniform(p + "attn_norm.weight", GgmlType::F32, {s.n_embd}, 0.8f, 1.2f);
     weight(p + "attn_q", s.quant, {s.n_embd, q_dim}, inv_sqrt(s.n_embd), true);
@@ -575,6 +645,25 @@ void set_metadata(ft::gguf::Writer& w, const Shape& s) {
     w.set_u32(key("ssm.inner_size"), static_cast<uint32_t>(q.dt_rank * q.d_state));
     w.set_u32(key("expert_shared_feed_forward_length"), static_cast<uint32_t>(q.n_ff_shexp));
   }
+  if (s.is_gemma4()) {  // spec gemma4.md §1 (the generic head_count_kv becomes the per-layer array)
+    const Shape::Gemma4& g = s.g4;
+    std::vector<uint32_t> kv;
+    std::vector<bool> swa;
+    for (int64_t il = 0; il < s.n_layer; ++il) {
+      swa.push_back(!s.g4_global(il));
+      kv.push_back(static_cast<uint32_t>(s.g4_global(il) ? g.n_head_kv_global : s.n_head_kv));
+    }
+    w.set_u32_array(key("attention.head_count_kv"), kv);
+    w.set_bool_array(key("attention.sliding_window_pattern"), swa);
+    w.set_u32(key("attention.key_length_swa"), static_cast<uint32_t>(g.head_dim_swa));
+    w.set_u32(key("attention.value_length_swa"), static_cast<uint32_t>(g.head_dim_swa));
+    w.set_u32(key("attention.sliding_window"), static_cast<uint32_t>(g.n_swa));
+    w.set_u32(key("attention.shared_kv_layers"), 0);
+    w.set_u32(key("embedding_length_per_layer_input"), 0);
+    w.set_f32(key("rope.freq_base_swa"), g.rope_base_swa);
+    w.set_u32(key("rope.dimension_count_swa"), static_cast<uint32_t>(g.head_dim_swa));
+    w.set_f32(key("final_logit_softcapping"), g.softcap);
+  }
   const auto v = full_vocab(s.n_vocab);
   w.set_string("tokenizer.ggml.model", "gpt2");
   w.set_string("tokenizer.ggml.pre", s.tokenizer_pre);
@@ -714,7 +803,9 @@ int main(int argc, char** argv) {
   int n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false;
   std::vector<float> s2_range;
-  app.add_option("--preset", preset_name, "llama8b-nvfp4 | qwen3moe-30b-nvfp4 | qwen36-35b-a3b-nvfp4")->required();
+  app.add_option("--preset", preset_name,
+                 "llama8b-nvfp4 | qwen3moe-30b-nvfp4 | qwen36-35b-a3b-nvfp4 | gemma4-26b-a4b-nvfp4")
+      ->required();
   bool plan_only = false;
   app.add_option("--out,-o", out, "output GGUF (required unless --plan)");
   app.add_flag("--plan", plan_only, "print the sizes and bytes per token only, write nothing");
