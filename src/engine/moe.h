@@ -51,12 +51,13 @@ class MoeExperts {
                        int64_t ldo) = 0;
 };
 
-// Experts computed on the CPU from the mapped weights. Tokens are grouped by expert so
-// each expert's weights are read once per batch; the gate/up and down products of all
-// selected experts each run as one parallel loop over (expert, row chunk) items.
+// Experts computed on the CPU from the mapped weights: moe_cpu::ExpertExecutor (the same
+// executor the GPU's cpu / hybrid backends run). Tokens are grouped by expert so each
+// expert's weights are read once per batch; the gate/up and down products of all selected
+// experts each run as one parallel loop over (expert, row chunk) items.
 std::unique_ptr<MoeExperts> make_cpu_experts(const ExpertWeights& w);
 
-// Token-by-token scalar twin (matmul_ref, in rank order) for tests.
+// Token-by-token scalar twin (matmul_ref, in rank order) for tests: moe_cpu::expert_exec_ref.
 void moe_experts_ref(ActType act, const ExpertWeights& w, const float* x, int64_t ldx,
                      int64_t n_tok, const int32_t* ids, const float* weights, int n_used,
                      float* out, int64_t ldo);

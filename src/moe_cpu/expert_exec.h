@@ -7,9 +7,9 @@
 //            h = glu(g) * u,  g = (Wg[e] . x_t) * s_gate[e],  u = (Wu[e] . x_t) * s_up[e]
 //   with e = ids[t*n_used + r], w_r = weights[t*n_used + r], s_* = the [E][4] scale bank.
 //
-// The same math, kernels and rounding points as the CPU engine's MoeExperts (engine/moe.h):
-// with every id valid the result is bit-identical to make_cpu_experts(), and it equals the
-// scalar twin moe_experts_ref / expert_exec_ref up to fp32 summation order. An id of -1
+// The CPU engine's MoeExperts (engine/moe.h, make_cpu_experts) is this executor over the
+// mapped tensors; it equals the scalar twin expert_exec_ref (= moe_experts_ref) up to fp32
+// summation order. An id of -1
 // skips that route (the GPU owns it in the hybrid backend); a token with no route gets 0.
 //
 // Work: the (token, rank) slots are grouped by expert so each expert's rows are read once

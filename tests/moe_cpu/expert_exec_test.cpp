@@ -1,5 +1,7 @@
-// The CPU expert executor against the engine's MoE (bit for bit), its scalar twins
-// (moe_experts_ref, expert_exec_ref), skipped routes, and the pinned pool.
+// The CPU expert executor against the engine's MoE (bit for bit: make_cpu_experts is this
+// executor over a view of the ExpertWeights, so this checks that wiring -- views, scale bank,
+// numerics), its scalar twins (moe_experts_ref, expert_exec_ref), skipped routes, and the
+// pinned pool.
 #include "moe_cpu/expert_exec.h"
 
 #include <gtest/gtest.h>
