@@ -9,13 +9,13 @@
 
 namespace ft::serve {
 
-using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
-ChatPrompt build_chat_prompt(const ServerContext& c, const json& messages, const json& tools, const json& extra) {
+ChatPrompt build_chat_prompt(const ServerContext& c, const ojson& messages, const ojson& tools, const ojson& extra) {
   if (!messages.is_array() || messages.empty())
     bad_param("messages", "'messages' must be a non-empty array of {{role, content}} objects");
   for (size_t i = 0; i < messages.size(); ++i) {
-    const json& m = messages[i];
+    const ojson& m = messages[i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
       bad_param("messages", "messages[{}] must be an object with a string 'role'", i);
   }
@@ -23,7 +23,7 @@ ChatPrompt build_chat_prompt(const ServerContext& c, const json& messages, const
   const Tokenizer& tok = c.need_tok("messages");
   ChatPrompt p;
   p.text = render_chat(c.chat_template, messages, tools, /*add_generation_prompt=*/true, c.bos_text, c.eos_text,
-                       extra.is_object() ? extra : json::object());
+                       extra.is_object() ? extra : ojson::object());
   std::string_view text = p.text;
   // Templates that print bos_token would get a second BOS from the tokenizer.
   if (tok.add_bos() && !c.bos_text.empty() && text.substr(0, c.bos_text.size()) == c.bos_text)

@@ -19,8 +19,11 @@ struct ChatPrompt {
 };
 
 // messages: OpenAI-style array (checked: objects with a string role). tools: array or null.
-ChatPrompt build_chat_prompt(const ServerContext& c, const nlohmann::json& messages, const nlohmann::json& tools,
-                             const nlohmann::json& extra);
+// Insertion-ordered JSON: a tool schema's keys reach the template in the client's order (as
+// llama.cpp and vLLM render them) when the caller parsed the body as ordered_json; a
+// nlohmann::json argument converts, in its sorted order.
+ChatPrompt build_chat_prompt(const ServerContext& c, const nlohmann::ordered_json& messages,
+                             const nlohmann::ordered_json& tools, const nlohmann::ordered_json& extra);
 
 // "<prefix><24 random hex digits>" for response and tool-call ids.
 std::string random_id(const char* prefix);

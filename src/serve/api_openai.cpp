@@ -165,14 +165,17 @@ void handle_chat_completions(const ServerContext& c, const httplib::Request& req
   const json body = parse_body(req.body);
   check_model(body, c.model_id);
   GenRequest r;
-  const json tools = body.contains("tools") ? body["tools"] : json(nullptr);
-  json extra = json::object();
-  if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
+  // What the template renders, read again in the client's key order (json sorts keys; a
+  // tool schema must reach `tools | tojson` as sent, as llama.cpp and vLLM render it).
+  const auto ordered = nlohmann::ordered_json::parse(req.body);
+  const auto tools = ordered.contains("tools") ? ordered["tools"] : nlohmann::ordered_json(nullptr);
+  auto extra = nlohmann::ordered_json::object();
+  if (auto it = ordered.find("chat_template_kwargs"); it != ordered.end() && !it->is_null()) {
     if (!it->is_object()) bad_param("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     extra = *it;
   }
   if (!body.contains("messages")) bad_param("messages", "'messages' is required");
-  const ChatPrompt cp = build_chat_prompt(c, body["messages"], tools, extra);
+  const ChatPrompt cp = build_chat_prompt(c, ordered["messages"], tools, extra);
   r.prompt = cp.ids;
   const Common cm = read_common(body, r, {"max_completion_tokens", "max_tokens"});
   const bool logprobs = get_bool(body, "logprobs").value_or(false);
