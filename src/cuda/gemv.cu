@@ -85,8 +85,9 @@ void gemv_set_nvfp4_variant(int decode, int minb) {
   g_nvfp4_override.minb = minb;
 }
 
-// FT_GEMV_NVFP4_MMA=1 (or W,S: warps per CTA, stages) sends the shapes the mma kernel takes
-// to it (gemv_mma.cu), for end-to-end runs before the tuning table routes it.
+// FT_GEMV_NVFP4_MMA=1 (or W,S: warps per CTA, stages) sends every shape the mma kernel takes
+// to it (gemv_mma.cu), also those the plan leaves to the slab kernel (under
+// kNvfp4MmaMinRows rows): for end-to-end comparisons.
 const bool g_env_mma = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_MMA");
   if (e == nullptr || *e == '\0' || *e == '0') return false;

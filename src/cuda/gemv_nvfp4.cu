@@ -49,16 +49,6 @@ constexpr int kPackM = kNvfp4PackBlocksPerLane;
 constexpr int kPackStage = 32 * kPackM * kBlockBytes;            // staged bytes per packed item
 constexpr int kPackWarpBytes = kPackStage + 32 * kPackM * 4;     // + per-block partial sums
 
-// The E2M1 magnitude table read from global memory by an opaque load: a value ptxas cannot
-// re-create, so it stays in two registers. As an immediate (or an asm mov of one: run 9) ptxas
-// re-made kMag0 from a uniform register before every PRMT, ~85 IMAD per step of the R 4 kernel.
-__device__ uint32_t g_e2m1_mag[2] = {kMag0, kMag1};
-__device__ __forceinline__ E2m1Table e2m1_table_loaded() {
-  E2m1Table t;
-  asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(t.t0), "=r"(t.t1) : "l"(g_e2m1_mag));
-  return t;
-}
-
 // Launch-time constants of both kernels.
 struct Nv4 {
   int64_t nb;   // blocks per row
@@ -134,7 +124,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   const int n_sub = g.n_sub, n_slabs = g.n_slabs;
   const int n_steps = static_cast<int>(my_items) * n_sub * n_slabs;
   const bool combine = p.slot_w != nullptr;
-  const q8_detail::E2m1Table tab = e2m1_table_loaded();
+  const q8_detail::E2m1Table tab = q8_detail::e2m1_table();
 
   struct Step {
     int slab, j;
@@ -334,7 +324,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
   const int S = g.n_sub, P = g.pieces, nb = static_cast<int>(g.nb), nbt = P * nb;
   const int nvp = nb * kBlockBytes / VB, nvt = P * nvp;  // vectors per piece, per item
   const bool combine = p.slot_w != nullptr;
-  const q8_detail::E2m1Table tab = e2m1_table_loaded();
+  const q8_detail::E2m1Table tab = q8_detail::e2m1_table();
 
   // This lane's list entries: piece row rl, slot j, block b (constant over items).
   int e_rl[kPackM], e_j[kPackM], e_b[kPackM];

@@ -108,10 +108,26 @@ struct GemvNvfp4Plan {
   // mma kernel: warps per 16-row CTA (4, 8, 16) and cp.async stages per warp (2..4).
   int mma_warps = 8, mma_stages = 3;
 };
-// The mma kernel (gemv_mma.cu) for dense one-token launches with k % 256 == 0 and 16-byte
-// aligned rows: not routed until measured on the H200 (FT_GEMV_NVFP4_MMA=1 or the override
-// selects it).
-inline constexpr bool kNvfp4MmaRouted = false;
+// The mma kernel (gemv_mma.cu) takes dense one-token launches with k % 256 == 0 (whole
+// 4-block steps; 16-byte aligned rows, checked at launch) and at least this many rows (128
+// CTAs of 16 rows). H200 run 10, us, routed slab plan -> mma at the rule's warps/stages:
+// 14336x4096 14.80 -> 13.60, 4096x14336 14.34 -> 13.55, 6144x4096 10.90 -> 7.72, 4096x4096
+// 6.91 -> 5.81, 28672x4096 27.56 -> 23.16, 5120x2048 4.36 -> 3.79, 2048x4096 4.67 -> 3.61.
+// Fewer rows leave SMs idle (1024 rows = 64 CTAs; not measured): the slab kernel spreads them
+// over a warp per row. With the k/v projections (512-1024 rows) sent to it as well, Qwen3-30B-
+// A3B decoded 2% slower end to end (run 10).
+inline constexpr int64_t kNvfp4MmaMinRows = 2048;
+// Warps per CTA and stages (run 10 sweep, 4/8/16 warps x 2/3/4 stages): 4 warps when the CTAs
+// fill two per SM (14336x4096 4/2 13.60 us, 8/2 14.38, 16/2 18.90), else 8 (4096x14336 8/3
+// 13.55, 4/2 15.98); never under 2 steps per warp (5120x2048, 8 steps: 4/3 3.79, 8/3 4.70);
+// 2 stages only with 4+ steps per warp at 4 warps (14336x4096 4/2 13.60 vs 4/3 14.75; 4096x14336
+// at 8 warps: 2 stages 18.22 vs 3 13.55, likely uneven CTAs per SM at 3 per SM).
+inline void gemv_nvfp4_mma_shape(int64_t rows, int64_t k, int& warps, int& stages) {
+  const int64_t ctas = (rows + 15) / 16, steps = k / 256;
+  warps = ctas >= 2 * 132 ? 4 : 8;
+  while (warps > 4 && steps / warps < 2) warps /= 2;
+  stages = warps == 4 && steps / warps >= 4 ? 2 : 3;
+}
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
 // decoder (H200 run 5); with the sign-split decoder the dense one-token shapes gain (run 8:
 // 14336x4096 14.04 vs 15.46 us, 4096x14336 14.58 vs 14.56) and the expert ones still lose
@@ -171,8 +187,8 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   if (n_tok > 1 && pl.rows < 2) pl.rows = 2;  // instances for several tokens: R = 2, 4
   if (!grouped && n_tok == 1 && k <= kNvfp4XSmemMaxK) pl.x_smem = true;
   if (grouped && n_tok == 1 && (rows + 1) / 2 * n_out <= kNvfp4OneWaveWarps) pl.rows = 2, pl.minb = 6;
-  if (kNvfp4MmaRouted && !grouped && n_tok == 1 && nb % 4 == 0) pl.kernel = 3;
-  pl.mma_warps = (rows + 15) / 16 >= 4 * 132 ? 4 : 8;
+  if (!grouped && n_tok == 1 && nb % 4 == 0 && rows >= kNvfp4MmaMinRows) pl.kernel = 3;
+  gemv_nvfp4_mma_shape(rows, k, pl.mma_warps, pl.mma_stages);
   return pl;
 }
 

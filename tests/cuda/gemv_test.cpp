@@ -675,7 +675,25 @@ TEST(CudaGemvNvfp4, PackedRowsFillTheLanes) {
   EXPECT_EQ(down.rows, 1);
   EXPECT_EQ(gemv_nvfp4_plan(2048, 768, 1, 8, 1, true).rows, 8);
   const GemvNvfp4Plan dense = gemv_nvfp4_plan(14336, 4096, 1, 1, 1, false);
-  EXPECT_EQ(dense.kernel, 1);
+  // Run 10: dense one-token launches of 2048+ rows and k % 256 == 0 take the mma kernel (the
+  // slab fields stay its fallback); fewer rows, several tokens, partial steps, grouped: not.
+  EXPECT_EQ(dense.kernel, 3);
+  EXPECT_EQ(dense.mma_warps, 4);
+  EXPECT_EQ(dense.mma_stages, 2);
+  const GemvNvfp4Plan down_mma = gemv_nvfp4_plan(4096, 14336, 1, 1, 1, false);
+  EXPECT_EQ(down_mma.kernel, 3);
+  EXPECT_EQ(down_mma.mma_warps, 8);
+  EXPECT_EQ(down_mma.mma_stages, 3);
+  const GemvNvfp4Plan qkv = gemv_nvfp4_plan(5120, 2048, 1, 1, 1, false);
+  EXPECT_EQ(qkv.kernel, 3);
+  EXPECT_EQ(qkv.mma_warps, 4);
+  EXPECT_EQ(qkv.mma_stages, 3);
+  EXPECT_EQ(gemv_nvfp4_plan(4096, 2048, 1, 1, 1, false).mma_warps, 4);  // 8 steps: 2 per warp
+  EXPECT_EQ(gemv_nvfp4_plan(2048, 4096, 1, 1, 1, false).mma_warps, 8);
+  EXPECT_EQ(gemv_nvfp4_plan(1024, 4096, 1, 1, 1, false).kernel, 1);
+  EXPECT_EQ(gemv_nvfp4_plan(14336, 4096, 2, 1, 1, false).kernel, 1);
+  EXPECT_EQ(gemv_nvfp4_plan(4096, 4160, 1, 1, 1, false).kernel, 1);
+  EXPECT_NE(gemv_nvfp4_plan(4096, 4096, 1, 8, 1, true).kernel, 3);
   EXPECT_EQ(dense.rows, 4);
   EXPECT_EQ(gemv_nvfp4_plan(4096, 14336, 1, 1, 1, false).rows, 2);
   EXPECT_EQ(gemv_nvfp4_plan(7, 4096, 8, 1, 1, false).rows, 2);  // several tokens: R >= 2
@@ -844,6 +862,14 @@ TEST(CudaGemvNvfp4, MmaMatchesTwin) {
     check_dense_q8({GgmlType::NVFP4, 14336, 70, 1, 3, quant::Round::kNone, 0, false}, rng);
     EXPECT_EQ(gemv_nvfp4_mma_launches(), before + 1);
   }
+  gemv_set_nvfp4_override(-1, 0, 0);
+  // Routed by the plan (2048+ rows): 2050 rows (a partial last tile), k 2048 (4 warps x 2 steps).
+  {
+    const int64_t before = gemv_nvfp4_mma_launches();
+    check_dense_q8({GgmlType::NVFP4, 2048, 2050, 1, 2, quant::Round::kNone, 0, true}, rng);
+    EXPECT_EQ(gemv_nvfp4_mma_launches(), before + 1);
+  }
+  gemv_set_nvfp4_override(3, 0, 0);
   // Declined shapes fall back.
   const int64_t before = gemv_nvfp4_mma_launches();
   check_dense_q8({GgmlType::NVFP4, 2304, 33, 2, 1, quant::Round::kNone, 0, false}, rng);
