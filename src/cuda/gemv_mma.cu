@@ -12,8 +12,9 @@
 // halves), the decode ~0.9, the scale epilogue ~0.5 (every lane's accumulators are useful).
 // Measured (H200 run 10, ncu, 14336x4096 at 4 warps / 2 stages): 6.30 M warp instructions
 // against the slab kernel's 8.48 M, i.e. 3.4 lane instructions per weight, not the ~2 counted
-// above: the shared-memory address arithmetic (IADD3 / IMAD / LEA / LOP3 ~ 60% of the SASS)
-// is the next thing to cut. 13.60 us (53% of read bandwidth) against the slab's 14.80.
+// above: integer index arithmetic (IADD3, IMAD, LEA, VIADD: 377 of the kernel's 1120 static
+// SASS instructions, against 72 PRMT and 32 IMMA) is the next thing to cut. 13.60 us (53% of
+// read bandwidth) against the slab's 14.80.
 //
 // Layout. A CTA of NW warps owns a 16-row tile; warp w streams the steps w, w + NW, ... of
 // the row (a step = 4 NVFP4 blocks = 144 bytes of each of the 16 rows, cp.async into an NS-deep
