@@ -1,8 +1,9 @@
 // Decode GEMV entry (gemv.h): argument checks and the choice between the float path
 // (gemv_float.cu) and the integer path (gemv_q8.cu); both run the skeleton of
 // gemv_kernel.cuh with plans from gemv_tuning.h. NVFP4 on the integer path takes its own
-// kernels, the slab / packed kernels of gemv_nvfp4.cu, unless a generic plan is forced
-// (lanes override) or the rows are not 4-byte aligned.
+// kernels, the slab / packed kernels of gemv_nvfp4.cu and, for dense one-token launches of
+// 2048+ rows, the tensor-core kernel of gemv_mma.cu, unless a generic plan is forced (lanes
+// override) or the rows are not 4-byte aligned.
 #include "cuda/gemv.h"
 
 #include <cstdint>
