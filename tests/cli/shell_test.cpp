@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -109,4 +110,33 @@ TEST(Shell, BadUsageIsExit2) {
   const auto r = sh(kFt + " shell --url http://127.0.0.1:1 </dev/null");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("cannot reach"), std::string::npos) << r.err;
+}
+
+// --url: the same conversation through a running `ft serve` (OpenAI chat API, streamed) gives
+// the local replies (same CPU engine, same template, greedy), /reset included.
+TEST(Shell, RemoteServerMatchesLocal) {
+  const std::string log = dir() + "/serve.log", pid = dir() + "/serve.pid";
+  ASSERT_EQ(std::system((kFt + " serve --model " + model() + " --port 0 --device cpu --threads 1 >" + log +
+                         " 2>&1 & echo $! >" + pid)
+                            .c_str()),
+            0);
+  int port = 0;
+  for (int i = 0; i < 300 && port == 0; ++i) {  // up to 30 s for the ready line
+    const std::string s = ft::test::slurp(log);
+    const size_t at = s.find("ready on http://127.0.0.1:");
+    if (at != std::string::npos) port = std::atoi(s.c_str() + at + 26);
+    if (port == 0) usleep(100 * 1000);
+  }
+  const std::string server_pid = ft::test::slurp(pid);
+  ASSERT_GT(port, 0) << ft::test::slurp(log);
+  const std::string in = dir() + "/in-remote.txt";
+  std::ofstream(in) << "hello there\n/reset\nhello there\nand then?\n";
+  const auto r = sh(kFt + " shell --url http://127.0.0.1:" + std::to_string(port) +
+                    " --temperature 0 --max-tokens 6 < " + in);
+  const auto l = sh(kFt + " shell --model " + model() + kOpts + " < " + in);
+  const int killed = std::system(("kill " + server_pid).c_str());
+  EXPECT_EQ(killed, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, l.out);
+  EXPECT_NE(r.err.find("(conversation cleared)"), std::string::npos) << r.err;
 }
