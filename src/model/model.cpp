@@ -33,16 +33,21 @@ void refuse_bias_with_scale(const gguf::File& f, const ScaledTensor& w, const Te
 }
 
 // Reads one byte per page so the weights are resident before the first token (and the
-// progress line means something for a big model).
+// progress line means something for a big model). Tensor by tensor through their data
+// pointers: a Hugging Face directory's weights lie in the checkpoint's mapping, not in the file.
 void touch_weights(const gguf::File& f, const LoadOptions& opt) {
   if (!opt.progress) return;
-  const uint64_t total = f.file_size() - f.data_offset();
-  const uint8_t* p = f.base() + f.data_offset();
+  uint64_t total = 0, done = 0, next_report = 0;
+  for (const gguf::TensorInfo& t : f.tensors()) total += t.nbytes;
   volatile uint8_t sink = 0;
   const uint64_t step = 4096, report = 256ull << 20;
-  for (uint64_t off = 0; off < total; off += step) {
-    sink = sink + p[off];
-    if (off % report == 0) opt.progress(off, total);
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    for (uint64_t off = 0; off < t.nbytes; off += step) sink = sink + t.data[off];
+    done += t.nbytes;
+    if (done >= next_report) {
+      opt.progress(done, total);
+      next_report = done + report;
+    }
   }
   opt.progress(total, total);
 }
