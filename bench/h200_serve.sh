@@ -10,7 +10,8 @@
 #
 # Environment (defaults): MODEL (/tmp/ft-models/llama8b.gguf, written with ft-bigmodel
 # --preset llama8b-nvfp4 when missing), CLIENTS ("1 8 32 64"), PROMPT (128), OUTPUT (128),
-# ROUNDS (2: requests per client), CTX (512: per sequence), MAX_RUNNING (64), OUT (/tmp/ft-serve).
+# ROUNDS (2: requests per client), CTX (512: per sequence), MAX_RUNNING (64), OUT (/tmp/ft-serve),
+# DEVICE (cuda; cpu to try the script on a small model).
 set -uo pipefail
 FT=${FT:-build/ft}
 BIGMODEL=${BIGMODEL:-build/ft-bigmodel}
@@ -23,6 +24,7 @@ CTX=${CTX:-512}
 MAX_RUNNING=${MAX_RUNNING:-64}
 OUT=${OUT:-/tmp/ft-serve}
 PORT=${PORT:-18931}
+DEVICE=${DEVICE:-cuda}
 mkdir -p "$OUT" "$(dirname "$MODEL")"
 log() { echo "[$(date -u +%T)] $*" | tee -a "$OUT/serve_log.txt" >&2; }
 
@@ -31,14 +33,15 @@ if [ ! -f "$MODEL" ]; then
   "$BIGMODEL" --preset llama8b-nvfp4 -o "$MODEL" -q >>"$OUT/serve_log.txt" 2>&1 || { log "ft-bigmodel failed"; exit 1; }
 fi
 
-# 0 once GET /health answers 200 (bash's /dev/tcp: no curl needed).
+# 0 once GET /health answers 200 (bash's /dev/tcp: no curl needed). In a subshell, so the
+# exec's descriptors and its silenced stderr stay there.
 healthy() {
-  local line
-  exec 3<>"/dev/tcp/127.0.0.1/$PORT" 2>/dev/null || return 1
-  printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-  IFS= read -r -t 5 line <&3
-  exec 3<&- 3>&-
-  [[ "$line" == *" 200"* ]]
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT" || exit 1
+    printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    IFS= read -r -t 5 line <&3
+    [[ "$line" == *" 200"* ]]
+  ) 2>/dev/null
 }
 
 wait_ready() {  # pid, seconds
@@ -75,7 +78,7 @@ run_engine() {
 }
 
 ENGINES=ft
-run_engine ft "$FT" serve --model "$MODEL" --device cuda --port "$PORT" --ctx-size "$CTX" \
+run_engine ft "$FT" serve --model "$MODEL" --device "$DEVICE" --port "$PORT" --ctx-size "$CTX" \
   --max-running-requests "$MAX_RUNNING" --max-queue 256
 if [ -n "${LLAMA_SERVER:-}" ]; then
   ENGINES="ft llama"
