@@ -9,6 +9,7 @@
 //              MoE: f = norm1(f) + norm2(experts(norm(x); router(norm(x)/sqrt(n) * scale)))
 //              x += post_norm(f); x += PLE; x *= layer_output_scale
 //   logits = softcap(W_out norm(x))
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -169,7 +170,16 @@ void GpuForward::gemma4_layer_end(int64_t il, int64_t n_tok, cudaStream_t s) con
     float* tmp = g.tmp.as<float>();
     linear(L.pl_inp_gate, x, n_embd, n_tok, gate, n_pl, num_.round, false, num_.q8, s);
     cuda::gelu_mul(gate, n_pl, g.per_layer.as<float>() + il * n_pl, hp.n_layer * n_pl, n_pl, n_tok, num_.round, s);
-    linear(L.pl_proj, gate, n_pl, n_tok, br, n_embd, num_.round, false, num_.q8, s);
+    if (n_tok <= cuda::kGemvMaxTokens || n_pl % 32 == 0) {
+      linear(L.pl_proj, gate, n_pl, n_tok, br, n_embd, num_.round, false, num_.q8, s);
+    } else {
+      // The prefill GEMM takes k % 32 == 0 only (H200 run: "Gemm::run: k=16" on n_pl 16):
+      // GEMVs of kGemvMaxTokens rows instead.
+      for (int64_t t0 = 0; t0 < n_tok; t0 += cuda::kGemvMaxTokens) {
+        const int64_t n = std::min<int64_t>(cuda::kGemvMaxTokens, n_tok - t0);
+        linear(L.pl_proj, gate + t0 * n_pl, n_pl, n, br + t0 * n_embd, n_embd, num_.round, false, num_.q8, s);
+      }
+    }
     cuda::rmsnorm(br, n_embd, L.pl_post_norm, n_embd, hp.rms_eps, n_tok, tmp, n_embd, num_.round, s);
     cuda::add_rows(x, n_embd, tmp, n_embd, n_tok, n_embd, x, n_embd, s);
   }

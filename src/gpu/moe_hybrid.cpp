@@ -12,6 +12,7 @@
 #include "cuda/check.h"
 #include "cuda/gemv.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/geglu.h"
 #include "cuda/glu.h"
 #include "cuda/moe_cache.h"
 
@@ -80,7 +81,9 @@ void moe_experts_decode_slots(const ExpertView& E, const int32_t* ids, const Moe
     cuda::gemv(args(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, !cuda::gemv_q8_supported(E.gate.type)), s);
   }
   const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
-  if (q8_mid)
+  if (E.gelu)  // gemma4's GeGLU experts
+    cuda::geglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, q8_mid ? b.xq.get() : nullptr, s);
+  else if (q8_mid)
     cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, b.xq.get(), s);
   else
     cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
