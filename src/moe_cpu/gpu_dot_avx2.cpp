@@ -22,42 +22,40 @@ namespace {
 
 constexpr int kG = 8;  // rows per group (ymm lanes)
 
-float as_float(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-float ue4m3_half(uint32_t x) {
-  const uint32_t e = (x >> 3) & 0xF, m = x & 7;
-  const float sub = static_cast<float>(m) * (1.0f / 1024.0f);
-  const float normal = as_float(((e + 119) << 23) | (m << 20));
-  const float v = e == 0 ? sub : normal;
-  return (x == 0 || x == 0x7F) ? 0.0f : v;
-}
-float e8m0_half(uint32_t e) {
-  if (e < 2) return as_float(0x00200000u << e);
-  return as_float((e - 1) << 23);
-}
-
-struct Tables {
-  float ue4m3_full[256];  // nvfp4_scales: 2 * ue4m3_half
-  float e8m0[256];
-  Tables() {
-    for (int i = 0; i < 256; ++i) {
-      ue4m3_full[i] = 2.0f * ue4m3_half(static_cast<uint32_t>(i));
-      e8m0[i] = e8m0_half(static_cast<uint32_t>(i));
-    }
-  }
-};
-const Tables& tables() {
-  static const Tables t;
-  return t;
-}
-
 // Signed w times signed x, pairs summed to int16 (|w| <= 128, |x| <= 127: no saturation).
 inline __m256i mul_pairs(__m256i w, __m256i x) {
   return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
 }
+// The 32-bit word at p + off[r] of each of the 8 rows, by scalar loads: gathers are slow
+// on AMD Zen (microcoded; the 2-core dev host is an EPYC).
+inline __m256i load_words8(const uint8_t* p, const int32_t* offs) {
+  uint32_t v[8];
+  for (int r = 0; r < 8; ++r) std::memcpy(&v[r], p + offs[r], 4);
+  return _mm256_setr_epi32(static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]),
+                           static_cast<int>(v[3]), static_cast<int>(v[4]), static_cast<int>(v[5]),
+                           static_cast<int>(v[6]), static_cast<int>(v[7]));
+}
+// 2 * ue4m3_half of the low byte of each int32 (nvfp4_scales: 0x7F -> 0, 0xFF -> 480).
+inline __m256 ue4m3_full8(__m256i x) {
+  const __m256i e = _mm256_and_si256(_mm256_srli_epi32(x, 3), _mm256_set1_epi32(0xF));
+  const __m256i m = _mm256_and_si256(x, _mm256_set1_epi32(7));
+  const __m256 normal = _mm256_castsi256_ps(
+      _mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(119)), 23), _mm256_slli_epi32(m, 20)));
+  const __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(1.0f / 1024.0f));
+  __m256 v = _mm256_blendv_ps(normal, sub, _mm256_castsi256_ps(_mm256_cmpeq_epi32(e, _mm256_setzero_si256())));
+  const __m256i zero =
+      _mm256_or_si256(_mm256_cmpeq_epi32(x, _mm256_setzero_si256()), _mm256_cmpeq_epi32(x, _mm256_set1_epi32(0x7F)));
+  v = _mm256_andnot_ps(_mm256_castsi256_ps(zero), v);
+  return _mm256_mul_ps(v, _mm256_set1_ps(2.0f));
+}
+// e8m0_half of the low byte of each int32.
+inline __m256 e8m0_half8(__m256i e) {
+  const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);  // e < 2
+  const __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i lt2 = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(big, small, lt2));
+}
+
 // Folds the terms of 8 rows as they are made, in term order: lanes > 0: term t into lane
 // (t >> unit_log2) & (lanes - 1), then the lane tree; lanes == 0 (NVFP4 packed): each block's
 // 4 terms from 0, the blocks added in order.
@@ -125,7 +123,6 @@ void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   alignas(32) int32_t offs[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(offs), off);
-  const float* tab = tables().ue4m3_full;
   for (int64_t c = 0; c < nb; ++c) {
     const __m256i xa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.ab.data() + 64 * c));
     const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.ab.data() + 64 * c + 32));
@@ -155,12 +152,12 @@ void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_
     y2 = _mm256_unpacklo_epi64(t2, t3);
     y3 = _mm256_unpackhi_epi64(t2, t3);
     const __m256i ys[4] = {y0, y1, y2, y3};
-    const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(w + 36 * c), off, 1);
+    const __m256i words = load_words8(w + 36 * c, offs);
     for (int s = 0; s < 4; ++s) {
       const __m256i v = _mm256_sub_epi32(ys[s], _mm256_set1_epi32(xp.s12[4 * c + s]));
       const __m256 isf = _mm256_cvtepi32_ps(v);
       const __m256i byte = _mm256_and_si256(_mm256_srli_epi32(words, 8 * s), _mm256_set1_epi32(0xFF));
-      const __m256 sw = _mm256_i32gather_ps(tab, byte, 4);
+      const __m256 sw = ue4m3_full8(byte);
       f.add(isf, _mm256_mul_ps(sw, _mm256_set1_ps(xp.dxh[2 * c + (s >> 1)])));
     }
   }
@@ -182,7 +179,6 @@ void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuAct
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
                                        18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  const float* e8 = tables().e8m0;
   alignas(32) int32_t offs[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(offs), off);
   for (int64_t j = 0; j < n32; ++j) {
@@ -202,7 +198,7 @@ void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuAct
       }
     }
     __m256i sum = hsum8(p);
-    const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(w + bb * j), off, 1);
+    const __m256i words = load_words8(w + bb * j, offs);
     __m256 sw;
     if (q8) {
       const __m256i d16 = _mm256_and_si256(words, _mm256_set1_epi32(0xFFFF));
@@ -212,7 +208,7 @@ void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuAct
       int32_t xs = 0;
       for (int i = 0; i < 32; ++i) xs += x.qs[32 * j + i];
       sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(12 * xs));
-      sw = _mm256_i32gather_ps(e8, _mm256_and_si256(words, _mm256_set1_epi32(0xFF)), 4);
+      sw = e8m0_half8(_mm256_and_si256(words, _mm256_set1_epi32(0xFF)));
     }
     f.add(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(sw, _mm256_set1_ps(x.d[j])));
   }
