@@ -88,10 +88,15 @@ void gemv_set_nvfp4_variant(int decode, int minb) {
 
 // FT_GEMV_NVFP4_MMA=1 (or W,S: warps per CTA, stages) sends every shape the mma kernel takes
 // to it (gemv_mma.cu), also those the plan leaves to the slab kernel (under
-// kNvfp4MmaMinRows rows): for end-to-end comparisons.
+// kNvfp4MmaMinRows rows); FT_GEMV_NVFP4_MMA=0 sends the plan's mma launches to the slab
+// kernel: end-to-end comparisons in one binary.
 const bool g_env_mma = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_MMA");
-  if (e == nullptr || *e == '\0' || *e == '0') return false;
+  if (e == nullptr || *e == '\0') return false;
+  if (*e == '0') {
+    g_nvfp4_override.mma_off = true;
+    return true;
+  }
   g_nvfp4_override.kernel = 3;
   int w = 0, s = 0;
   if (std::sscanf(e, "%d,%d", &w, &s) == 2 && w > 1) g_nvfp4_override.mma_warps = w, g_nvfp4_override.mma_stages = s;

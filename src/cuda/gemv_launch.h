@@ -26,6 +26,7 @@ struct Nvfp4Override {
   int kernel = -1, rows = 0, x_smem = 0;
   int decode = 0, minb = 0;  // gemv_set_nvfp4_variant
   int mma_warps = 0, mma_stages = 0;  // gemv_set_nvfp4_mma
+  bool mma_off = false;               // FT_GEMV_NVFP4_MMA=0: the plan's mma launches take the slab kernel
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.

@@ -551,6 +551,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (over.mma_warps > 0) pl.mma_warps = over.mma_warps;
   if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;
   // The mma kernel, planned or forced; where it declines the shape, the other kernels' plan.
+  if (pl.kernel == 3 && over.mma_off) pl.kernel = 1;
   if (pl.kernel == 3 || over.kernel == 3) {
     if (over.kernel < 0 || over.kernel == 3) {
       if (gemv_nvfp4_mma(p, nt, grouped, pl.mma_warps, pl.mma_stages, stream)) return true;
