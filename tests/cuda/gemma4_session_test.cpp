@@ -2,7 +2,8 @@
 // models of the parity suite (spec gemma4.md §6) in every --dtype:
 //   dense BF16 with per-layer inputs, KV sharing and double-wide MLPs; dense NVFP4 with
 //   scales and no softcap key (default 30); MoE BF16, MoE MXFP4 experts, MoE NVFP4 split
-//   experts with per-expert scales; a window of 3 under a 24-token prompt.
+//   experts with per-expert scales; a window of 3 under a 24-token prompt; the 26B-A4B head
+//   dims (256 / 512) with a window of 16 under 40 tokens.
 //   * prompt logits (GEMM path) within the per-dtype tolerance of gpu_session_test;
 //   * 24 teacher-forced decode steps (GEMV path, graphs): the same argmax unless a near tie;
 //   * micro-batches of 12 (sliding layers then keep a 12 + window - 1 row ring that wraps):
@@ -82,6 +83,21 @@ std::vector<Case> cases() {
     s.g4.n_swa = 3;
     s.g4.swa_pattern = {true, true, false, true};
     v.push_back({"swa3_prompt24", s, 24});
+  }
+  {
+    // Gemma-4-26B-A4B's head dims (sliding 256, global 512: the rope and attention kernels'
+    // widest heads) and a window of 16 under a 40-token prompt, NVFP4 attention and experts.
+    // Added after the H200 run of 02:21 (not run there).
+    auto s = with(all(base(), GgmlType::BF16), {Role::kAttn, Role::kExperts}, GgmlType::NVFP4);
+    s.n_embd = 256;
+    s.n_ff = 256;
+    s.head_dim = 512;
+    s.g4.head_dim_swa = 256;
+    s.g4.n_swa = 16;
+    s.n_expert = 8;
+    s.n_expert_used = 2;
+    s.n_ff_exp = 128;
+    v.push_back({"wide_heads_moe_nvfp4", s, 40});
   }
   return v;
 }
