@@ -88,7 +88,7 @@ struct Folder {
 };
 
 // The activations of an NVFP4 row rearranged once per call for terms_nvfp4_8: per block c,
-// xa = [sub-block 0 | 2] and xb = [1 | 3] (the decoded weights' lane order), and 12 times
+// in the order of the low and of the high nibbles of the 32 code bytes, and 12 times
 // each sub-block's activation sum (the weights are decoded with +12 so that maddubs can
 // take them unsigned: sum((w + 12) x) - 12 sum(x) = sum(w x), exact in int32).
 struct Nvfp4X {
@@ -101,11 +101,15 @@ void prep_nvfp4_x(const GpuActQ8& x, int64_t nb, Nvfp4X& p) {
   p.s12.resize(static_cast<size_t>(4 * nb));
   p.dxh.resize(static_cast<size_t>(2 * nb));
   for (int64_t c = 0; c < nb; ++c) {
-    const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 64 * c));
-    const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 64 * c + 32));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.ab.data() + 64 * c), _mm256_permute2x128_si256(x0, x1, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.ab.data() + 64 * c + 32),
-                        _mm256_permute2x128_si256(x0, x1, 0x31));
+    // The codes' byte order: byte 8s + j holds element 16s + j (low nibble) and 16s + 8 + j
+    // (high nibble); xl / xh put the activations in that order.
+    int8_t* xl = p.ab.data() + 64 * c;
+    int8_t* xh = xl + 32;
+    for (int s = 0; s < 4; ++s)
+      for (int j = 0; j < 8; ++j) {
+        xl[8 * s + j] = x.qs[64 * c + 16 * s + j];
+        xh[8 * s + j] = x.qs[64 * c + 16 * s + 8 + j];
+      }
     for (int s = 0; s < 4; ++s) {
       int32_t sum = 0;
       for (int i = 0; i < 16; ++i) sum += x.qs[64 * c + 16 * s + i];
@@ -116,16 +120,6 @@ void prep_nvfp4_x(const GpuActQ8& x, int64_t nb, Nvfp4X& p) {
   }
 }
 
-// p[r] holds 4 int32 partials of quantity X in its low 128-bit lane and of Y in its high
-// lane; x[r] / y[r] = their sums, for the 8 rows.
-inline void lane_sums8(const __m256i (&p)[8], __m256i& x, __m256i& y) {
-  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
-  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
-  const __m256i a = _mm256_hadd_epi32(h01, h23), b = _mm256_hadd_epi32(h45, h67);  // lane: rows 0-3 / 4-7
-  x = _mm256_permute2x128_si256(a, b, 0x20);
-  y = _mm256_permute2x128_si256(a, b, 0x31);
-}
-
 // Terms of 8 rows (row r at w + off[r]) at once, term-major: is/sc[(4 c + s) * 8 + r].
 void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_t nb, Folder& f) {
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
@@ -134,27 +128,33 @@ void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_
   alignas(32) int32_t offs[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(offs), off);
   for (int64_t c = 0; c < nb; ++c) {
-    const __m256i xa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.ab.data() + 64 * c));
-    const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.ab.data() + 64 * c + 32));
-    __m256i pa[8], pb[8];  // per row: [sub-block 0 | 2] and [1 | 3], 4 partial sums each
+    const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.ab.data() + 64 * c));
+    const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.ab.data() + 64 * c + 32));
+    __m256i p[8];  // per row: int32 m = bytes 4m..4m+3 of sub-block m / 2
     for (int r = 0; r < 8; ++r) {
       const uint8_t* b = w + offs[r] + 36 * c;
       // 8 rows are read side by side, 36 bytes a step each: prefetch ~9 lines ahead (the
       // rows' streams otherwise stall on DRAM latency, perf: ~25% of cycles at the loads).
       _mm_prefetch(reinterpret_cast<const char*>(b + 36 * 16), _MM_HINT_T0);
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 4));
-      const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-      const __m256i wa = _mm256_shuffle_epi8(lut, _mm256_unpacklo_epi64(lo, hi));
-      const __m256i wb = _mm256_shuffle_epi8(lut, _mm256_unpackhi_epi64(lo, hi));
-      pa[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xa), ones);
-      pb[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(wb, xb), ones);
+      const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4));
+      const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+      // Each int16 <= 2 * 24 * 127 per half: the sum of both fits.
+      const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh));
+      p[r] = _mm256_madd_epi16(s16, ones);
     }
-    // Reduce across the 8 rows at once (12 hadds for 32 sums; a hadd pair per row and a
-    // transpose cost ~44 instructions): lane_sums(p) -> [low-lane sums of rows 0..7],
-    // [high-lane sums of rows 0..7].
-    __m256i ys[4];
-    lane_sums8(pa, ys[0], ys[2]);
-    lane_sums8(pb, ys[1], ys[3]);
+    // Per row, lane: [s0 s0 s1 s1 | s2 s2 s3 s3]; pairs summed by hadd, then the sub-blocks
+    // gathered across rows (12 instructions for 8 rows).
+    const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
+    const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
+    auto pick = [](__m256i a, __m256i b, bool odd) {  // lane: [a0 a2 b0 b2] or [a1 a3 b1 b3]
+      const __m256 fa = _mm256_castsi256_ps(a), fb = _mm256_castsi256_ps(b);
+      return _mm256_castps_si256(odd ? _mm256_shuffle_ps(fa, fb, 0xDD) : _mm256_shuffle_ps(fa, fb, 0x88));
+    };
+    const __m256i e0 = pick(h01, h23, false), o0 = pick(h01, h23, true);  // rows 0-3: [s0 | s2], [s1 | s3]
+    const __m256i e1 = pick(h45, h67, false), o1 = pick(h45, h67, true);  // rows 4-7
+    const __m256i ys[4] = {_mm256_permute2x128_si256(e0, e1, 0x20), _mm256_permute2x128_si256(o0, o1, 0x20),
+                           _mm256_permute2x128_si256(e0, e1, 0x31), _mm256_permute2x128_si256(o0, o1, 0x31)};
     const __m256i words = load_words8(w + 36 * c, offs);
     for (int s = 0; s < 4; ++s) {
       const __m256i v = _mm256_sub_epi32(ys[s], _mm256_set1_epi32(xp.s12[4 * c + s]));
