@@ -176,7 +176,9 @@ inline __m256i hsum8(const __m256i (&p)[8]) {
 
 // Q8_0 / MXFP4 terms (one per 32-element block) of 8 rows at w + off[r], term-major.
 // MXFP4 codes are decoded +12 (unsigned maddubs) and 12 sum(x) taken off per block.
-void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuActQ8& x, int64_t n32, Folder& f) {
+// x12[j]: 12 times the sum of activation block j (MXFP4's +12 decoding).
+void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuActQ8& x, const int32_t* x12,
+                int64_t n32, Folder& f) {
   const bool q8 = type == GgmlType::Q8_0;
   const int bb = q8 ? 34 : 17;
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
@@ -208,9 +210,7 @@ void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuAct
       const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(d16, d16), 0x08);
       sw = _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
     } else {
-      int32_t xs = 0;
-      for (int i = 0; i < 32; ++i) xs += x.qs[32 * j + i];
-      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(12 * xs));
+      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(x12[j]));
       sw = e8m0_half8(_mm256_and_si256(words, _mm256_set1_epi32(0xFF)));
     }
     f.add(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(sw, _mm256_set1_ps(x.d[j])));
@@ -233,7 +233,17 @@ bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* 
     f.unit_log2 = nv ? 2 : 1;  // terms per lane unit: NVFP4 block 4; Q8_0 / MXFP4 unit 2
   }
   thread_local Nvfp4X xp;
-  if (nv) prep_nvfp4_x(x, k / 64, xp);
+  thread_local std::vector<int32_t> x12;
+  if (nv) {
+    prep_nvfp4_x(x, k / 64, xp);
+  } else if (type == GgmlType::MXFP4) {
+    x12.resize(static_cast<size_t>(k / 32));
+    for (int64_t j = 0; j < k / 32; ++j) {
+      int32_t sum = 0;
+      for (int i = 0; i < 32; ++i) sum += x.qs[32 * j + i];
+      x12[j] = 12 * sum;
+    }
+  }
   for (int64_t g0 = 0; g0 < n_rows; g0 += kG) {
     alignas(32) int32_t offs[kG];  // rows past the end repeat the last row
     for (int r = 0; r < kG; ++r) offs[r] = static_cast<int32_t>(std::min<int64_t>(r, n_rows - 1 - g0) * row_bytes);
@@ -242,7 +252,7 @@ bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* 
     if (nv)
       terms_nvfp4_8(w + g0 * row_bytes, off, xp, k / 64, f);
     else
-      terms_q8_8(type, w + g0 * row_bytes, off, x, k / 32, f);
+      terms_q8_8(type, w + g0 * row_bytes, off, x, x12.data(), k / 32, f);
     float o[kG];
     f.finish(o);
     for (int r = 0; r < kG && g0 + r < n_rows; ++r) out[g0 + r] = o[r];
