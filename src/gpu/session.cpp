@@ -58,7 +58,11 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
               static_cast<double>(host_banks_->bytes()) / (1024.0 * 1024.0), m.hp.n_layer);
   }
   w_ = std::make_unique<DeviceWeights>(m, o.progress, /*upload_experts=*/backend == "fused");
-  b_ = std::make_unique<GpuBuffers>(m, num_, n_ctx, o.n_ubatch);
+  // FT_CUDA_UBATCH: prompt micro-batch size (a diagnostic: <= 8 runs prompts through the
+  // decode GEMVs and their Q8 activations instead of the prefill GEMMs).
+  int64_t n_ubatch = o.n_ubatch;
+  if (const char* e = std::getenv("FT_CUDA_UBATCH"); e && std::atoll(e) > 0) n_ubatch = std::atoll(e);
+  b_ = std::make_unique<GpuBuffers>(m, num_, n_ctx, n_ubatch);
   if (backend == "fused") {
     moe_ = make_moe_fused(*w_);
   } else {
