@@ -31,7 +31,8 @@ tree="$stage/llama.cpp"
 mkdir -p "$tree"
 
 keep=(CMakeLists.txt LICENSE licenses cmake include src common vendor ggml tools/llama-bench
-      tools/server tools/mtmd tools/ui/CMakeLists.txt scripts/ui-assets.cmake)
+      tools/server tools/mtmd tools/ui/CMakeLists.txt tools/ui/ui.h.in tools/ui/ui.cpp.in
+      scripts/ui-assets.cmake)
 if [ -f "$src/CMakeLists.txt" ] && [ -d "$src/ggml/src" ]; then
   for p in "${keep[@]}"; do
     [ -e "$src/$p" ] || { echo "pack-llama-src: $src/$p is missing" >&2; exit 1; }

@@ -346,7 +346,9 @@ TEST_P(Parity, MatchesLlamaCpp) {
       const Ours o = run_ours(model, prompt, dt, nullptr, (dir / (std::string("logits_b_") + dt + ".json")).string());
       ASSERT_TRUE(o.ok) << "--dtype " << dt << " failed (rc " << o.rc << ")";
       const int same = common_prefix(o.tokens, q.tokens);
-      EXPECT_TRUE(moe || same >= kTokens || q.margins[same] < near_b)
+      // Held at least as far as exact fp32 math follows llama.cpp's 8-bit rounding (f32_same):
+      // a reduced-precision run cannot be asked to track that rounding better than exact math.
+      EXPECT_TRUE(moe || same >= kTokens || same >= f32_same || q.margins[same] < near_b)
           << "--dtype " << dt << " free-running tokens diverge from llama.cpp on the quantised file at step " << same
           << " where llama.cpp's margin is " << (same < kTokens ? q.margins[same] : 0.0f);
       char b[64];
