@@ -49,4 +49,15 @@ void qk_norm_rope_store(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int
                         const float* q_norm_w, const float* k_norm_w, float eps, const float* cs, int n_rot,
                         bool neox, const int32_t* d_pos, Round r, const KvStore& kv, cudaStream_t s);
 
+// qk_norm_rope_store for a batch of tokens from several sequences (continuous batching,
+// gpu/batch_forward.cpp): token t sits at its own position d_pos[t] (d_pos is per token here)
+// and its K/V row goes to cache row d_base[t] + d_pos[t], d_base[t] the first row of its
+// sequence's slot in a cache of max_seqs x n_ctx rows. The same kernel as
+// qk_norm_rope_store, so a token gets bit-identical q, K and V either way. Both arrays are
+// read on the device (graph capture).
+void qk_norm_rope_store_batch(float* x, int64_t ld, int64_t n_tok, int64_t n_head, int64_t n_head_kv, int64_t hd,
+                              const float* q_norm_w, const float* k_norm_w, float eps, const float* cs, int n_rot,
+                              bool neox, const int32_t* d_pos, const int32_t* d_base, Round r, const KvStore& kv,
+                              cudaStream_t s);
+
 }  // namespace ft::cuda

@@ -1,7 +1,7 @@
 #include "gpu/batch_forward.h"
 
 #include "cuda/attention_batch.h"
-#include "cuda/rope_batch.h"
+#include "cuda/rope.h"
 #include "gpu/state.h"
 #include "gpu/weights.h"
 #include "model/model.h"

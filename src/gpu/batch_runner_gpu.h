@@ -7,7 +7,7 @@
 // KV: one slot of n_ctx rows per sequence in a cache of max_seqs x n_ctx rows per layer
 // (allocated at start, so an admitted sequence never runs out); each token carries its
 // position and its slot's first row to the rope/store and attention kernels
-// (cuda/rope_batch.h, cuda/attention_batch.h: one launch per layer for all sequences).
+// (cuda/rope.h qk_norm_rope_store_batch, cuda/attention_batch.h: one launch per layer for all sequences).
 // Prefix reuse: a new sequence takes the free slot whose text shares the longest prefix with
 // its prompt (the rows past it are overwritten). Decode-only steps replay a CUDA graph per
 // batch size (FT_CUDA_GRAPHS=0: off).

@@ -1,7 +1,9 @@
 // GPU q/k norm + rope (src/cuda/rope.h) against engine::rmsnorm_heads + engine::rope_apply
 // on fused qkv rows, bit for bit: both layouts, partial rotation (n_rot < head_dim), with
 // and without the qwen3 q/k norms, several head counts and dims, positions read on the
-// device, every rounding. The v part of each row must come back untouched.
+// device, every rounding. The v part of each row must come back untouched. The batch entry
+// (a position and a KV-slot row per token) against the CPU at each token's position and
+// against the one-sequence store of that token into its slot.
 #include "cuda/rope.h"
 
 #include <gtest/gtest.h>
@@ -136,6 +138,80 @@ TEST(CudaOpsRope, StoreFusedEqualsRopeThenKvStore) {
       // The store wrote something: the cache rows at pos0 changed from the fill.
       EXPECT_NE(to_host<uint8_t>(kb, fill.size()), fill);
     }
+  }
+}
+
+// qk_norm_rope_store_batch: tokens of several sequences (positions out of order, repeated
+// across slots) in one launch. Each row of x must equal engine norm + rope at that token's own
+// position, and both caches must equal those written by qk_norm_rope_store of each token alone
+// (d_pos = its position) into its slot (the cache pointers moved to row base[t]); rows no
+// token owns keep the fill.
+TEST(CudaOpsRope, StoreBatchPlacesEachTokenAtItsPositionAndSlot) {
+  FT_OPS_REQUIRE_GPU();
+  const int64_t n_head = 8, n_kv = 2, hd = 64, hd_v = 64, n_ctx = 16, n_seq = 3;
+  const int n_rot = 64;
+  const std::vector<int32_t> pos = {5, 0, 11, 5, 1, 2};
+  const std::vector<int32_t> base = {0, 2 * n_ctx, n_ctx, 2 * n_ctx, 0, n_ctx};
+  const int64_t n_tok = static_cast<int64_t>(pos.size());
+  const int64_t q_dim = n_head * hd, k_dim = n_kv * hd, v_dim = n_kv * hd_v, ld = q_dim + k_dim + v_dim + 3;
+  model::RopeParams rp;
+  rp.type = model::RopeType::kNeox;
+  rp.n_rot = n_rot;
+  rp.freq_base = 10000.0f;
+  rp.n_ctx_orig = 4096;
+  std::vector<float> cs(static_cast<size_t>(n_ctx * n_rot));
+  for (int64_t p = 0; p < n_ctx; ++p) engine::rope_angles(rp, nullptr, p, cs.data() + p * n_rot);
+  const auto x = randn(static_cast<size_t>(n_tok * ld), 41, 2.0f);
+  const auto qw = randn(static_cast<size_t>(hd), 42), kw = randn(static_cast<size_t>(hd), 43);
+
+  // The CPU at each token's own position.
+  ThreadPool pool(1);
+  const engine::Exec ex{&pool, engine::ActType::kF32};
+  std::vector<float> want = x;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* q = want.data() + t * ld;
+    engine::rmsnorm_heads(ex, q, ld, 1, n_head, hd, qw.data(), 1e-6f);
+    engine::rmsnorm_heads(ex, q + q_dim, ld, 1, n_kv, hd, kw.data(), 1e-6f);
+    engine::RopeCache cache;
+    cache.build(rp, nullptr, pos[static_cast<size_t>(t)], 1);
+    engine::rope_apply(ex, cache, q, ld, 1, n_head, hd);
+    engine::rope_apply(ex, cache, q + q_dim, ld, 1, n_kv, hd);
+  }
+
+  for (const KvType kt : {KvType::kF32, KvType::kF16, KvType::kBF16}) {
+    SCOPED_TRACE("kv type " + std::to_string(static_cast<int>(kt)));
+    const size_t es = kt == KvType::kF32 ? 4 : 2;
+    const std::vector<uint8_t> fill(static_cast<size_t>(n_seq * n_ctx * (k_dim + v_dim)) * es, 0xA5);
+    DeviceBuffer dcs = to_device(cs), dqw = to_device(qw), dkw = to_device(kw), dpos = to_device(pos),
+                 dbase = to_device(base);
+    DeviceBuffer xa = to_device(x), xb = to_device(x);
+    DeviceBuffer ka = to_device(fill), va = to_device(fill), kb = to_device(fill), vb = to_device(fill);
+    auto store = [&](DeviceBuffer& xd, DeviceBuffer& k, DeviceBuffer& v, int64_t row0) {
+      KvStore st;
+      st.type = kt;
+      st.k_cache = static_cast<uint8_t*>(k.get()) + static_cast<size_t>(row0 * k_dim) * es;
+      st.v_cache = static_cast<uint8_t*>(v.get()) + static_cast<size_t>(row0 * v_dim) * es;
+      st.v = xd.as<float>() + q_dim + k_dim;
+      st.ldv = ld;
+      st.v_head_dim = hd_v;
+      return st;
+    };
+    qk_norm_rope_store_batch(xa.as<float>(), ld, n_tok, n_head, n_kv, hd, dqw.as<float>(), dkw.as<float>(), 1e-6f,
+                             dcs.as<float>(), n_rot, true, dpos.as<int32_t>(), dbase.as<int32_t>(), Round::kNone,
+                             store(xa, ka, va, 0), nullptr);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      KvStore st = store(xb, kb, vb, base[static_cast<size_t>(t)]);
+      st.v += t * ld;
+      qk_norm_rope_store(xb.as<float>() + t * ld, ld, 1, n_head, n_kv, hd, dqw.as<float>(), dkw.as<float>(), 1e-6f,
+                         dcs.as<float>(), n_rot, true, dpos.as<int32_t>() + t, Round::kNone, st, nullptr);
+    }
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    const Diff d = compare(to_host<float>(xa, x.size()), want, 0);
+    EXPECT_EQ(d.bad, 0) << d.first_bad;
+    EXPECT_EQ(to_host<float>(xa, x.size()), to_host<float>(xb, x.size()));
+    EXPECT_EQ(to_host<uint8_t>(ka, fill.size()), to_host<uint8_t>(kb, fill.size()));
+    EXPECT_EQ(to_host<uint8_t>(va, fill.size()), to_host<uint8_t>(vb, fill.size()));
+    EXPECT_NE(to_host<uint8_t>(ka, fill.size()), fill);
   }
 }
 
