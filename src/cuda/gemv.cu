@@ -172,13 +172,16 @@ bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a
 void gemv(const GemvArgs& a, cudaStream_t stream) {
   const Params p = checked_params(a);
   const bool grouped = a.ids != nullptr, q8 = takes_q8(a);
-  if (q8 && a.type == GgmlType::NVFP4 && g_lanes_override == 0 && g_nvfp4_override.kernel != 0) {
-    if (gemv_nvfp4(p, a.n_tok, grouped, g_nvfp4_override, stream)) return;
+  const int lanes = a.plan_lanes != 0 ? a.plan_lanes : g_lanes_override;
+  Nvfp4Override nv = g_nvfp4_override;
+  if (a.plan_nvfp4_kernel >= 0) nv.kernel = a.plan_nvfp4_kernel;
+  if (q8 && a.type == GgmlType::NVFP4 && lanes == 0 && nv.kernel != 0) {
+    if (gemv_nvfp4(p, a.n_tok, grouped, nv, stream)) return;
   }
   if (q8) {
     Q8Plan over;
     over.stages = g_stages_override;
-    over.lanes = g_lanes_override;
+    over.lanes = lanes;
     over.rows = g_rows_override;
     gemv_q8(a.type, p, a.n_tok, grouped, over, stream);
   } else {

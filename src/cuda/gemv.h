@@ -74,6 +74,12 @@ struct GemvArgs {
   // Grouped combine (see above): device, {n_tok} rank weights; n_used ranks per token.
   const float* slot_w = nullptr;
   int n_used = 0;
+  // This call's plan, for a caller whose rows must carry another launch's summation order
+  // (the hybrid MoE backend's per-route down projection takes the combine's): integer-path
+  // lanes per row (0: the table's, or gemv_set_lanes_override), NVFP4 kernel (-1: the plan's,
+  // or gemv_set_nvfp4_override), as those knobs but for this call only (thread-safe).
+  int plan_lanes = 0;
+  int plan_nvfp4_kernel = -1;
 };
 
 bool gemv_supported(GgmlType t);

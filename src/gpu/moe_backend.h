@@ -111,6 +111,10 @@ using ExpertView = DevExperts;
 // The fused kernels over a view: decode (grouped GEMVs, swiglu, grouped combine into st.x)
 // with ids[n_slots] (device, indexes into the view; no -1) ...
 void moe_experts_decode(const ExpertView& v, const int32_t* ids, const MoeStep& st, cudaStream_t s);
+// ... the same GPU work with the down projection's per-route rows written to y
+// ([n_slots][n_embd]) instead of combined into st.x, each under the combine's GEMV plan (same
+// kernel and summation order, hence the bits the combine sums; the hybrid backend) ...
+void moe_experts_decode_slots(const ExpertView& v, const int32_t* ids, const MoeStep& st, float* y, cudaStream_t s);
 // ... and prefill (moe_sort of ids, grouped GEMMs, moe_combine_sorted into st.x). Overwrites
 // st.b->ids (the combine's scratch) after sorting.
 void moe_experts_prefill(const ExpertView& v, const int32_t* ids, const MoeStep& st, cudaStream_t s);

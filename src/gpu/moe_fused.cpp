@@ -1,11 +1,13 @@
 // The fused MoE backend -- every expert in the weight arena -- and the expert kernels every
-// GPU-side backend shares (moe_experts_decode / moe_experts_prefill over an ExpertView).
+// GPU-side backend shares (moe_experts_decode / moe_experts_decode_slots /
+// moe_experts_prefill over an ExpertView).
 #include <fmt/format.h>
 
 #include "core/error.h"
 #include "cuda/act_q8.h"
 #include "cuda/gemm.h"
 #include "cuda/gemv.h"
+#include "cuda/gemv_tuning.h"
 #include "cuda/geglu.h"
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
@@ -46,9 +48,33 @@ std::string format_moe_stats(const MoeStats& s) {
   return out;
 }
 
+namespace {
+
+// The fused combine (n_tok out rows of n_used slots) and a plain grouped down projection
+// (n_slots out rows) may get plans of another kernel or lane count, i.e. another summation
+// order: give a's per-slot call the combine's plan so that each row carries the bits the
+// combine sums.
+void plan_as_combine(const DevExpertTensor& d, const MoeStep& st, cuda::GemvArgs& a) {
+  if (a.xq == nullptr) return;  // the float path has one plan whatever the output
+  const int n_used = st.n_used;
+  const int64_t n_slots = st.n_slots();
+  if (d.type == GgmlType::NVFP4) {
+    const int kc = cuda::gemv_nvfp4_plan(d.rows, d.k, 1, st.n_tok, n_used, true).kernel;
+    const int ks = cuda::gemv_nvfp4_plan(d.rows, d.k, 1, n_slots, 1, true).kernel;
+    if (kc == 0)
+      a.plan_lanes = cuda::gemv_q8_plan(d.type, d.rows, d.k, 1, st.n_tok, n_used).lanes;
+    else if (kc != ks)
+      a.plan_nvfp4_kernel = kc;
+  } else {
+    const int lc = cuda::gemv_q8_plan(d.type, d.rows, d.k, 1, st.n_tok, n_used).lanes;
+    if (lc != cuda::gemv_q8_plan(d.type, d.rows, d.k, 1, n_slots, 1).lanes) a.plan_lanes = lc;
+  }
+}
+
 // Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
-// GEMV sums the slots of a token with their routing weights and adds them to x.
-void moe_experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, cudaStream_t s) {
+// GEMV sums the slots of a token with their routing weights and adds them to st.x, or with
+// y_slots set writes each route's row there ([n_slots][n_embd]) under the combine's plan.
+void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, float* y_slots, cudaStream_t s) {
   const GpuNumerics& num = *st.num;
   GpuBuffers& b = *st.b;
   const int n_used = st.n_used;
@@ -56,8 +82,8 @@ void moe_experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& 
   float* gu = b.gu.as<float>();
   float* hh = b.hh.as<float>();
   // quantize: whether this call must (re)write the Q8 copy of x (gate and up share theirs).
-  auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, int64_t x_div, float* y,
-                     int64_t ldy, int bank_col, const float* slot_w, bool quantize) {
+  auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, int64_t x_div, float* y, int64_t ldy,
+                     int bank_col, bool quantize) {
     const bool q8 = num.q8 && cuda::gemv_q8_supported(t.type);
     if (q8 && quantize) cuda::quantize_act_q8(x, ldx, t.k, n_slots / x_div, b.xq.get(), s);
     cuda::GemvArgs a;
@@ -78,19 +104,14 @@ void moe_experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& 
     a.bank = bank_col >= 0 ? E.bank : nullptr;
     a.bank_col = bank_col < 0 ? 0 : bank_col;
     a.xq = q8 ? b.xq.get() : nullptr;
-    if (slot_w) {
-      a.slot_w = slot_w;
-      a.n_used = n_used;
-      a.accumulate = true;
-    }
-    cuda::gemv(a, s);
+    return a;
   };
   const float* h = st.h;
   if (E.gate_up) {
-    grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, nullptr, !st.xq_ready);
+    cuda::gemv(grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, !st.xq_ready), s);
   } else {
-    grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, nullptr, !st.xq_ready);
-    grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, nullptr, !cuda::gemv_q8_supported(E.gate.type));
+    cuda::gemv(grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready), s);
+    cuda::gemv(grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, !cuda::gemv_q8_supported(E.gate.type)), s);
   }
   const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
   if (E.gelu)  // gemma4's GeGLU experts
@@ -99,7 +120,25 @@ void moe_experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& 
     cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, b.xq.get(), s);
   else
     cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
-  grouped(E.down, hh, n_ff, 1, st.x, n_embd, 2, st.wts, !q8_mid);
+  cuda::GemvArgs down = grouped(E.down, hh, n_ff, 1, y_slots ? y_slots : st.x, n_embd, 2, !q8_mid);
+  if (y_slots == nullptr) {
+    down.slot_w = st.wts;
+    down.n_used = n_used;
+    down.accumulate = true;
+  } else {
+    plan_as_combine(E.down, st, down);
+  }
+  cuda::gemv(down, s);
+}
+
+}  // namespace
+
+void moe_experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, cudaStream_t s) {
+  experts_decode(E, ids, st, nullptr, s);
+}
+
+void moe_experts_decode_slots(const ExpertView& E, const int32_t* ids, const MoeStep& st, float* y, cudaStream_t s) {
+  experts_decode(E, ids, st, y, s);
 }
 
 // Prefill: token-slots sorted by expert on the device, one grouped tensor-core GEMM per

@@ -8,13 +8,9 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "cuda/act_q8.h"
-#include "cuda/check.h"
 #include "cuda/gemv.h"
-#include "cuda/gemv_tuning.h"
-#include "cuda/geglu.h"
-#include "cuda/glu.h"
 #include "cuda/moe_cache.h"
+#include "cuda/moe_combine_split.h"
 
 namespace ft::gpu {
 
@@ -40,82 +36,6 @@ int default_max_fetch(const MoeFactoryArgs& a, std::string* why) {
 }
 
 }  // namespace
-
-void moe_experts_decode_slots(const ExpertView& E, const int32_t* ids, const MoeStep& st, float* y, cudaStream_t s) {
-  // Step for step moe_experts_decode (moe_fused.cpp) up to the down projection.
-  const GpuNumerics& num = *st.num;
-  GpuBuffers& b = *st.b;
-  const int n_used = st.n_used;
-  const int64_t n_embd = E.n_embd, n_ff = E.n_ff, n_slots = st.n_slots();
-  float* gu = b.gu.as<float>();
-  float* hh = b.hh.as<float>();
-  auto args = [&](const DevExpertTensor& t, const float* x, int64_t ldx, int64_t x_div, float* out, int64_t ldy,
-                  int bank_col, bool quantize) {
-    const bool q8 = num.q8 && cuda::gemv_q8_supported(t.type);
-    if (q8 && quantize) cuda::quantize_act_q8(x, ldx, t.k, n_slots / x_div, b.xq.get(), s);
-    cuda::GemvArgs a;
-    a.type = t.type;
-    a.w = t.w;
-    a.row_bytes = t.row_bytes;
-    a.k = t.k;
-    a.rows = t.rows;
-    a.x = x;
-    a.ldx = ldx;
-    a.n_tok = n_slots;
-    a.y = out;
-    a.ldy = ldy;
-    a.round = num.round;
-    a.ids = ids;
-    a.expert_bytes = t.expert_bytes;
-    a.x_div = x_div;
-    a.bank = bank_col >= 0 ? E.bank : nullptr;
-    a.bank_col = bank_col < 0 ? 0 : bank_col;
-    a.xq = q8 ? b.xq.get() : nullptr;
-    return a;
-  };
-  const float* h = st.h;
-  if (E.gate_up) {
-    cuda::gemv(args(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, !st.xq_ready), s);
-  } else {
-    cuda::gemv(args(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready), s);
-    cuda::gemv(args(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, !cuda::gemv_q8_supported(E.gate.type)), s);
-  }
-  const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
-  if (E.gelu)  // gemma4's GeGLU experts
-    cuda::geglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, q8_mid ? b.xq.get() : nullptr, s);
-  else if (q8_mid)
-    cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, b.xq.get(), s);
-  else
-    cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
-  // The fused down GEMV is the combine (n_tok out rows of n_used slots); per route it is a
-  // plain grouped call (n_slots out rows), whose plan may pick another kernel or lane count,
-  // i.e. another summation order. Force the combine's (a launch-time setting, so a captured
-  // graph keeps it).
-  const DevExpertTensor& d = E.down;
-  const cuda::GemvArgs a = args(d, hh, n_ff, 1, y, n_embd, 2, !q8_mid);
-  const bool q8 = a.xq != nullptr;
-  bool lanes_set = false, nvfp4_set = false;
-  if (q8 && d.type == GgmlType::NVFP4) {
-    const int kc = cuda::gemv_nvfp4_plan(d.rows, d.k, 1, st.n_tok, n_used, true).kernel;
-    const int ks = cuda::gemv_nvfp4_plan(d.rows, d.k, 1, n_slots, 1, true).kernel;
-    if (kc == 0) {
-      cuda::gemv_set_lanes_override(cuda::gemv_q8_plan(d.type, d.rows, d.k, 1, st.n_tok, n_used).lanes);
-      lanes_set = true;
-    } else if (kc != ks) {
-      cuda::gemv_set_nvfp4_override(kc, 0, 0);
-      nvfp4_set = true;
-    }
-  } else if (q8) {
-    const int lc = cuda::gemv_q8_plan(d.type, d.rows, d.k, 1, st.n_tok, n_used).lanes;
-    if (lc != cuda::gemv_q8_plan(d.type, d.rows, d.k, 1, n_slots, 1).lanes) {
-      cuda::gemv_set_lanes_override(lc);
-      lanes_set = true;
-    }
-  }
-  cuda::gemv(a, s);
-  if (lanes_set) cuda::gemv_set_lanes_override(0);
-  if (nvfp4_set) cuda::gemv_set_nvfp4_override(-1, 0, 0);
-}
 
 MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
     : hb_(a.hb),
@@ -158,8 +78,8 @@ void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
   float* yg = st.b->ysort.as<float>();
   moe_experts_decode_slots(cache_.view(st.layer, 0, cache_.n_slot()), cache_.slot_ids(), st, yg, s);
   svc_.enqueue_finish(st, s);
-  hybrid_combine(yg, svc_.out_dev(), cpu_ids, st.wts, st.n_tok, st.n_used, hb_->layers[st.layer].n_embd, st.x,
-                 hb_->layers[st.layer].n_embd, st.num->round, s);
+  cuda::moe_combine_split(yg, svc_.out_dev(), cpu_ids, st.wts, st.n_tok, st.n_used, hb_->layers[st.layer].n_embd,
+                          st.x, hb_->layers[st.layer].n_embd, st.num->round, s);
 }
 
 std::string MoeHybrid::describe() const {

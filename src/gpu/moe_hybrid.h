@@ -5,9 +5,9 @@
 //   moe_cache_ensure_hybrid  (slots for hits + up to K misses; CPU routes listed)
 //   CPU task submitted FIRST (pack + ready flag): the CPU starts while the GPU fetches
 //   gather of the K misses -> the fused grouped GEMVs over the slot pools, the down
-//   projection per route (no combine) into b.ysort
-//   wait for the CPU (its per-route outputs), then hybrid_combine: x += the ranks in order,
-//   each from the side that computed it.
+//   projection per route (moe_experts_decode_slots, no combine) into b.ysort
+//   wait for the CPU (its per-route outputs), then cuda::moe_combine_split: x += the ranks
+//   in order, each from the side that computed it.
 // Each route is used from exactly one side. With the CPU in exact mode (moe_cpu/gpu_dot.h)
 // and the ranks summed in order, x gets the fused backend's bits: splitting the sum into a
 // GPU part and a CPU part added one after the other would not (fp32 addition is not
@@ -24,17 +24,6 @@
 #include "gpu/moe_offload.h"
 
 namespace ft::gpu {
-
-// x[t] (ldx apart) += round(sum over ranks j < n_used in order of y_j * w[t * n_used + j]),
-// y_j = row t * n_used + j (n_embd floats) of yc where cpu_ids[t * n_used + j] >= 0, else of
-// yg; fp32 products and sums rounded one at a time (the grouped combine's). moe_hybrid.cu.
-void hybrid_combine(const float* yg, const float* yc, const int32_t* cpu_ids, const float* w, int64_t n_tok,
-                    int n_used, int64_t n_embd, float* x, int64_t ldx, cuda::Round round, cudaStream_t s);
-
-// The fused decode's GPU work (moe_experts_decode: gate/up, swiglu, down with the same
-// kernels, plans and hence bits) with the down projection's per-route rows written to y
-// ([n_slots][n_embd]) instead of combined into x. moe_hybrid.cpp.
-void moe_experts_decode_slots(const ExpertView& v, const int32_t* ids, const MoeStep& st, float* y, cudaStream_t s);
 
 class MoeHybrid : public MoeBackend {
  public:

@@ -9,7 +9,7 @@
 //     ranks in order; also printed: the CPU prefill and the engine-order CPU mode
 //     (FT_MOE_CPU_EXACT=0), with floors;
 //   * one MoE layer step (MoeCpuExact): the CPU executor's output = moe_experts_decode's bits,
-//     and hybrid's split (per-route rows on both sides + hybrid_combine) = them too;
+//     and hybrid's split (per-route rows on both sides + moe_combine_split) = them too;
 //   * a 6-token decode batch (one CPU task of 6 rows): cpu and hybrid logits = fused's bits.
 // All skip without a device.
 #include <gtest/gtest.h>
@@ -27,6 +27,7 @@
 #include "cuda/device.h"
 #include "cuda/gemv.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/moe_combine_split.h"
 #include "cuda/moe_cpu_io.h"
 #include "gpu/cpu_handshake.h"
 #include "core/threadpool.h"
@@ -372,7 +373,7 @@ namespace {
 // One MoE layer step, bit for bit: the CPU executor in exact mode (as the cpu backend runs it)
 // against the fused backend's moe_experts_decode, and hybrid's split -- GPU per-route rows
 // (moe_experts_decode_slots) for some routes, the CPU's (slot_out) for the others, summed by
-// hybrid_combine -- against the same. Shapes reach every NVFP4 kernel (gate/up 2048 columns:
+// moe_combine_split -- against the same. Shapes reach every NVFP4 kernel (gate/up 2048 columns:
 // 32 blocks, the slab kernel; down 384: 6 blocks, the packed kernel) and several lane counts
 // of the generic integer kernel (Q8_0 / MXFP4: 32 and 6 units per row); 1, 3 and 8 tokens.
 class MoeCpuExact : public ::testing::TestWithParam<std::tuple<ModelCase, std::string>> {};
@@ -460,8 +461,8 @@ TEST_P(MoeCpuExact, OneLayerStepBitsEqualGpu) {
     dx.upload(zeros.data(), zeros.size() * 4);
     float* yg = b.ysort.as<float>();
     ft::gpu::moe_experts_decode_slots(view, step.ids, step, yg, s);
-    ft::gpu::hybrid_combine(yg, dyc.as<float>(), dcpu.as<int32_t>(), step.wts, n_tok, n_used, n_embd, step.x, n_embd,
-                            gnum.round, s);
+    ft::cuda::moe_combine_split(yg, dyc.as<float>(), dcpu.as<int32_t>(), step.wts, n_tok, n_used, n_embd, step.x,
+                                n_embd, gnum.round, s);
     FT_CUDA_CHECK(cudaStreamSynchronize(s));
     const auto hyb = ft::cuda::to_host<float>(dx, h.size());
     int differ_h = 0;
