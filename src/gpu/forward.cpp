@@ -9,7 +9,6 @@
 #include "cuda/gemv_half.h"
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
-#include "cuda/moe_route.h"
 #include "cuda/norm.h"
 #include "cuda/rope.h"
 #include "cuda/rows.h"
@@ -178,37 +177,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
   else
     cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
-  // Router logits stay fp32 in every dtype (as on the CPU and in llama.cpp).
-  const int64_t n_expert = hp.n_expert;
-  const int n_used = static_cast<int>(hp.n_expert_used[il]);
-  const DevMatrix& r0 = L.router.parts[0];
-  if (use_gemv(n_tok) && L.router.parts.size() == 1 && L.router.row_scale == nullptr && r0.scale == 1.0f &&
-      cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, n_tok)) {
-    // Decode: router GEMV and routing in one launch.
-    cuda::moe_router_route(h, n_embd, n_tok, r0.type, r0.w, r0.row_bytes, r0.k, n_expert, b_.router.as<float>(),
-                           n_expert, n_used, b_.ids.as<int32_t>(), b_.wts.as<float>(),
-                           b_.route_ticket.as<unsigned>(), s);
-  } else {
-    linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s,
-           /*exact=*/true, /*xq_ready=*/q8_in);
-    cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
-                    b_.wts.as<float>(), s);
-  }
-  MoeStep st;
-  st.layer = il;
-  st.n_tok = n_tok;
-  st.n_used = n_used;
-  st.h = h;
-  st.xq_ready = q8_in;
-  st.ids = b_.ids.as<int32_t>();
-  st.wts = b_.wts.as<float>();
-  st.x = x;
-  st.b = &b_;
-  st.num = &num_;
-  if (use_gemv(n_tok))
-    moe_->decode(st, s);
-  else
-    moe_->prefill(st, s);
+  routed_experts(il, h, n_tok, /*xq_ready=*/q8_in, x, s);
 }
 
 void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {

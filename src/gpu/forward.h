@@ -47,6 +47,17 @@ class GpuForward {
   bool wants_q8(const DevLinear& l) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   void ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
+  // The routed experts of MoE layer il (gpu/forward_moe.cpp), every architecture:
+  // route_experts: router logits of h (n_tok rows of n_embd, fp32 logits) and top-k routing
+  // into b.ids / b.wts; xq_ready: b.xq holds h's Q8 copy; one_launch: decode may run the
+  // router GEMV and the routing as one kernel where it takes the shape (it sums in another
+  // order than the GEMV: gemma4 keeps them apart, as validated). run_experts: the MoE
+  // backend on that routing adds sum_j wts * expert_j(h) into out. routed_experts: both, on
+  // the same h.
+  void route_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, bool one_launch,
+                     cudaStream_t s) const;
+  void run_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out, cudaStream_t s) const;
+  void routed_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out, cudaStream_t s) const;
   // qwen35 / qwen35moe (gpu/forward_qwen35.cpp): one layer, its token mixing (Gated DeltaNet
   // or gated attention) and its FFN (dense, or routed experts + gated shared expert).
   void qwen35_layer(int64_t il, int64_t n_tok, cudaStream_t s) const;

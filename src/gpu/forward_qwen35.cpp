@@ -23,7 +23,6 @@
 #include "cuda/gates.h"
 #include "cuda/gemv.h"
 #include "cuda/glu.h"
-#include "cuda/moe_route.h"
 #include "cuda/norm.h"
 #include "cuda/rope.h"
 #include "cuda/rows.h"
@@ -180,35 +179,7 @@ void GpuForward::moe_shared_ffn_block(int64_t il, int64_t n_tok, cudaStream_t s)
          /*exact=*/true);
   cuda::scale_by_sigmoid(branch, n_embd, q.sh_logit.as<float>(), n_tok, n_embd, branch, n_embd, num_.round, s);
 
-  const int64_t n_expert = hp.n_expert;
-  const int n_used = static_cast<int>(hp.n_expert_used[il]);
-  const DevMatrix& r0 = L.router.parts[0];
-  if (n_tok <= cuda::kGemvMaxTokens && L.router.parts.size() == 1 && L.router.row_scale == nullptr &&
-      r0.scale == 1.0f && cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, n_tok)) {
-    cuda::moe_router_route(h, n_embd, n_tok, r0.type, r0.w, r0.row_bytes, r0.k, n_expert, b_.router.as<float>(),
-                           n_expert, n_used, b_.ids.as<int32_t>(), b_.wts.as<float>(),
-                           b_.route_ticket.as<unsigned>(), s);
-  } else {
-    linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s,
-           /*exact=*/true);
-    cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
-                    b_.wts.as<float>(), s);
-  }
-  MoeStep st;
-  st.layer = il;
-  st.n_tok = n_tok;
-  st.n_used = n_used;
-  st.h = h;
-  st.xq_ready = false;
-  st.ids = b_.ids.as<int32_t>();
-  st.wts = b_.wts.as<float>();
-  st.x = branch;
-  st.b = &b_;
-  st.num = &num_;
-  if (n_tok <= cuda::kGemvMaxTokens)
-    moe_->decode(st, s);
-  else
-    moe_->prefill(st, s);
+  routed_experts(il, h, n_tok, /*xq_ready=*/false, branch, s);
   cuda::add_rows(x, n_embd, branch, n_embd, n_tok, n_embd, x, n_embd, s);
 }
 

@@ -1,0 +1,59 @@
+// The routed experts of a MoE layer, shared by every architecture's forward pass (forward.cpp,
+// forward_qwen35.cpp, forward_gemma4.cpp): the router's fp32 logits, top-k routing into
+// b.ids / b.wts (cuda/moe_route.h), then the MoE backend (gpu/moe_backend.h), which adds the
+// weighted experts into the caller's rows.
+#include "cuda/gemv.h"
+#include "cuda/moe_route.h"
+#include "gpu/forward.h"
+#include "model/model.h"
+
+namespace ft::gpu {
+
+void GpuForward::route_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, bool one_launch,
+                               cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevLayer& L = w_.layers[il];
+  const int64_t n_embd = hp.n_embd, n_expert = hp.n_expert;
+  const int n_used = static_cast<int>(hp.n_expert_used[il]);
+  const DevMatrix& r0 = L.router.parts[0];
+  if (one_launch && n_tok <= cuda::kGemvMaxTokens && L.router.parts.size() == 1 && L.router.row_scale == nullptr &&
+      r0.scale == 1.0f && cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, n_tok)) {
+    // Decode: router GEMV and routing in one launch.
+    cuda::moe_router_route(h, n_embd, n_tok, r0.type, r0.w, r0.row_bytes, r0.k, n_expert, b_.router.as<float>(),
+                           n_expert, n_used, b_.ids.as<int32_t>(), b_.wts.as<float>(),
+                           b_.route_ticket.as<unsigned>(), s);
+    return;
+  }
+  // Router logits stay fp32 in every dtype (as on the CPU and in llama.cpp).
+  linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, cuda::Round::kNone, false, num_.q8, s,
+         /*exact=*/true, xq_ready);
+  cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(), b_.wts.as<float>(),
+                  s);
+}
+
+void GpuForward::run_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out,
+                             cudaStream_t s) const {
+  MoeStep st;
+  st.layer = il;
+  st.n_tok = n_tok;
+  st.n_used = static_cast<int>(m_.hp.n_expert_used[il]);
+  st.h = h;
+  st.xq_ready = xq_ready;
+  st.ids = b_.ids.as<int32_t>();
+  st.wts = b_.wts.as<float>();
+  st.x = out;
+  st.b = &b_;
+  st.num = &num_;
+  if (n_tok <= cuda::kGemvMaxTokens)
+    moe_->decode(st, s);
+  else
+    moe_->prefill(st, s);
+}
+
+void GpuForward::routed_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out,
+                                cudaStream_t s) const {
+  route_experts(il, h, n_tok, xq_ready, /*one_launch=*/true, s);
+  run_experts(il, h, n_tok, xq_ready, out, s);
+}
+
+}  // namespace ft::gpu
