@@ -1,7 +1,8 @@
 // ft-bench-moe-cpu: the CPU expert executor's decode step (one token, k experts, read from
-// DRAM) in its two modes -- the engine's kernels and exact mode (the GPU decode GEMV's
-// summation order, moe_cpu/gpu_dot.h) -- against the host read bandwidth of the same pool.
-//   ft-bench-moe-cpu --threads 2 --types nvfp4,q8_0 --mib 512
+// DRAM) in its modes -- the engine's kernels and exact mode (the GPU decode GEMV's
+// summation order, moe_cpu/gpu_dot.h) with each SIMD family the CPU has (AVX2 rows, AVX-512
+// rows) -- against the host read bandwidth of the same pool.
+//   ft-bench-moe-cpu --threads 2 --types nvfp4,q8_0 --mib 512 --isas avx2,avx512
 // Prints GB/s of expert weights read per call and its share of the measured read bandwidth.
 // The exact mode's plan is the GPU's for the Qwen3-30B-A3B shapes (NVFP4: slab kernel for
 // gate/up, packed for down; generic integer kernel: 32 lanes) without linking CUDA.
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/threadpool.h"
 #include "moe_cpu/expert_exec.h"
@@ -52,9 +54,10 @@ int main(int argc, char** argv) {
   int threads = 2, iters = 200, rounds = 3;
   int64_t mib = 512, n_embd = 2048, n_ff = 768;
   int n_used = 8;
-  std::string types = "nvfp4,q8_0,mxfp4,bf16";
+  std::string types = "nvfp4,q8_0,mxfp4,bf16", isas = "avx2,avx512";
   app.add_option("--threads", threads, "pool threads");
   app.add_option("--types", types, "expert types, comma-separated");
+  app.add_option("--isas", isas, "exact mode's SIMD families to time (avx2, avx512, scalar); absent ones are skipped");
   app.add_option("--mib", mib, "bytes of the synthetic bank and of the read buffer (MiB)");
   app.add_option("--iters", iters, "timed calls per mode and round");
   app.add_option("--rounds", rounds, "alternating rounds (best of each mode)");
@@ -81,19 +84,37 @@ int main(int argc, char** argv) {
       num.q8_quantised_only = true;
       // Alternating rounds, best of each: the machine may be shared (one loaded round does
       // not decide the comparison).
-      ft::moe_cpu::GemvBwResult fast, exact;
+      std::vector<ft::Isa> fams;
+      for (const std::string& in : split(isas)) {
+        const auto isa = ft::isa_from_name(in);
+        if (!isa) ft::fail("unknown ISA '{}' (scalar, avx2, avx512)", in);
+        const bool ok = *isa == ft::Isa::kAvx512 ? ft::moe_cpu::gpu_dot_avx512_supported() : ft::isa_supported(*isa);
+        if (ok)
+          fams.push_back(*isa);
+        else
+          fmt::print("  (exact {}: not on this CPU)\n", in);
+      }
+      ft::moe_cpu::GemvBwResult fast;
+      std::vector<ft::moe_cpu::GemvBwResult> exact(fams.size());
       for (int round = 0; round < rounds; ++round) {
         num.gpu_plan = nullptr;
         const auto f = ft::moe_cpu::expert_gemv_bandwidth(ex, se.h, num, n_used, iters, 8);
-        num.gpu_plan = bench_plan;
-        const auto e = ft::moe_cpu::expert_gemv_bandwidth(ex, se.h, num, n_used, iters, 8);
         if (f.gbs > fast.gbs) fast = f;
-        if (e.gbs > exact.gbs) exact = e;
+        num.gpu_plan = bench_plan;
+        for (size_t i = 0; i < fams.size(); ++i) {
+          ft::moe_cpu::gpu_dot_limit_isa(fams[i]);
+          const auto e = ft::moe_cpu::expert_gemv_bandwidth(ex, se.h, num, n_used, iters, 8);
+          if (e.gbs > exact[i].gbs) exact[i] = e;
+        }
+        ft::moe_cpu::gpu_dot_limit_isa(ft::Isa::kAvx512);
       }
-      fmt::print("{}: best of {} rounds: engine order {:.2f} GB/s ({:.0f}% of read, {:.0f} us/call); exact {:.2f} GB/s ({:.0f}%, {:.0f} us); "
-                 "exact costs {:+.0f}%\n",
-                 g.describe(), rounds, fast.gbs, 100 * fast.gbs / rd.gbs, fast.us_per_call, exact.gbs,
-                 100 * exact.gbs / rd.gbs, exact.us_per_call, 100 * (exact.us_per_call / fast.us_per_call - 1));
+      fmt::print("{}: best of {} rounds, {} threads\n", g.describe(), rounds, threads);
+      fmt::print("  engine order  {:7.2f} GB/s ({:3.0f}% of read, {:6.0f} us/call)\n", fast.gbs, 100 * fast.gbs / rd.gbs,
+                 fast.us_per_call);
+      for (size_t i = 0; i < fams.size(); ++i)
+        fmt::print("  exact {:7s} {:7.2f} GB/s ({:3.0f}% of read, {:6.0f} us/call; {:+.0f}% time vs engine order)\n",
+                   ft::isa_name(fams[i]), exact[i].gbs, 100 * exact[i].gbs / rd.gbs, exact[i].us_per_call,
+                   100 * (exact[i].us_per_call / fast.us_per_call - 1));
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "ft-bench-moe-cpu: {}\n", e.what());

@@ -103,18 +103,23 @@ class ExpertExecutor {
 
  private:
   void grow(const HostExperts& L, int64_t n_slots);
-  // Exact mode's gate|up and down over the grouped routes (expert_exec_exact.cpp).
-  void exact_gate_up(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used, int64_t n_routes);
+  // Exact mode's gate|up, GLU (with down's Q8 rows) and down over the grouped routes
+  // (expert_exec_exact.cpp).
+  void exact_gate_up(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
+                     int n_used, int64_t n_routes);
+  void exact_glu(const HostExperts& L, const ExpertNumerics& num, int64_t n_routes);
   void exact_down(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used, int64_t n_routes);
   // Parallel loop over (active expert, row chunk) items for `rows` rows per expert.
   void for_expert_rows(int64_t rows, const std::function<void(int32_t e, int64_t r0, int64_t r1)>& f);
 
   ThreadPool& pool_;
   std::vector<int64_t> count_, start_, slot_of_;
+  std::vector<int64_t> tok_of_, iota_;  // grouped route -> token; 0, 1, 2, ...
   std::vector<int32_t> active_;
   std::vector<float> xg_, gu_, h_, yd_;
   std::vector<int8_t> xq_;   // exact mode: Q8 codes of xg_ / h_ rows (GPU layout)
   std::vector<float> xqd_;   // ... and their scales
+  std::vector<GpuActAux> aux_;  // ... and what the SIMD rows derive from them
   int64_t last_routes_ = 0, last_bytes_ = 0;
 };
 

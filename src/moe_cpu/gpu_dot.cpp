@@ -1,6 +1,7 @@
 #include "moe_cpu/gpu_dot.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -156,6 +157,11 @@ bool gpu_dot_q8_supported(GgmlType t) {
 }
 
 void gpu_quantize_act_q8(const float* x, int64_t k, int8_t* qs, float* d) {
+  if (gpu_dot_isa() != Isa::kScalar) return detail::gpu_quantize_act_q8_avx2(x, k, qs, d);
+  gpu_quantize_act_q8_ref(x, k, qs, d);
+}
+
+void gpu_quantize_act_q8_ref(const float* x, int64_t k, int8_t* qs, float* d) {
   for (int64_t j = 0; j < k / 32; ++j) {
     const float* xb = x + 32 * j;
     float amax = 0.0f;
@@ -165,6 +171,50 @@ void gpu_quantize_act_q8(const float* x, int64_t k, int8_t* qs, float* d) {
     for (int i = 0; i < 32; ++i) qs[32 * j + i] = static_cast<int8_t>(std::nearbyint(xb[i] * id));
   }
 }
+
+void gpu_act_aux(GgmlType type, const GpuActQ8& x, int64_t k, GpuActAux& aux) {
+  const int span = type == GgmlType::NVFP4 ? 16 : 32;
+  aux.sum.resize(static_cast<size_t>(k / span));
+  for (int64_t j = 0; j < k / span; ++j) {
+    int32_t sum = 0;
+    for (int i = 0; i < span; ++i) sum += x.qs[span * j + i];
+    aux.sum[j] = sum;
+  }
+  if (type != GgmlType::NVFP4) return;
+  const int64_t nb = k / 64;
+  aux.nv_ab.resize(static_cast<size_t>(64 * nb));
+  aux.dxh.resize(static_cast<size_t>(2 * nb));
+  for (int64_t c = 0; c < nb; ++c) {
+    // Byte 8s + j of a block's codes holds element 16s + j (low nibble) and 16s + 8 + j
+    // (high nibble).
+    int8_t* xl = aux.nv_ab.data() + 64 * c;
+    for (int s = 0; s < 4; ++s)
+      for (int j = 0; j < 8; ++j) {
+        xl[8 * s + j] = x.qs[64 * c + 16 * s + j];
+        xl[32 + 8 * s + j] = x.qs[64 * c + 16 * s + 8 + j];
+      }
+    aux.dxh[2 * c] = x.d[2 * c] * 0.5f;
+    aux.dxh[2 * c + 1] = x.d[2 * c + 1] * 0.5f;
+  }
+}
+
+namespace {
+std::atomic<int> g_isa_limit{static_cast<int>(Isa::kAvx512)};
+}
+
+bool gpu_dot_avx512_supported() {
+  const CpuFeatures& f = cpu_features();
+  return isa_supported(Isa::kAvx512) && f.avx512vnni;
+}
+
+Isa gpu_dot_isa() {
+  Isa isa = std::min(active_isa(), static_cast<Isa>(g_isa_limit.load(std::memory_order_relaxed)));
+  if (isa == Isa::kAvx512 && !gpu_dot_avx512_supported()) isa = Isa::kAvx2;
+  if (isa == Isa::kAvx2 && !isa_supported(Isa::kAvx2)) isa = Isa::kScalar;
+  return isa;
+}
+
+void gpu_dot_limit_isa(Isa max) { g_isa_limit.store(static_cast<int>(max), std::memory_order_relaxed); }
 
 float gpu_lane_tree(float* v, int lanes) {
   for (int o = lanes / 2; o > 0; o /= 2)
@@ -223,13 +273,17 @@ void detail::gpu_float_piece(GgmlType type, const uint8_t* row, int64_t e, float
 
 void gpu_dot_float_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows, const float* x, int64_t k,
                         float* out) {
-  if (active_isa() != Isa::kScalar && detail::gpu_dot_float_rows_avx2(type, w, row_bytes, n_rows, x, k, out)) return;
+  const Isa isa = gpu_dot_isa();
+  if (isa == Isa::kAvx512 && detail::gpu_dot_float_rows_avx512(type, w, row_bytes, n_rows, x, k, out)) return;
+  if (isa != Isa::kScalar && detail::gpu_dot_float_rows_avx2(type, w, row_bytes, n_rows, x, k, out)) return;
   for (int64_t r = 0; r < n_rows; ++r) out[r] = gpu_dot_float(type, w + r * row_bytes, x, k);
 }
 
 void gpu_dot_q8_rows(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows,
                      const GpuActQ8& x, int64_t k, float* out) {
-  if (active_isa() != Isa::kScalar && detail::gpu_dot_q8_rows_avx2(plan, type, w, row_bytes, n_rows, x, k, out)) return;
+  const Isa isa = gpu_dot_isa();
+  if (isa == Isa::kAvx512 && detail::gpu_dot_q8_rows_avx512(plan, type, w, row_bytes, n_rows, x, k, out)) return;
+  if (isa != Isa::kScalar && detail::gpu_dot_q8_rows_avx2(plan, type, w, row_bytes, n_rows, x, k, out)) return;
   for (int64_t r = 0; r < n_rows; ++r) out[r] = gpu_dot_q8(plan, type, w + r * row_bytes, x, k);
 }
 

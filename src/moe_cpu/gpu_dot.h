@@ -26,7 +26,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "core/cpu_features.h"
 #include "format/ggml_type.h"
 
 namespace ft::moe_cpu {
@@ -48,26 +50,50 @@ using GpuDotPlanFn = GpuDotPlan (*)(GgmlType type, int64_t rows, int64_t k, int6
 bool gpu_dot_float_supported(GgmlType t);  // F32 F16 BF16 Q8_0 MXFP4 NVFP4
 bool gpu_dot_q8_supported(GgmlType t);     // Q8_0 MXFP4 NVFP4
 
+// What the SIMD rows derive from one Q8 activation row, made once per activation row and
+// call (gpu_act_aux) instead of once per row group: sums of the codes (NVFP4: per 16-element
+// sub-block; Q8_0 / MXFP4: per 32-block; the kernels take unsigned weights with an offset
+// and subtract offset * sum), NVFP4's codes in the order of the low / high nibbles of a
+// block's 32 code bytes ([nb][2][32]) and its d * 0.5 per 32.
+struct GpuActAux {
+  std::vector<int32_t> sum;
+  std::vector<int8_t> nv_ab;
+  std::vector<float> dxh;
+};
+
 // One activation row in the GPU's Q8 layout (act_q8.h): int8 codes and one fp32 scale per
-// 32 (d = fp16-rounded amax / 127, q = round_half_even(x * 127 / amax)).
+// 32 (d = fp16-rounded amax / 127, q = round_half_even(x * 127 / amax)); aux: optional
+// gpu_act_aux of the same row for the type multiplied (the rows make their own without).
 struct GpuActQ8 {
   const int8_t* qs;
   const float* d;
+  const GpuActAux* aux = nullptr;
 };
-// Quantises k values (k % 32 == 0) into qs[k], d[k / 32].
+// Quantises k values (k % 32 == 0) into qs[k], d[k / 32]; AVX2 where the CPU has it (the
+// same values: the decode step quantises each token once per layer, and the scalar loop
+// with its libm nearbyintf took 64 us for 16 K values on the dev host).
 void gpu_quantize_act_q8(const float* x, int64_t k, int8_t* qs, float* d);
+void gpu_quantize_act_q8_ref(const float* x, int64_t k, int8_t* qs, float* d);
+void gpu_act_aux(GgmlType type, const GpuActQ8& x, int64_t k, GpuActAux& aux);
+
+// The kernel family of the rows below: active_isa() (FT_ISA), AVX-512 only with BW, VL and
+// VNNI; gpu_dot_limit_isa lowers it (never raises it) for A/B timing in one process.
+Isa gpu_dot_isa();
+void gpu_dot_limit_isa(Isa max);
+bool gpu_dot_avx512_supported();
 
 // The GPU's sum for one row (before the epilogue), bit for bit.
 float gpu_dot_float(GgmlType type, const uint8_t* row, const float* x, int64_t k);
 float gpu_dot_q8(const GpuDotPlan& plan, GgmlType type, const uint8_t* row, const GpuActQ8& x, int64_t k);
 
 // n_rows rows (row_bytes apart from w) of the integer path: out[r] = gpu_dot_q8(plan, type,
-// row r, x, k), bit for bit; AVX2 where the CPU has it (NVFP4, Q8_0, MXFP4: integer block
-// sums with maddubs, the fp32 fold over 8 rows per ymm), else the scalar mirror above.
+// row r, x, k), bit for bit; AVX-512 (16 rows per zmm, VNNI block sums) or AVX2 (8 rows per
+// ymm, maddubs) where the CPU has it (NVFP4, Q8_0, MXFP4), else the scalar mirror above.
 void gpu_dot_q8_rows(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows,
                      const GpuActQ8& x, int64_t k, float* out);
 // The float path's rows likewise (gpu_dot_float per row, bit for bit); AVX2: 8 rows per
-// ymm, pieces transposed so that each row's 8-element fma chain runs in one lane.
+// ymm, pieces transposed so that each row's 8-element fma chain runs in one lane; AVX-512
+// (BF16): one row at a time, 16 of its pieces per zmm.
 void gpu_dot_float_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows, const float* x, int64_t k,
                         float* out);
 namespace detail {
@@ -78,6 +104,11 @@ bool gpu_dot_float_rows_avx2(GgmlType type, const uint8_t* w, int64_t row_bytes,
                              int64_t k, float* out);
 bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes,
                           int64_t n_rows, const GpuActQ8& x, int64_t k, float* out);
+bool gpu_dot_float_rows_avx512(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows, const float* x,
+                               int64_t k, float* out);
+bool gpu_dot_q8_rows_avx512(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes,
+                            int64_t n_rows, const GpuActQ8& x, int64_t k, float* out);
+void gpu_quantize_act_q8_avx2(const float* x, int64_t k, int8_t* qs, float* d);
 }
 
 // The xor shuffle tree over v[0..lanes) (a power of two): lane 0's result; v is clobbered.

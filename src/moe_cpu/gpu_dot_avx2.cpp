@@ -87,49 +87,18 @@ struct Folder {
   }
 };
 
-// The activations of an NVFP4 row rearranged once per call for terms_nvfp4_8: per block c,
-// in the order of the low and of the high nibbles of the 32 code bytes, and 12 times
-// each sub-block's activation sum (the weights are decoded with +12 so that maddubs can
-// take them unsigned: sum((w + 12) x) - 12 sum(x) = sum(w x), exact in int32).
-struct Nvfp4X {
-  std::vector<int8_t> ab;    // [nb][2][32]
-  std::vector<int32_t> s12;  // [4 nb]
-  std::vector<float> dxh;    // [2 nb]: x.d * 0.5
-};
-void prep_nvfp4_x(const GpuActQ8& x, int64_t nb, Nvfp4X& p) {
-  p.ab.resize(static_cast<size_t>(64 * nb));
-  p.s12.resize(static_cast<size_t>(4 * nb));
-  p.dxh.resize(static_cast<size_t>(2 * nb));
-  for (int64_t c = 0; c < nb; ++c) {
-    // The codes' byte order: byte 8s + j holds element 16s + j (low nibble) and 16s + 8 + j
-    // (high nibble); xl / xh put the activations in that order.
-    int8_t* xl = p.ab.data() + 64 * c;
-    int8_t* xh = xl + 32;
-    for (int s = 0; s < 4; ++s)
-      for (int j = 0; j < 8; ++j) {
-        xl[8 * s + j] = x.qs[64 * c + 16 * s + j];
-        xh[8 * s + j] = x.qs[64 * c + 16 * s + 8 + j];
-      }
-    for (int s = 0; s < 4; ++s) {
-      int32_t sum = 0;
-      for (int i = 0; i < 16; ++i) sum += x.qs[64 * c + 16 * s + i];
-      p.s12[4 * c + s] = 12 * sum;
-    }
-    p.dxh[2 * c] = x.d[2 * c] * 0.5f;
-    p.dxh[2 * c + 1] = x.d[2 * c + 1] * 0.5f;
-  }
-}
-
-// Terms of 8 rows (row r at w + off[r]) at once, term-major: is/sc[(4 c + s) * 8 + r].
-void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_t nb, Folder& f) {
+// Terms of 8 rows (row r at w + off[r]) at once, folded as made. The weights are decoded
+// with +12 so that maddubs can take them unsigned: sum((w + 12) x) - 12 sum(x) = sum(w x),
+// exact in int32 (xp.sum: the activations' sub-block sums).
+void terms_nvfp4_8(const uint8_t* w, const __m256i off, const GpuActAux& xp, int64_t nb, Folder& f) {
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
                                        18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   alignas(32) int32_t offs[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(offs), off);
   for (int64_t c = 0; c < nb; ++c) {
-    const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.ab.data() + 64 * c));
-    const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.ab.data() + 64 * c + 32));
+    const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.nv_ab.data() + 64 * c));
+    const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.nv_ab.data() + 64 * c + 32));
     __m256i p[8];  // per row: int32 m = bytes 4m..4m+3 of sub-block m / 2
     for (int r = 0; r < 8; ++r) {
       const uint8_t* b = w + offs[r] + 36 * c;
@@ -157,7 +126,7 @@ void terms_nvfp4_8(const uint8_t* w, const __m256i off, const Nvfp4X& xp, int64_
                            _mm256_permute2x128_si256(e0, e1, 0x31), _mm256_permute2x128_si256(o0, o1, 0x31)};
     const __m256i words = load_words8(w + 36 * c, offs);
     for (int s = 0; s < 4; ++s) {
-      const __m256i v = _mm256_sub_epi32(ys[s], _mm256_set1_epi32(xp.s12[4 * c + s]));
+      const __m256i v = _mm256_sub_epi32(ys[s], _mm256_set1_epi32(12 * xp.sum[4 * c + s]));
       const __m256 isf = _mm256_cvtepi32_ps(v);
       const __m256i byte = _mm256_and_si256(_mm256_srli_epi32(words, 8 * s), _mm256_set1_epi32(0xFF));
       const __m256 sw = ue4m3_full8(byte);
@@ -176,8 +145,8 @@ inline __m256i hsum8(const __m256i (&p)[8]) {
 
 // Q8_0 / MXFP4 terms (one per 32-element block) of 8 rows at w + off[r], term-major.
 // MXFP4 codes are decoded +12 (unsigned maddubs) and 12 sum(x) taken off per block.
-// x12[j]: 12 times the sum of activation block j (MXFP4's +12 decoding).
-void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuActQ8& x, const int32_t* x12,
+// xsum[j]: the sum of activation block j (MXFP4's +12 decoding).
+void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuActQ8& x, const int32_t* xsum,
                 int64_t n32, Folder& f) {
   const bool q8 = type == GgmlType::Q8_0;
   const int bb = q8 ? 34 : 17;
@@ -210,7 +179,7 @@ void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuAct
       const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(d16, d16), 0x08);
       sw = _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
     } else {
-      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(x12[j]));
+      sum = _mm256_sub_epi32(sum, _mm256_set1_epi32(12 * xsum[j]));
       sw = e8m0_half8(_mm256_and_si256(words, _mm256_set1_epi32(0xFF)));
     }
     f.add(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(sw, _mm256_set1_ps(x.d[j])));
@@ -232,17 +201,11 @@ bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* 
     f.lanes = nv && plan.kind == GpuDot::kNvfp4Slab ? 32 : plan.lanes;
     f.unit_log2 = nv ? 2 : 1;  // terms per lane unit: NVFP4 block 4; Q8_0 / MXFP4 unit 2
   }
-  thread_local Nvfp4X xp;
-  thread_local std::vector<int32_t> x12;
-  if (nv) {
-    prep_nvfp4_x(x, k / 64, xp);
-  } else if (type == GgmlType::MXFP4) {
-    x12.resize(static_cast<size_t>(k / 32));
-    for (int64_t j = 0; j < k / 32; ++j) {
-      int32_t sum = 0;
-      for (int i = 0; i < 32; ++i) sum += x.qs[32 * j + i];
-      x12[j] = 12 * sum;
-    }
+  thread_local GpuActAux own;
+  const GpuActAux* aux = x.aux;
+  if (aux == nullptr && type != GgmlType::Q8_0) {
+    gpu_act_aux(type, x, k, own);
+    aux = &own;
   }
   for (int64_t g0 = 0; g0 < n_rows; g0 += kG) {
     alignas(32) int32_t offs[kG];  // rows past the end repeat the last row
@@ -250,9 +213,9 @@ bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* 
     const __m256i off = _mm256_load_si256(reinterpret_cast<const __m256i*>(offs));
     f.start();
     if (nv)
-      terms_nvfp4_8(w + g0 * row_bytes, off, xp, k / 64, f);
+      terms_nvfp4_8(w + g0 * row_bytes, off, *aux, k / 64, f);
     else
-      terms_q8_8(type, w + g0 * row_bytes, off, x, x12.data(), k / 32, f);
+      terms_q8_8(type, w + g0 * row_bytes, off, x, aux ? aux->sum.data() : nullptr, k / 32, f);
     float o[kG];
     f.finish(o);
     for (int r = 0; r < kG && g0 + r < n_rows; ++r) out[g0 + r] = o[r];
@@ -330,6 +293,35 @@ bool gpu_dot_float_rows_avx2(GgmlType type, const uint8_t* w, int64_t row_bytes,
     for (int r = 0; r < kG && g0 + r < n_rows; ++r) out[g0 + r] = o8[r];
   }
   return true;
+}
+
+void gpu_quantize_act_q8_avx2(const float* x, int64_t k, int8_t* qs, float* d) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t j = 0; j < k / 32; ++j) {
+    const float* xb = x + 32 * j;
+    __m256 v[4];
+    // amax: max(acc, |x|) in any order is the sequential max (no NaN is taken: maxps
+    // returns its second operand when one is NaN, as std::max(amax, NaN) keeps amax).
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(xb + 8 * i);
+      m = _mm256_max_ps(_mm256_andnot_ps(sign, v[i]), m);
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float amax = _mm_cvtss_f32(m4);
+    d[j] = f16_to_f32(f32_to_f16(amax / 127.0f));
+    const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i)
+      q[i] = _mm256_cvtps_epi32(
+          _mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // |q| <= 127: the saturating packs are exact; the permute undoes their lane interleave.
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * j), _mm256_permutevar8x32_epi32(p, order));
+  }
 }
 
 }  // namespace ft::moe_cpu::detail
