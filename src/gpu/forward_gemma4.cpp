@@ -18,7 +18,6 @@
 #include "cuda/gemv.h"
 #include "cuda/embed.h"
 #include "cuda/geglu.h"
-#include "cuda/moe_route.h"
 #include "cuda/norm.h"
 #include "cuda/rope.h"
 #include "cuda/row_ops.h"
@@ -122,12 +121,7 @@ void GpuForward::gemma4_ffn(int64_t il, int64_t n_tok, cudaStream_t s) const {
     cuda::rmsnorm(x, n_embd, nullptr, n_embd, eps, n_tok, h, n_embd, num_.round, s);
     cuda::scale_rows(h, n_embd, n_embd, n_tok, 1.0f / std::sqrt(static_cast<float>(n_embd)), L.router_in_scale,
                      num_.round, s);
-    const int64_t n_expert = hp.n_expert;
-    const int n_used = static_cast<int>(hp.n_expert_used[il]);
-    linear(L.router, h, n_embd, n_tok, b_.router.as<float>(), n_expert, Round::kNone, false, num_.q8, s,
-           /*exact=*/true);
-    cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(),
-                    b_.wts.as<float>(), s);
+    route_experts(il, h, n_tok, /*xq_ready=*/false, /*one_launch=*/false, s);
     const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;
     const bool xq_in = gemv && num_.q8 && cuda::gemv_q8_supported(first.type) && n_embd % 32 == 0;
     if (xq_in)
@@ -136,21 +130,7 @@ void GpuForward::gemma4_ffn(int64_t il, int64_t n_tok, cudaStream_t s) const {
       cuda::rmsnorm(x, n_embd, L.pre_ffw_norm_2, n_embd, eps, n_tok, h, n_embd, num_.round, s);
     // The backends add into their output: it starts at zero.
     FT_CUDA_CHECK(cudaMemsetAsync(e, 0, static_cast<size_t>(n_tok * n_embd) * sizeof(float), s));
-    MoeStep st;
-    st.layer = il;
-    st.n_tok = n_tok;
-    st.n_used = n_used;
-    st.h = h;
-    st.xq_ready = xq_in;
-    st.ids = b_.ids.as<int32_t>();
-    st.wts = b_.wts.as<float>();
-    st.x = e;
-    st.b = &b_;
-    st.num = &num_;
-    if (gemv)
-      moe_->decode(st, s);
-    else
-      moe_->prefill(st, s);
+    run_experts(il, h, n_tok, xq_in, e, s);
     cuda::rmsnorm(e, n_embd, L.post_ffw_norm_2, n_embd, eps, n_tok, f, n_embd, num_.round, s);
     cuda::add_rows(tmp, n_embd, f, n_embd, n_tok, n_embd, f, n_embd, s);  // f = m + e
   }
