@@ -91,14 +91,11 @@ bool GpuForward::wants_q8(const DevLinear& l) const {
 void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   const model::HParams& hp = m_.hp;
   const DevLayer& L = w_.layers[il];
-  const int64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
-  const int64_t nh = hp.n_head[il], nkv = hp.n_head_kv[il];
-  const int64_t q_dim = nh * hd, kv_dim = nkv * hd, ld = L.qkv.rows;
+  const int64_t n_embd = hp.n_embd, nh = hp.n_head[il], ld = L.qkv.rows;
   float* x = b_.x.as<float>();
   float* h = b_.h.as<float>();
   float* qkv = b_.qkv.as<float>();
   float* attn = b_.attn.as<float>();
-  const int32_t* pos = b_.pos.as<int32_t>();
 
   // Decode: the norm also writes the Q8 copy the qkv GEMV reads (one launch fewer).
   const bool fuse_q8 = use_gemv(n_tok) && wants_q8(L.qkv) && n_embd % 32 == 0;
@@ -112,6 +109,17 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
     return;
   }
+  rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s);
+  linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
+}
+
+void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_t n_tok, float* out, int64_t ldo,
+                                      cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevLayer& L = w_.layers[il];
+  const int64_t hd = hp.head_dim_k, nh = hp.n_head[il], nkv = hp.n_head_kv[il];
+  const int64_t q_dim = nh * hd, kv_dim = nkv * hd;
+  const int32_t* pos = b_.pos.as<int32_t>();
   // Norm + rope of q and k, and K and V into the cache, in one launch.
   cuda::KvStore kv;
   kv.type = num_.kv;
@@ -136,13 +144,11 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   a.kv_type = num_.kv;
   a.k_cache = b_.k_cache[il].get();
   a.v_cache = b_.v_cache[il].get();
-  const int64_t o_dim = nh * hp.head_dim_v;
-  a.out = attn;
-  a.ldo = o_dim;
+  a.out = out;
+  a.ldo = ldo;
   a.round = num_.round;
   a.ws_zeroed = true;  // GpuBuffers zeroed the workspace's counters once
   cuda::attention(a, b_.attn_ws.get(), s);
-  linear(L.wo, attn, o_dim, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
 }
 
 void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {

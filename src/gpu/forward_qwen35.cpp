@@ -3,7 +3,7 @@
 //
 //   Gated DeltaNet layer: h = rmsnorm(x); [mixed|z|beta|alpha] = W_in h;
 //       y = silu(conv1d(mixed)) (rolling state); o = deltanet(y, beta, alpha) (recurrent state,
-//       the recurrence; FT_GDN_CHUNKED=1: the chunked form for prompts);
+//       the chunked form for prompts, the recurrence for decode; FT_GDN_CHUNKED=0: always the recurrence);
 //       o = rmsnorm(o; ssm_norm) * silu(z);  x += W_out o
 //   gated attention layer: [q_h g_h ...|k|v] = W_qkv rmsnorm(x); q,k = rope(norm(q,k)); kv <- k,v;
 //       x += W_o (attention(q, kv) * sigmoid(g))
@@ -60,7 +60,6 @@ void GpuForward::gated_attention_block(int64_t il, int64_t n_tok, cudaStream_t s
   float* qkv = b_.qkv.as<float>();
   float* gate = q.gate.as<float>();
   float* attn = b_.attn.as<float>();
-  const int32_t* pos = b_.pos.as<int32_t>();
 
   const bool fuse_q8 = n_tok <= cuda::kGemvMaxTokens && wants_q8(L.qkv) && n_embd % 32 == 0;
   if (fuse_q8)
@@ -70,34 +69,7 @@ void GpuForward::gated_attention_block(int64_t il, int64_t n_tok, cudaStream_t s
   linear(L.qkv, h, n_embd, n_tok, raw, raw_ld, num_.round, false, num_.q8, s, false, fuse_q8);
   // [q_0 g_0 q_1 g_1 ... | k | v] -> [q_0 q_1 ... | k | v] and the gates.
   cuda::split_q_gate(raw, raw_ld, n_tok, nh, hd, 2 * kv_dim, qkv, ld, gate, q_dim, s);
-  cuda::KvStore kv;
-  kv.type = num_.kv;
-  kv.k_cache = b_.k_cache[il].get();
-  kv.v_cache = b_.v_cache[il].get();
-  kv.v = qkv + q_dim + kv_dim;
-  kv.ldv = ld;
-  kv.v_head_dim = hp.head_dim_v;
-  cuda::qk_norm_rope_store(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps, b_.rope_cs.as<float>(),
-                           hp.rope.n_rot, hp.rope.type == model::RopeType::kNeox, pos, num_.round, kv, s);
-  cuda::AttnArgs a;
-  a.n_head = nh;
-  a.n_head_kv = nkv;
-  a.head_dim_k = hd;
-  a.head_dim_v = hp.head_dim_v;
-  a.scale = hp.attn_scale;
-  a.q = qkv;
-  a.ldq = ld;
-  a.n_tok = n_tok;
-  a.d_pos = pos;
-  a.n_ctx = b_.n_ctx;
-  a.kv_type = num_.kv;
-  a.k_cache = b_.k_cache[il].get();
-  a.v_cache = b_.v_cache[il].get();
-  a.out = attn;
-  a.ldo = q_dim;
-  a.round = num_.round;
-  a.ws_zeroed = true;
-  cuda::attention(a, b_.attn_ws.get(), s);
+  rope_store_attention(il, qkv, ld, n_tok, attn, q_dim, s);
   cuda::gate_mul(attn, q_dim, gate, q_dim, n_tok, q_dim, cuda::GateAct::kSigmoid, num_.round, s);
   linear(L.wo, attn, q_dim, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
 }
@@ -140,16 +112,15 @@ void GpuForward::gdn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   a.ldo = value_dim;
   a.n_tok = n_tok;
   a.d_pos = pos;
-  // Decode steps and, by default, prompts run the recurrence: on the H200 (Qwen3.6-35B-A3B
-  // shapes, 30 Gated DeltaNet layers) pp2048 ran at 5601 tok/s with it and 5235 tok/s with
-  // the chunked form (whose products are plain FMA loops, no tensor cores yet).
-  // FT_GDN_CHUNKED=1 runs prompts of >= 64 tokens chunked (the same algebra; the kernel tests
-  // diff the two on 1,100 tokens).
+  // Prompts of >= one chunk (64 tokens) run the chunked form, decode steps the recurrence
+  // (its twin: the kernel tests diff the two on 1,100 tokens). FT_GDN_CHUNKED=0 sends prompts
+  // through the recurrence too (A/B runs); GPUs without the chunked kernel's shared memory
+  // (223 KiB at d 128: sm_90 only) always do. H200 figures: benches/h200.md, session 6.
   static const bool chunked = [] {
     const char* e = std::getenv("FT_GDN_CHUNKED");
-    return e && std::strcmp(e, "1") == 0;
+    return !(e && std::strcmp(e, "0") == 0);
   }();
-  if (chunked && n_tok >= cuda::kDeltaNetChunk)
+  if (chunked && n_tok >= cuda::kDeltaNetChunk && cuda::deltanet_chunked_supported(a))
     cuda::deltanet_chunked(a, q.gb.as<float>(), s);
   else
     cuda::deltanet_recurrent(a, q.gb.as<float>(), s);
