@@ -34,6 +34,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
+#include "cuda/gemv_pair.h"
 #include "cuda/gemv_tuning.h"
 
 using namespace ft;
@@ -130,6 +131,12 @@ struct Case {
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
   int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
   int nv_mma_w = 0, nv_mma_s = 0;               // gemv_set_nvfp4_mma
+  // Expert gate+up as one gemv_pair call (two weight tensors, twice the bytes).
+  bool pair = false;
+  // Each launch after quantize_act_q8 of its input, as in a decode step (the GEMV depends on the
+  // kernel before it: PDL cannot overlap two GEMVs' weight streams as it does back to back);
+  // the quantiser's own time, measured alone, is subtracted.
+  bool dep = false;
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -138,7 +145,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   const int64_t rb = row_bytes(c.type, c.k);
   const bool grouped = c.n_expert > 0;
   const int64_t matrix_bytes = rb * c.rows * (grouped ? c.n_expert : 1);
-  const int64_t copies = std::max<int64_t>(2, static_cast<int64_t>(pool_bytes) / matrix_bytes);
+  const int64_t copies = std::max<int64_t>(3, static_cast<int64_t>(pool_bytes) / matrix_bytes);
   DeviceBuffer w(static_cast<size_t>(matrix_bytes * copies));
   randomize(w, 17);
   const int64_t n_slot = grouped ? c.n_tok * c.n_used : c.n_tok;
@@ -149,7 +156,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     for (size_t i = 0; i < hx.size(); ++i) hx[i] = static_cast<float>((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
     x.upload(hx.data(), hx.size() * 4);
   }
-  DeviceBuffer y(static_cast<size_t>(n_slot * c.rows * 4));
+  DeviceBuffer y(static_cast<size_t>(2 * n_slot * c.rows * 4));
   DeviceBuffer xq(act_q8_bytes(c.k, x_rows));
   if (c.q8) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), nullptr);
   DeviceBuffer slot_w(static_cast<size_t>(n_slot * 4));
@@ -178,7 +185,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
-  const int64_t mma_before = gemv_nvfp4_mma_launches();
+  const int64_t mma_before = gemv_nvfp4_mma_launches(), xmma_before = gemv_nvfp4_xmma_launches();
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -206,17 +213,31 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
     } else {
       a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
     }
-    gemv(a, s);
+    if (c.dep) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), s);
+    if (c.pair) {  // up: the next pool copy's weights, bank column 1, the second half of y
+      GemvArgs b = a;
+      b.w = w.as<uint8_t>() + ((static_cast<int64_t>(i) * n_slot / c.n_expert + 1) % copies) * matrix_bytes;
+      b.y = y.as<float>() + n_slot * c.rows;
+      b.bank_col = 1;
+      gemv_pair(a, b, s);
+    } else {
+      gemv(a, s);
+    }
   };
-  const double t = time_graph(launches, body);
+  double t = time_graph(launches, body);
+  double t_quant = 0;
+  if (c.dep) {
+    t_quant = time_graph(launches, [&](int, cudaStream_t s) { quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), s); });
+    t -= t_quant;
+  }
   gemv_set_stages_override(-1);
   gemv_set_lanes_override(0);
   gemv_set_rows_override(0);
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_variant(0, 0);
   gemv_set_nvfp4_mma(0, 0);
-  const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
-  const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
+  const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before, ran_xmma = gemv_nvfp4_xmma_launches() > xmma_before;
+  const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok)) * (c.pair ? 2 : 1);
   const double gbs = bytes / t * 1e-9;
   char shape[64];
   if (grouped)
@@ -248,7 +269,13 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
       plan = std::string(c.nv_kernel == 3 || c.nv_mma_w > 0 ? "N" : "n") + "3/" +
              std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : pl.mma_warps) + "/" +
              std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : pl.mma_stages);
+    if (ran_xmma)  // the expert mma kernel (gemv_mma_experts.cu): warps / stages
+      plan = std::string(c.nv_kernel == 4 ? "N" : "n") + "4/" +
+             std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : kNvfp4XmmaWarps) + "/" +
+             std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : kNvfp4XmmaStages);
   }
+  if (c.pair) plan += "+pair";
+  if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
     plan = f(c.lanes, 0) + "/" + f(c.rows_per_lane, 0) + "/" + f(c.stages, -1);
@@ -265,7 +292,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
 int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
-  bool quick = false, sweep = true, nvfp4_only = false, variants_only = false, dense_only = false;
+  bool quick = false, sweep = true, nvfp4_only = false, variants_only = false, dense_only = false, experts_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
@@ -275,8 +302,9 @@ int main(int argc, char** argv) {
     else if (a == "--nvfp4") nvfp4_only = true;
     else if (a == "--variants") nvfp4_only = variants_only = true;
     else if (a == "--dense") nvfp4_only = variants_only = dense_only = true;
+    else if (a == "--experts") experts_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts]\n");
       return 2;
     }
   }
@@ -334,6 +362,49 @@ int main(int argc, char** argv) {
       for (Case& c : v) c.q8 = q8;
       return v;
     };
+    if (experts_only) {
+      // Run 11: the expert gate/up kernels (slab forced, expert mma routed and its instances,
+      // gate+up pair vs two launches), each back to back and after a dependent quantiser
+      // (dep), beside the dense one-token shapes of Llama-8B / Qwen3-30B-A3B routed and with the
+      // slab kernel, back to back and dep.
+      Case gate{"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true};
+      gate.q8 = true;
+      for (bool dep : {false, true}) {
+        Case c = gate;
+        c.dep = dep;
+        Case s = c;
+        s.nv_kernel = 1;
+        cases.push_back(s);  // slab
+        cases.push_back(c);  // routed: expert mma
+        Case pr = c;
+        pr.pair = true;
+        cases.push_back(pr);
+        struct Mv {
+          int w, s;
+        };
+        if (!dep)
+          for (const Mv mv : {Mv{2, 2}, Mv{2, 3}, Mv{4, 2}, Mv{8, 2}}) {
+            Case v = c;
+            v.nv_kernel = 4, v.nv_mma_w = mv.w, v.nv_mma_s = mv.s;
+            cases.push_back(v);
+          }
+        Case down{"qwen3moe down+combine", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false};
+        down.q8 = true, down.combine = true, down.dep = dep;
+        cases.push_back(down);
+        const int64_t dense[][2] = {{14336, 4096}, {4096, 14336}, {6144, 4096}, {4096, 4096}, {28672, 4096},
+                                    {5120, 2048},  {2048, 4096}};
+        for (const auto& d : dense) {
+          Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
+          r.q8 = true, r.dep = dep;
+          cases.push_back(r);
+          Case sl = r;
+          sl.nv_kernel = 1;
+          cases.push_back(sl);
+        }
+      }
+      for (const Case& c : cases) run_case(c, pool, launches);
+      return 0;
+    }
     if (nvfp4_only) {
       // The new kernels (auto plan), the generic kernel (kernel 0), then a plan sweep.
       for (int64_t nt : {1, 2, 4, 8})

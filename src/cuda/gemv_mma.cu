@@ -37,6 +37,7 @@
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
 #include "cuda/gemv_launch.h"
+#include "cuda/gemv_mma.cuh"
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
@@ -47,38 +48,11 @@ namespace {
 
 using namespace q8_detail;
 
-constexpr int kRows = 16;             // rows per CTA (the mma's M)
-constexpr int kStepBlocks = 4;        // NVFP4 blocks per step
-constexpr int kRowStep = 144;         // bytes of a row per step (4 x 36 = 9 x 16)
-constexpr int kStageBytes = kRows * kRowStep;  // 2304
-constexpr int kVecPerLane = (kStageBytes / 16 + 31) / 32;  // 5 (144 vectors)
-constexpr int kFragGroupBytes = 4 * 4 * 16;  // per group: 4 tiles x 4 lanes x {x0, x1, -x0, -x1}
-
-__device__ __forceinline__ void mma_s8_16816(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a0), "r"(a1), "r"(b));
-}
-
-__device__ __forceinline__ uint4 lds128(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
-
-// Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
-// 256 bytes), the activation scales times 0.5 (k / 32 floats), the warps' stages, the warps'
-// row sums (NW x 16 floats).
-struct MmaSmem {
-  int frag, xd, stage, red, total;
-};
-inline MmaSmem mma_smem(int64_t k, int nw, int ns) {
-  MmaSmem m{};
-  m.frag = 16;
-  m.xd = m.frag + static_cast<int>(k / 128) * kFragGroupBytes;
-  m.stage = m.xd + static_cast<int>(k / 32) * 4;
-  m.stage = (m.stage + 15) & ~15;
-  m.red = m.stage + nw * ns * kStageBytes;
-  m.total = m.red + nw * kRows * 4;
-  return m;
-}
+constexpr int kRows = kMmaRows;
+constexpr int kStepBlocks = kMmaStepBlocks;
+constexpr int kRowStep = kMmaRowStep;
+constexpr int kStageBytes = kMmaStageBytes;
+constexpr int kVecPerLane = kMmaVecPerLane;
 
 template <int NW, int NS>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
@@ -121,42 +95,9 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   pdl_wait();
   pdl_trigger();
 
-  // x_frag: fragment f = (group, tile t, lane c of the active four) = 16 bytes {x0, x1, -x0,
-  // -x1}: tile t of the group is block 2 group + (t >> 1), codes half h = t & 1; lane c's
-  // word is sub-block 2h + (c >> 1), bytes 4 (c & 1) .. + 3: nibble order of e2m1x8_pn,
-  // x_pair_0 / x_pair_1 of the activations 8 apart.
-  // Batches of 4 fragments per thread: their 8 loads (L2 round trips, while the first stages
-  // stream in) are in flight together rather than one after another.
-  const int n_frag = (nb / 2) * 16;
-  const uint8_t* xq = p.xq;
-  constexpr int kT = NW * 32, kB = 4;
-  for (int f0 = static_cast<int>(threadIdx.x); f0 < n_frag; f0 += kB * kT) {
-    uint32_t a[kB], b[kB];
-#pragma unroll
-    for (int u = 0; u < kB; ++u) {
-      const int f = f0 + u * kT, grp = f >> 4, t = (f >> 2) & 3, fc = f & 3;
-      const int e = 128 * grp + 64 * (t >> 1) + 16 * (2 * (t & 1) + (fc >> 1)) + 4 * (fc & 1);
-      a[u] = b[u] = 0;
-      if (f < n_frag) {
-        a[u] = __ldg(reinterpret_cast<const uint32_t*>(xq + e));
-        b[u] = __ldg(reinterpret_cast<const uint32_t*>(xq + e + 8));
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kB; ++u) {
-      const int f = f0 + u * kT;
-      const uint32_t x0 = x_pair_0(a[u], b[u]), x1 = x_pair_1(a[u], b[u]);
-      if (f < n_frag) *reinterpret_cast<uint4*>(smem + sm.frag + 16 * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
-    }
-  }
-  float* xd = reinterpret_cast<float*>(smem + sm.xd);
-  for (int i = static_cast<int>(threadIdx.x); i < nb * 2; i += kT)
-    xd[i] = __ldg(reinterpret_cast<const float*>(xq + p.k + 8 * i)) * 0.5f;
-  if (threadIdx.x == 0) {
-    reinterpret_cast<uint32_t*>(smem)[0] = kMag0;
-    reinterpret_cast<uint32_t*>(smem)[1] = kMag1;
-  }
+  mma_build_x(smem, sm, p.xq, p.k, nb, NW * 32);
   __syncthreads();
+  const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
   // Loaded from shared memory: a value ptxas cannot re-create per PRMT (H200 run 9).
   const E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
 
@@ -182,7 +123,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
       int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
-        if (my_tile == t) bx[t] = lds128(frag + (grp * 4 + t) * 64);
+        if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
         const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
         uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
         e2m1x8_pn(lds32(st + g * kRowStep + off), tab, p0l, p0h, n0l, n0h);
@@ -249,7 +190,7 @@ std::atomic<int64_t> g_mma_launches{0};
 
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
-  const MmaSmem sm = mma_smem(p.k, NW, NS);
+  const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
   auto kernel = nvfp4_mma_kernel<NW, NS>;
   static std::atomic<uint64_t> cache{0};

@@ -96,7 +96,9 @@ inline GemvQ8Plan gemv_q8_plan(GgmlType type, int64_t rows, int64_t k, int64_t n
 // list, up to kNvfp4PackBlocksPerLane blocks each. kernel 0: the generic integer kernel
 // (gemv_q8.cu), also taken where the rows are not 4-byte aligned.
 struct GemvNvfp4Plan {
-  int kernel;  // 0 generic, 1 slab, 2 packed, 3 mma (gemv_mma.cu; rows / x_smem: its slab fallback)
+  // 0 generic, 1 slab, 2 packed, 3 mma (gemv_mma.cu; rows / x_smem: its slab fallback), 4 expert
+  // mma in the slab order (gemv_mma_experts.cu; rows / minb: its slab fallback)
+  int kernel;
   int rows;    // slab: R (1, 2, 4); packed: rows per work item
   bool x_smem;  // activations copied to shared memory per CTA (when <= kNvfp4XSmemMax bytes)
   // One token, 16-byte aligned rows, activations from global memory only (other launches:
@@ -119,6 +121,13 @@ struct GemvNvfp4Plan {
 // far from what these kernel times add up to; not explained yet, and this plan is not yet
 // measured end to end (FT_GEMV_NVFP4_MMA=0 turns it off for that comparison).
 inline constexpr int64_t kNvfp4MmaMinRows = 2048;
+// Grouped launches without the combine whose rows are exactly one slab (32 blocks, k 2048: the
+// Qwen3-30B-A3B and Qwen3.5-MoE expert gate/up) take the expert mma kernel, which keeps the
+// slab kernel's float order bit for bit (the CPU expert executor's exact mode mirrors it).
+// Warps x stages: 4 x 3 (2 steps per warp, both in flight at once; the dense kernel's best at
+// 5120x2048, run 10). FT_GEMV_NVFP4_XMMA=0 keeps the slab kernel.
+inline constexpr int64_t kNvfp4XmmaBlocks = 32;
+inline constexpr int kNvfp4XmmaWarps = 4, kNvfp4XmmaStages = 3;
 // Warps per CTA and stages (run 10 sweep, 4/8/16 warps x 2/3/4 stages): 4 warps when the CTAs
 // fill two per SM (14336x4096 4/2 13.60 us, 8/2 14.38, 16/2 18.90), else 8 (4096x14336 8/3
 // 13.55, 4/2 15.98); never under 2 steps per warp (5120x2048, 8 steps: 4/3 3.79, 8/3 4.70);
@@ -190,6 +199,7 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   if (!grouped && n_tok == 1 && k <= kNvfp4XSmemMaxK) pl.x_smem = true;
   if (grouped && n_tok == 1 && (rows + 1) / 2 * n_out <= kNvfp4OneWaveWarps) pl.rows = 2, pl.minb = 6;
   if (!grouped && n_tok == 1 && nb % 4 == 0 && rows >= kNvfp4MmaMinRows) pl.kernel = 3;
+  if (grouped && n_tok == 1 && n_sub == 1 && nb == kNvfp4XmmaBlocks) pl.kernel = 4;
   gemv_nvfp4_mma_shape(rows, k, pl.mma_warps, pl.mma_stages);
   return pl;
 }
@@ -206,6 +216,8 @@ void gemv_set_nvfp4_variant(int decode, int minb);
 void gemv_set_nvfp4_mma(int warps, int stages);
 // Launches of the mma kernel so far (tests and benchmarks check that it ran).
 int64_t gemv_nvfp4_mma_launches();
+// Launches of the expert mma kernel (gemv_mma_experts.cu; a gate+up pair counts once).
+int64_t gemv_nvfp4_xmma_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.

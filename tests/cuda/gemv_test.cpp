@@ -24,6 +24,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv_q8_formats.cuh"
+#include "cuda/gemv_pair.h"
 #include "cuda/gemv_q8_ref.h"
 #include "cuda/gemv_tuning.h"
 #include "quant/dequant.h"
@@ -697,7 +698,9 @@ TEST(CudaGemvNvfp4, PackedRowsFillTheLanes) {
   EXPECT_EQ(dense.rows, 4);
   EXPECT_EQ(gemv_nvfp4_plan(4096, 14336, 1, 1, 1, false).rows, 2);
   EXPECT_EQ(gemv_nvfp4_plan(7, 4096, 8, 1, 1, false).rows, 2);  // several tokens: R >= 2
-  EXPECT_EQ(gemv_nvfp4_plan(768, 2048, 1, 8, 1, true).kernel, 1);  // 32 blocks: slab
+  EXPECT_EQ(gemv_nvfp4_plan(768, 2048, 1, 8, 1, true).kernel, 4);  // 32 blocks: expert mma (slab order)
+  EXPECT_EQ(gemv_nvfp4_plan(768, 2112, 1, 8, 1, true).kernel, 1);  // 33 blocks: slab
+  EXPECT_EQ(gemv_nvfp4_plan(768, 2048, 1, 1, 8, true).kernel, 1);  // combine: slab
   // Run 8's choices: dense single tokens stage the activations in shared memory; the expert
   // gate of one token (3072 R = 2 items: one wave at 6 blocks per SM) takes R 2 at 6 blocks.
   // Run 9: only rows up to kNvfp4XSmemMaxK elements (4096x14336 reads them from global).
@@ -877,6 +880,134 @@ TEST(CudaGemvNvfp4, MmaMatchesTwin) {
   check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, 2048, 45, 9, 8, 1, rng);
   EXPECT_EQ(gemv_nvfp4_mma_launches(), before);
   gemv_set_nvfp4_override(-1, 0, 0);
+}
+
+// The expert mma kernel (gemv_mma_experts.cu) and the gate+up pair launch (gemv_pair.h)
+// against the slab kernel forced, bit for bit (the CPU expert executor's exact mode mirrors
+// the slab order, so any difference would break cpu/hybrid == fused): k 2048 (the shape it
+// takes), rows not a multiple of its 16 (45, 33, 20) and Qwen3-30B-A3B's 768, shared and
+// per-slot inputs, several tokens, scale bank, per-row scales, roundings, accumulate, padded
+// rows; every instance (warps x stages). Outputs are poisoned first, padding must match too.
+// Then the routed kernel against the twin (check_grouped_epilogue).
+TEST(CudaGemvNvfp4, ExpertMmaEqualsSlabBitwise) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(9091);
+  const int64_t k = 2048;
+  struct G {
+    int64_t rows, n_expert;
+    int n_used;
+    int64_t n_tokens;
+    bool shared;
+    int scale_mode;  // bit 0 scalar, bit 1 per-row
+    quant::Round round;
+    bool accumulate;
+    int64_t pad;
+  };
+  struct Mv {
+    int w, s;
+  };
+  const G cases[] = {{45, 9, 8, 1, true, 3, quant::Round::kNone, false, 0},
+                     {768, 16, 8, 1, true, 1, quant::Round::kNone, false, 0},
+                     {33, 6, 3, 3, false, 2, quant::Round::kBF16, true, 16},
+                     {20, 5, 2, 2, true, 0, quant::Round::kF16, false, 32},
+                     {17, 4, 4, 8, true, 3, quant::Round::kNone, true, 0}};
+  int n = 0;
+  for (const G& c : cases)
+    for (const Mv mv : {Mv{4, 3}, Mv{2, 2}, Mv{2, 3}, Mv{4, 2}, Mv{8, 2}}) {
+      if (c.rows == 768 && mv.w != 4) continue;  // the big case at the plan's instance only
+      SCOPED_TRACE("rows " + std::to_string(c.rows) + " n_used " + std::to_string(c.n_used) + " tokens " +
+                   std::to_string(c.n_tokens) + " shared " + std::to_string(c.shared) + " warps " +
+                   std::to_string(mv.w) + " stages " + std::to_string(mv.s));
+      const int64_t rb = row_bytes(GgmlType::NVFP4, k) + c.pad, eb = rb * c.rows, n_slot = c.n_tokens * c.n_used;
+      std::vector<uint8_t> wa(static_cast<size_t>(eb * c.n_expert), 0xAB), wb = wa;
+      for (int64_t r = 0; r < c.rows * c.n_expert; ++r) {
+        const auto ra = quant::testing::random_row(GgmlType::NVFP4, k, rng);
+        const auto rbw = quant::testing::random_row(GgmlType::NVFP4, k, rng);
+        std::copy(ra.begin(), ra.end(), wa.begin() + r * rb);
+        std::copy(rbw.begin(), rbw.end(), wb.begin() + r * rb);
+      }
+      std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+      std::vector<int32_t> ids(static_cast<size_t>(n_slot));
+      for (auto& e : ids) e = static_cast<int32_t>(rng() % static_cast<uint32_t>(c.n_expert));  // repeats too
+      std::vector<float> bank(static_cast<size_t>(c.n_expert * 4)), row_scale(static_cast<size_t>(c.rows));
+      for (auto& v : bank) v = 0.25f + 0.5f * (unit(rng) + 1.0f);
+      for (auto& v : row_scale) v = 0.5f + unit(rng) * 0.25f;
+      const int64_t x_rows = c.shared ? c.n_tokens : n_slot, ldy = c.rows + 3;
+      std::vector<float> x(static_cast<size_t>(k * x_rows));
+      for (auto& v : x) v = unit(rng) * std::exp(2.0f * unit(rng));
+      if (n % 3 == 2) std::fill(x.begin(), x.begin() + k, 0.0f);  // an all-zero input row: signed zeros
+      const auto xq = quantize_rows(x, k, k, x_rows);
+      std::vector<float> y0(static_cast<size_t>(ldy * n_slot), poison());
+      if (c.accumulate)
+        for (int64_t sl = 0; sl < n_slot; ++sl)
+          for (int64_t r = 0; r < c.rows; ++r) y0[static_cast<size_t>(sl * ldy + r)] = unit(rng);
+      DeviceBuffer dwa = to_device(wa), dwb = to_device(wb), dxq = to_device(xq), dids = to_device(ids),
+                   dbank = to_device(bank), drs = to_device(row_scale);
+      DeviceBuffer ya_slab = to_device(y0), yb_slab = to_device(y0), ya_x = to_device(y0), yb_x = to_device(y0),
+                   ya_p = to_device(y0), yb_p = to_device(y0);
+      auto args = [&](const DeviceBuffer& w, DeviceBuffer& y, int bank_col) {
+        GemvArgs g;
+        g.type = GgmlType::NVFP4;
+        g.w = w.as<uint8_t>();
+        g.row_bytes = rb;
+        g.k = k;
+        g.rows = c.rows;
+        g.xq = dxq.get();
+        g.n_tok = n_slot;
+        g.y = y.as<float>();
+        g.ldy = ldy;
+        g.row_scale = (c.scale_mode & 2) ? drs.as<float>() : nullptr;
+        g.scale = (c.scale_mode & 1) ? 3.0e-4f : 1.0f;
+        g.round = to_gpu(c.round);
+        g.ids = dids.as<int32_t>();
+        g.expert_bytes = eb;
+        g.x_div = c.shared ? c.n_used : 1;
+        g.bank = dbank.as<float>();
+        g.bank_col = bank_col;
+        g.accumulate = c.accumulate;
+        return g;
+      };
+      gemv_set_nvfp4_override(1, 0, 0);  // the slab kernel at the plan's rows
+      gemv(args(dwa, ya_slab, 0));
+      gemv(args(dwb, yb_slab, 1));
+      gemv_set_nvfp4_override(4, 0, 0);
+      gemv_set_nvfp4_mma(mv.w, mv.s);
+      int64_t before = gemv_nvfp4_xmma_launches();
+      gemv(args(dwa, ya_x, 0));
+      gemv(args(dwb, yb_x, 1));
+      EXPECT_EQ(gemv_nvfp4_xmma_launches(), before + 2);
+      gemv_set_nvfp4_override(-1, 0, 0);
+      gemv_set_nvfp4_mma(0, 0);
+      before = gemv_nvfp4_xmma_launches();
+      gemv_pair(args(dwa, ya_p, 0), args(dwb, yb_p, 1));
+      EXPECT_EQ(gemv_nvfp4_xmma_launches(), before + 1);  // one launch for both
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      const size_t nf = y0.size();
+      const auto a0 = to_host<float>(ya_slab, nf), b0 = to_host<float>(yb_slab, nf);
+      const auto a1 = to_host<float>(ya_x, nf), b1 = to_host<float>(yb_x, nf);
+      const auto a2 = to_host<float>(ya_p, nf), b2 = to_host<float>(yb_p, nf);
+      for (size_t i = 0; i < nf; ++i) {
+        const int64_t sl = static_cast<int64_t>(i) / ldy, r = static_cast<int64_t>(i) % ldy;
+        if (r < c.rows) {
+          ASSERT_FALSE(is_poison(a0[i])) << "slab did not write slot " << sl << " row " << r;
+        }
+        ASSERT_EQ(std::memcmp(&a0[i], &a1[i], 4), 0) << "gate slot " << sl << " row " << r << ": " << a0[i] << " vs " << a1[i];
+        ASSERT_EQ(std::memcmp(&b0[i], &b1[i], 4), 0) << "up slot " << sl << " row " << r << ": " << b0[i] << " vs " << b1[i];
+        ASSERT_EQ(std::memcmp(&a0[i], &a2[i], 4), 0) << "pair gate slot " << sl << " row " << r;
+        ASSERT_EQ(std::memcmp(&b0[i], &b2[i], 4), 0) << "pair up slot " << sl << " row " << r;
+      }
+      ++n;
+    }
+  gemv_set_nvfp4_override(-1, 0, 0);
+  gemv_set_nvfp4_mma(0, 0);
+  // Routed by the plan, against the twin; shapes it declines (combine, k 2112) do not run it.
+  const int64_t before = gemv_nvfp4_xmma_launches();
+  check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, 2048, 45, 9, 8, 2, rng);
+  check_grouped_epilogue(GgmlType::NVFP4, true, false, true, false, quant::Round::kBF16, 2048, 33, 6, 3, 3, rng);
+  EXPECT_EQ(gemv_nvfp4_xmma_launches(), before + 2);
+  check_grouped_epilogue(GgmlType::NVFP4, true, true, false, false, quant::Round::kNone, 2048, 40, 9, 2, 2, rng);
+  check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, 2112, 40, 9, 2, 2, rng);
+  EXPECT_EQ(gemv_nvfp4_xmma_launches(), before + 2);
 }
 
 TEST(CudaGemvQ8, RefusesBadCombine) {
