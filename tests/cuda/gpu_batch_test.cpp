@@ -10,11 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "core/error.h"
@@ -24,81 +21,29 @@
 #include "gpu/batch_runner_gpu.h"
 #include "gpu/session.h"
 #include "model/model.h"
-#include "testgen/model_gen.h"
+#include "session_test_util.h"
 
-namespace fs = std::filesystem;
 using ft::GgmlType;
 using ft::testgen::Arch;
-using ft::testgen::ModelSpec;
 using ft::testgen::Role;
+using namespace ft::gpu_test;
 
 namespace {
 
-struct Case {
-  std::string name;
-  ModelSpec spec;
-};
-
 std::vector<Case> cases() {
-  auto base = [](Arch a) {
-    auto s = ft::testgen::preset("tiny", a);
-    s.seed = 5;
-    return s;
-  };
-  auto all = [](ModelSpec s, GgmlType t) {
-    for (auto& r : s.role_type) r = t;
-    return s;
-  };
+  auto base = [](Arch a) { return ft::gpu_test::base(a, 5); };
   std::vector<Case> v;
   v.push_back({"llama_f32", base(Arch::kLlama)});
   v.push_back({"qwen3_q8_0", all(base(Arch::kQwen3), GgmlType::Q8_0)});
   v.push_back({"qwen3moe_bf16", all(base(Arch::kQwen3Moe), GgmlType::BF16)});
-  {
-    auto s = all(base(Arch::kQwen3Moe), GgmlType::BF16);
-    s.set_type(Role::kExperts, GgmlType::NVFP4);
-    v.push_back({"qwen3moe_nvfp4", s});
-  }
+  v.push_back({"qwen3moe_nvfp4", with(all(base(Arch::kQwen3Moe), GgmlType::BF16), {Role::kExperts}, GgmlType::NVFP4)});
   return v;
-}
-
-struct Param {
-  Case c;
-  std::string dtype;
-};
-
-std::vector<Param> params() {
-  std::vector<Param> p;
-  for (const Case& c : cases())
-    for (const char* d : {"float32", "auto"}) p.push_back({c, d});
-  return p;
 }
 
 // fp32: GEMM vs GEMV summation order only. auto: above 8 tokens the batch runs bf16 tensor
 // cores where a lone decode step runs Q8 dp4a GEMVs (llama.cpp's split as well).
 float tol(const std::string& dtype) { return dtype == "float32" ? 2e-3f : 1.0f; }
 float near_tie(const std::string& dtype) { return dtype == "float32" ? 1e-3f : 0.5f; }
-
-float top2_margin(const float* x, int64_t n) {
-  float a = -INFINITY, b = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) {
-    if (x[i] > a) {
-      b = a;
-      a = x[i];
-    } else if (x[i] > b) {
-      b = x[i];
-    }
-  }
-  return a - b;
-}
-
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-  float m = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float d = std::fabs(a[i] - b[i]);
-    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
-  }
-  return m;
-}
 
 struct Seq {
   std::vector<int32_t> prompt;
@@ -225,22 +170,20 @@ class GpuBatch : public ::testing::TestWithParam<Param> {};
 TEST_P(GpuBatch, SequencesTogetherMatchAlone) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const Param& p = GetParam();
-  const fs::path dir = fs::temp_directory_path() / ("ft-gpu-batch-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / (p.c.name + ".gguf")).string();
-  const auto gen = ft::testgen::generate_model(p.c.spec, path);
-  auto m = ft::model::load_model(path);
-  const int64_t V = m->hp.n_vocab;
-  const std::vector<Seq> ss = seqs(gen.n_vocab);
+  const fs::path dir = test_dir("ft-gpu-batch-");
+  const TestModel tm = write_model(p.c.spec, dir, p.c.name);
+  const ft::model::Model& m = *tm.m;
+  const int64_t V = m.hp.n_vocab;
+  const std::vector<Seq> ss = seqs(tm.gen.n_vocab);
 
   ft::gpu::GpuSessionOptions go;
   go.n_ctx = 64;
   go.dtype = p.dtype;
-  ft::gpu::GpuSession lone(*m, go);
+  ft::gpu::GpuSession lone(m, go);
   std::vector<Alone> alone;
   for (const Seq& s : ss) alone.push_back(run_alone(lone, s));
 
-  ft::gpu::GpuSession host(*m, go);
+  ft::gpu::GpuSession host(m, go);
   auto br = ft::gpu::make_gpu_batch_runner(host, 12);
   const Batched b = run_batched(*br, ss, alone, p.dtype);
   EXPECT_GE(b.max_batch, 9) << "no step ran more than 8 sequences (the GEMM path and its head)";
@@ -274,33 +217,30 @@ TEST_P(GpuBatch, SequencesTogetherMatchAlone) {
 
   // The argmax on the device: the same tokens.
   {
-    ft::gpu::GpuSession h(*m, go);
+    ft::gpu::GpuSession h(m, go);
     auto r = ft::gpu::make_gpu_batch_runner(h, 12);
     EXPECT_EQ(b.tokens, run_batched(*r, ss, alone, p.dtype, true).tokens) << "device argmax";
   }
   // Graphs off: the same tokens.
   go.graphs = false;
-  ft::gpu::GpuSession host2(*m, go);
+  ft::gpu::GpuSession host2(m, go);
   auto br2 = ft::gpu::make_gpu_batch_runner(host2, 12);
   const Batched b2 = run_batched(*br2, ss, alone, p.dtype);
   EXPECT_EQ(b.tokens, b2.tokens) << "graphs change the tokens";
   EXPECT_EQ(b.dmax, b2.dmax) << "graphs change the logits";
   std::error_code ec;
-  fs::remove(path, ec);
+  fs::remove(tm.path, ec);
 }
 
 // Errors users' requests can cause are ft::Errors, not crashes.
 TEST(GpuBatchErrors, BadItems) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
-  const fs::path dir = fs::temp_directory_path() / ("ft-gpu-batch-err-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / "m.gguf").string();
-  ft::testgen::generate_model(ft::testgen::preset("tiny", Arch::kQwen3), path);
-  auto m = ft::model::load_model(path);
+  const fs::path dir = test_dir("ft-gpu-batch-err-");
+  const TestModel tm = write_model(ft::testgen::preset("tiny", Arch::kQwen3), dir, "m");
   ft::gpu::GpuSessionOptions go;
   go.n_ctx = 16;
   go.dtype = "float32";
-  ft::gpu::GpuSession s(*m, go);
+  ft::gpu::GpuSession s(*tm.m, go);
   auto br = ft::gpu::make_gpu_batch_runner(s, 2);
   std::vector<int32_t> p(10, 1);
   const int64_t a = br->add_sequence(p.data(), 10, false, nullptr);
@@ -316,25 +256,16 @@ TEST(GpuBatchErrors, BadItems) {
   fs::remove_all(dir, ec);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GpuBatch, ::testing::ValuesIn(params()),
-                         [](const ::testing::TestParamInfo<Param>& i) {
-                           std::string s = i.param.c.name + "_" + i.param.dtype;
-                           for (auto& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, GpuBatch, ::testing::ValuesIn(params(cases(), {"float32", "auto"})), param_name);
 
 // Through the engine hook: make_batch_runner finds the GPU runner once it is registered.
 TEST(GpuBatchHook, MakeBatchRunnerFindsGpuSession) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
-  const fs::path dir = fs::temp_directory_path() / ("ft-gpu-batch-hook-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / "m.gguf").string();
-  ft::testgen::generate_model(ft::testgen::preset("tiny", Arch::kLlama), path);
-  auto m = ft::model::load_model(path);
+  const fs::path dir = test_dir("ft-gpu-batch-hook-");
+  const TestModel tm = write_model(ft::testgen::preset("tiny", Arch::kLlama), dir, "m");
   ft::gpu::GpuSessionOptions go;
   go.n_ctx = 32;
-  ft::gpu::GpuSession s(*m, go);
+  ft::gpu::GpuSession s(*tm.m, go);
   ft::gpu::register_gpu_batch_runner();
   auto br = ft::engine::make_batch_runner(s, 3);
   ASSERT_NE(br, nullptr);

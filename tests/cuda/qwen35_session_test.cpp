@@ -13,13 +13,10 @@
 // tokens and logits bit for bit; cpu and hybrid (max-fetch 0 and 2) fused's 256 tokens.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
+#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <set>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "cuda/device.h"
@@ -28,32 +25,18 @@
 #include "gpu/moe_cpu_backend.h"
 #include "gpu/session.h"
 #include "model/model.h"
-#include "testgen/model_gen.h"
+#include "session_test_util.h"
 
-namespace fs = std::filesystem;
 using ft::GgmlType;
 using ft::testgen::Arch;
 using ft::testgen::ModelSpec;
 using ft::testgen::Role;
+using namespace ft::gpu_test;
 
 namespace {
 
-struct Case {
-  std::string name;
-  ModelSpec spec;
-};
-
-ModelSpec all(ModelSpec s, GgmlType t) {
-  for (auto& r : s.role_type) r = t;
-  return s;
-}
-ModelSpec with(ModelSpec s, std::initializer_list<Role> roles, GgmlType t) {
-  for (Role r : roles) s.set_type(r, t);
-  return s;
-}
 ModelSpec base(Arch a) {
-  auto s = ft::testgen::preset("tiny", a);
-  s.seed = 13;
+  auto s = ft::gpu_test::base(a, 13);
   s.n_ctx_train = 512;
   return s;
 }
@@ -74,116 +57,28 @@ std::vector<Case> cases() {
   return v;
 }
 
-struct Param {
-  Case c;
-  std::string dtype;
-};
-
-std::vector<Param> params() {
-  std::vector<Param> p;
-  for (const Case& c : cases())
-    for (const char* d : {"float32", "bfloat16", "float16", "auto"}) p.push_back({c, d});
-  return p;
-}
-
-// As gpu_session_test.cpp (same rounding points, summation order only in fp32).
-float tol(const std::string& dtype) { return dtype == "float32" ? 2e-3f : 0.5f; }
-float near_tie(const std::string& dtype) { return dtype == "float32" ? 1e-3f : 0.25f; }
-
-ft::engine::SessionOptions cpu_options(const std::string& dtype) {
-  ft::engine::SessionOptions o;
-  o.n_threads = 2;
-  o.n_ctx = 128;
-  if (dtype == "auto") {
-    o.act = ft::engine::ActType::kF32;
-    o.act_quant = ft::quant::ActQuant::kQ8;
-  } else {
-    o.act = *ft::engine::act_type_from_name(dtype);
-  }
-  return o;
-}
-
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-  float m = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float d = std::fabs(a[i] - b[i]);
-    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
-  }
-  return m;
-}
-
-float top2_margin(const float* x, int64_t n) {
-  float a = -INFINITY, b = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) {
-    if (x[i] > a) {
-      b = a;
-      a = x[i];
-    } else if (x[i] > b) {
-      b = x[i];
-    }
-  }
-  return a - b;
-}
-
-fs::path test_dir(const char* what) {
-  const fs::path dir = fs::temp_directory_path() / (std::string(what) + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::vector<int32_t> make_prompt(int n, int64_t n_vocab) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < n; ++i) p.push_back(static_cast<int32_t>((53 * i + 7) % n_vocab));
-  return p;
-}
-
 class Qwen35GpuVsCpu : public ::testing::TestWithParam<Param> {};
 
 TEST_P(Qwen35GpuVsCpu, Matches) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const Param& p = GetParam();
   const fs::path dir = test_dir("ft-qwen35-gpu-");
-  const std::string path = (dir / (p.c.name + ".gguf")).string();
-  const auto gen = ft::testgen::generate_model(p.c.spec, path);
-  auto m = ft::model::load_model(path);
-  const int64_t V = m->hp.n_vocab;
+  const TestModel tm = write_model(p.c.spec, dir, p.c.name);
+  const ft::model::Model& m = *tm.m;
+  const int64_t V = m.hp.n_vocab;
   const int n_prompt = 70;
-  const std::vector<int32_t> prompt = make_prompt(n_prompt, gen.n_vocab);
+  const std::vector<int32_t> prompt = make_prompt(n_prompt, tm.gen.n_vocab);
 
-  ft::engine::Session cpu(*m, cpu_options(p.dtype));
+  ft::engine::Session cpu(m, cpu_options(p.dtype));
   ft::gpu::GpuSessionOptions go;
   go.n_ctx = 128;
   go.dtype = p.dtype;
-  ft::gpu::GpuSession gpu(*m, go);
-
+  ft::gpu::GpuSession gpu(m, go);
+  const VsCpu r = compare_to_cpu(cpu, gpu, prompt, 24, p.dtype);
+  const std::vector<float>& lg = r.prompt_gpu;
+  const std::vector<int32_t>& forced = r.forced;
+  const std::vector<std::vector<float>>& gpu_steps = r.gpu_steps;
   auto copy = [V](const float* x) { return std::vector<float>(x, x + V); };
-  const std::vector<float> lc = copy(cpu.eval(prompt.data(), n_prompt));
-  const std::vector<float> lg = copy(gpu.eval(prompt.data(), n_prompt));
-  const float d0 = max_abs_diff(lc.data(), lg.data(), V);
-  EXPECT_LE(d0, tol(p.dtype)) << "prompt logits";
-
-  int32_t next = ft::engine::argmax(lc.data(), static_cast<int32_t>(V));
-  float dmax = d0;
-  int agree = 0;
-  const int steps = 24;
-  std::vector<int32_t> forced;
-  std::vector<std::vector<float>> gpu_steps;
-  for (int i = 0; i < steps; ++i) {
-    forced.push_back(next);
-    const std::vector<float> c = copy(cpu.eval(&next, 1));
-    const std::vector<float> g = copy(gpu.eval(&next, 1));
-    gpu_steps.push_back(g);
-    dmax = std::max(dmax, max_abs_diff(c.data(), g.data(), V));
-    const int32_t ac = ft::engine::argmax(c.data(), static_cast<int32_t>(V));
-    const int32_t ag = ft::engine::argmax(g.data(), static_cast<int32_t>(V));
-    if (ac == ag) ++agree;
-    EXPECT_TRUE(ac == ag || top2_margin(c.data(), V) < near_tie(p.dtype))
-        << "step " << i << ": cpu " << ac << ", gpu " << ag << " (cpu margin " << top2_margin(c.data(), V) << ")";
-    next = ac;
-  }
-  if (p.dtype != "auto") {
-    EXPECT_LE(dmax, tol(p.dtype)) << "decode logits";
-  }
 
   // A new sequence on the same session: position 0 resets the conv and delta-rule state, so
   // the first sequence repeats bit for bit (graphs already captured are replayed).
@@ -198,15 +93,15 @@ TEST_P(Qwen35GpuVsCpu, Matches) {
   // Micro-batches of 16 tokens (GEMM calls of 16 and a 6-token GEMV tail) carry the state.
   ft::gpu::GpuSessionOptions gu = go;
   gu.n_ubatch = 16;
-  ft::gpu::GpuSession gpu_u(*m, gu);
+  ft::gpu::GpuSession gpu_u(m, gu);
   const std::vector<float> lu = copy(gpu_u.eval(prompt.data(), n_prompt));
   const float du = max_abs_diff(lg.data(), lu.data(), V);
-  EXPECT_LE(du, tol(p.dtype)) << "micro-batched prompt";
+  EXPECT_LE(du, session_tol(p.dtype)) << "micro-batched prompt";
 
   // Graphs off: the same kernels, bit-identical.
   ft::gpu::GpuSessionOptions gn = go;
   gn.graphs = false;
-  ft::gpu::GpuSession gpu_n(*m, gn);
+  ft::gpu::GpuSession gpu_n(m, gn);
   gpu_n.eval(prompt.data(), n_prompt);
   for (int i = 0; i < 4; ++i) {
     const std::vector<float> g = copy(gpu_n.eval(&forced[i], 1));
@@ -214,14 +109,12 @@ TEST_P(Qwen35GpuVsCpu, Matches) {
   }
   std::printf("QWEN35-GPU-VS-CPU %s %s: prompt max|dlogit| %.3g, decode max|dlogit| %.3g, argmax agree %d/%d, "
               "ubatch-16 prompt max|dlogit| %.3g\n",
-              p.c.name.c_str(), p.dtype.c_str(), d0, dmax, agree, steps, du);
+              p.c.name.c_str(), p.dtype.c_str(), r.prompt_diff, r.decode_diff, r.agree, r.steps, du);
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, Qwen35GpuVsCpu, ::testing::ValuesIn(params()), [](const auto& info) {
-  return info.param.c.name + "_" + info.param.dtype;
-});
+INSTANTIATE_TEST_SUITE_P(Tiny, Qwen35GpuVsCpu, ::testing::ValuesIn(params(cases(), kAllDtypes)), param_name);
 
 // ---- qwen35moe's MoE backends ----
 
@@ -275,15 +168,14 @@ TEST_P(Qwen35MoeBackends, SameGreedyTokensAsFused) {
   spec.set_type(Role::kExperts, bc.experts);
   if (bc.experts == GgmlType::NVFP4) spec = with(spec, {Role::kAttn, Role::kMlp, Role::kOutput}, GgmlType::NVFP4);
   const fs::path dir = test_dir("ft-qwen35-moe-");
-  const std::string path = (dir / (bc.name + ".gguf")).string();
-  const auto gen = ft::testgen::generate_model(spec, path);
-  auto m = ft::model::load_model(path);
-  const std::vector<int32_t> prompt = make_prompt(70, gen.n_vocab);
+  const TestModel tm = write_model(spec, dir, bc.name);
+  const ft::model::Model& m = *tm.m;
+  const std::vector<int32_t> prompt = make_prompt(70, tm.gen.n_vocab);
   const int n = 256;
 
   ft::gpu::MoeBackendOptions fo;
   fo.name = "fused";
-  const BackendRun ref = greedy(*m, dtype, fo, prompt, n);
+  const BackendRun ref = greedy(m, dtype, fo, prompt, n);
   EXPECT_GE(std::set<int32_t>(ref.tokens.begin(), ref.tokens.end()).size(), 4u) << "degenerate generation";
 
   struct Variant {
@@ -308,7 +200,7 @@ TEST_P(Qwen35MoeBackends, SameGreedyTokensAsFused) {
     }
   }
   for (const Variant& v : vs) {
-    const BackendRun got = greedy(*m, dtype, v.o, prompt, n);
+    const BackendRun got = greedy(m, dtype, v.o, prompt, n);
     const int same = same_prefix(ref.tokens, got.tokens);
     std::printf("QWEN35-MOE-TOKENS %s %s %s: %d/%d identical to fused [%s]\n", bc.name.c_str(), dtype.c_str(),
                 v.label.c_str(), same, n, got.describe.c_str());
