@@ -53,9 +53,11 @@ void deltanet_recurrent(const DeltaNetArgs& a, float* gb, cudaStream_t s);
 //   o_t = (e^{G_t} S0 q_t + sum_{s<=t} e^{G_t - G_s} (q_t . k_s) u_s) / sqrt(d)
 //   S   = e^{G_n} S0 + sum_s e^{G_n - G_s} u_s k_s^T
 // Exact algebra of the recurrence; equal to it within fp32 rounding (test: 1,100 tokens).
-// Same arguments and scratch as deltanet_recurrent. Prefill only (a token loop of 64 per
-// chunk inside one block per (value head, 32 rows of S)).
+// Same arguments and scratch as deltanet_recurrent, plus 16-byte aligned y rows
+// (deltanet_chunked_supported; throws otherwise). Prompts (>= one chunk): one block per
+// (value head, 32 rows of S) walks the chunks, register-tiled products in shared memory.
 inline constexpr int64_t kDeltaNetChunk = 64;
+bool deltanet_chunked_supported(const DeltaNetArgs& a);
 void deltanet_chunked(const DeltaNetArgs& a, float* gb, cudaStream_t s);
 
 // Shared by the two forms (deltanet.cu): argument checks and the prepare launch.

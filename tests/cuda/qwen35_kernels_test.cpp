@@ -5,8 +5,11 @@
 //     rmsnorm of the d-wide head rows -> gate_mul silu) = engine::deltanet, outputs and final
 //     state, for the tiny test shape, Qwen3.6's (H_k 16, H_v 32, d 128) and a 1,100-token
 //     prompt in one call;
-//   * the chunked form (deltanet_chunked) against the recurrence on the GPU: 1,100 tokens from
-//     a non-zero entry state, outputs, final state and the decode step after it;
+//   * the same token mixing with prompts through the chunked form (deltanet_chunked, as the
+//     forward runs prompts of >= 64 tokens) = engine::deltanet, 1,100 and 130 tokens;
+//   * the chunked form against the recurrence on the GPU: 1,100 tokens (Qwen3.6's shape and
+//     d 64) from a non-zero entry state, outputs, final state and the decode step after it;
+//     tails of 1..63 tokens, 3 key heads, and a new sequence over a poisoned state;
 //   * split_q_gate, gate_mul (sigmoid, silu) and scale_by_sigmoid = the host loops of
 //     model/qwen35_blocks.cpp.
 #include <gtest/gtest.h>
@@ -91,8 +94,9 @@ struct GdnCase {
 };
 
 // The GPU token mixing of n_tok tokens at position pos0 (the forward's sequence of launches).
+// chunked: batches of >= kDeltaNetChunk tokens through deltanet_chunked (the forward's choice).
 void gpu_gdn(const GdnCase& c, const DeviceBuffer& din, int64_t t0, int64_t n_tok, const DeviceBuffer& dw,
-             DeviceBuffer& conv, DeviceBuffer& ssm, DeviceBuffer& dy, DeviceBuffer& dout, Round r) {
+             DeviceBuffer& conv, DeviceBuffer& ssm, DeviceBuffer& dy, DeviceBuffer& dout, Round r, bool chunked) {
   const engine::DeltaNetShape& s = c.s;
   const int64_t in_dim = s.in_dim(), conv_dim = s.conv_dim(), value_dim = s.value_dim();
   const float* in = din.as<float>() + t0 * in_dim;
@@ -120,7 +124,12 @@ void gpu_gdn(const GdnCase& c, const DeviceBuffer& din, int64_t t0, int64_t n_to
   a.n_tok = n_tok;
   a.d_pos = pos.as<int32_t>();
   DeviceBuffer gb(static_cast<size_t>(n_tok * s.n_v_heads * 3) * sizeof(float));
-  deltanet_recurrent(a, gb.as<float>(), nullptr);
+  if (chunked && n_tok >= kDeltaNetChunk) {
+    ASSERT_TRUE(deltanet_chunked_supported(a));
+    deltanet_chunked(a, gb.as<float>(), nullptr);
+  } else {
+    deltanet_recurrent(a, gb.as<float>(), nullptr);
+  }
   rmsnorm(out, s.d_head, a.a + s.n_v_heads, s.d_head, s.eps, n_tok * s.n_v_heads, out, s.d_head, Round::kNone,
           nullptr);
   gate_mul(out, value_dim, in + conv_dim, in_dim, n_tok, value_dim, GateAct::kSilu, r, nullptr);
@@ -138,7 +147,8 @@ double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
   return ref > 0 ? m / ref : m;
 }
 
-void check_gdn(const Shape& sh, const std::vector<int64_t>& batches, const RoundCase& rc, double tol) {
+void check_gdn(const Shape& sh, const std::vector<int64_t>& batches, const RoundCase& rc, double tol,
+               bool chunked = false) {
   int64_t n_tok = 0;
   for (int64_t b : batches) n_tok += b;
   const GdnCase c(sh, n_tok, static_cast<uint64_t>(sh.d * 31 + sh.hv + n_tok));
@@ -160,17 +170,17 @@ void check_gdn(const Shape& sh, const std::vector<int64_t>& batches, const Round
   for (int64_t nb : batches) {
     engine::deltanet(ex, s, w, conv_cpu.data(), ssm_cpu.data(), c.in.data() + t0 * s.in_dim(), s.in_dim(), nb,
                      want.data() + t0 * s.value_dim(), s.value_dim(), ycpu.data());
-    gpu_gdn(c, din, t0, nb, dw, conv, ssm, dy, dout, rc.gpu);
+    gpu_gdn(c, din, t0, nb, dw, conv, ssm, dy, dout, rc.gpu, chunked);
     t0 += nb;
   }
   const auto got = to_host<float>(dout, want.size());
   const double e_out = rel_err(got, want);
   const double e_ssm = rel_err(to_host<float>(ssm, ssm_cpu.size()), ssm_cpu);
   const Diff d = compare_rounded(got, want, rc.gpu, 0);
-  std::printf("QWEN35-GDN hk %lld hv %lld d %lld tokens %lld %s: out rel err %.3g (%lld of %lld bit-exact), "
+  std::printf("QWEN35-GDN%s hk %lld hv %lld d %lld tokens %lld %s: out rel err %.3g (%lld of %lld bit-exact), "
               "state rel err %.3g\n",
-              static_cast<long long>(sh.hk), static_cast<long long>(sh.hv), static_cast<long long>(sh.d),
-              static_cast<long long>(n_tok), rc.name, e_out, static_cast<long long>(d.exact),
+              chunked ? "-CHUNKED" : "", static_cast<long long>(sh.hk), static_cast<long long>(sh.hv),
+              static_cast<long long>(sh.d), static_cast<long long>(n_tok), rc.name, e_out, static_cast<long long>(d.exact),
               static_cast<long long>(want.size()), e_ssm);
   EXPECT_LE(e_out, tol);
   // The dot products over d sum in another order than the CPU's dot_f32 (a few ulp); a
@@ -197,10 +207,20 @@ TEST(CudaQwen35, DeltaNetLongPromptOneCall) {
   check_gdn({2, 4, 64}, {1100, 1}, kRounds[0], 1e-4);
 }
 
+// Prompts through the chunked form (a 1,100-token prompt, then a 130-token batch after a
+// decode step) against the CPU engine's recurrence.
+TEST(CudaQwen35, DeltaNetChunkedMatchesCpu) {
+  FT_OPS_REQUIRE_GPU();
+  check_gdn({2, 4, 64}, {1100, 1}, kRounds[0], 1e-4, true);
+  check_gdn({16, 32, 128}, {70, 1, 130, 1}, kRounds[0], 1e-4, true);
+  check_gdn({2, 4, 32}, {64, 2, 100}, kRounds[1], 1e-2, true);  // bf16 outputs
+}
+
 // The chunked form against the recurrence on the GPU, from the same normalised inputs and a
 // non-zero entry state: outputs and final state over 1,100 tokens (17 full chunks and a
 // 12-token tail), then a decode step from each state.
-void check_chunked(const Shape& sh, int64_t n_tok) {
+// fresh: a new sequence (*d_pos == 0) over a poisoned entry state, which both forms must ignore.
+void check_chunked(const Shape& sh, int64_t n_tok, bool fresh = false) {
   GdnCase c(sh, n_tok + 1, static_cast<uint64_t>(sh.d + n_tok));
   const engine::DeltaNetShape& s = c.s;
   ThreadPool pool(2);
@@ -213,11 +233,12 @@ void check_chunked(const Shape& sh, int64_t n_tok) {
   std::vector<float> gates(c.dt_bias);
   gates.insert(gates.end(), c.a.begin(), c.a.end());
   DeviceBuffer din = to_device(c.in), dg = to_device(gates);
-  const auto s0 = randn(static_cast<size_t>(s.n_v_heads * s.d_head * s.d_head), 77, 0.05f);
+  const auto s0 = fresh ? std::vector<float>(static_cast<size_t>(s.n_v_heads * s.d_head * s.d_head), poison())
+                        : randn(static_cast<size_t>(s.n_v_heads * s.d_head * s.d_head), 77, 0.05f);
   std::vector<float> outs[2], states[2], steps[2];
   for (int form = 0; form < 2; ++form) {
     DeviceBuffer dy = to_device(y), dst = to_device(s0), dout(static_cast<size_t>((n_tok + 1) * s.value_dim()) * 4);
-    DeviceBuffer gb(static_cast<size_t>((n_tok + 1) * s.n_v_heads * 3) * 4), pos = device_int(5);
+    DeviceBuffer gb(static_cast<size_t>((n_tok + 1) * s.n_v_heads * 3) * 4), pos = device_int(fresh ? 0 : 5);
     DeltaNetArgs a;
     a.n_k_heads = s.n_k_heads;
     a.n_v_heads = s.n_v_heads;
@@ -234,7 +255,7 @@ void check_chunked(const Shape& sh, int64_t n_tok) {
     a.out = dout.as<float>();
     a.ldo = s.value_dim();
     a.n_tok = n_tok;
-    a.d_pos = pos.as<int32_t>();  // not a new sequence: the entry state counts
+    a.d_pos = pos.as<int32_t>();  // 5: not a new sequence, the entry state counts
     if (form == 0)
       deltanet_recurrent(a, gb.as<float>(), nullptr);
     else
@@ -248,6 +269,8 @@ void check_chunked(const Shape& sh, int64_t n_tok) {
     a.alpha += n_tok * a.ldg;
     a.out += n_tok * a.ldo;
     a.n_tok = 1;
+    DeviceBuffer pos1 = device_int(static_cast<int32_t>(n_tok + 5));
+    a.d_pos = pos1.as<int32_t>();
     deltanet_recurrent(a, gb.as<float>(), nullptr);
     FT_CUDA_CHECK(cudaDeviceSynchronize());
     const auto all = to_host<float>(dout, static_cast<size_t>((n_tok + 1) * s.value_dim()));
@@ -255,10 +278,10 @@ void check_chunked(const Shape& sh, int64_t n_tok) {
   }
   const double e_out = rel_err(outs[1], outs[0]), e_st = rel_err(states[1], states[0]);
   const double e_step = rel_err(steps[1], steps[0]);
-  std::printf("QWEN35-CHUNKED d %lld hv %lld tokens %lld: chunked vs recurrent rel err out %.3g, state %.3g, "
-              "next decode step %.3g\n",
-              static_cast<long long>(sh.d), static_cast<long long>(sh.hv), static_cast<long long>(n_tok), e_out, e_st,
-              e_step);
+  std::printf("QWEN35-CHUNKED d %lld hk %lld hv %lld tokens %lld%s: chunked vs recurrent rel err out %.3g, "
+              "state %.3g, next decode step %.3g\n",
+              static_cast<long long>(sh.d), static_cast<long long>(sh.hk), static_cast<long long>(sh.hv),
+              static_cast<long long>(n_tok), fresh ? " (new sequence)" : "", e_out, e_st, e_step);
   EXPECT_LE(e_out, 1e-4);
   EXPECT_LE(e_st, 1e-4);
   EXPECT_LE(e_step, 1e-4);
@@ -271,6 +294,9 @@ TEST(CudaQwen35, ChunkedEqualsRecurrenceLongPrompt) {
   check_chunked({1, 2, 16}, 70);
   check_chunked({2, 4, 32}, 64);
   check_chunked({2, 4, 32}, 3);
+  check_chunked({3, 6, 64}, 127);   // 3 key heads (value head j reads key head j mod 3), a 63-token tail
+  check_chunked({2, 4, 128}, 65);   // a 1-token tail
+  check_chunked({16, 32, 128}, 200, /*fresh=*/true);
 }
 
 float sigmoid_ref(float x) { return 1.0f / (1.0f + std::exp(-x)); }
