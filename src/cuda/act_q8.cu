@@ -54,7 +54,51 @@ __global__ void __launch_bounds__(kThreads) quantize_act_q8_kernel(const float* 
   }
 }
 
+// One warp per block of 32, as above; in place when y == x (each lane reads its element
+// before the warp's shuffles and writes it after them).
+__global__ void __launch_bounds__(kThreads) round_trip_act_q8_kernel(const float* x, int64_t ldx, int64_t k,
+                                                                     int64_t n_tok, float* y, int64_t ldy) {
+  pdl_wait();
+  pdl_trigger();
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t blocks_per_row = k / 32;
+  const int64_t n_blocks = blocks_per_row * n_tok;
+  const int64_t warp0 = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) >> 5;
+  const int64_t n_warps = (static_cast<int64_t>(gridDim.x) * kThreads) >> 5;
+  for (int64_t b = warp0; b < n_blocks; b += n_warps) {
+    const int64_t t = b / blocks_per_row, j = b % blocks_per_row;
+    const float v = x[t * ldx + 32 * j + lane];
+    float amax = fabsf(v);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+    float d, id;
+    act_q8_scales(amax, d, id);
+    y[t * ldy + 32 * j + lane] = d * static_cast<float>(round_half_even(v * id));
+  }
+}
+
 }  // namespace
+
+void round_trip_act_q8(const float* x, int64_t ldx, int64_t k, int64_t n_tok, float* y, int64_t ldy, cudaStream_t s) {
+  if (k <= 0 || k % 32 != 0) fail_message("round_trip_act_q8: k = " + std::to_string(k) + " must be a positive multiple of 32");
+  if (n_tok < 1) fail_message("round_trip_act_q8: n_tok = " + std::to_string(n_tok) + " must be >= 1");
+  const int64_t n_blocks = k / 32 * n_tok;
+  const int64_t per_cta = kThreads / 32;
+  const int64_t grid = std::min<int64_t>((n_blocks + per_cta - 1) / per_cta, 4096);
+  launch_pdl(round_trip_act_q8_kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0, s, x, ldx, k, n_tok, y,
+             ldy);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+void round_trip_act_q8_row_ref(const float* x, int64_t k, float* y) {
+  for (int64_t j = 0; j < k / 32; ++j) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * j + i]));
+    float d, id;
+    act_q8_scales(amax, d, id);
+    for (int i = 0; i < 32; ++i) y[32 * j + i] = d * static_cast<float>(round_half_even(x[32 * j + i] * id));
+  }
+}
 
 int64_t act_q8_row_bytes(int64_t k) { return (k + 8 * (k / 32) + 15) / 16 * 16; }
 

@@ -39,4 +39,13 @@ void quantize_act_q8(const float* x, int64_t ldx, int64_t k, int64_t n_tok, void
 // act_q8_row_bytes(k) bytes.
 void quantize_act_q8_row_ref(const float* x, int64_t k, void* row);
 
+// The values the integer path multiplies, as fp32: Y[t][i] = d * q for X's blocks of 32 (the
+// rounding above; d * q is exact in fp32). A GEMM in fp32 on Y then sees what the integer GEMV
+// and llama.cpp's CPU build (Q8_0 activations) see, up to summation order: --dtype auto's
+// prefill with quantised weights (gpu/forward_gemma4.cpp). y may alias x. Throws ft::Error
+// when k % 32 != 0 or n_tok < 1.
+void round_trip_act_q8(const float* x, int64_t ldx, int64_t k, int64_t n_tok, float* y, int64_t ldy, cudaStream_t s);
+// Host twin, bit for bit: one row of k values (y may alias x).
+void round_trip_act_q8_row_ref(const float* x, int64_t k, float* y);
+
 }  // namespace ft::cuda

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "cuda/act_q8.h"
 #include "cuda/attention_window.h"
 #include "cuda/check.h"
 #include "cuda/gemv.h"
@@ -26,10 +27,77 @@
 #include "gpu/forward.h"
 #include "gpu/state_gemma4.h"
 #include "model/model.h"
+#include "quant/act_quant.h"
 
 namespace ft::gpu {
 
 using cuda::Round;
+
+namespace {
+
+// --dtype auto rounds a matmul's input where llama.cpp's CPU build (the parity oracle, and the
+// CPU engine's auto) rounds it: to ggml-cpu's vec_dot_type of the weight. The GPU's kernels
+// would keep it fp32, so these tiny gemma4 models left llama.cpp (CPU engine with fp32 inputs
+// to its BF16 matmuls: parity teacher-forced 22/32 at margins up to 1.34 on moe-bf16-tied; with
+// an fp32 router input alone 28/32 on moe-mxfp4, 29/32 on moe-nvfp4; 32/32 each when rounded).
+//   BF16 / F16 weights: the input rounded to bf16 / f16, by the kernel that produces it;
+//   Q8_0-dot weights (NVFP4, MXFP4, Q8_0, Q4_0): Q8_0 blocks -- the decode GEMV's xq, and in
+//     prefill q8_prefill_input below;
+//   F32 weights, mixed parts: unchanged.
+// The other dtypes keep their own rounding (num.round).
+Round in_round(const GpuNumerics& num, GgmlType t) {
+  if (!num.q8) return num.round;
+  if (t == GgmlType::BF16) return Round::kBF16;
+  if (t == GgmlType::F16) return Round::kF16;
+  return Round::kNone;
+}
+
+Round in_round(const GpuNumerics& num, const DevLinear& l) {
+  const Round r = in_round(num, l.parts.at(0).type);
+  for (const DevMatrix& p : l.parts)
+    if (in_round(num, p.type) != r) return num.round;
+  return r;
+}
+
+// --dtype auto, prefill (more than kGemvMaxTokens tokens) through Q8_0-dot weights: the GEMM's
+// bf16 operands would round x where llama.cpp's CPU build makes Q8_0 blocks, so x becomes its
+// Q8 values in place (cuda/act_q8.h) and the GEMM runs in fp32 on them; returns true (pass it
+// as linear's `exact`; the experts' prefill does the same, gpu/moe_fused.cpp). Measured on the
+// CPU engine with bf16-rounded inputs to these prefill matmuls instead: parity moe-nvfp4 prompt
+// max|dlogit| 0.51, teacher-forced misses at margins 0.53 / 0.56; gemma4_session_test's
+// moe_nvfp4 prompt 2.1 from the experts' alone (0 and 32/32 with Q8).
+bool q8_prefill(const GpuNumerics& num, const DevLinear& l, int64_t n_tok) {
+  if (!num.q8_prefill || n_tok <= cuda::kGemvMaxTokens || l.k % 32 != 0) return false;
+  for (const DevMatrix& p : l.parts)
+    if (!cuda::gemv_q8_supported(p.type) || quant::act_dot_type(p.type) != GgmlType::Q8_0) return false;
+  return true;
+}
+
+bool q8_prefill_input(const GpuNumerics& num, const DevLinear& l, float* x, int64_t ldx, int64_t n_tok,
+                      cudaStream_t s) {
+  if (!q8_prefill(num, l, n_tok)) return false;
+  cuda::round_trip_act_q8(x, ldx, l.k, n_tok, x, ldx, s);
+  return true;
+}
+
+// The same for an input read from the residual stream x, which must stay fp32: the rounded
+// input goes to `copy` (n_tok rows of l.k) when auto rounds it. Returns the input to use;
+// *exact: pass as linear's `exact`.
+const float* residual_input(const GpuNumerics& num, const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok,
+                            float* copy, bool* exact, cudaStream_t s) {
+  *exact = false;
+  const Round r = num.q8 ? in_round(num, l) : Round::kNone;
+  if (r != Round::kNone) {
+    cuda::copy_rows(x, ldx, n_tok, l.k, copy, l.k, r, s);
+    return copy;
+  }
+  if (!q8_prefill(num, l, n_tok)) return x;
+  cuda::round_trip_act_q8(x, ldx, l.k, n_tok, copy, l.k, s);
+  *exact = true;
+  return copy;
+}
+
+}  // namespace
 
 void GpuForward::gemma4_attention(int64_t il, int64_t n_tok, cudaStream_t s) const {
   const model::HParams& hp = m_.hp;
@@ -50,9 +118,10 @@ void GpuForward::gemma4_attention(int64_t il, int64_t n_tok, cudaStream_t s) con
   if (fuse_q8)
     cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
   else
-    cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
+    cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, in_round(num_, L.qkv), s);
   // q | k | v rows ld apart even when attn_v is absent (V = K) or the layer shares KV (q only).
-  linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
+  const bool qkv_q8 = q8_prefill_input(num_, L.qkv, h, n_embd, n_tok, s);
+  linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, qkv_q8, fuse_q8);
   float* k = qkv + q_dim;
   float* v = k + kv_dim;
   // The value norm (no weight) reads the raw K when V = K, so it runs before K's norm.
@@ -80,12 +149,13 @@ void GpuForward::gemma4_attention(int64_t il, int64_t n_tok, cudaStream_t s) con
   a.v_cache = b_.v_cache[src].get();
   a.out = attn;
   a.ldo = q_dim;
-  a.round = num_.round;
+  a.round = in_round(num_, L.wo);
   a.ws = g.attn_ws.as<float>();
   cuda::attention_window(a, s);
   float* br = g.branch.as<float>();
   float* tmp = g.tmp.as<float>();
-  linear(L.wo, attn, q_dim, n_tok, br, n_embd, num_.round, false, num_.q8, s);
+  const bool wo_q8 = q8_prefill_input(num_, L.wo, attn, q_dim, n_tok, s);
+  linear(L.wo, attn, q_dim, n_tok, br, n_embd, num_.round, false, num_.q8, s, wo_q8);
   cuda::rmsnorm(br, n_embd, L.post_attn_norm, n_embd, hp.rms_eps, n_tok, tmp, n_embd, num_.round, s);
   cuda::add_rows(x, n_embd, tmp, n_embd, n_tok, n_embd, x, n_embd, s);
 }
@@ -110,24 +180,26 @@ void GpuForward::gemma4_ffn(int64_t il, int64_t n_tok, cudaStream_t s) const {
   if (q8_in)
     cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
   else
-    cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, eps, n_tok, h, n_embd, num_.round, s);
-  linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in);
-  cuda::geglu_q8(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, q8_mid ? b_.xq.get() : nullptr, s);
-  linear(L.down, hh, n_ff, n_tok, f, n_embd, num_.round, false, num_.q8, s, false, q8_mid);
+    cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, eps, n_tok, h, n_embd, in_round(num_, L.gate_up), s);
+  const bool gu_q8 = q8_prefill_input(num_, L.gate_up, h, n_embd, n_tok, s);
+  linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, gu_q8, q8_in);
+  cuda::geglu_q8(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, in_round(num_, L.down), q8_mid ? b_.xq.get() : nullptr, s);
+  const bool down_q8 = q8_prefill_input(num_, L.down, hh, n_ff, n_tok, s);
+  linear(L.down, hh, n_ff, n_tok, f, n_embd, num_.round, false, num_.q8, s, down_q8, q8_mid);
   if (L.moe) {
     cuda::rmsnorm(f, n_embd, L.post_ffw_norm_1, n_embd, eps, n_tok, tmp, n_embd, num_.round, s);
     // Router input: the unweighted norm of x, / sqrt(n_embd), times ffn_gate_inp.scale; its
     // logits stay fp32 (exact GEMM) as in every MoE layer.
     cuda::rmsnorm(x, n_embd, nullptr, n_embd, eps, n_tok, h, n_embd, num_.round, s);
     cuda::scale_rows(h, n_embd, n_embd, n_tok, 1.0f / std::sqrt(static_cast<float>(n_embd)), L.router_in_scale,
-                     num_.round, s);
+                     in_round(num_, L.router), s);
     route_experts(il, h, n_tok, /*xq_ready=*/false, /*one_launch=*/false, s);
     const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;
     const bool xq_in = gemv && num_.q8 && cuda::gemv_q8_supported(first.type) && n_embd % 32 == 0;
     if (xq_in)
       cuda::rmsnorm_q8(x, n_embd, L.pre_ffw_norm_2, n_embd, eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
     else
-      cuda::rmsnorm(x, n_embd, L.pre_ffw_norm_2, n_embd, eps, n_tok, h, n_embd, num_.round, s);
+      cuda::rmsnorm(x, n_embd, L.pre_ffw_norm_2, n_embd, eps, n_tok, h, n_embd, in_round(num_, first.type), s);
     // The backends add into their output: it starts at zero.
     FT_CUDA_CHECK(cudaMemsetAsync(e, 0, static_cast<size_t>(n_tok * n_embd) * sizeof(float), s));
     run_experts(il, h, n_tok, xq_in, e, s);
@@ -148,10 +220,14 @@ void GpuForward::gemma4_layer_end(int64_t il, int64_t n_tok, cudaStream_t s) con
     float* gate = g.pl_gate.as<float>();
     float* br = g.branch.as<float>();
     float* tmp = g.tmp.as<float>();
-    linear(L.pl_inp_gate, x, n_embd, n_tok, gate, n_pl, num_.round, false, num_.q8, s);
-    cuda::gelu_mul(gate, n_pl, g.per_layer.as<float>() + il * n_pl, hp.n_layer * n_pl, n_pl, n_tok, num_.round, s);
+    bool gate_q8 = false;
+    const float* xin = residual_input(num_, L.pl_inp_gate, x, n_embd, n_tok, tmp, &gate_q8, s);
+    linear(L.pl_inp_gate, xin, n_embd, n_tok, gate, n_pl, num_.round, false, num_.q8, s, gate_q8);
+    cuda::gelu_mul(gate, n_pl, g.per_layer.as<float>() + il * n_pl, hp.n_layer * n_pl, n_pl, n_tok,
+                   in_round(num_, L.pl_proj), s);
     if (n_tok <= cuda::kGemvMaxTokens || n_pl % 32 == 0) {
-      linear(L.pl_proj, gate, n_pl, n_tok, br, n_embd, num_.round, false, num_.q8, s);
+      const bool proj_q8 = q8_prefill_input(num_, L.pl_proj, gate, n_pl, n_tok, s);
+      linear(L.pl_proj, gate, n_pl, n_tok, br, n_embd, num_.round, false, num_.q8, s, proj_q8);
     } else {
       // The prefill GEMM takes k % 32 == 0 only (H200 run: "Gemm::run: k=16" on n_pl 16):
       // GEMVs of kGemvMaxTokens rows instead.
@@ -184,7 +260,9 @@ void GpuForward::gemma4_run(int64_t n_tok, Head head, cudaStream_t s) const {
     const int64_t W = n_pl * hp.n_layer;
     float* P = g.pl_tok.as<float>();
     float* PL = g.per_layer.as<float>();
-    linear(w_.per_layer_model_proj, x, n_embd, n_tok, P, W, num_.round, false, num_.q8, s);
+    bool p_q8 = false;
+    const float* xin = residual_input(num_, w_.per_layer_model_proj, x, n_embd, n_tok, g.tmp.as<float>(), &p_q8, s);
+    linear(w_.per_layer_model_proj, xin, n_embd, n_tok, P, W, num_.round, false, num_.q8, s, p_q8);
     cuda::scale_rows(P, W, W, n_tok, 1.0f / std::sqrt(static_cast<float>(n_embd)), nullptr, Round::kNone, s);
     cuda::rmsnorm(P, n_pl, w_.per_layer_proj_norm, n_pl, hp.rms_eps, n_tok * hp.n_layer, PL, n_pl, num_.round, s);
     const DevMatrix& pe = w_.per_layer_token_embd;
@@ -200,9 +278,11 @@ void GpuForward::gemma4_run(int64_t n_tok, Head head, cudaStream_t s) const {
   if (head == Head::kNone) return;
   const int64_t first = head == Head::kAll ? 0 : n_tok - 1, rows = n_tok - first;
   float* h = b_.h.as<float>();
-  cuda::rmsnorm(x + first * n_embd, n_embd, w_.output_norm, n_embd, hp.rms_eps, rows, h, n_embd, num_.round, s);
+  cuda::rmsnorm(x + first * n_embd, n_embd, w_.output_norm, n_embd, hp.rms_eps, rows, h, n_embd,
+                in_round(num_, w_.output), s);
   float* logits = b_.logits.as<float>();
-  linear(w_.output, h, n_embd, rows, logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
+  const bool out_q8 = q8_prefill_input(num_, w_.output, h, n_embd, rows, s);
+  linear(w_.output, h, n_embd, rows, logits, hp.n_vocab, Round::kNone, false, num_.q8, s, out_q8);
   if (hp.final_logit_softcap > 0.0f) cuda::softcap(logits, hp.n_vocab, hp.n_vocab, rows, hp.final_logit_softcap, s);
   if (head == Head::kArgmax) cuda::argmax(logits, hp.n_vocab, hp.n_vocab, 1, b_.argmax.as<int32_t>(), s);
 }

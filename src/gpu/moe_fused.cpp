@@ -12,6 +12,7 @@
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "gpu/moe_backend.h"
+#include "quant/act_quant.h"
 
 namespace ft::gpu {
 
@@ -154,6 +155,12 @@ void moe_experts_prefill(const ExpertView& E, const int32_t* ids, const MoeStep&
   float* gu = b.gu.as<float>();
   float* hh = b.hh.as<float>();
   float* ys = b.ysort.as<float>();
+  // num.q8_prefill (gemma4's auto, state.h): Q8_0-dot experts multiply their inputs' Q8 values
+  // in fp32, as llama.cpp's CPU build does.
+  auto q8_in = [&](const DevExpertTensor& t) {
+    return num.q8_prefill && t.k % 32 == 0 && cuda::gemv_q8_supported(t.type) &&
+           quant::act_dot_type(t.type) == GgmlType::Q8_0;
+  };
   auto grouped = [&](const DevExpertTensor& t, const float* x, int64_t ldx, const int32_t* ord,
                      int64_t x_div, float* y, int64_t ldy, int bank_col) {
     cuda::GroupedGemmArgs g;
@@ -168,7 +175,7 @@ void moe_experts_prefill(const ExpertView& E, const int32_t* ids, const MoeStep&
     g.g.y = y;
     g.g.ldy = ldy;
     g.g.round = num.round;
-    g.g.prec = num.prec;
+    g.g.prec = q8_in(t) ? cuda::GemmPrec::kF32 : num.prec;
     g.expert_bytes = t.expert_bytes;
     g.n_expert = E.n_expert;
     g.order = ord;
@@ -179,6 +186,10 @@ void moe_experts_prefill(const ExpertView& E, const int32_t* ids, const MoeStep&
     cuda::gemm_grouped(*b.gemm, g, s);
   };
   const float* h = st.h;
+  if (q8_in(E.gate_up ? E.gate_up : E.gate)) {  // into ys: the down projection overwrites it after gate/up
+    cuda::round_trip_act_q8(h, n_embd, n_embd, st.n_tok, ys, n_embd, s);
+    h = ys;
+  }
   if (E.gate_up) {
     grouped(E.gate_up, h, n_embd, order, n_used, gu, 2 * n_ff, -1);
   } else {
@@ -189,6 +200,7 @@ void moe_experts_prefill(const ExpertView& E, const int32_t* ids, const MoeStep&
     cuda::geglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
   else
     cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
+  if (q8_in(E.down)) cuda::round_trip_act_q8(hh, n_ff, n_ff, n_slots, hh, n_ff, s);
   grouped(E.down, hh, n_ff, nullptr, 1, ys, n_embd, 2);
   // b.ids doubles as the inverse permutation's scratch: routing is done with it.
   cuda::moe_combine_sorted(ys, n_embd, order, st.n_tok, n_used, st.wts, n_embd, st.x, n_embd, num.round,

@@ -33,6 +33,11 @@ struct GpuNumerics {
   cuda::KvType kv = cuda::KvType::kF32;
   cuda::GemmPrec prec = cuda::GemmPrec::kF32;
   bool q8 = false;
+  // auto on gemma4 (gpu/session.cpp, with an fp32 KV cache): prefill GEMMs of weights whose
+  // CPU dot type is Q8_0 multiply their input's Q8 values in fp32 (cuda/act_q8.h
+  // round_trip_act_q8) instead of bf16 operands, as llama.cpp's CPU build does
+  // (gpu/forward_gemma4.cpp, the experts' moe_experts_prefill).
+  bool q8_prefill = false;
 };
 
 struct BatchRows;  // gpu/batch_forward.h

@@ -6,7 +6,10 @@
 //   * attention_window + kv_store_ring (cuda/attention_window.h) vs engine::attention_ref over
 //     an engine::KvCache ring (n_cells = window + n_ubatch - 1), prompts in chunks that wrap the
 //     ring, then decode steps (split over key blocks and merged), head dims 64..512, fp32, f16
-//     and bf16 caches, full and windowed.
+//     and bf16 caches, full and windowed;
+//   * round_trip_act_q8 (cuda/act_q8.h, --dtype auto's prefill inputs on gemma4): the host twin
+//     vs quant::round_trip_act(Q8_0) -- what llama.cpp's CPU build multiplies -- and vs the
+//     decode GEMV's own xq blocks, bit for bit (no GPU needed); the kernel vs the twin.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +17,7 @@
 
 #include "core/fp16.h"
 #include "core/threadpool.h"
+#include "cuda/act_q8.h"
 #include "cuda/attention_window.h"
 #include "cuda/check.h"
 #include "cuda/geglu.h"
@@ -21,6 +25,7 @@
 #include "engine/attention.h"
 #include "engine/geglu.h"
 #include "engine/norm.h"
+#include "quant/act_quant.h"
 #include "ops_test_util.h"
 
 namespace ft::cuda {
@@ -230,6 +235,69 @@ TEST(Gemma4Ops, WindowAttentionRejectsBadShapes) {
   a.n_head_kv = 2;
   a.head_dim = 96;
   EXPECT_THROW(attention_window(a, nullptr), std::exception);
+}
+
+// Rows with the Q8 rounding's edge cases: an all-zero block, a block of one non-zero value,
+// exact .5 ties of x * 127 / amax, tiny and huge magnitudes, negative maxima.
+std::vector<float> q8_edge_rows(int64_t k, int64_t n_tok) {
+  std::vector<float> x = randn(static_cast<size_t>(k * n_tok), static_cast<uint64_t>(k + 3 * n_tok), 3.0f);
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(i)] = 0.0f;
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(32 + i)] = i == 7 ? -2.5f : 0.0f;
+  if (k >= 128) {
+    for (int i = 0; i < 32; ++i) x[static_cast<size_t>(64 + i)] = (i - 16) * 0.5f;  // amax 8: x*127/8 hits .5 steps
+    for (int i = 0; i < 32; ++i) x[static_cast<size_t>(96 + i)] = (i % 3 - 1) * 1e-30f * (i + 1);
+  }
+  if (k >= 160) x[128] = 6.0e4f;
+  return x;
+}
+
+TEST(Gemma4Ops, Q8RoundTripTwinIsCpuQ8_0) {
+  // Host only: the twin is what llama.cpp's CPU build (quant::round_trip_act) multiplies and
+  // what the decode GEMV's xq encodes.
+  for (int64_t k : {32, 256, 704}) {
+    const auto x = q8_edge_rows(k, 3);
+    for (int64_t t = 0; t < 3; ++t) {
+      const float* xt = x.data() + t * k;
+      std::vector<float> got(static_cast<size_t>(k)), cpu(static_cast<size_t>(k));
+      round_trip_act_q8_row_ref(xt, k, got.data());
+      quant::round_trip_act(GgmlType::Q8_0, xt, cpu.data(), k);
+      std::vector<uint8_t> row(static_cast<size_t>(act_q8_row_bytes(k)));
+      quantize_act_q8_row_ref(xt, k, row.data());
+      const auto* sc = reinterpret_cast<const ActQ8Scale*>(row.data() + k);
+      for (int64_t i = 0; i < k; ++i) {
+        ASSERT_EQ(bits(got[i]), bits(cpu[i])) << "k " << k << " t " << t << " i " << i << ": " << got[i] << " vs "
+                                              << cpu[i];
+        const float from_xq = sc[i / 32].d * static_cast<float>(static_cast<int8_t>(row[static_cast<size_t>(i)]));
+        ASSERT_EQ(bits(got[i]), bits(from_xq)) << "xq block, i " << i;
+      }
+    }
+  }
+  std::vector<float> y(32);
+  std::vector<float> zero(32, 0.0f);
+  round_trip_act_q8_row_ref(zero.data(), 32, y.data());
+  for (float v : y) EXPECT_EQ(bits(v), 0u);
+}
+
+TEST(Gemma4Ops, Q8RoundTripKernelMatchesTwin) {
+  FT_OPS_REQUIRE_GPU();
+  for (int64_t k : {32, 256, 704})
+    for (int64_t n_tok : {1, 9, 40}) {
+      SCOPED_TRACE("k " + std::to_string(k) + " n_tok " + std::to_string(n_tok));
+      const int64_t ld = k + 32;  // rows apart by more than k: the pad must stay untouched
+      std::vector<float> x(static_cast<size_t>(ld * n_tok), 7.0f);
+      const auto v = q8_edge_rows(k, n_tok);
+      for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t i = 0; i < k; ++i) x[static_cast<size_t>(t * ld + i)] = v[static_cast<size_t>(t * k + i)];
+      std::vector<float> want = x;
+      for (int64_t t = 0; t < n_tok; ++t) round_trip_act_q8_row_ref(x.data() + t * ld, k, want.data() + t * ld);
+      DeviceBuffer dx = to_device(x), dy = to_device(std::vector<float>(x.size(), 7.0f));
+      round_trip_act_q8(dx.as<float>(), ld, k, n_tok, dy.as<float>(), ld, nullptr);  // out of place
+      round_trip_act_q8(dx.as<float>(), ld, k, n_tok, dx.as<float>(), ld, nullptr);  // in place
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_EQ(compare(to_host<float>(dy, want.size()), want, 0).bad, 0);
+      EXPECT_EQ(compare(to_host<float>(dx, want.size()), want, 0).bad, 0);
+    }
+  EXPECT_THROW(round_trip_act_q8(nullptr, 48, 48, 1, nullptr, 48, nullptr), std::exception);
 }
 
 }  // namespace
