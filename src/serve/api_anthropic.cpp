@@ -15,11 +15,15 @@
 namespace ft::serve {
 
 using nlohmann::json;
+// The request as the chat template reads it: in the client's key order (json sorts keys; a
+// tool schema must reach `tools | tojson` as sent, as llama.cpp and vLLM render it, and as
+// /v1/chat/completions passes it).
+using ojson = nlohmann::ordered_json;
 
 namespace {
 
 // The text of a string or of an array of {type: "text", text} blocks.
-std::string text_of(const json& v, const char* param) {
+std::string text_of(const ojson& v, const char* param) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "";
   if (!v.is_array()) bad_param(param, "'{}' must be a string or an array of content blocks", param);
@@ -30,28 +34,28 @@ std::string text_of(const json& v, const char* param) {
   return s;
 }
 
-json to_openai_messages(const json& body) {
-  json out = json::array();
+ojson to_openai_messages(const ojson& body) {
+  ojson out = ojson::array();
   if (auto it = body.find("system"); it != body.end() && !it->is_null())
     out.push_back({{"role", "system"}, {"content", text_of(*it, "system")}});
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty())
     bad_param("messages", "'messages' must be a non-empty array of {{role, content}} objects");
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& m = (*it)[i];
+    const ojson& m = (*it)[i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
       bad_param("messages", "messages[{}] must be an object with a string 'role'", i);
     const std::string role = m["role"].get<std::string>();
     if (role != "user" && role != "assistant")
       bad_param("messages", "messages[{}].role must be 'user' or 'assistant', got '{}'", i, role);
-    const json content = m.contains("content") ? m["content"] : json(nullptr);
+    const ojson content = m.contains("content") ? m["content"] : ojson(nullptr);
     if (content.is_string()) {
       out.push_back({{"role", role}, {"content", content}});
       continue;
     }
     if (!content.is_array()) bad_param("messages", "messages[{}].content must be a string or an array of blocks", i);
     std::string text, thinking;
-    json tool_calls = json::array();
+    ojson tool_calls = ojson::array();
     for (const auto& b : content) {
       const std::string type = b.is_object() ? b.value("type", "") : "";
       if (type == "text") {
@@ -61,16 +65,16 @@ json to_openai_messages(const json& body) {
       } else if (type == "tool_use") {
         tool_calls.push_back({{"id", b.value("id", "")},
                               {"type", "function"},
-                              {"function", {{"name", b.value("name", "")}, {"arguments", b.value("input", json::object())}}}});
+                              {"function", {{"name", b.value("name", "")}, {"arguments", b.value("input", ojson::object())}}}});
       } else if (type == "tool_result") {
         // Results come back as the tool role, one message per call, as OpenAI sends them.
         out.push_back({{"role", "tool"},
                        {"tool_call_id", b.value("tool_use_id", "")},
-                       {"content", text_of(b.contains("content") ? b["content"] : json(""), "messages")}});
+                       {"content", text_of(b.contains("content") ? b["content"] : ojson(""), "messages")}});
       }
     }
     if (text.empty() && thinking.empty() && tool_calls.empty()) continue;
-    json msg = {{"role", role}, {"content", text}};
+    ojson msg = {{"role", role}, {"content", text}};
     if (!thinking.empty()) msg["reasoning_content"] = thinking;
     if (!tool_calls.empty()) msg["tool_calls"] = tool_calls;
     out.push_back(msg);
@@ -78,11 +82,11 @@ json to_openai_messages(const json& body) {
   return out;
 }
 
-json to_openai_tools(const json& body) {
+ojson to_openai_tools(const ojson& body) {
   auto it = body.find("tools");
   if (it == body.end() || it->is_null()) return nullptr;
   if (!it->is_array()) bad_param("tools", "'tools' must be an array of {{name, description, input_schema}}");
-  json out = json::array();
+  ojson out = ojson::array();
   for (const auto& t : *it) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
       bad_param("tools", "each tool must be an object with a string 'name'");
@@ -90,13 +94,13 @@ json to_openai_tools(const json& body) {
                    {"function",
                     {{"name", t["name"]},
                      {"description", t.value("description", "")},
-                     {"parameters", t.value("input_schema", json::object())}}}});
+                     {"parameters", t.value("input_schema", ojson::object())}}}});
   }
   return out;
 }
 
-ChatPrompt prompt_of(const ServerContext& c, const json& body) {
-  json extra = json::object();
+ChatPrompt prompt_of(const ServerContext& c, const ojson& body) {
+  ojson extra = ojson::object();
   // Extended thinking on request: templates read enable_thinking.
   if (auto it = body.find("thinking"); it != body.end() && it->is_object())
     extra["enable_thinking"] = it->value("type", "") == "enabled";
@@ -126,7 +130,7 @@ void handle_messages(const ServerContext& c, const httplib::Request& req, httpli
   check_model(body, c.model_id);
   const auto max_tokens = get_int(body, "max_tokens", 1, INT32_MAX);
   if (!max_tokens) bad_param("max_tokens", "'max_tokens' is required (a positive integer)");
-  const ChatPrompt cp = prompt_of(c, body);
+  const ChatPrompt cp = prompt_of(c, ojson::parse(req.body));
   GenRequest r;
   r.prompt = cp.ids;
   r.max_tokens = *max_tokens;
@@ -250,7 +254,7 @@ void handle_messages(const ServerContext& c, const httplib::Request& req, httpli
 void handle_count_tokens(const ServerContext& c, const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req.body);
   check_model(body, c.model_id);
-  send_json(res, 200, {{"input_tokens", prompt_of(c, body).ids.size()}});
+  send_json(res, 200, {{"input_tokens", prompt_of(c, ojson::parse(req.body)).ids.size()}});
 }
 
 }  // namespace ft::serve

@@ -1,6 +1,7 @@
 // A tool schema reaches the chat template in the client's key order (llama.cpp and vLLM
 // render `tools | tojson` as sent; nlohmann::json would sort the keys): the prompt the
-// model is fed, recorded under the runner, holds the schema as the request spelt it.
+// model is fed, recorded under the runner, holds the schema as the request spelt it, through
+// /v1/chat/completions and through Anthropic's /v1/messages.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -58,8 +59,8 @@ std::string qwen3_template() {
   return ss.str();
 }
 
-TEST(ApiChat, ToolSchemaKeepsTheClientsKeyOrder) {
-  ASSERT_FALSE(qwen3_template().empty());
+// The prompt a server fed its runner for one request (status 200 asserted).
+std::string prompt_fed(const std::string& path, const std::string& body) {
   std::vector<int32_t> fed;
   std::mutex mu;
   const Tokenizer* tok = nullptr;
@@ -72,26 +73,47 @@ TEST(ApiChat, ToolSchemaKeepsTheClientsKeyOrder) {
     return std::make_unique<RecordingRunner>(std::move(r), &fed, &mu);
   };
   TestServer s(setup);
-  ASSERT_NE(tok, nullptr);
+  EXPECT_NE(tok, nullptr);
+  if (tok == nullptr) return "";
+  const auto r = post_json(s, path, body);
+  EXPECT_EQ(r.status, 200) << r.raw;
+  std::lock_guard<std::mutex> lk(mu);
+  return tok->decode(fed, /*special=*/true);
+}
+
+TEST(ApiChat, ToolSchemaKeepsTheClientsKeyOrder) {
+  ASSERT_FALSE(qwen3_template().empty());
   // Keys deliberately not in sorted order, at every level.
   const std::string body = R"({"messages": [{"role": "user", "content": "Weather in Paris?"}],
     "tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
       {"type": "object", "required": ["city"], "properties": {"city": {"type": "string", "description": "a city"}}},
       "description": "Weather of a city"}}],
     "max_tokens": 1, "temperature": 0})";
-  const auto r = post_json(s, "/v1/chat/completions", body);
-  ASSERT_EQ(r.status, 200) << r.raw;
-  std::string prompt;
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    prompt = tok->decode(fed, /*special=*/true);
-  }
+  const std::string prompt = prompt_fed("/v1/chat/completions", body);
   EXPECT_NE(prompt.find(R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", )"
                         R"("required": ["city"], "properties": {"city": {"type": "string", "description": "a city"}}}, )"
                         R"("description": "Weather of a city"}})"),
             std::string::npos)
       << prompt;
   // nlohmann::json's order, which the template used to get.
+  EXPECT_EQ(prompt.find(R"({"function": {"description")"), std::string::npos) << prompt;
+}
+
+// Anthropic's /v1/messages: the tool becomes {type, function: {name, description,
+// parameters}} in that order, its input_schema (the parameters) in the client's order.
+TEST(ApiChat, AnthropicToolSchemaKeepsTheClientsKeyOrder) {
+  ASSERT_FALSE(qwen3_template().empty());
+  const std::string body = R"({"messages": [{"role": "user", "content": "Weather in Paris?"}],
+    "tools": [{"name": "get_weather", "input_schema":
+      {"type": "object", "required": ["city"], "properties": {"city": {"type": "string", "description": "a city"}}},
+      "description": "Weather of a city"}],
+    "max_tokens": 1, "temperature": 0})";
+  const std::string prompt = prompt_fed("/v1/messages", body);
+  EXPECT_NE(prompt.find(R"({"type": "function", "function": {"name": "get_weather", "description": "Weather of a )"
+                        R"(city", "parameters": {"type": "object", "required": ["city"], "properties": {"city": )"
+                        R"({"type": "string", "description": "a city"}}}}})"),
+            std::string::npos)
+      << prompt;
   EXPECT_EQ(prompt.find(R"({"function": {"description")"), std::string::npos) << prompt;
 }
 
