@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -212,6 +214,19 @@ Isa gpu_dot_isa() {
   if (isa == Isa::kAvx512 && !gpu_dot_avx512_supported()) isa = Isa::kAvx2;
   if (isa == Isa::kAvx2 && !isa_supported(Isa::kAvx2)) isa = Isa::kScalar;
   return isa;
+}
+
+detail::Prefetch detail::gpu_dot_prefetch() {
+  static const Prefetch p = [] {
+    const char* e = std::getenv("FT_MOE_CPU_PREFETCH");
+    const std::string v = e ? e : "next";
+    if (v == "next") return Prefetch::kNext;
+    if (v == "next-l2") return Prefetch::kNextL2;
+    if (v == "row") return Prefetch::kRow;
+    if (v == "none") return Prefetch::kNone;
+    fail("FT_MOE_CPU_PREFETCH={}: expected next, next-l2, row or none", v);
+  }();
+  return p;
 }
 
 void gpu_dot_limit_isa(Isa max) { g_isa_limit.store(static_cast<int>(max), std::memory_order_relaxed); }

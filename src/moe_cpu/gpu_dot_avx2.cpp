@@ -90,21 +90,21 @@ struct Folder {
 // Terms of 8 rows (row r at w + off[r]) at once, folded as made. The weights are decoded
 // with +12 so that maddubs can take them unsigned: sum((w + 12) x) - 12 sum(x) = sum(w x),
 // exact in int32 (xp.sum: the activations' sub-block sums).
-void terms_nvfp4_8(const uint8_t* w, const __m256i off, const GpuActAux& xp, int64_t nb, Folder& f) {
+void terms_nvfp4_8(const uint8_t* w, const __m256i off, const GpuActAux& xp, int64_t nb, Folder& f, const NextGroup& ng) {
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
                                        18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   alignas(32) int32_t offs[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(offs), off);
+  const bool pf_row = gpu_dot_prefetch() == Prefetch::kRow;
   for (int64_t c = 0; c < nb; ++c) {
+    ng.step(c);
     const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.nv_ab.data() + 64 * c));
     const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp.nv_ab.data() + 64 * c + 32));
     __m256i p[8];  // per row: int32 m = bytes 4m..4m+3 of sub-block m / 2
     for (int r = 0; r < 8; ++r) {
       const uint8_t* b = w + offs[r] + 36 * c;
-      // 8 rows are read side by side, 36 bytes a step each: prefetch ~9 lines ahead (the
-      // rows' streams otherwise stall on DRAM latency, perf: ~25% of cycles at the loads).
-      _mm_prefetch(reinterpret_cast<const char*>(b + 36 * 16), _MM_HINT_T0);
+      if (pf_row) _mm_prefetch(reinterpret_cast<const char*>(b + 36 * 16), _MM_HINT_T0);
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 4));
       const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4));
       const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
@@ -147,7 +147,7 @@ inline __m256i hsum8(const __m256i (&p)[8]) {
 // MXFP4 codes are decoded +12 (unsigned maddubs) and 12 sum(x) taken off per block.
 // xsum[j]: the sum of activation block j (MXFP4's +12 decoding).
 void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuActQ8& x, const int32_t* xsum,
-                int64_t n32, Folder& f) {
+                int64_t n32, Folder& f, const NextGroup& ng) {
   const bool q8 = type == GgmlType::Q8_0;
   const int bb = q8 ? 34 : 17;
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
@@ -155,12 +155,14 @@ void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuAct
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   alignas(32) int32_t offs[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(offs), off);
+  const bool pf_row = gpu_dot_prefetch() == Prefetch::kRow;
   for (int64_t j = 0; j < n32; ++j) {
+    ng.step(j);
     const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * j));
     __m256i p[8];
     for (int r = 0; r < 8; ++r) {
       const uint8_t* b = w + offs[r] + bb * j;
-      _mm_prefetch(reinterpret_cast<const char*>(b + bb * 16), _MM_HINT_T0);
+      if (pf_row) _mm_prefetch(reinterpret_cast<const char*>(b + bb * 16), _MM_HINT_T0);
       if (q8) {
         const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
         p[r] = _mm256_madd_epi16(mul_pairs(wv, xv), ones);
@@ -212,10 +214,11 @@ bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* 
     for (int r = 0; r < kG; ++r) offs[r] = static_cast<int32_t>(std::min<int64_t>(r, n_rows - 1 - g0) * row_bytes);
     const __m256i off = _mm256_load_si256(reinterpret_cast<const __m256i*>(offs));
     f.start();
+    const NextGroup ng(w, row_bytes, g0, kG, n_rows, nv ? k / 64 : k / 32);
     if (nv)
-      terms_nvfp4_8(w + g0 * row_bytes, off, *aux, k / 64, f);
+      terms_nvfp4_8(w + g0 * row_bytes, off, *aux, k / 64, f, ng);
     else
-      terms_q8_8(type, w + g0 * row_bytes, off, x, aux ? aux->sum.data() : nullptr, k / 32, f);
+      terms_q8_8(type, w + g0 * row_bytes, off, x, aux ? aux->sum.data() : nullptr, k / 32, f, ng);
     float o[kG];
     f.finish(o);
     for (int r = 0; r < kG && g0 + r < n_rows; ++r) out[g0 + r] = o[r];
@@ -259,7 +262,9 @@ bool gpu_dot_float_rows_avx2(GgmlType type, const uint8_t* w, int64_t row_bytes,
     for (int r = 0; r < kG; ++r) rows[r] = w + std::min<int64_t>(g0 + r, n_rows - 1) * row_bytes;
     __m256 acc[32];
     for (auto& a : acc) a = _mm256_setzero_ps();
+    const NextGroup ng(w, row_bytes, g0, kG, n_rows, k / 8);
     for (int64_t p = 0; p < k / 8; ++p) {
+      ng.step(p);
       const int64_t e = 8 * p;
       __m256 q[kG];
       alignas(32) float d[kG];

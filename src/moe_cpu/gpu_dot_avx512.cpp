@@ -161,18 +161,20 @@ inline __m512i e2m1_lut12() {
 
 // NVFP4 terms of 16 rows (physical row r at w + offs[r]; lane l is row rows[l]).
 void terms_nvfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActAux& xp, int64_t nb,
-                    Folder16& f) {
+                    Folder16& f, const NextGroup& ng) {
   const __m512i lut = e2m1_lut12(), m4 = _mm512_set1_epi8(0x0F);
+  const bool pf_row = gpu_dot_prefetch() == Prefetch::kRow;
   for (int64_t c = 0; c < nb; ++c) {
+    ng.step(c);
     const __m512i xl = bcast_256(xp.nv_ab.data() + 64 * c), xh = bcast_256(xp.nv_ab.data() + 64 * c + 32);
     __m512i z[8];
     for (int i = 0; i < 8; ++i) {
       const uint8_t* b0 = w + offs[i] + 36 * c;
       const uint8_t* b1 = w + offs[i + 8] + 36 * c;
-      // 16 rows read side by side, 36 bytes a step each: prefetch 16 blocks ahead, as the
-      // AVX2 rows (whose row streams otherwise stalled on DRAM latency).
-      _mm_prefetch(reinterpret_cast<const char*>(b0 + 36 * 16), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(b1 + 36 * 16), _MM_HINT_T0);
+      if (pf_row) {
+        _mm_prefetch(reinterpret_cast<const char*>(b0 + 36 * 16), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(b1 + 36 * 16), _MM_HINT_T0);
+      }
       const __m512i v = load_2x256(b0 + 4, b1 + 4);
       const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
       const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
@@ -193,7 +195,7 @@ void terms_nvfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, con
 // Q8_0 / MXFP4 terms (one per 32-element block) of 16 rows. Q8_0 codes are made unsigned by
 // + 128 (xor 0x80) and 128 sum(x) taken off; MXFP4 codes are decoded + 12.
 void terms_q8_16(GgmlType type, const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActQ8& x,
-                 const int32_t* xsum, int64_t n32, Folder16& f) {
+                 const int32_t* xsum, int64_t n32, Folder16& f, const NextGroup& ng) {
   const bool q8 = type == GgmlType::Q8_0;
   const int bb = q8 ? 34 : 17;
   const __m512i lut = e2m1_lut12(), m4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -202,14 +204,18 @@ void terms_q8_16(GgmlType type, const uint8_t* w, const int32_t* offs, __m512i l
   const __m512i dup = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
   const __m512i shr = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
   const int32_t off_k = q8 ? 128 : 12;
+  const bool pf_row = gpu_dot_prefetch() == Prefetch::kRow;
   for (int64_t j = 0; j < n32; ++j) {
+    ng.step(j);
     const __m512i xv = bcast_256(x.qs + 32 * j);
     __m512i z[8];
     for (int i = 0; i < 8; ++i) {
       const uint8_t* b0 = w + offs[i] + bb * j;
       const uint8_t* b1 = w + offs[i + 8] + bb * j;
-      _mm_prefetch(reinterpret_cast<const char*>(b0 + bb * 16), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(b1 + bb * 16), _MM_HINT_T0);
+      if (pf_row) {
+        _mm_prefetch(reinterpret_cast<const char*>(b0 + bb * 16), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(b1 + bb * 16), _MM_HINT_T0);
+      }
       __m512i u;
       if (q8) {
         u = _mm512_xor_si512(load_2x256(b0 + 2, b1 + 2), flip);
@@ -262,10 +268,11 @@ bool gpu_dot_q8_rows_avx512(const GpuDotPlan& plan, GgmlType type, const uint8_t
     for (int l = 0; l < kG; ++l) loffs[l] = offs[rows[l]];
     const __m512i lane_off = _mm512_load_si512(loffs);
     f.start();
+    const NextGroup ng(w, row_bytes, g0, kG, n_rows, nv ? k / 64 : k / 32);
     if (nv)
-      terms_nvfp4_16(w + g0 * row_bytes, offs, lane_off, *aux, k / 64, f);
+      terms_nvfp4_16(w + g0 * row_bytes, offs, lane_off, *aux, k / 64, f, ng);
     else
-      terms_q8_16(type, w + g0 * row_bytes, offs, lane_off, x, aux->sum.data(), k / 32, f);
+      terms_q8_16(type, w + g0 * row_bytes, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
     alignas(64) float o[kG];
     f.finish(o);
     for (int l = 0; l < kG; ++l)
@@ -295,7 +302,9 @@ bool gpu_dot_float_rows_avx512(GgmlType type, const uint8_t* w, int64_t row_byte
   for (int64_t r = 0; r < n_rows; ++r) {
     const uint8_t* row = w + r * row_bytes;
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    const NextGroup ng(w, row_bytes, r, 1, n_rows, n_g);  // the next row
     for (int64_t g = 0; g < n_g; ++g) {
+      ng.step(g);
       const bool part = g == n_g - 1 && tail_q != 0;
       __m512i e[4], o[4];
       for (int j = 0; j < 4; ++j) {
