@@ -15,6 +15,8 @@
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/threadpool.h"
+#include "moe_cpu/cpu_pool.h"
+#include "moe_cpu/cpu_topology.h"
 #include "moe_cpu/expert_exec.h"
 #include "moe_cpu/gemv_bw.h"
 #include "moe_cpu/host_bw.h"
@@ -52,6 +54,7 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) {
   CLI::App app{"CPU expert executor: engine order vs exact (GPU order) mode, vs host read bandwidth"};
   int threads = 2, iters = 200, rounds = 3;
+  bool pin = true;
   int64_t mib = 512, n_embd = 2048, n_ff = 768;
   int n_used = 8;
   std::string types = "nvfp4,q8_0,mxfp4,bf16", isas = "avx2,avx512";
@@ -61,12 +64,20 @@ int main(int argc, char** argv) {
   app.add_option("--mib", mib, "bytes of the synthetic bank and of the read buffer (MiB)");
   app.add_option("--iters", iters, "timed calls per mode and round");
   app.add_option("--rounds", rounds, "alternating rounds (best of each mode)");
+  app.add_flag("!--no-pin", pin, "leave the threads unpinned (default: one per physical core, as the cpu backend)");
   app.add_option("--n-embd", n_embd);
   app.add_option("--n-ff", n_ff);
   app.add_option("--n-used", n_used);
   CLI11_PARSE(app, argc, argv);
   try {
-    ft::ThreadPool pool(threads);
+    // The cpu / hybrid backends' pool: one thread per physical core, pinned, the caller too.
+    ft::moe_cpu::CpuPoolOptions po;
+    po.n_threads = threads;
+    po.pin = pin;
+    ft::moe_cpu::CpuPool cpu_pool(po);
+    if (pin && cpu_pool.caller_cpu() >= 0) ft::moe_cpu::pin_current_thread(cpu_pool.caller_cpu());
+    ft::ThreadPool& pool = cpu_pool.pool();
+    fmt::print("pool: {}\n", cpu_pool.describe());
     const auto rd = ft::moe_cpu::host_read_bandwidth(pool, static_cast<size_t>(mib) << 20, 5);
     fmt::print("host read: {:.2f} GB/s best, {:.2f} mean ({} threads, {} MiB)\n", rd.gbs, rd.mean_gbs, threads, mib);
     ft::moe_cpu::ExpertExecutor ex(pool);
