@@ -5,7 +5,8 @@
 //   experts with per-expert scales; a window of 3 under a 24-token prompt; the 26B-A4B head
 //   dims (256 / 512) with a window of 16 under 40 tokens.
 //   * prompt logits (GEMM path) within the per-dtype tolerance of gpu_session_test;
-//   * 24 teacher-forced decode steps (GEMV path, graphs): the same argmax unless a near tie;
+//   * 24 teacher-forced decode steps (GEMV path, graphs): the same argmax unless a near tie
+//     (MoE models outside float32: see kMoeNearTie16 and moe_flips below);
 //   * micro-batches of 12 (sliding layers then keep a 12 + window - 1 row ring that wraps):
 //     the same prompt logits within tolerance and the same greedy tokens as one batch;
 //   * graphs on and off bit-identical; eval_argmax == argmax(eval).
@@ -115,10 +116,29 @@ std::vector<Param> params() {
 }
 
 // As gpu_session_test.cpp: fp32 differs by summation order only (H200: up to 2.5e-3 after
-// gemma4's ~10 RMS norms a layer), the 16-bit dtypes and auto (Q8 activations in the GPU's own
-// blocks, f16 KV) by a rounding flip propagated.
+// gemma4's ~10 RMS norms a layer), the 16-bit dtypes by a rounding flip propagated. auto rounds
+// where the CPU engine's auto does (gpu/forward_gemma4.cpp: bf16 inputs to BF16 matmuls, Q8_0
+// values into prefill GEMMs, fp32 KV) but for the BF16 experts' down input (fp32 on the GPU) and
+// the summation order: the CPU engine made to do the same moved by <= 0.06 on the prompt and
+// <= 0.29 in decode, argmax misses only at margins <= 0.013 (moe_bf16).
 float tol(const std::string& dtype) { return dtype == "float32" ? 5e-3f : 0.5f; }
 float near_tie(const std::string& dtype) { return dtype == "float32" ? 1e-3f : 0.25f; }
+// MoE models in bf16 / f16: one ulp anywhere can send a token to another expert at a router
+// near tie, and from there the two runs part by more than any logit tolerance. Measured on the
+// CPU engine alone, the scores of its attention moved by one ulp (the GPU's summation order
+// moves many values by more): decode max|dlogit| up to 7.9 (f16) and 3.7 (bf16) on
+// wide_heads_moe_nvfp4, argmax misses at top-2 margins up to 1.02 (f16, wide_heads) and 0.86
+// (bf16, moe_mxfp4); the dense models <= 0.12 and no miss. There decode logits are not bounded
+// and a top-2 margin below this is a near tie; a wrong op still shows in the prompt logits
+// (<= 0.11 under those perturbations) and in argmaxes at margins above it. The route-flip jumps
+// are moe_flips' count (H200 2026-11-30, before this rule: wide_heads bf16 4.5, 19/24).
+constexpr float kMoeNearTie16 = 1.5f;
+// MoE in auto: also route flips (the BF16 experts' down input, above: decode 3.4 on moe_bf16),
+// so decode logits are not bounded there either; the argmaxes keep near_tie("auto").
+bool moe_flips(const Param& p) { return p.c.spec.n_expert > 0 && p.dtype != "float32"; }
+float decode_near_tie(const Param& p) {
+  return moe_flips(p) && p.dtype != "auto" ? kMoeNearTie16 : near_tie(p.dtype);
+}
 
 ft::engine::SessionOptions cpu_options(const std::string& dtype) {
   ft::engine::SessionOptions o;
@@ -185,13 +205,11 @@ TEST_P(Gemma4GpuVsCpu, Matches) {
   const std::vector<float> lg = copy(gpu.eval(prompt.data(), P));
   const std::vector<float> lr = copy(ring.eval(prompt.data(), P));
   const float d0 = max_abs_diff(lc.data(), lg.data(), V);
-  // MoE in auto: the GPU's prefill rounds GEMM inputs to bf16 where the CPU uses Q8, and a
-  // router near tie then routes a token elsewhere on one side (qwen3moe's router-tie model:
-  // logit jumps of 4.4). Measured on the H200 (moe_nvfp4): prompt 1.75, decode 3.71, argmax
-  // 16/24 (the other gemma4 MoE models: <= 0.34, 23/24). There the tokens are counted.
-  const bool moe_auto = p.dtype == "auto" && p.c.spec.n_expert > 0;
-  EXPECT_LE(d0, moe_auto ? 2.5f : tol(p.dtype)) << "prompt logits";
+  // The prompt in auto was 1.75 apart on moe_nvfp4 (H200) while the GPU's prefill GEMMs took
+  // bf16 operands where the CPU takes Q8 (the CPU engine made to do that: 1.75 too); now tol.
+  EXPECT_LE(d0, tol(p.dtype)) << "prompt logits";
   EXPECT_LE(max_abs_diff(lr.data(), lg.data(), V), tol(p.dtype)) << "micro-batches of 12 (ring KV)";
+  const float near = decode_near_tie(p);
 
   int32_t next = ft::engine::argmax(lc.data(), static_cast<int32_t>(V));
   float dmax = d0;
@@ -207,18 +225,12 @@ TEST_P(Gemma4GpuVsCpu, Matches) {
     const int32_t ar = ft::engine::argmax(r.data(), static_cast<int32_t>(V));
     agree += ac == ag;
     ring_agree += ar == ag;
-    if (!moe_auto) {
-      EXPECT_TRUE(ac == ag || top2_margin(c.data(), V) < near_tie(p.dtype))
-          << "step " << i << ": cpu " << ac << ", gpu " << ag << " (cpu margin " << top2_margin(c.data(), V) << ")";
-      EXPECT_TRUE(ar == ag || top2_margin(g.data(), V) < near_tie(p.dtype)) << "step " << i << ": ring " << ar;
-    }
+    EXPECT_TRUE(ac == ag || top2_margin(c.data(), V) < near)
+        << "step " << i << ": cpu " << ac << ", gpu " << ag << " (cpu margin " << top2_margin(c.data(), V) << ")";
+    EXPECT_TRUE(ar == ag || top2_margin(g.data(), V) < near) << "step " << i << ": ring " << ar;
     next = ac;
   }
-  if (moe_auto) {
-    EXPECT_GE(agree, 14) << "gpu vs cpu argmaxes";
-    EXPECT_GE(ring_agree, 20) << "micro-batches of 12 vs one batch";
-  }
-  if (p.dtype != "auto") {
+  if (!moe_flips(p)) {
     EXPECT_LE(dmax, tol(p.dtype)) << "decode logits";
   }
   std::printf("GPU-VS-CPU gemma4 %s %s: prompt max|dlogit| %.3g, decode max|dlogit| %.3g, argmax agree %d/%d, "
@@ -230,8 +242,15 @@ TEST_P(Gemma4GpuVsCpu, Matches) {
   ft::gpu::GpuSession g1(*m, go);
   for (int i = 0; i + 1 < P; ++i) g1.eval(&prompt[i], 1);
   const std::vector<float> l1 = copy(g1.eval(&prompt[P - 1], 1));
-  // auto: GEMVs on Q8 activations vs the prompt's bf16 GEMMs (H200, moe_nvfp4: 0.518).
-  EXPECT_LE(max_abs_diff(l1.data(), lg.data(), V), moe_auto ? 1.0f : tol(p.dtype)) << "token-by-token prompt";
+  // Token by token: the decode path P times, so MoE route flips (above) can part it from the
+  // batched prompt; there the argmax is held to the near tie.
+  if (moe_flips(p)) {
+    const int32_t a1 = ft::engine::argmax(l1.data(), static_cast<int32_t>(V));
+    EXPECT_TRUE(a1 == ft::engine::argmax(lg.data(), static_cast<int32_t>(V)) || top2_margin(lg.data(), V) < near)
+        << "token-by-token prompt: argmax " << a1 << " (max|dlogit| " << max_abs_diff(l1.data(), lg.data(), V) << ")";
+  } else {
+    EXPECT_LE(max_abs_diff(l1.data(), lg.data(), V), tol(p.dtype)) << "token-by-token prompt";
+  }
   go.graphs = true;
   ft::gpu::GpuSession g2(*m, go);
   for (int i = 0; i + 1 < P; ++i) g2.eval(&prompt[i], 1);
