@@ -1,6 +1,7 @@
 #include "moe_cpu/expert_exec.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -141,7 +142,12 @@ void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int3
   // with 4 per thread (Qwen3-30B-A3B gate|up: 64 items of 208 rows for 15 threads), the
   // threads that draw a fifth item finish 1/4 later than the rest. Chunks stay multiples
   // of 16 rows (the AVX-512 row group) and at least 32.
-  int64_t c = (rows * n_active + 12 * n_threads - 1) / (12 * n_threads);
+  // FT_MOE_CPU_ITEMS overrides the 12 (read once; for A/B runs).
+  static const int64_t per_thread = [] {
+    const char* e = std::getenv("FT_MOE_CPU_ITEMS");
+    return e && std::atoi(e) > 0 ? int64_t{std::atoi(e)} : int64_t{12};
+  }();
+  int64_t c = (rows * n_active + per_thread * n_threads - 1) / (per_thread * n_threads);
   c = std::min(rows, std::max<int64_t>(32, (c + 15) / 16 * 16));
   const int64_t per = (rows + c - 1) / c;
   pool_.parallel_for(n_active * per, 1, [&](int64_t i0, int64_t i1, int) {
