@@ -5,14 +5,17 @@
 //   tg<N>[@d<D>] N greedy decode steps, each feeding back the argmax, after a D-token prefill
 //
 // Each test runs --reps times after one untimed warm-up; t/s is the mean (± std). Decode rows
-// also give the weight bytes one token reads (experts counted at n_used / n_expert) and, with
+// also give the weight bytes one token reads (every tensor, routed experts counted at
+// n_used / n_expert, embeddings at one row) and, with
 // --bw-gbs (the measured read bandwidth), that traffic as % of the roofline.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +23,7 @@
 #include "cli/commands.h"
 #include "cli/runner_factory.h"
 #include "core/error.h"
+#include "format/gguf.h"
 #include "model/model.h"
 
 namespace ft::cli {
@@ -46,27 +50,26 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-int64_t linear_bytes(const engine::Linear& l) {
-  int64_t b = 0;
-  for (const auto& p : l.parts()) b += p.w.row_bytes() * p.rows();
-  return b;
-}
-
-// Weight bytes one decode token reads: every projection, the output head, the norms; the
-// embedding contributes one row; experts n_used / n_expert of their bytes.
+// Weight bytes one decode token reads: every tensor of the file once (projections, norms,
+// scales, the Gated DeltaNet ssm_* tensors, shared experts, per-layer inputs, ...), but the
+// routed experts (*_exps*) at n_used / n_expert of their layer and the token embedding
+// tables (token_embd, per_layer_token_embd) at one row -- plus the whole of token_embd when
+// the output head is tied to it.
 double bytes_per_token(const model::Model& m) {
-  double b = static_cast<double>(m.token_embd.row_bytes()) + linear_bytes(m.output);
-  for (size_t il = 0; il < m.layers.size(); ++il) {
-    const model::Layer& L = m.layers[il];
-    b += linear_bytes(L.qkv) + linear_bytes(L.wo) + linear_bytes(L.ffn_gate_up) +
-         linear_bytes(L.ffn_down) + linear_bytes(L.router);
-    b += 8.0 * static_cast<double>(m.hp.n_embd);  // two norms
-    if (L.is_moe()) {
-      const auto& e = L.experts;
-      double eb = 0;
-      for (const auto* t : {&e.gate, &e.up, &e.gate_up, &e.down})
-        if (*t) eb += static_cast<double>(t->w.matrix_bytes() * t->w.ne[2]);
-      b += eb * static_cast<double>(m.hp.n_expert_used[il]) / static_cast<double>(e.n_expert);
+  const auto& ts = m.file->tensors();
+  const bool tied = std::none_of(ts.begin(), ts.end(), [](const gguf::TensorInfo& t) { return t.name == "output.weight"; });
+  double b = 0;
+  for (const gguf::TensorInfo& t : ts) {
+    const double n = static_cast<double>(t.nbytes);
+    // "blk.<il>.ffn_..._exps...": the layer's share of its routed experts.
+    const int64_t il = t.name.rfind("blk.", 0) == 0 ? std::strtoll(t.name.c_str() + 4, nullptr, 10) : -1;
+    if (t.name.find("_exps") != std::string::npos && il >= 0 &&
+        il < static_cast<int64_t>(m.hp.n_expert_used.size()) && m.hp.n_expert > 0) {
+      b += n * static_cast<double>(m.hp.n_expert_used[il]) / static_cast<double>(m.hp.n_expert);
+    } else if (t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight") {
+      b += n / static_cast<double>(t.ne[1]) + (tied && t.name == "token_embd.weight" ? n : 0.0);
+    } else {
+      b += n;
     }
   }
   return b;
