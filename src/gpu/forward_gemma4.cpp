@@ -44,9 +44,10 @@ namespace {
 //   Q8_0-dot weights (NVFP4, MXFP4, Q8_0, Q4_0): Q8_0 blocks -- the decode GEMV's xq, and in
 //     prefill q8_prefill_input below;
 //   F32 weights, mixed parts: unchanged.
-// The other dtypes keep their own rounding (num.round).
+// Set by GpuNumerics::half_inputs / q8_prefill (gpu/session.cpp); the other dtypes keep
+// their own rounding (num.round).
 Round in_round(const GpuNumerics& num, GgmlType t) {
-  if (!num.q8) return num.round;
+  if (!num.half_inputs) return num.round;
   if (t == GgmlType::BF16) return Round::kBF16;
   if (t == GgmlType::F16) return Round::kF16;
   return Round::kNone;
@@ -86,7 +87,7 @@ bool q8_prefill_input(const GpuNumerics& num, const DevLinear& l, float* x, int6
 const float* residual_input(const GpuNumerics& num, const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok,
                             float* copy, bool* exact, cudaStream_t s) {
   *exact = false;
-  const Round r = num.q8 ? in_round(num, l) : Round::kNone;
+  const Round r = num.half_inputs ? in_round(num, l) : Round::kNone;
   if (r != Round::kNone) {
     cuda::copy_rows(x, ldx, n_tok, l.k, copy, l.k, r, s);
     return copy;

@@ -68,9 +68,13 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   // gemma4 models amplify rounding: the CPU engine with its KV stored as f16 leaves llama.cpp
   // at a top-2 margin of 0.47 on parity's moe-bf16; with bf16 operands in those prefill GEMMs
   // its prompt logits move by 2.1 on gemma4_session_test's moe_nvfp4 (0 and 0 as is).
-  if (dtype_ == "auto" && is_gemma4(m)) {
+  // FT_GEMMA4_AUTO=cuda keeps llama.cpp CUDA's numerics there (f16 KV, bf16 prefill operands,
+  // fp32 inputs to BF16 matmuls): the speed A/B of that choice.
+  const char* g4_auto = std::getenv("FT_GEMMA4_AUTO");
+  if (dtype_ == "auto" && is_gemma4(m) && !(g4_auto && std::strcmp(g4_auto, "cuda") == 0)) {
     num_.kv = cuda::KvType::kF32;
     num_.q8_prefill = true;
+    num_.half_inputs = true;
   }
   b_ = std::make_unique<GpuBuffers>(m, num_, n_ctx, n_ubatch);
   if (backend == "fused") {

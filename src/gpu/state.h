@@ -38,6 +38,9 @@ struct GpuNumerics {
   // round_trip_act_q8) instead of bf16 operands, as llama.cpp's CPU build does
   // (gpu/forward_gemma4.cpp, the experts' moe_experts_prefill).
   bool q8_prefill = false;
+  // auto on gemma4 too: inputs of BF16 / F16-weight matmuls rounded to bf16 / f16 (ggml-cpu's
+  // vec_dot_type) by the kernels that produce them (gpu/forward_gemma4.cpp).
+  bool half_inputs = false;
 };
 
 struct BatchRows;  // gpu/batch_forward.h
