@@ -5,9 +5,10 @@
 //
 // For each prompt length L (default 512 2048 8192): microseconds per layer (prepare + kernel,
 // median of --reps runs timed with events) for one call of L tokens and for L tokens in calls
-// of --ubatch tokens (as a session runs a prompt; the state carries over), ns per token, the
-// chunked form's speed-up, and the largest relative difference between the two forms' outputs
-// over the whole prompt (the tests' check, here on the bench's random inputs).
+// of --ubatch tokens (as a session runs a prompt; the state carries over), for the recurrence,
+// the plain chunked kernel and the cluster one (sm_90), their speed-ups over the recurrence,
+// and the largest relative difference between the chunked and the recurrent outputs over the
+// whole prompt (the tests' check, here on the bench's random inputs).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -45,7 +46,8 @@ std::vector<float> randv(size_t n, uint32_t seed, float lo, float hi) {
 }
 
 // L tokens from position 0 in calls of ub tokens.
-void run(Layer& l, bool chunked, int64_t ub, cudaStream_t s) {
+// form 0: the recurrence, 1: plain chunked, 2: cluster chunked.
+void run(Layer& l, int form, int64_t ub, cudaStream_t s) {
   const int64_t cd = l.conv_dim();
   for (int64_t t0 = 0; t0 < l.L; t0 += ub) {
     const int64_t n = std::min(ub, l.L - t0);
@@ -65,22 +67,23 @@ void run(Layer& l, bool chunked, int64_t ub, cudaStream_t s) {
     a.ldo = l.hv * l.d;
     a.n_tok = n;
     a.d_pos = l.pos.as<int32_t>() + (t0 == 0 ? 0 : 1);  // pos[0] = 0: new sequence; pos[1] = 1
-    if (chunked && n >= kDeltaNetChunk)
-      deltanet_chunked(a, l.gb.as<float>(), s);
+    if (form != 0 && n >= kDeltaNetChunk)
+      deltanet_chunked(a, l.gb.as<float>(), s,
+                       form == 2 ? DeltaNetChunkedKind::kCluster : DeltaNetChunkedKind::kPlain);
     else
       deltanet_recurrent(a, l.gb.as<float>(), s);
   }
 }
 
-double time_us(Layer& l, bool chunked, int64_t ub, int reps, cudaStream_t s) {
+double time_us(Layer& l, int form, int64_t ub, int reps, cudaStream_t s) {
   cudaEvent_t e0, e1;
   FT_CUDA_CHECK(cudaEventCreate(&e0));
   FT_CUDA_CHECK(cudaEventCreate(&e1));
-  run(l, chunked, ub, s);  // warm-up
+  run(l, form, ub, s);  // warm-up
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
     FT_CUDA_CHECK(cudaEventRecord(e0, s));
-    run(l, chunked, ub, s);
+    run(l, form, ub, s);
     FT_CUDA_CHECK(cudaEventRecord(e1, s));
     FT_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
@@ -93,11 +96,11 @@ double time_us(Layer& l, bool chunked, int64_t ub, int reps, cudaStream_t s) {
   return t[t.size() / 2];
 }
 
-std::vector<float> outputs(Layer& l, bool chunked, int64_t ub, cudaStream_t s) {
+std::vector<float> outputs(Layer& l, int form, int64_t ub, cudaStream_t s) {
   // From the same inputs each time (prepare normalises y in place; idempotent up to rounding,
   // so restore it exactly).
   FT_CUDA_CHECK(cudaMemcpyAsync(l.y.get(), l.y0.get(), l.y.bytes(), cudaMemcpyDeviceToDevice, s));
-  run(l, chunked, ub, s);
+  run(l, form, ub, s);
   FT_CUDA_CHECK(cudaStreamSynchronize(s));
   std::vector<float> o(static_cast<size_t>(l.L * l.hv * l.d));
   l.out.download(o.data(), o.size() * sizeof(float));
@@ -130,8 +133,8 @@ int main(int argc, char** argv) {
   FT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::printf("Gated DeltaNet, %lld key / %lld value heads of %lld, one layer (prepare + kernel), median of %d\n",
               static_cast<long long>(hk), static_cast<long long>(hv), static_cast<long long>(d), reps);
-  std::printf("%6s | %-10s | %12s %9s | %12s %9s | %7s | %s\n", "L", "calls", "recurrent us", "ns/tok", "chunked us",
-              "ns/tok", "speedup", "max rel diff");
+  std::printf("%6s | %-10s | %12s %8s | %10s %8s %7s | %10s %8s %7s | %s\n", "L", "calls", "recurrent us", "ns/tok",
+              "chunked us", "ns/tok", "speedup", "cluster us", "ns/tok", "speedup", "max rel diff (plain, cluster)");
   for (const int64_t L : lens) {
     Layer l;
     l.hk = hk;
@@ -155,26 +158,31 @@ int main(int argc, char** argv) {
     probe.y = l.y.as<float>();
     probe.ldy = l.conv_dim();
     const bool can_chunk = deltanet_chunked_supported(probe);
+    const bool can_cluster = deltanet_chunked_supported(probe, DeltaNetChunkedKind::kCluster);
     for (const int64_t calls_of : {L, ub}) {
       if (calls_of == ub && ub >= L) continue;
-      const double tr = time_us(l, false, calls_of, reps, s);
-      const double tc = can_chunk ? time_us(l, true, calls_of, reps, s) : 0.0;
-      double rel = 0;
-      if (can_chunk) {
-        const auto o_r = outputs(l, false, calls_of, s), o_c = outputs(l, true, calls_of, s);
+      const double tr = time_us(l, 0, calls_of, reps, s);
+      const double tc = can_chunk ? time_us(l, 1, calls_of, reps, s) : 0.0;
+      const double tk = can_cluster ? time_us(l, 2, calls_of, reps, s) : 0.0;
+      double rel[3] = {0, 0, 0};
+      const auto o_r = outputs(l, 0, calls_of, s);
+      for (int form = 1; form <= 2; ++form) {
+        if (!(form == 1 ? can_chunk : can_cluster)) continue;
+        const auto o_c = outputs(l, form, calls_of, s);
         double m = 0, ref = 0;
         for (size_t k = 0; k < o_r.size(); ++k) {
           const double dd = std::fabs(static_cast<double>(o_c[k]) - o_r[k]);
           m = std::isnan(dd) ? INFINITY : std::max(m, dd);
           ref = std::max(ref, std::fabs(static_cast<double>(o_r[k])));
         }
-        rel = ref > 0 ? m / ref : m;
+        rel[form] = ref > 0 ? m / ref : m;
       }
       const std::string calls = calls_of >= L ? "1 x " + std::to_string(L) : std::to_string((L + ub - 1) / ub) + " x " +
                                                                                    std::to_string(ub);
-      std::printf("%6lld | %-10s | %12.1f %9.1f | %12.1f %9.1f | %6.2fx | %.3g\n", static_cast<long long>(L),
-                  calls.c_str(), tr, tr * 1e3 / static_cast<double>(L), tc, tc * 1e3 / static_cast<double>(L),
-                  can_chunk && tc > 0 ? tr / tc : 0.0, rel);
+      const double per = 1e3 / static_cast<double>(L);
+      std::printf("%6lld | %-10s | %12.1f %8.1f | %10.1f %8.1f %6.2fx | %10.1f %8.1f %6.2fx | %.3g, %.3g\n",
+                  static_cast<long long>(L), calls.c_str(), tr, tr * per, tc, tc * per, tc > 0 ? tr / tc : 0.0, tk,
+                  tk * per, tk > 0 ? tr / tk : 0.0, rel[1], rel[2]);
       std::fflush(stdout);
     }
   }

@@ -56,9 +56,14 @@ void deltanet_recurrent(const DeltaNetArgs& a, float* gb, cudaStream_t s);
 // Same arguments and scratch as deltanet_recurrent, plus 16-byte aligned y rows
 // (deltanet_chunked_supported; throws otherwise). Prompts (>= one chunk): one block per
 // (value head, 32 rows of S) walks the chunks, register-tiled products in shared memory.
+// kCluster (sm_90): the D / 32 row-group blocks of a head form a thread block cluster and
+// share the chunk's k.k / q.k products through distributed shared memory (each computes a
+// quarter at d 128) instead of each computing all of them; same results bit for bit.
 inline constexpr int64_t kDeltaNetChunk = 64;
-bool deltanet_chunked_supported(const DeltaNetArgs& a);
-void deltanet_chunked(const DeltaNetArgs& a, float* gb, cudaStream_t s);
+enum class DeltaNetChunkedKind { kPlain, kCluster };
+bool deltanet_chunked_supported(const DeltaNetArgs& a, DeltaNetChunkedKind kind = DeltaNetChunkedKind::kPlain);
+void deltanet_chunked(const DeltaNetArgs& a, float* gb, cudaStream_t s,
+                      DeltaNetChunkedKind kind = DeltaNetChunkedKind::kPlain);
 
 // Shared by the two forms (deltanet.cu): argument checks and the prepare launch.
 void deltanet_check(const DeltaNetArgs& a);

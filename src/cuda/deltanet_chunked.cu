@@ -22,6 +22,9 @@
 //
 // Rounding: every sum runs in the same order as in the first kernel and the recurrence's
 // products are fma; the two forms agree to ~1e-6 relative (tests/cuda/qwen35_kernels_test.cpp).
+#include <cooperative_groups.h>
+
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -30,8 +33,18 @@
 #include "cuda/deltanet.h"
 #include "cuda/ops_math.cuh"
 
+// The cluster kind needs sm_90 (thread block clusters, distributed shared memory); compiled
+// for older targets its kernel is the plain one (the host never launches it there).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FT_GDN_CLUSTER 1
+#else
+#define FT_GDN_CLUSTER 0
+#endif
+
 namespace ft::cuda {
 namespace {
+
+namespace cg = cooperative_groups;
 
 constexpr int C = static_cast<int>(kDeltaNetChunk);
 constexpr int kThreads = 288;  // b) and c) together: 136 + 128 tiles, one per thread
@@ -168,8 +181,9 @@ __device__ __forceinline__ void f4a(const float4 v, float (&a)[4]) {
   a[3] = v.w;
 }
 
-// b) one 4x4 tile (tt, ss), ss <= tt, of A and M.
-template <int D>
+// b) one 4x4 tile (tt, ss), ss <= tt, of A and M, written into the shared memory of the
+// cluster's G blocks (G = 1: this block's).
+template <int D, int G>
 __device__ __forceinline__ void tri_tile(Smem<D>& sm, int task) {
   int tt = 0;
   while ((tt + 1) * (tt + 2) / 2 <= task) ++tt;
@@ -196,8 +210,16 @@ __device__ __forceinline__ void tri_tile(Smem<D>& sm, int task) {
       const int t = 4 * tt + x, s = 4 * ss + y;
       if (s > t) continue;
       const float dec = ops::exp_f32(ops::sub_rn(sm.g[t], sm.g[s]));
-      if (s < t) sm.a[t][s] = ops::mul_rn(ops::mul_rn(sm.beta[t], dec), kk[x][y]);
-      sm.mT[s][t] = ops::mul_rn(dec, qk[x][y]);
+      const float av = ops::mul_rn(ops::mul_rn(sm.beta[t], dec), kk[x][y]), mv = ops::mul_rn(dec, qk[x][y]);
+#pragma unroll
+      for (int rank = 0; rank < G; ++rank) {
+        Smem<D>* dst = &sm;
+#if FT_GDN_CLUSTER
+        if constexpr (G > 1) dst = cg::this_cluster().map_shared_rank(&sm, rank);
+#endif
+        if (s < t) dst->a[t][s] = av;
+        dst->mT[s][t] = mv;
+      }
     }
 }
 
@@ -288,17 +310,36 @@ __device__ __forceinline__ void output_tile(const Smem<D>& sm, int task, int n, 
   }
 }
 
-template <int D>
+// G > 1: a cluster of the G = D / R row groups of one head; each computes 1/G of the tiles of
+// b) (the part every row group needs) and writes them into all G blocks. The block barriers
+// around b) are then cluster barriers: peers must have finished reading the previous chunk's
+// A and M before b) writes them, and b)'s remote writes must land before d) reads them.
+template <int D, int G>
+__device__ __forceinline__ void sync_b() {
+#if FT_GDN_CLUSTER
+  if constexpr (G > 1) {
+    cg::this_cluster().sync();
+    return;
+  }
+#endif
+  __syncthreads();
+}
+
+template <int D, int G>
 __global__ void __launch_bounds__(kThreads, 1) chunked_kernel(DeltaNetArgs p, const float* gb, float scale) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Smem<D>& sm = *reinterpret_cast<Smem<D>*>(smem_raw);
   constexpr int R = Smem<D>::R;
   constexpr int kStateTiles = (C / 4) * (R / 4);
   constexpr int kUpdateTiles = (R / 4) * (D / 4);
+  constexpr int kMyTri = (kTriTiles + G - 1) / G;  // tiles of b) per block (rank < kTriTiles % G: one more)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int64_t j = blockIdx.x;
   const int64_t i = j % p.n_k_heads;
   const int r0 = blockIdx.y * R;
+  const int rank = G > 1 ? static_cast<int>(blockIdx.y % G) : 0;  // the cluster spans blockIdx.y
+  const int my_tri = (kTriTiles - rank + G - 1) / G;
+  (void)kMyTri;
   const bool fresh = p.d_pos != nullptr && *p.d_pos == 0;
   float* Sg = p.state + j * D * D;
   for (int e = tid; e < R * D; e += kThreads) {
@@ -315,17 +356,17 @@ __global__ void __launch_bounds__(kThreads, 1) chunked_kernel(DeltaNetArgs p, co
   Stage<D> st;
   load_stage<D>(p, gb, st, 0, static_cast<int>(p.n_tok < C ? p.n_tok : C), j, i, r0);
   store_stage<D>(sm, st, 0);
-  __syncthreads();
+  sync_b<D, G>();
   int kb = 0;
   for (int64_t t0 = 0; t0 < p.n_tok; t0 += C, kb ^= 1) {
     const int n = static_cast<int>(p.n_tok - t0 < C ? p.n_tok - t0 : C);
-    for (int task = tid; task < kTriTiles + kStateTiles; task += kThreads) {
-      if (task < kTriTiles)
-        tri_tile<D>(sm, task);
+    for (int task = tid; task < my_tri + kStateTiles; task += kThreads) {
+      if (task < my_tri)
+        tri_tile<D, G>(sm, task * G + rank);
       else
-        state_tile<D>(sm, task - kTriTiles);
+        state_tile<D>(sm, task - my_tri);
     }
-    __syncthreads();
+    sync_b<D, G>();
     // Always loaded (past the end: zeros), so that the staged registers are dead outside d).
     const int64_t t1 = t0 + C;
     load_stage<D>(p, gb, st, t1, static_cast<int>(p.n_tok - t1 < C ? p.n_tok - t1 : C), j, i, r0);
@@ -367,7 +408,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunked_kernel(DeltaNetArgs p, co
       else
         output_tile<D>(sm, task - kUpdateTiles, n, out, p.ldo, scale);
     }
-    __syncthreads();
+    sync_b<D, G>();
   }
   for (int e = tid; e < R * D; e += kThreads) {
     const int r = e / D, c = e % D;
@@ -375,17 +416,48 @@ __global__ void __launch_bounds__(kThreads, 1) chunked_kernel(DeltaNetArgs p, co
   }
 }
 
-template <int D>
-void launch(const DeltaNetArgs& a, const float* gb, float scale, cudaStream_t s) {
+template <int D, int G>
+cudaLaunchConfig_t launch_config(const DeltaNetArgs& a, cudaStream_t s, cudaLaunchAttribute* attr) {
   constexpr int R = Smem<D>::R;
-  const size_t bytes = sizeof(Smem<D>);
-  static const bool attr = [bytes] {  // once per process and D
-    FT_CUDA_CHECK(cudaFuncSetAttribute(chunked_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(bytes)));
+  static const bool set = [] {  // once per process and kernel
+    FT_CUDA_CHECK(cudaFuncSetAttribute(chunked_kernel<D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(sizeof(Smem<D>))));
     return true;
   }();
-  (void)attr;
-  chunked_kernel<D><<<dim3(static_cast<unsigned>(a.n_v_heads), D / R), kThreads, bytes, s>>>(a, gb, scale);
+  (void)set;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(a.n_v_heads), D / R);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = sizeof(Smem<D>);
+  cfg.stream = s;
+  if (G > 1) {
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = 1;
+    attr->val.clusterDim.y = G;
+    attr->val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  return cfg;
+}
+
+template <int D, int G>
+void launch(const DeltaNetArgs& a, const float* gb, float scale, cudaStream_t s) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = launch_config<D, G>(a, s, &attr);
+  FT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, chunked_kernel<D, G>, a, gb, scale));
+}
+
+// Whether the cluster kernel for d can run here: sm_90+ and a cluster of D / R blocks with
+// their shared memory fits (cudaOccupancyMaxActiveClusters >= 1).
+template <int D>
+bool cluster_fits(const DeltaNetArgs& a) {
+  constexpr int G = D / Smem<D>::R;
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = launch_config<D, G>(a, nullptr, &attr);
+  cfg.gridDim.x = 1;  // one head: the question is whether one cluster fits
+  int n = 0;
+  return cudaOccupancyMaxActiveClusters(&n, chunked_kernel<D, G>, &cfg) == cudaSuccess && n >= 1;
 }
 
 size_t chunked_smem_bytes(int64_t d) {
@@ -401,29 +473,44 @@ size_t chunked_smem_bytes(int64_t d) {
 
 // d 128 needs 223 KiB of shared memory per block: sm_90 (227 KiB) has it, sm_80 (163 KiB) and
 // sm_86/89/120 (99 KiB) do not, and run the recurrence.
-bool deltanet_chunked_supported(const DeltaNetArgs& a) {
+bool deltanet_chunked_supported(const DeltaNetArgs& a, DeltaNetChunkedKind kind) {
   if (!deltanet_supported(a.d) || reinterpret_cast<uintptr_t>(a.y) % 16 != 0 || a.ldy % 4 != 0) return false;
-  int dev = 0, optin = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-    return false;
-  return static_cast<size_t>(optin) >= chunked_smem_bytes(a.d);
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) return false;
+  // The device's answer per (device, d, kind), asked once: the forward asks every layer and
+  // the cluster occupancy query is not free.
+  static std::atomic<int8_t> known[16][4][2] = {};
+  const int di = a.d == 16 ? 0 : a.d == 32 ? 1 : a.d == 64 ? 2 : 3;
+  const int ki = kind == DeltaNetChunkedKind::kCluster ? 1 : 0;
+  std::atomic<int8_t>& slot = known[dev][di][ki];
+  if (const int8_t v = slot.load(std::memory_order_relaxed); v != 0) return v > 0;
+  int optin = 0, cc = 0;
+  bool ok = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+            static_cast<size_t>(optin) >= chunked_smem_bytes(a.d);
+  if (ok && ki == 1 && a.d >= 64) {  // d < 64: one row group, the plain kernel
+    ok = cc >= 9 && (a.d == 64 ? cluster_fits<64>(a) : cluster_fits<128>(a));
+    cudaGetLastError();  // a refused occupancy query must not linger as the last error
+  }
+  slot.store(ok ? 1 : -1, std::memory_order_relaxed);
+  return ok;
 }
 
-void deltanet_chunked(const DeltaNetArgs& a, float* gb, cudaStream_t s) {
+void deltanet_chunked(const DeltaNetArgs& a, float* gb, cudaStream_t s, DeltaNetChunkedKind kind) {
   deltanet_check(a);
-  if (!deltanet_chunked_supported(a))
+  if (!deltanet_chunked_supported(a, kind))
     fail("cuda deltanet_chunked: needs 16-byte aligned y rows (ldy {}) and {} bytes of shared memory per block "
          "(deltanet_chunked_supported)",
          a.ldy, chunked_smem_bytes(a.d));
   if (a.n_tok <= 0) return;
   deltanet_prepare(a, gb, s);
   const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(a.d));
+  const bool cl = kind == DeltaNetChunkedKind::kCluster;
   switch (a.d) {
-    case 16: launch<16>(a, gb, inv_sqrt_d, s); break;
-    case 32: launch<32>(a, gb, inv_sqrt_d, s); break;
-    case 64: launch<64>(a, gb, inv_sqrt_d, s); break;
-    default: launch<128>(a, gb, inv_sqrt_d, s); break;
+    case 16: launch<16, 1>(a, gb, inv_sqrt_d, s); break;
+    case 32: launch<32, 1>(a, gb, inv_sqrt_d, s); break;
+    case 64: cl ? launch<64, 2>(a, gb, inv_sqrt_d, s) : launch<64, 1>(a, gb, inv_sqrt_d, s); break;
+    default: cl ? launch<128, 4>(a, gb, inv_sqrt_d, s) : launch<128, 1>(a, gb, inv_sqrt_d, s); break;
   }
   FT_CUDA_CHECK_LAUNCH();
 }

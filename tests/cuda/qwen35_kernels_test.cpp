@@ -94,9 +94,10 @@ struct GdnCase {
 };
 
 // The GPU token mixing of n_tok tokens at position pos0 (the forward's sequence of launches).
-// chunked: batches of >= kDeltaNetChunk tokens through deltanet_chunked (the forward's choice).
+// form 1 / 2: batches of >= kDeltaNetChunk tokens through deltanet_chunked, plain / cluster
+// kernel (the forward's choice); 0: the recurrence throughout.
 void gpu_gdn(const GdnCase& c, const DeviceBuffer& din, int64_t t0, int64_t n_tok, const DeviceBuffer& dw,
-             DeviceBuffer& conv, DeviceBuffer& ssm, DeviceBuffer& dy, DeviceBuffer& dout, Round r, bool chunked) {
+             DeviceBuffer& conv, DeviceBuffer& ssm, DeviceBuffer& dy, DeviceBuffer& dout, Round r, int form) {
   const engine::DeltaNetShape& s = c.s;
   const int64_t in_dim = s.in_dim(), conv_dim = s.conv_dim(), value_dim = s.value_dim();
   const float* in = din.as<float>() + t0 * in_dim;
@@ -124,9 +125,10 @@ void gpu_gdn(const GdnCase& c, const DeviceBuffer& din, int64_t t0, int64_t n_to
   a.n_tok = n_tok;
   a.d_pos = pos.as<int32_t>();
   DeviceBuffer gb(static_cast<size_t>(n_tok * s.n_v_heads * 3) * sizeof(float));
-  if (chunked && n_tok >= kDeltaNetChunk) {
-    ASSERT_TRUE(deltanet_chunked_supported(a));
-    deltanet_chunked(a, gb.as<float>(), nullptr);
+  const auto kind = form == 2 ? DeltaNetChunkedKind::kCluster : DeltaNetChunkedKind::kPlain;
+  if (form != 0 && n_tok >= kDeltaNetChunk) {
+    ASSERT_TRUE(deltanet_chunked_supported(a, kind));
+    deltanet_chunked(a, gb.as<float>(), nullptr, kind);
   } else {
     deltanet_recurrent(a, gb.as<float>(), nullptr);
   }
@@ -148,7 +150,7 @@ double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
 }
 
 void check_gdn(const Shape& sh, const std::vector<int64_t>& batches, const RoundCase& rc, double tol,
-               bool chunked = false) {
+               int form = 0) {
   int64_t n_tok = 0;
   for (int64_t b : batches) n_tok += b;
   const GdnCase c(sh, n_tok, static_cast<uint64_t>(sh.d * 31 + sh.hv + n_tok));
@@ -170,7 +172,7 @@ void check_gdn(const Shape& sh, const std::vector<int64_t>& batches, const Round
   for (int64_t nb : batches) {
     engine::deltanet(ex, s, w, conv_cpu.data(), ssm_cpu.data(), c.in.data() + t0 * s.in_dim(), s.in_dim(), nb,
                      want.data() + t0 * s.value_dim(), s.value_dim(), ycpu.data());
-    gpu_gdn(c, din, t0, nb, dw, conv, ssm, dy, dout, rc.gpu, chunked);
+    gpu_gdn(c, din, t0, nb, dw, conv, ssm, dy, dout, rc.gpu, form);
     t0 += nb;
   }
   const auto got = to_host<float>(dout, want.size());
@@ -179,7 +181,7 @@ void check_gdn(const Shape& sh, const std::vector<int64_t>& batches, const Round
   const Diff d = compare_rounded(got, want, rc.gpu, 0);
   std::printf("QWEN35-GDN%s hk %lld hv %lld d %lld tokens %lld %s: out rel err %.3g (%lld of %lld bit-exact), "
               "state rel err %.3g\n",
-              chunked ? "-CHUNKED" : "", static_cast<long long>(sh.hk), static_cast<long long>(sh.hv),
+              form == 0 ? "" : form == 1 ? "-CHUNKED" : "-CHUNKED-CLUSTER", static_cast<long long>(sh.hk), static_cast<long long>(sh.hv),
               static_cast<long long>(sh.d), static_cast<long long>(n_tok), rc.name, e_out, static_cast<long long>(d.exact),
               static_cast<long long>(want.size()), e_ssm);
   EXPECT_LE(e_out, tol);
@@ -211,9 +213,17 @@ TEST(CudaQwen35, DeltaNetLongPromptOneCall) {
 // decode step) against the CPU engine's recurrence.
 TEST(CudaQwen35, DeltaNetChunkedMatchesCpu) {
   FT_OPS_REQUIRE_GPU();
-  check_gdn({2, 4, 64}, {1100, 1}, kRounds[0], 1e-4, true);
-  check_gdn({16, 32, 128}, {70, 1, 130, 1}, kRounds[0], 1e-4, true);
-  check_gdn({2, 4, 32}, {64, 2, 100}, kRounds[1], 1e-2, true);  // bf16 outputs
+  check_gdn({2, 4, 64}, {1100, 1}, kRounds[0], 1e-4, 1);
+  check_gdn({16, 32, 128}, {70, 1, 130, 1}, kRounds[0], 1e-4, 1);
+  check_gdn({2, 4, 32}, {64, 2, 100}, kRounds[1], 1e-2, 1);  // bf16 outputs
+  DeltaNetArgs probe;
+  probe.d = 128;
+  probe.ldy = 4;
+  DeviceBuffer aligned(16);
+  probe.y = aligned.as<float>();
+  if (!deltanet_chunked_supported(probe, DeltaNetChunkedKind::kCluster)) GTEST_SKIP() << "no cluster kernel here";
+  check_gdn({16, 32, 128}, {70, 1, 130, 1}, kRounds[0], 1e-4, 2);
+  check_gdn({2, 4, 64}, {1100, 1}, kRounds[0], 1e-4, 2);
 }
 
 // The chunked form against the recurrence on the GPU, from the same normalised inputs and a
@@ -235,8 +245,9 @@ void check_chunked(const Shape& sh, int64_t n_tok, bool fresh = false) {
   DeviceBuffer din = to_device(c.in), dg = to_device(gates);
   const auto s0 = fresh ? std::vector<float>(static_cast<size_t>(s.n_v_heads * s.d_head * s.d_head), poison())
                         : randn(static_cast<size_t>(s.n_v_heads * s.d_head * s.d_head), 77, 0.05f);
-  std::vector<float> outs[2], states[2], steps[2];
-  for (int form = 0; form < 2; ++form) {
+  // form 0: the recurrence, 1: the plain chunked kernel, 2: the cluster kernel (sm_90).
+  std::vector<float> outs[3], states[3], steps[3];
+  for (int form = 0; form < 3; ++form) {
     DeviceBuffer dy = to_device(y), dst = to_device(s0), dout(static_cast<size_t>((n_tok + 1) * s.value_dim()) * 4);
     DeviceBuffer gb(static_cast<size_t>((n_tok + 1) * s.n_v_heads * 3) * 4), pos = device_int(fresh ? 0 : 5);
     DeltaNetArgs a;
@@ -256,10 +267,12 @@ void check_chunked(const Shape& sh, int64_t n_tok, bool fresh = false) {
     a.ldo = s.value_dim();
     a.n_tok = n_tok;
     a.d_pos = pos.as<int32_t>();  // 5: not a new sequence, the entry state counts
+    const auto kind = form == 2 ? DeltaNetChunkedKind::kCluster : DeltaNetChunkedKind::kPlain;
+    if (form == 2 && !deltanet_chunked_supported(a, kind)) break;
     if (form == 0)
       deltanet_recurrent(a, gb.as<float>(), nullptr);
     else
-      deltanet_chunked(a, gb.as<float>(), nullptr);
+      deltanet_chunked(a, gb.as<float>(), nullptr, kind);
     FT_CUDA_CHECK(cudaDeviceSynchronize());
     outs[form] = to_host<float>(dout, static_cast<size_t>(n_tok * s.value_dim()));
     states[form] = to_host<float>(dst, s0.size());
@@ -285,6 +298,13 @@ void check_chunked(const Shape& sh, int64_t n_tok, bool fresh = false) {
   EXPECT_LE(e_out, 1e-4);
   EXPECT_LE(e_st, 1e-4);
   EXPECT_LE(e_step, 1e-4);
+  // The cluster kernel shares the k.k / q.k products instead of recomputing them: same bits.
+  if (!outs[2].empty()) {
+    std::printf("QWEN35-CHUNKED-CLUSTER d %lld: %s the plain kernel\n", static_cast<long long>(sh.d),
+                outs[2] == outs[1] && states[2] == states[1] ? "bit-identical to" : "DIFFERS from");
+    EXPECT_EQ(outs[2], outs[1]);
+    EXPECT_EQ(states[2], states[1]);
+  }
 }
 
 TEST(CudaQwen35, ChunkedEqualsRecurrenceLongPrompt) {
