@@ -31,11 +31,7 @@ namespace {
 
 struct BenchOptions {
   std::string model;
-  std::string device = "auto";
-  std::string moe_backend = "auto";
-  int64_t moe_cache_size = 0;
-  double moe_cache_rate = 0.0;
-  std::string dtype = "auto";
+  RunnerOptions run;  // --device, --dtype, --moe-*
   std::vector<int> prompt = {512};
   std::vector<int> gen = {128};
   std::vector<int> depth = {0};
@@ -107,12 +103,7 @@ int run_bench(const BenchOptions& o) {
   for (int p : o.prompt) max_need = std::max(max_need, p);
   for (int d : o.depth)
     for (int g : o.gen) max_need = std::max(max_need, d + g + 1);
-  RunnerOptions ro;
-  ro.device = o.device;
-  ro.moe_backend = o.moe_backend;
-  ro.moe_cache_size = o.moe_cache_size;
-  ro.moe_cache_rate = o.moe_cache_rate;
-  ro.dtype = o.dtype;
+  RunnerOptions ro = o.run;
   ro.threads = o.threads;
   ro.n_ctx = o.ctx_size > 0 ? o.ctx_size : max_need;
   double last = 0;
@@ -187,11 +178,7 @@ Command register_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   auto* sub = app.add_subcommand("bench", "Prompt-processing and decode speed (llama-bench style)");
   sub->add_option("--model,-m", o->model, "GGUF model file")->required();
-  sub->add_option("--device", o->device, "auto (default), cpu, cuda");
-  sub->add_option("--moe-backend", o->moe_backend, "MoE experts: auto, fused, offload, cpu, hybrid");
-  sub->add_option("--moe-cache-size", o->moe_cache_size, "offload: GPU expert slots (default: from free VRAM)");
-  sub->add_option("--moe-cache-rate", o->moe_cache_rate, "offload: GPU expert slots as a fraction of all experts");
-  sub->add_option("--dtype", o->dtype, "activation dtype (as ft generate)");
+  add_runner_options(*sub, o->run);
   sub->add_option("-p,--n-prompt", o->prompt, "prompt lengths (default 512)")->delimiter(',');
   sub->add_option("-n,--n-gen", o->gen, "decode lengths (default 128)")->delimiter(',');
   sub->add_option("-d,--n-depth", o->depth, "decode after this many cached tokens (default 0)")->delimiter(',');

@@ -46,11 +46,7 @@ struct GenerateOptions {
   float repeat_penalty = 1.0f;
   uint64_t seed = 0;
   int threads = 0;
-  std::string dtype = "auto";
-  std::string device = "auto";
-  std::string moe_backend = "auto";
-  int64_t moe_cache_size = 0;
-  double moe_cache_rate = 0.0;
+  RunnerOptions run;  // --device, --dtype, --moe-*
   bool stats = false;
   int64_t ctx_size = 0;
   bool json = false;
@@ -152,12 +148,7 @@ int run_generate(const GenerateOptions& o) {
   for (int32_t id : forced)
     if (id >= n_vocab) fail("--force-tokens: token id {} is out of range [0, {})", id, n_vocab);
 
-  RunnerOptions ro;
-  ro.device = o.device;
-  ro.moe_backend = o.moe_backend;
-  ro.moe_cache_size = o.moe_cache_size;
-  ro.moe_cache_rate = o.moe_cache_rate;
-  ro.dtype = o.dtype;
+  RunnerOptions ro = o.run;
   ro.n_ctx = o.ctx_size;
   ro.threads = o.threads;
   ro.progress = progress("uploading");
@@ -286,13 +277,7 @@ Command register_generate(CLI::App& app) {
   sub->add_option("--repeat-penalty", o->repeat_penalty, "repetition penalty (default 1 = off)");
   sub->add_option("--seed", o->seed, "sampling seed (default 0)");
   sub->add_option("--threads", o->threads, "threads (default: physical cores)");
-  sub->add_option("--dtype", o->dtype, "activation dtype: auto (default: llama.cpp's numerics, fp32 with Q8-rounded "
-                  "matmul inputs; f16 KV on the GPU), float32 (exact fp32), bfloat16, float16");
-  sub->add_option("--device", o->device, "device: auto (default: cuda when a GPU answers), cpu, cuda");
-  sub->add_option("--moe-backend", o->moe_backend,
-                  "MoE experts: auto (default), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
-  sub->add_option("--moe-cache-size", o->moe_cache_size, "offload: GPU expert slots (default: from free VRAM)");
-  sub->add_option("--moe-cache-rate", o->moe_cache_rate, "offload: GPU expert slots as a fraction of all experts");
+  add_runner_options(*sub, o->run);
   sub->add_flag("--stats", o->stats, "print the MoE backend's statistics (hits, misses, bytes moved) at the end");
   sub->add_option("--ctx-size", o->ctx_size, "KV cache size in tokens (default min(context_length, 4096))");
   sub->add_flag("--json", o->json, "print one JSON object with tokens, text and timings");

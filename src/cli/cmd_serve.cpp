@@ -28,11 +28,7 @@ struct ServeOptions {
   std::string model;
   std::string host = "127.0.0.1";
   int port = 1919;
-  std::string device = "auto";
-  std::string moe_backend = "auto";
-  int64_t moe_cache_size = 0;
-  double moe_cache_rate = 0.0;
-  std::string dtype = "auto";
+  RunnerOptions run;  // --device, --dtype, --moe-*
   int max_running = 4;
   int max_queue = 32;
   int64_t prefill_chunk = 512;
@@ -99,12 +95,7 @@ int run_serve(const ServeOptions& o) {
   }
   sm.chat_template = sm.model->file->get_string("tokenizer.chat_template").value_or("");
   if (sm.chat_template.empty()) log::info("ft serve: the model has no tokenizer.chat_template; chat uses ChatML");
-  RunnerOptions ro;
-  ro.device = o.device;
-  ro.moe_backend = o.moe_backend;
-  ro.moe_cache_size = o.moe_cache_size;
-  ro.moe_cache_rate = o.moe_cache_rate;
-  ro.dtype = o.dtype;
+  RunnerOptions ro = o.run;
   ro.n_ctx = o.ctx_size;
   ro.threads = o.threads;
   ro.progress = [&](uint64_t done, uint64_t total) {
@@ -128,12 +119,7 @@ Command register_serve(CLI::App& app) {
   sub->add_option("--model", o->model, "GGUF model file")->required();
   sub->add_option("--host", o->host, "address to listen on (default 127.0.0.1)");
   sub->add_option("--port", o->port, "port (default 1919; 0 = any free port, printed in the log)");
-  sub->add_option("--device", o->device, "device: auto (default), cpu, cuda");
-  sub->add_option("--moe-backend", o->moe_backend,
-                  "MoE experts: auto (default), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
-  sub->add_option("--moe-cache-size", o->moe_cache_size, "offload: GPU expert slots (default: from free VRAM)");
-  sub->add_option("--moe-cache-rate", o->moe_cache_rate, "offload: GPU expert slots as a fraction of all experts");
-  sub->add_option("--dtype", o->dtype, "activation dtype: auto (default), float32, bfloat16, float16");
+  add_runner_options(*sub, o->run);
   sub->add_option("--max-running-requests", o->max_running, "requests admitted at once (default 4)");
   sub->add_option("--max-queue,--max-queued-requests", o->max_queue, "requests that may wait beyond those; more get 503 (default 32)");
   sub->add_option("--prefill-chunk", o->prefill_chunk,

@@ -44,7 +44,7 @@ struct ShellOptions {
   float top_p = 0.95f;
   float min_p = 0.05f;
   uint64_t seed = 0;
-  std::string device = "auto", dtype = "auto", moe_backend = "auto";
+  RunnerOptions run;  // --device, --dtype, --moe-*
   int64_t ctx_size = 0;
   int threads = 0;
 };
@@ -69,10 +69,7 @@ class LocalChat : public Chat {
     auto text = [&](int32_t id) { return id >= 0 ? tok_->token_text(id) : std::string(); };
     bos_ = text(tok_->bos_id());
     eos_ = text(tok_->eos_id());
-    RunnerOptions ro;
-    ro.device = o.device;
-    ro.dtype = o.dtype;
-    ro.moe_backend = o.moe_backend;
+    RunnerOptions ro = o.run;
     ro.n_ctx = o.ctx_size;
     ro.threads = o.threads;
     runner_ = make_runner(*m_, ro);
@@ -305,9 +302,7 @@ Command register_shell(CLI::App& app) {
   sub->add_option("--top-p", o->top_p, "top-p (default 0.95)");
   sub->add_option("--min-p", o->min_p, "--model: min-p (default 0.05)");
   sub->add_option("--seed", o->seed, "sampling seed (default 0)");
-  sub->add_option("--device", o->device, "--model: auto (default), cpu, cuda");
-  sub->add_option("--dtype", o->dtype, "--model: activation dtype (default auto)");
-  sub->add_option("--moe-backend", o->moe_backend, "--model: MoE experts backend (default auto)");
+  add_runner_options(*sub, o->run, "--model: ");
   sub->add_option("--ctx-size", o->ctx_size, "--model: context in tokens (default min(context_length, 4096))");
   sub->add_option("--threads", o->threads, "--model: CPU threads (default: physical cores)");
   return {sub, [o] {

@@ -1,5 +1,7 @@
 #include "cli/runner_factory.h"
 
+#include <CLI/CLI.hpp>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/session.h"
@@ -14,6 +16,22 @@
 #endif
 
 namespace ft::cli {
+
+void add_runner_options(CLI::App& sub, RunnerOptions& o, const std::string& help_prefix) {
+  const std::string& p = help_prefix;
+  sub.add_option("--device", o.device, p + "device: auto (default: cuda when a GPU answers), cpu, cuda");
+  sub.add_option("--dtype", o.dtype,
+                 p + "activation dtype: auto (default: llama.cpp's numerics, fp32 with Q8-rounded matmul inputs; "
+                     "f16 KV on the GPU), float32 (exact fp32), bfloat16, float16");
+  sub.add_option("--moe-backend", o.moe_backend,
+                 p + "MoE experts: auto (default), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
+  sub.add_option("--moe-cache-size", o.moe_cache_size, p + "offload/hybrid: GPU expert slots (default: from free VRAM)");
+  sub.add_option("--moe-cache-rate", o.moe_cache_rate,
+                 p + "offload/hybrid: GPU expert slots as a fraction of all experts");
+  sub.add_option("--moe-hybrid-max-fetch", o.moe_hybrid_max_fetch,
+                 p + "hybrid: missing experts fetched per layer and step, the rest run on the CPU (default: "
+                     "balanced from measured gather and CPU rates)");
+}
 
 std::string resolve_device(const std::string& device) {
 #ifdef FT_HAVE_CUDA

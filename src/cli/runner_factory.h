@@ -9,6 +9,9 @@
 
 #include "engine/runner.h"
 
+namespace CLI {
+class App;
+}
 namespace ft::model {
 struct Model;
 }
@@ -29,6 +32,11 @@ struct RunnerOptions {
   int threads = 0;
   std::function<void(uint64_t, uint64_t)> progress;  // weight upload (cuda)
 };
+
+// Adds --device, --dtype and the --moe-* options (backend, cache size, cache rate, hybrid
+// max-fetch) to a subcommand, writing into o: one wording for generate, serve, bench and shell.
+// help_prefix goes before each help text (shell: "--model: ").
+void add_runner_options(CLI::App& sub, RunnerOptions& o, const std::string& help_prefix = "");
 
 // "cpu" or "cuda"; throws for an unknown or unavailable device.
 std::string resolve_device(const std::string& device);

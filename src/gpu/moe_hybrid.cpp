@@ -44,7 +44,7 @@ MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
       max_fetch_(static_cast<int>(a.o.hybrid_max_fetch)) {
   fetch_why_ = "--moe-hybrid-max-fetch";
   if (a.o.hybrid_max_fetch < 0) {
-    // FT_MOE_HYBRID_MAX_FETCH sets it for A/B runs of `ft bench` (which has no option).
+    // FT_MOE_HYBRID_MAX_FETCH sets it when the option is unset (A/B runs from scripts).
     if (const char* e = std::getenv("FT_MOE_HYBRID_MAX_FETCH")) {
       max_fetch_ = std::max(0, std::atoi(e));
       fetch_why_ = "FT_MOE_HYBRID_MAX_FETCH";
