@@ -7,94 +7,12 @@
 
 #include "core/error.h"
 #include "format/gguf_writer.h"
-#include "quant/dequant.h"
-#include "quant/quantize.h"
 #include "testgen/gemma4_vocab.h"
 #include "testgen/rng.h"
+#include "testgen/tensor_gen.h"
 
 namespace ft::testgen {
 namespace {
-
-// One tensor as generated: an F32 vector (norms, router input scale) or a weight stack of
-// n_mat [rows][cols] matrices in its storage type, with the scales llama.cpp's converter
-// would write next to it.
-struct Gen {
-  std::string name;
-  std::vector<int64_t> ne;
-  GgmlType type = GgmlType::F32;
-  int64_t cols = 0, rows = 0, n_mat = 1;
-  std::vector<uint8_t> data;
-  std::vector<float> s2;   // NVFP4 second-level scale per matrix (empty: none)
-  std::vector<float> pes;  // router per_expert_scale (ffn_down_exps only)
-  bool expert = false;
-  bool weight = false;     // foldable into the twin (false: F32 tensor copied as is)
-};
-
-class G4Builder {
- public:
-  G4Builder(const ModelSpec& s, bool progress) : spec_(s), progress_(progress) {}
-
-  void f32(const std::string& name, std::vector<int64_t> ne, const std::vector<float>& v) {
-    Gen t;
-    t.name = name;
-    t.ne = std::move(ne);
-    t.cols = t.ne[0];
-    t.rows = static_cast<int64_t>(v.size()) / t.cols;
-    t.data.resize(v.size() * 4);
-    std::memcpy(t.data.data(), v.data(), t.data.size());
-    all_.push_back(std::move(t));
-  }
-
-  // n_mat Gaussian [rows][cols] matrices (std sd * factors[m]) stored as `role`'s type.
-  // NVFP4 gets a second-level scale when `scaled`.
-  Gen& weight(const std::string& name, int64_t cols, int64_t rows, int64_t n_mat, Role role, float sd,
-              const std::vector<float>& factors, bool scaled) {
-    Gen t;
-    t.name = name;
-    t.cols = cols;
-    t.rows = rows;
-    t.n_mat = n_mat;
-    t.expert = role == Role::kExperts;
-    t.weight = true;
-    t.ne = t.expert ? std::vector<int64_t>{cols, rows, n_mat} : std::vector<int64_t>{cols, rows};
-    t.type = spec_.type(role);
-    if (cols % traits(t.type).block_size != 0)
-      fail("testgen: gemma4 tensor {} has rows of {} elements, not a multiple of the {} block size {}", name, cols,
-           traits(t.type).name, traits(t.type).block_size);
-    Rng rng(Rng::mix(spec_.seed, hash_name(name.c_str())));
-    const int64_t rb = row_bytes(t.type, cols);
-    t.data.resize(static_cast<size_t>(rb * rows * n_mat));
-    std::vector<float> w(static_cast<size_t>(cols * rows));
-    const bool with_scale = scaled && t.type == GgmlType::NVFP4 && spec_.nvfp4_scales;
-    for (int64_t m = 0; m < n_mat; ++m) {
-      const float f = factors.empty() ? 1.0f : factors[static_cast<size_t>(m)];
-      for (auto& x : w) x = rng.normal() * sd * f;
-      const float s2 = with_scale ? quant::nvfp4_tensor_scale(w.data(), static_cast<int64_t>(w.size())) : 1.0f;
-      if (with_scale) t.s2.push_back(s2);
-      for (int64_t r = 0; r < rows; ++r)
-        quant::quantize_row_ref(t.type, w.data() + r * cols, t.data.data() + (m * rows + r) * rb, cols, s2);
-    }
-    if (progress_)
-      std::fprintf(stderr, "  %-32s %-6s [%lld, %lld, %lld]\n", name.c_str(), std::string(traits(t.type).name).c_str(),
-                   static_cast<long long>(cols), static_cast<long long>(rows), static_cast<long long>(n_mat));
-    all_.push_back(std::move(t));
-    return all_.back();
-  }
-
-  const std::vector<Gen>& tensors() const { return all_; }
-
- private:
-  const ModelSpec& spec_;
-  bool progress_;
-  std::vector<Gen> all_;
-};
-
-std::vector<float> uniform(uint64_t seed, const std::string& label, int64_t n, float lo, float hi, float mul = 1.0f) {
-  Rng rng(Rng::mix(seed, hash_name(label.c_str())));
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = rng.uniform(lo, hi) * mul;
-  return v;
-}
 
 template <typename T>
 std::vector<T> per_layer(const std::vector<int64_t>& v, int64_t n_layer, int64_t fallback) {
@@ -196,18 +114,18 @@ GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, c
   const float tied_boost = spec.tied_output ? 3.5f * std::sqrt(static_cast<float>(n_embd)) : 1.0f;
   const float r_branch = tied_boost * spec.branch_rel * E / std::sqrt(static_cast<float>(L));
 
-  G4Builder b(spec, progress);
+  TensorGen b(spec, progress, /*omit_unit_scales=*/false);
   // x = token_embd * sqrt(n_embd) has RMS E.
   b.weight("token_embd.weight", n_embd, n_vocab, 1, Role::kEmbd, E * inv_sqrt(n_embd), {}, false);
   if (n_pl > 0) {
     // Per-layer inputs: the projection is RMS-normed, the token rows scaled by sqrt(n_pl).
     b.weight("per_layer_token_embd.weight", n_pl * L, n_vocab, 1, Role::kEmbd, inv_sqrt(n_pl), {}, false);
     b.weight("per_layer_model_proj.weight", n_embd, n_pl * L, 1, Role::kEmbd, inv_sqrt(n_embd), {}, false);
-    b.f32("per_layer_proj_norm.weight", {n_pl}, uniform(seed, "per_layer_proj_norm", n_pl, 0.8f, 1.2f));
+    b.f32("per_layer_proj_norm.weight", {n_pl}, uniform_vec(seed, "per_layer_proj_norm", n_pl, 0.8f, 1.2f));
   }
   // Tied: token_embd rows have RMS E / sqrt(n_embd), so the norm sets the logits' std.
   b.f32("output_norm.weight", {n_embd},
-        uniform(seed, "output_norm", n_embd, 0.8f, 1.2f, spec.tied_output ? spec.logit_std / E : 1.0f));
+        uniform_vec(seed, "output_norm", n_embd, 0.8f, 1.2f, spec.tied_output ? spec.logit_std / E : 1.0f));
   if (!spec.tied_output)
     b.weight("output.weight", n_embd, n_vocab, 1, Role::kOutput, spec.logit_std * inv_sqrt(n_embd), {}, true);
   {
@@ -221,7 +139,7 @@ GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, c
     const int64_t hd = swa[il] ? g.head_dim_swa : spec.head_dim;
     const int64_t q_dim = spec.n_head * hd, kv_dim = n_kv[il] * hd;
     const bool own_kv = il < kv_from;
-    b.f32(p + "attn_norm.weight", {n_embd}, uniform(seed, p + "attn_norm", n_embd, 0.8f, 1.2f));
+    b.f32(p + "attn_norm.weight", {n_embd}, uniform_vec(seed, p + "attn_norm", n_embd, 0.8f, 1.2f));
     b.weight(p + "attn_q.weight", n_embd, q_dim, 1, Role::kAttn, inv_sqrt(n_embd), {spread()}, true);
     if (own_kv) {
       b.weight(p + "attn_k.weight", n_embd, kv_dim, 1, Role::kAttn, inv_sqrt(n_embd), {spread()}, true);
@@ -231,24 +149,24 @@ GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, c
     b.weight(p + "attn_output.weight", q_dim, n_embd, 1, Role::kAttn, inv_sqrt(q_dim), {spread()}, true);
     // Q and K are RMS-normed per head and the attention scale is 1: norm weights ~0.5 give
     // scores of std ~0.25 sqrt(hd) (2..3), neither flat nor one-hot.
-    b.f32(p + "attn_q_norm.weight", {hd}, uniform(seed, p + "attn_q_norm", hd, 0.3f, 0.7f));
-    if (own_kv) b.f32(p + "attn_k_norm.weight", {hd}, uniform(seed, p + "attn_k_norm", hd, 0.3f, 0.7f));
-    b.f32(p + "post_attention_norm.weight", {n_embd}, uniform(seed, p + "post_attention_norm", n_embd, 0.8f, 1.2f, r_branch));
-    if (contains(g.out_scale, il)) b.f32(p + "layer_output_scale.weight", {1}, uniform(seed, p + "out_scale", 1, 0.6f, 0.9f));
+    b.f32(p + "attn_q_norm.weight", {hd}, uniform_vec(seed, p + "attn_q_norm", hd, 0.3f, 0.7f));
+    if (own_kv) b.f32(p + "attn_k_norm.weight", {hd}, uniform_vec(seed, p + "attn_k_norm", hd, 0.3f, 0.7f));
+    b.f32(p + "post_attention_norm.weight", {n_embd}, uniform_vec(seed, p + "post_attention_norm", n_embd, 0.8f, 1.2f, r_branch));
+    if (contains(g.out_scale, il)) b.f32(p + "layer_output_scale.weight", {1}, uniform_vec(seed, p + "out_scale", 1, 0.6f, 0.9f));
 
-    b.f32(p + "ffn_norm.weight", {n_embd}, uniform(seed, p + "ffn_norm", n_embd, 0.8f, 1.2f));
+    b.f32(p + "ffn_norm.weight", {n_embd}, uniform_vec(seed, p + "ffn_norm", n_embd, 0.8f, 1.2f));
     b.weight(p + "ffn_gate.weight", n_embd, n_ff[il], 1, Role::kMlp, inv_sqrt(n_embd), {spread()}, true);
     b.weight(p + "ffn_up.weight", n_embd, n_ff[il], 1, Role::kMlp, inv_sqrt(n_embd), {spread()}, true);
     b.weight(p + "ffn_down.weight", n_ff[il], n_embd, 1, Role::kMlp, inv_sqrt(n_ff[il]), {spread()}, true);
-    b.f32(p + "post_ffw_norm.weight", {n_embd}, uniform(seed, p + "post_ffw_norm", n_embd, 0.8f, 1.2f, r_branch));
+    b.f32(p + "post_ffw_norm.weight", {n_embd}, uniform_vec(seed, p + "post_ffw_norm", n_embd, 0.8f, 1.2f, r_branch));
     if (moe) {
       const int64_t ne_ = spec.n_expert, nf = spec.n_ff_exp;
       b.weight(p + "ffn_gate_inp.weight", n_embd, ne_, 1, Role::kRouter, spec.router_std * inv_sqrt(n_embd), {}, false);
       // The router input is rmsnorm(x) / sqrt(n_embd) * scale: scale ~sqrt(n_embd) keeps it at RMS ~1.
       b.f32(p + "ffn_gate_inp.scale", {n_embd},
-            uniform(seed, p + "router_scale", n_embd, 0.5f, 1.5f, std::sqrt(static_cast<float>(n_embd))));
+            uniform_vec(seed, p + "router_scale", n_embd, 0.5f, 1.5f, std::sqrt(static_cast<float>(n_embd))));
       for (const char* nm : {"pre_ffw_norm_2", "post_ffw_norm_1", "post_ffw_norm_2"})
-        b.f32(p + nm + ".weight", {n_embd}, uniform(seed, p + nm, n_embd, 0.8f, 1.2f));
+        b.f32(p + nm + ".weight", {n_embd}, uniform_vec(seed, p + nm, n_embd, 0.8f, 1.2f));
       std::vector<float> f_gate(static_cast<size_t>(ne_)), f_up(f_gate.size()), f_down(f_gate.size()), pes(f_gate.size());
       for (size_t e = 0; e < f_gate.size(); ++e) {
         f_gate[e] = spread();
@@ -271,7 +189,7 @@ GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, c
       // gelu(W_inp_gate x) with x of RMS ~E: gate outputs of RMS ~1.
       b.weight(p + "inp_gate.weight", n_embd, n_pl, 1, Role::kEmbd, inv_sqrt(n_embd) / E, {}, false);
       b.weight(p + "proj.weight", n_pl, n_embd, 1, Role::kEmbd, inv_sqrt(n_pl), {}, false);
-      b.f32(p + "post_norm.weight", {n_embd}, uniform(seed, p + "post_norm", n_embd, 0.8f, 1.2f, 0.5f * r_branch));
+      b.f32(p + "post_norm.weight", {n_embd}, uniform_vec(seed, p + "post_norm", n_embd, 0.8f, 1.2f, 0.5f * r_branch));
     }
   }
 
@@ -279,64 +197,7 @@ GenerateResult generate_gemma4(const ModelSpec& spec, const std::string& path, c
   GenerateResult res;
   res.n_vocab = n_vocab;
   res.eos_id = g.n_merges > 0 ? vocab.eos_id : -1;
-  bool first = true;
-  auto note_scale = [&](float s) {
-    res.min_scale = first ? s : std::min(res.min_scale, s);
-    res.max_scale = first ? s : std::max(res.max_scale, s);
-    first = false;
-  };
-  enum class Variant { kModel, kTwin, kNoScale };
-  auto write = [&](const std::string& out, Variant v) {
-    gguf::Writer fw = w;
-    if (v == Variant::kTwin) fw.set_u32("general.file_type", 0);
-    int64_t n_t = 0, n_s = 0;
-    for (const Gen& t : b.tensors()) {
-      const Gen* tp = &t;
-      auto scale_of = [tp, v](int64_t m) {  // what the file's .scale holds for matrix m
-        const float s2 = tp->s2.empty() || v == Variant::kNoScale ? 1.0f : tp->s2[static_cast<size_t>(m)];
-        return s2 * (tp->pes.empty() ? 1.0f : tp->pes[static_cast<size_t>(m)]);
-      };
-      if (v != Variant::kTwin || !t.weight) {
-        fw.add_tensor_stream(t.name, t.type, t.ne, [tp](uint8_t* dst, uint64_t n) { std::memcpy(dst, tp->data.data(), n); });
-      } else {
-        fw.add_tensor_stream(t.name, GgmlType::F32, t.ne, [tp, scale_of](uint8_t* dst, uint64_t) {
-          const int64_t rb = row_bytes(tp->type, tp->cols);
-          float* o = reinterpret_cast<float*>(dst);
-          for (int64_t m = 0; m < tp->n_mat; ++m) {
-            const float s = scale_of(m);
-            for (int64_t r = 0; r < tp->rows; ++r) {
-              float* row = o + (m * tp->rows + r) * tp->cols;
-              quant::dequantize_row_ref(tp->type, tp->data.data() + (m * tp->rows + r) * rb, row, tp->cols);
-              if (s != 1.0f)
-                for (int64_t k = 0; k < tp->cols; ++k) row[k] *= s;
-            }
-          }
-        });
-      }
-      ++n_t;
-      const bool has_scale = !t.pes.empty() || (!t.s2.empty() && v == Variant::kModel);
-      if (v != Variant::kTwin && has_scale) {
-        const int64_t n = t.expert ? t.n_mat : 1;
-        std::vector<float> sv;
-        for (int64_t m = 0; m < n; ++m) sv.push_back(scale_of(m));
-        if (v == Variant::kModel)
-          for (float s : sv) note_scale(s);
-        std::vector<uint8_t> bytes(sv.size() * 4);
-        std::memcpy(bytes.data(), sv.data(), bytes.size());
-        fw.add_tensor(t.name.substr(0, t.name.size() - 7) + ".scale", GgmlType::F32, {n}, std::move(bytes));
-        ++n_t;
-        n_s += !t.s2.empty();  // NVFP4 second-level scales (per_expert_scale alone is not one)
-      }
-    }
-    fw.write(out);
-    return std::pair<int64_t, int64_t>{n_t, n_s};
-  };
-  const auto [n_t, n_s] = write(path, Variant::kModel);
-  res.n_tensors = n_t;
-  res.n_scale_tensors = n_s;
-  res.file_bytes = static_cast<int64_t>(std::filesystem::file_size(path));
-  if (!twin_path.empty()) write(twin_path, Variant::kTwin);
-  if (!noscale_path.empty()) write(noscale_path, Variant::kNoScale);
+  write_model_files(w, b.tensors(), path, twin_path, noscale_path, res);
   return res;
 }
 

@@ -3,17 +3,10 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "testgen/rng.h"
+#include "testgen/tensor_gen.h"
 
 namespace ft::testgen {
 namespace {
-
-std::vector<float> uniform(uint64_t seed, const std::string& label, int64_t n, float lo, float hi) {
-  Rng rng(Rng::mix(seed, hash_name(label.c_str())));
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = rng.uniform(lo, hi);
-  return v;
-}
 
 float rsqrt(int64_t n) { return 1.0f / std::sqrt(static_cast<float>(n)); }
 
@@ -53,7 +46,7 @@ void add_qwen35_layer(const ModelSpec& spec, int64_t il, const LayerSink& b) {
   const float sd_in = b.sd_in, r_branch = b.r_branch;
 
   // Norm weights as the converter leaves them (+1 already added): around 1.
-  b.f32(p + "attn_norm.weight", {n_embd}, uniform(seed, p + "attn_norm", n_embd, 0.8f, 1.2f));
+  b.f32(p + "attn_norm.weight", {n_embd}, uniform_vec(seed, p + "attn_norm", n_embd, 0.8f, 1.2f));
   if ((il + 1) % q.full_attn_interval == 0) {
     // Per head: query rows then gate rows. The sigmoid gate halves the output on average.
     const float a_v = b.spread(-1, 1.5f);
@@ -62,8 +55,8 @@ void add_qwen35_layer(const ModelSpec& spec, int64_t il, const LayerSink& b) {
     b.weight(p + "attn_v.weight", n_embd, kv_dim, 1, Role::kAttn, sd_in, {a_v}, true);
     b.weight(p + "attn_output.weight", q_dim, n_embd, 1, Role::kAttn, 2.0f * r_branch * rsqrt(q_dim), {1.0f / a_v},
              true);
-    b.f32(p + "attn_q_norm.weight", {hd}, uniform(seed, p + "attn_q_norm", hd, 0.5f, 1.5f));
-    b.f32(p + "attn_k_norm.weight", {hd}, uniform(seed, p + "attn_k_norm", hd, 0.5f, 1.5f));
+    b.f32(p + "attn_q_norm.weight", {hd}, uniform_vec(seed, p + "attn_q_norm", hd, 0.5f, 1.5f));
+    b.f32(p + "attn_k_norm.weight", {hd}, uniform_vec(seed, p + "attn_k_norm", hd, 0.5f, 1.5f));
   } else {
     // q and k are L2-normalised and every value head RMS-normed after the recurrence, so
     // the projection magnitudes only move the conv's SiLU and the gates.
@@ -71,16 +64,16 @@ void add_qwen35_layer(const ModelSpec& spec, int64_t il, const LayerSink& b) {
     b.weight(p + "attn_gate.weight", n_embd, value_dim, 1, Role::kAttn, sd_in, {b.spread(-0.3f, 0.3f)}, true);
     b.weight(p + "ssm_beta.weight", n_embd, q.n_v_heads, 1, Role::kAttn, sd_in, {b.spread(-0.3f, 0.3f)}, true);
     b.weight(p + "ssm_alpha.weight", n_embd, q.n_v_heads, 1, Role::kAttn, 0.5f * sd_in, {b.spread(-0.3f, 0.3f)}, true);
-    b.f32(p + "ssm_conv1d.weight", {q.d_conv, conv_dim}, uniform(seed, p + "ssm_conv1d", q.d_conv * conv_dim, -0.8f, 0.8f));
+    b.f32(p + "ssm_conv1d.weight", {q.d_conv, conv_dim}, uniform_vec(seed, p + "ssm_conv1d", q.d_conv * conv_dim, -0.8f, 0.8f));
     // Decay exp(softplus(alpha + dt) * a) between ~0.1 and ~0.95 per step.
-    b.f32(p + "ssm_dt.bias", {q.n_v_heads}, uniform(seed, p + "ssm_dt", q.n_v_heads, -1.0f, 1.0f));
-    b.f32(p + "ssm_a", {q.n_v_heads}, uniform(seed, p + "ssm_a", q.n_v_heads, -1.5f, -0.1f));
-    b.f32(p + "ssm_norm.weight", {d}, uniform(seed, p + "ssm_norm", d, 0.5f, 1.5f));
+    b.f32(p + "ssm_dt.bias", {q.n_v_heads}, uniform_vec(seed, p + "ssm_dt", q.n_v_heads, -1.0f, 1.0f));
+    b.f32(p + "ssm_a", {q.n_v_heads}, uniform_vec(seed, p + "ssm_a", q.n_v_heads, -1.5f, -0.1f));
+    b.f32(p + "ssm_norm.weight", {d}, uniform_vec(seed, p + "ssm_norm", d, 0.5f, 1.5f));
     // Gated-norm output: RMS ~ norm weight * silu(z) ~ 0.5.
     b.weight(p + "ssm_out.weight", value_dim, n_embd, 1, Role::kAttn, 2.0f * r_branch * rsqrt(value_dim),
              {b.spread(-0.3f, 0.3f)}, true);
   }
-  b.f32(p + "post_attention_norm.weight", {n_embd}, uniform(seed, p + "post_attention_norm", n_embd, 0.8f, 1.2f));
+  b.f32(p + "post_attention_norm.weight", {n_embd}, uniform_vec(seed, p + "post_attention_norm", n_embd, 0.8f, 1.2f));
 
   // silu(g)*u of unit-RMS g, u has RMS ~0.6.
   if (spec.arch == Arch::kQwen35) {

@@ -9,12 +9,11 @@
 
 #include "core/error.h"
 #include "format/gguf_writer.h"
-#include "quant/dequant.h"
-#include "quant/quantize.h"
 #include "testgen/bpe_vocab.h"
 #include "testgen/gen_qwen35.h"
 #include "testgen/gen_gemma4.h"
 #include "testgen/rng.h"
+#include "testgen/tensor_gen.h"
 
 namespace ft::testgen {
 
@@ -129,93 +128,7 @@ int64_t count_params(const ModelSpec& s) {
 
 namespace {
 
-// One weight (or stack of expert matrices) as it will be written.
-struct GenTensor {
-  std::string name;
-  std::vector<int64_t> ne;
-  GgmlType type = GgmlType::F32;
-  int64_t cols = 0, rows = 0, n_mat = 1;
-  std::vector<uint8_t> data;
-  std::vector<float> s2;  // per matrix; empty = no .scale tensor
-  bool expert_scale = false;
-};
-
-std::string scale_name(const std::string& weight) {
-  const std::string suffix = ".weight";
-  return weight.substr(0, weight.size() - suffix.size()) + ".scale";
-}
-
 float pow10(float e) { return std::pow(10.0f, e); }
-
-class Builder {
- public:
-  Builder(const ModelSpec& spec, bool progress) : spec_(spec), progress_(progress) {}
-
-  void add_f32(const std::string& name, std::vector<int64_t> ne, const std::vector<float>& v) {
-    GenTensor t;
-    t.name = name;
-    t.ne = std::move(ne);
-    t.cols = t.ne[0];
-    t.rows = static_cast<int64_t>(v.size()) / t.cols;
-    t.data.resize(v.size() * 4);
-    std::memcpy(t.data.data(), v.data(), t.data.size());
-    tensors_.push_back(std::move(t));
-  }
-
-  // Gaussian matrices [n_mat][rows][cols] with std `sd`, matrix m times factors[m].
-  void add_weight(const std::string& name, int64_t cols, int64_t rows, int64_t n_mat, Role role, float sd,
-                  const std::vector<float>& factors, bool scale_allowed,
-                  const std::function<void(std::vector<float>&)>& tweak = {}) {
-    GenTensor t;
-    t.name = name;
-    t.cols = cols;
-    t.rows = rows;
-    t.n_mat = n_mat;
-    t.ne = n_mat > 1 || role == Role::kExperts ? std::vector<int64_t>{cols, rows, n_mat} : std::vector<int64_t>{cols, rows};
-    t.type = spec_.type(role);
-    t.expert_scale = role == Role::kExperts;
-    const auto& tr = traits(t.type);
-    if (cols % tr.block_size != 0)
-      fail("testgen: tensor {} has rows of {} elements, not a multiple of the {} block size {}; choose other dims or another type for role '{}'",
-           name, cols, tr.name, tr.block_size, role_name(role));
-    Rng rng(Rng::mix(spec_.seed, hash_name(name.c_str())));
-    std::vector<float> w(static_cast<size_t>(cols * rows));
-    const int64_t rb = row_bytes(t.type, cols);
-    t.data.resize(static_cast<size_t>(rb * rows * n_mat));
-    const bool with_scale = t.type == GgmlType::NVFP4 && scale_allowed && spec_.nvfp4_scales;
-    for (int64_t m = 0; m < n_mat; ++m) {
-      const float f = factors.empty() ? 1.0f : factors[static_cast<size_t>(m)];
-      for (auto& x : w) x = rng.normal() * sd * f;
-      if (tweak) tweak(w);
-      float s2 = 1.0f;
-      if (with_scale) {
-        s2 = quant::nvfp4_tensor_scale(w.data(), static_cast<int64_t>(w.size()));
-        t.s2.push_back(s2);
-      }
-      for (int64_t r = 0; r < rows; ++r)
-        quant::quantize_row_ref(t.type, w.data() + r * cols, t.data.data() + (m * rows + r) * rb, cols, s2);
-    }
-    // llama.cpp's converter omits a scale that is exactly 1 everywhere.
-    if (!t.s2.empty() && std::all_of(t.s2.begin(), t.s2.end(), [](float s) { return s == 1.0f; })) t.s2.clear();
-    if (progress_) std::fprintf(stderr, "  %-28s %-6s [%lld, %lld, %lld]\n", name.c_str(), std::string(tr.name).c_str(),
-                                static_cast<long long>(cols), static_cast<long long>(rows), static_cast<long long>(n_mat));
-    tensors_.push_back(std::move(t));
-  }
-
-  std::vector<GenTensor>& tensors() { return tensors_; }
-
- private:
-  const ModelSpec& spec_;
-  bool progress_;
-  std::vector<GenTensor> tensors_;
-};
-
-std::vector<float> uniform_vec(uint64_t seed, const std::string& label, int64_t n, float lo, float hi, float mul = 1.0f) {
-  Rng rng(Rng::mix(seed, hash_name(label.c_str())));
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = rng.uniform(lo, hi) * mul;
-  return v;
-}
 
 void validate(const ModelSpec& s) {
   auto need = [](bool ok, const char* what) {
@@ -323,28 +236,28 @@ GenerateResult generate_model(const ModelSpec& spec, const std::string& path, co
   const float r_branch = tied_boost * spec.branch_rel * E / std::sqrt(static_cast<float>(spec.n_layer));
   const float sd_in = 1.0f / std::sqrt(static_cast<float>(n_embd));  // input projections: outputs of RMS ~1
 
-  Builder b(spec, progress);
-  b.add_weight("token_embd.weight", n_embd, n_vocab, 1, Role::kEmbd, E, {}, false);
+  TensorGen b(spec, progress, /*omit_unit_scales=*/true);
+  b.weight("token_embd.weight", n_embd, n_vocab, 1, Role::kEmbd, E, {}, false);
   if (spec.arch == Arch::kLlama && spec.rope_freqs) {
     std::vector<float> ff(static_cast<size_t>(hd / 2));
     for (size_t i = 0; i < ff.size(); ++i) {
       const float t = ff.size() > 1 ? static_cast<float>(i) / static_cast<float>(ff.size() - 1) : 0.0f;
       ff[i] = t < 1.0f / 3 ? 1.0f : t > 2.0f / 3 ? 8.0f : 1.0f + 7.0f * (t - 1.0f / 3) * 3.0f;
     }
-    b.add_f32("rope_freqs.weight", {hd / 2}, ff);
+    b.f32("rope_freqs.weight", {hd / 2}, ff);
   }
   {
     const float a_out = spec.tied_output ? 1.0f : spread(-1.0f, 1.0f);
     // Tied: logits = E_rows . normed; scale the final norm so that their std is logit_std.
     const float norm_mul = spec.tied_output ? spec.logit_std / (E * std::sqrt(static_cast<float>(n_embd))) : 1.0f / a_out;
-    b.add_f32("output_norm.weight", {n_embd}, uniform_vec(seed, "output_norm", n_embd, 0.8f, 1.2f, norm_mul));
+    b.f32("output_norm.weight", {n_embd}, uniform_vec(seed, "output_norm", n_embd, 0.8f, 1.2f, norm_mul));
     if (!spec.tied_output)
-      b.add_weight("output.weight", n_embd, n_vocab, 1, Role::kOutput, spec.logit_std * sd_in, {a_out}, true);
+      b.weight("output.weight", n_embd, n_vocab, 1, Role::kOutput, spec.logit_std * sd_in, {a_out}, true);
   }
   const LayerSink qwen35_sink{
-      [&](const std::string& n, std::vector<int64_t> ne, const std::vector<float>& v) { b.add_f32(n, std::move(ne), v); },
+      [&](const std::string& n, std::vector<int64_t> ne, const std::vector<float>& v) { b.f32(n, std::move(ne), v); },
       [&](const std::string& n, int64_t cols, int64_t rows, int64_t n_mat, Role role, float sd,
-          const std::vector<float>& f, bool scaled) { b.add_weight(n, cols, rows, n_mat, role, sd, f, scaled); },
+          const std::vector<float>& f, bool scaled) { b.weight(n, cols, rows, n_mat, role, sd, f, scaled); },
       spread, r_branch, sd_in};
   for (int64_t il = 0; il < spec.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
@@ -352,30 +265,30 @@ GenerateResult generate_model(const ModelSpec& spec, const std::string& path, co
       add_qwen35_layer(spec, il, qwen35_sink);
       continue;
     }
-    b.add_f32(p + "attn_norm.weight", {n_embd}, uniform_vec(seed, p + "attn_norm", n_embd, 0.8f, 1.2f));
+    b.f32(p + "attn_norm.weight", {n_embd}, uniform_vec(seed, p + "attn_norm", n_embd, 0.8f, 1.2f));
     const float a_q = spread(-1, 1), a_k = spec.arch == Arch::kLlama ? 1.0f / a_q : spread(-1, 1);
     const float a_v = spread(-1, 1.5f);
-    b.add_weight(p + "attn_q.weight", n_embd, q_dim, 1, Role::kAttn, sd_in, {a_q}, true);
-    b.add_weight(p + "attn_k.weight", n_embd, kv_dim, 1, Role::kAttn, sd_in, {a_k}, true);
-    b.add_weight(p + "attn_v.weight", n_embd, kv_dim, 1, Role::kAttn, sd_in, {a_v}, true);
-    b.add_weight(p + "attn_output.weight", q_dim, n_embd, 1, Role::kAttn,
+    b.weight(p + "attn_q.weight", n_embd, q_dim, 1, Role::kAttn, sd_in, {a_q}, true);
+    b.weight(p + "attn_k.weight", n_embd, kv_dim, 1, Role::kAttn, sd_in, {a_k}, true);
+    b.weight(p + "attn_v.weight", n_embd, kv_dim, 1, Role::kAttn, sd_in, {a_v}, true);
+    b.weight(p + "attn_output.weight", q_dim, n_embd, 1, Role::kAttn,
                  r_branch / std::sqrt(static_cast<float>(q_dim)), {1.0f / a_v}, true);
     if (spec.arch != Arch::kLlama) {
-      b.add_f32(p + "attn_q_norm.weight", {hd}, uniform_vec(seed, p + "attn_q_norm", hd, 0.5f, 1.5f));
-      b.add_f32(p + "attn_k_norm.weight", {hd}, uniform_vec(seed, p + "attn_k_norm", hd, 0.5f, 1.5f));
+      b.f32(p + "attn_q_norm.weight", {hd}, uniform_vec(seed, p + "attn_q_norm", hd, 0.5f, 1.5f));
+      b.f32(p + "attn_k_norm.weight", {hd}, uniform_vec(seed, p + "attn_k_norm", hd, 0.5f, 1.5f));
     }
-    b.add_f32(p + "ffn_norm.weight", {n_embd}, uniform_vec(seed, p + "ffn_norm", n_embd, 0.8f, 1.2f));
+    b.f32(p + "ffn_norm.weight", {n_embd}, uniform_vec(seed, p + "ffn_norm", n_embd, 0.8f, 1.2f));
     // silu(g)*u of unit-RMS g, u has RMS ~0.6.
     if (!moe) {
       const float a_up = spread(-1, 1.5f), a_gate = spread(-0.5f, 0.5f);
-      b.add_weight(p + "ffn_gate.weight", n_embd, spec.n_ff, 1, Role::kMlp, sd_in, {a_gate}, true);
-      b.add_weight(p + "ffn_up.weight", n_embd, spec.n_ff, 1, Role::kMlp, sd_in, {a_up}, true);
-      b.add_weight(p + "ffn_down.weight", spec.n_ff, n_embd, 1, Role::kMlp,
+      b.weight(p + "ffn_gate.weight", n_embd, spec.n_ff, 1, Role::kMlp, sd_in, {a_gate}, true);
+      b.weight(p + "ffn_up.weight", n_embd, spec.n_ff, 1, Role::kMlp, sd_in, {a_up}, true);
+      b.weight(p + "ffn_down.weight", spec.n_ff, n_embd, 1, Role::kMlp,
                    r_branch / (0.6f * std::sqrt(static_cast<float>(spec.n_ff))), {1.0f / a_up}, true);
     } else {
       const int64_t ne_ = spec.n_expert, nf = spec.n_ff_exp;
       auto tie = [&](std::vector<float>& m) { std::copy(m.begin(), m.begin() + n_embd, m.begin() + n_embd); };
-      b.add_weight(p + "ffn_gate_inp.weight", n_embd, ne_, 1, Role::kRouter, spec.router_std * sd_in, {}, false,
+      b.weight(p + "ffn_gate_inp.weight", n_embd, ne_, 1, Role::kRouter, spec.router_std * sd_in, {}, false,
                    spec.router_tie && ne_ >= 2 ? std::function<void(std::vector<float>&)>(tie) : nullptr);
       std::vector<float> f_up(static_cast<size_t>(ne_)), f_down(f_up.size()), f_gate(f_up.size());
       for (size_t e = 0; e < f_up.size(); ++e) {
@@ -383,9 +296,9 @@ GenerateResult generate_model(const ModelSpec& spec, const std::string& path, co
         f_down[e] = 1.0f / f_up[e];
         f_gate[e] = spread(-0.5f, 0.5f);
       }
-      b.add_weight(p + "ffn_gate_exps.weight", n_embd, nf, ne_, Role::kExperts, sd_in, f_gate, true);
-      b.add_weight(p + "ffn_up_exps.weight", n_embd, nf, ne_, Role::kExperts, sd_in, f_up, true);
-      b.add_weight(p + "ffn_down_exps.weight", nf, n_embd, ne_, Role::kExperts,
+      b.weight(p + "ffn_gate_exps.weight", n_embd, nf, ne_, Role::kExperts, sd_in, f_gate, true);
+      b.weight(p + "ffn_up_exps.weight", n_embd, nf, ne_, Role::kExperts, sd_in, f_up, true);
+      b.weight(p + "ffn_down_exps.weight", nf, n_embd, ne_, Role::kExperts,
                    r_branch / (0.6f * std::sqrt(static_cast<float>(nf))), f_down, true);
     }
   }
@@ -394,58 +307,7 @@ GenerateResult generate_model(const ModelSpec& spec, const std::string& path, co
   GenerateResult res;
   res.n_vocab = n_vocab;
   res.eos_id = vocab.eos_id;
-  bool first_scale = true;
-  for (const auto& t : b.tensors()) {
-    for (float s : t.s2) {
-      res.min_scale = first_scale ? s : std::min(res.min_scale, s);
-      res.max_scale = first_scale ? s : std::max(res.max_scale, s);
-      first_scale = false;
-    }
-  }
-
-  auto write_variant = [&](const std::string& out, bool twin, bool with_scales) {
-    gguf::Writer fw = w;
-    if (twin) fw.set_u32("general.file_type", 0);
-    int64_t n_t = 0, n_s = 0;
-    for (const auto& t : b.tensors()) {
-      const GenTensor* tp = &t;
-      if (!twin) {
-        fw.add_tensor_stream(t.name, t.type, t.ne, [tp](uint8_t* dst, uint64_t n) { std::memcpy(dst, tp->data.data(), n); });
-      } else {
-        fw.add_tensor_stream(t.name, GgmlType::F32, t.ne, [tp](uint8_t* dst, uint64_t) {
-          const int64_t rb = row_bytes(tp->type, tp->cols);
-          float* out_f = reinterpret_cast<float*>(dst);
-          for (int64_t m = 0; m < tp->n_mat; ++m) {
-            const float s = tp->s2.empty() ? 1.0f : tp->s2[static_cast<size_t>(m)];
-            for (int64_t r = 0; r < tp->rows; ++r) {
-              float* row = out_f + (m * tp->rows + r) * tp->cols;
-              quant::dequantize_row_ref(tp->type, tp->data.data() + (m * tp->rows + r) * rb, row, tp->cols);
-              if (s != 1.0f)
-                for (int64_t k = 0; k < tp->cols; ++k) row[k] *= s;
-            }
-          }
-        });
-      }
-      ++n_t;
-      if (!twin && with_scales && !t.s2.empty()) {
-        std::vector<uint8_t> sb(t.s2.size() * 4);
-        std::memcpy(sb.data(), t.s2.data(), sb.size());
-        const int64_t n = t.expert_scale ? t.n_mat : 1;
-        fw.add_tensor(scale_name(t.name), GgmlType::F32, {n}, std::move(sb));
-        ++n_t;
-        ++n_s;
-      }
-    }
-    fw.write(out);
-    return std::pair<int64_t, int64_t>{n_t, n_s};
-  };
-
-  const auto [n_t, n_s] = write_variant(path, false, true);
-  res.n_tensors = n_t;
-  res.n_scale_tensors = n_s;
-  res.file_bytes = static_cast<int64_t>(std::filesystem::file_size(path));
-  if (!twin_path.empty()) write_variant(twin_path, true, false);
-  if (!noscale_path.empty()) write_variant(noscale_path, false, false);
+  write_model_files(w, b.tensors(), path, twin_path, noscale_path, res);
   return res;
 }
 
