@@ -4,6 +4,8 @@
 #include <cstring>
 #include <random>
 
+#include <sys/mman.h>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -21,17 +23,34 @@ std::string ExpertGeometry::describe() const {
                      static_cast<double>(expert_bytes()) / (1024.0 * 1024.0));
 }
 
-void make_synthetic_experts(const ExpertGeometry& g, int64_t max_bytes, SyntheticExperts& out) {
+HostBytes::~HostBytes() {
+  if (p_ != nullptr) munmap(p_, n_);
+}
+
+void HostBytes::alloc(size_t n, BankPages pages) {
+  if (p_ != nullptr) munmap(p_, n_);
+  p_ = nullptr;
+  n_ = 0;
+  void* m = mmap(nullptr, std::max<size_t>(n, 1), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) fail("bench: cannot map {:.1f} MiB for a synthetic expert bank", static_cast<double>(n) / (1 << 20));
+  p_ = static_cast<uint8_t*>(m);
+  n_ = std::max<size_t>(n, 1);
+  // Advice only: a kernel without THP ignores it (the figure then says so by not moving).
+  if (pages == BankPages::kHuge) madvise(p_, n_, MADV_HUGEPAGE);
+  if (pages == BankPages::kSmall) madvise(p_, n_, MADV_NOHUGEPAGE);
+}
+
+void make_synthetic_experts(const ExpertGeometry& g, int64_t max_bytes, SyntheticExperts& out, BankPages pages) {
   if (!quant::has_ref_quant(g.type)) fail("bench: no quantiser for {} experts", type_name(g.type));
   const int64_t eb = g.expert_bytes();
   const int64_t n_pos = std::max<int64_t>(g.n_used + 1, std::min(g.n_expert, max_bytes / eb));
   std::mt19937 rng(7);
   std::normal_distribution<float> d(0.0f, 1.0f);
-  auto one = [&](int64_t k, int64_t rows, std::vector<uint8_t>& dst) {
+  auto one = [&](int64_t k, int64_t rows, HostBytes& dst) {
     std::vector<float> f(static_cast<size_t>(k * rows));
     for (float& v : f) v = d(rng);
     const std::vector<uint8_t> q = quant::quantize_rows_ref(g.type, f.data(), rows, k);
-    dst.resize(q.size() * static_cast<size_t>(n_pos));
+    dst.alloc(q.size() * static_cast<size_t>(n_pos), pages);
     for (int64_t e = 0; e < n_pos; ++e) std::memcpy(dst.data() + e * q.size(), q.data(), q.size());
     return static_cast<int64_t>(q.size());
   };

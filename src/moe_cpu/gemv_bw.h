@@ -20,15 +20,36 @@ struct ExpertGeometry {
   int64_t expert_bytes() const;  // gate + up + down
 };
 
+// Page advice for the synthetic banks (madvise before the first touch): the backends' banks
+// are cudaHostAlloc'd, the bench's are heap memory, and the TLB cost differs with page size.
+enum class BankPages { kDefault, kHuge, kSmall };
+
+// Anonymous mapped bytes with a page advice (RAII).
+class HostBytes {
+ public:
+  HostBytes() = default;
+  ~HostBytes();
+  HostBytes(const HostBytes&) = delete;
+  HostBytes& operator=(const HostBytes&) = delete;
+  void alloc(size_t n, BankPages pages);  // throws ft::Error when the mapping fails
+  uint8_t* data() { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  uint8_t* p_ = nullptr;
+  size_t n_ = 0;
+};
+
 // Experts of geometry g: one expert quantised from random values, copied into
 // min(n_expert, max_bytes / expert_bytes) positions (at least n_used + 1), bank of ones
 // except gate/up/down 0.5/0.25/2 (so the scale epilogue runs).
 struct SyntheticExperts {
-  std::vector<uint8_t> gate, up, down;
+  HostBytes gate, up, down;
   std::vector<float> bank;
   HostExperts h;
 };
-void make_synthetic_experts(const ExpertGeometry& g, int64_t max_bytes, SyntheticExperts& out);
+void make_synthetic_experts(const ExpertGeometry& g, int64_t max_bytes, SyntheticExperts& out,
+                            BankPages pages = BankPages::kDefault);
 
 struct GemvBwResult {
   double gbs = 0.0;        // expert bytes read / time (1e9 B/s)
