@@ -5,7 +5,8 @@
 // Integer path (NVFP4, Q8_0, MXFP4): a row's terms (exact int32 block sums times the fp32
 // product of the block scales) are folded by fmas in term order, exactly as in the AVX2 rows
 // (gpu_dot_avx2.cpp), with 16 rows in the lanes of a zmm. The block sums are taken with
-// vpdpbusd on two rows per zmm (rows i and i + 8), weights made unsigned by an offset whose
+// vpdpbusd on two rows per zmm (rows i and i + 8; MXFP4: four rows' raw code bytes, low and
+// high nibbles against the block's two activation halves), weights made unsigned by an offset whose
 // multiple of the activation sum is taken off afterwards (exact in int32), and then gathered
 // across rows by permutes; which row ends in which lane is worked out once (lane_rows_*) by
 // running the same permutes on row numbers.
@@ -90,7 +91,23 @@ constexpr LaneRows lane_rows_nvfp4() {
   return out;
 }
 
+// MXFP4: z[k] (k < 4) holds 4 rows, row k + 4c in its 128-bit chunk c, 4 lanes each; two
+// pair_sum levels leave one lane per row.
+inline __m512i reduce_rows4(const __m512i (&z)[4]) {
+  return pair_sum(pair_sum(z[0], z[1]), pair_sum(z[2], z[3]));
+}
+constexpr LaneRows lane_rows_mxfp4() {
+  std::array<std::array<int, 16>, 4> z{};
+  for (int k = 0; k < 4; ++k)
+    for (int l = 0; l < 16; ++l) z[k][l] = k + 4 * (l / 4);
+  const auto r = pair_tags(pair_tags(z[0], z[1]), pair_tags(z[2], z[3]));
+  LaneRows out{};
+  for (int l = 0; l < 16; ++l) out[l] = r[l];
+  return out;
+}
+
 // Compile-time constants: nothing in this file may run before the CPU is known to have AVX-512.
+constexpr LaneRows kRowsMx = lane_rows_mxfp4();
 constexpr LaneRows kRowsQ8 = lane_rows_q8();
 constexpr LaneRows kRowsNv = lane_rows_nvfp4();
 
@@ -192,18 +209,12 @@ void terms_nvfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, con
   }
 }
 
-// Q8_0 / MXFP4 terms (one per 32-element block) of 16 rows. Q8_0 codes are made unsigned by
-// + 128 (xor 0x80) and 128 sum(x) taken off; MXFP4 codes are decoded + 12.
-void terms_q8_16(GgmlType type, const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActQ8& x,
-                 const int32_t* xsum, int64_t n32, Folder16& f, const NextGroup& ng) {
-  const bool q8 = type == GgmlType::Q8_0;
-  const int bb = q8 ? 34 : 17;
-  const __m512i lut = e2m1_lut12(), m4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  // MXFP4: a row's 16 code bytes in chunks 0 and 1 (row i) and 2 and 3 (row i + 8), the
-  // second copy of each shifted right by 4: low nibbles are elements 0-15, high 16-31.
-  const __m512i dup = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
-  const __m512i shr = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
-  const int32_t off_k = q8 ? 128 : 12;
+// Q8_0 terms (one per 32-element block) of 16 rows: codes made unsigned by + 128 (xor 0x80),
+// 128 sum(x) taken off; two rows per zmm.
+void terms_q8_0_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActQ8& x, const int32_t* xsum,
+                   int64_t n32, Folder16& f, const NextGroup& ng) {
+  constexpr int bb = 34;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const bool pf_row = gpu_dot_prefetch() == Prefetch::kRow;
   for (int64_t j = 0; j < n32; ++j) {
     ng.step(j);
@@ -216,25 +227,49 @@ void terms_q8_16(GgmlType type, const uint8_t* w, const int32_t* offs, __m512i l
         _mm_prefetch(reinterpret_cast<const char*>(b0 + bb * 16), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(b1 + bb * 16), _MM_HINT_T0);
       }
-      __m512i u;
-      if (q8) {
-        u = _mm512_xor_si512(load_2x256(b0 + 2, b1 + 2), flip);
-      } else {
-        __m128i q0, q1;
-        std::memcpy(&q0, b0 + 1, 16);
-        std::memcpy(&q1, b1 + 1, 16);
-        const __m512i v = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(_mm256_set_m128i(q1, q0)));
-        u = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srlv_epi64(v, shr), m4));
-      }
-      z[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xv);
+      z[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(load_2x256(b0 + 2, b1 + 2), flip), xv);
     }
-    const __m512i sum = _mm512_sub_epi32(reduce_rows8(z), _mm512_set1_epi32(off_k * xsum[j]));
+    const __m512i sum = _mm512_sub_epi32(reduce_rows8(z), _mm512_set1_epi32(128 * xsum[j]));
     const __m512i words = _mm512_i32gather_epi32(lane_off, w + bb * j, 1);
-    __m512 sw;
-    if (q8)
-      sw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
-    else
-      sw = e8m0_half16(_mm512_and_si512(words, _mm512_set1_epi32(0xFF)));
+    const __m512 sw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
+    f.add(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(sw, _mm512_set1_ps(x.d[j])));
+  }
+}
+
+// MXFP4 terms of 16 rows: four rows' 16 code bytes per zmm, as they lie (no expansion):
+// low nibbles (elements 0-15, decoded + 12) against the block's first 16 activations, high
+// nibbles (16-31) against the last 16, 12 sum(x) taken off. Per 16 rows and block: 8 pshufb,
+// 12 inserts and 6 cross-lane permutes, where two rows per zmm with the nibbles expanded in
+// place took 8 pshufb, 16 inserts / qword permutes and 14 cross-lane permutes (counted from
+// the source; MXFP4 was the slowest format on the H200 host, 55% of read, so possibly bound
+// by these port-5 operations; not measured there yet).
+void terms_mxfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActQ8& x, const int32_t* xsum,
+                    int64_t n32, Folder16& f, const NextGroup& ng) {
+  constexpr int bb = 17;
+  const __m512i lut = e2m1_lut12(), m4 = _mm512_set1_epi8(0x0F);
+  const bool pf_row = gpu_dot_prefetch() == Prefetch::kRow;
+  for (int64_t j = 0; j < n32; ++j) {
+    ng.step(j);
+    const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 32 * j)));
+    const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 32 * j + 16)));
+    __m512i z[4];
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* b[4];
+      for (int c = 0; c < 4; ++c) {
+        b[c] = w + offs[k + 4 * c] + bb * j + 1;
+        if (pf_row) _mm_prefetch(reinterpret_cast<const char*>(b[c] + bb * 16), _MM_HINT_T0);
+      }
+      __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0])));
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1])), 1);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[2])), 2);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[3])), 3);
+      const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
+      const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+      z[k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
+    }
+    const __m512i sum = _mm512_sub_epi32(reduce_rows4(z), _mm512_set1_epi32(12 * xsum[j]));
+    const __m512i words = _mm512_i32gather_epi32(lane_off, w + bb * j, 1);
+    const __m512 sw = e8m0_half16(_mm512_and_si512(words, _mm512_set1_epi32(0xFF)));
     f.add(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(sw, _mm512_set1_ps(x.d[j])));
   }
 }
@@ -260,7 +295,7 @@ bool gpu_dot_q8_rows_avx512(const GpuDotPlan& plan, GgmlType type, const uint8_t
     gpu_act_aux(type, x, k, own);
     aux = &own;
   }
-  const LaneRows& rows = nv ? kRowsNv : kRowsQ8;
+  const LaneRows& rows = nv ? kRowsNv : type == GgmlType::MXFP4 ? kRowsMx : kRowsQ8;
   for (int64_t g0 = 0; g0 < n_rows; g0 += kG) {
     alignas(64) int32_t offs[kG];  // physical row r; rows past the end repeat the last row
     alignas(64) int32_t loffs[kG];  // lane l
@@ -271,8 +306,10 @@ bool gpu_dot_q8_rows_avx512(const GpuDotPlan& plan, GgmlType type, const uint8_t
     const NextGroup ng(w, row_bytes, g0, kG, n_rows, nv ? k / 64 : k / 32);
     if (nv)
       terms_nvfp4_16(w + g0 * row_bytes, offs, lane_off, *aux, k / 64, f, ng);
+    else if (type == GgmlType::MXFP4)
+      terms_mxfp4_16(w + g0 * row_bytes, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
     else
-      terms_q8_16(type, w + g0 * row_bytes, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
+      terms_q8_0_16(w + g0 * row_bytes, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
     alignas(64) float o[kG];
     f.finish(o);
     for (int l = 0; l < kG; ++l)
