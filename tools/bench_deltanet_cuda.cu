@@ -159,8 +159,9 @@ int main(int argc, char** argv) {
     probe.ldy = l.conv_dim();
     const bool can_chunk = deltanet_chunked_supported(probe);
     const bool can_cluster = deltanet_chunked_supported(probe, DeltaNetChunkedKind::kCluster);
-    for (const int64_t calls_of : {L, ub}) {
-      if (calls_of == ub && ub >= L) continue;
+    std::vector<int64_t> patterns = {L};  // one call of L tokens, then calls of ub when shorter
+    if (ub < L) patterns.push_back(ub);
+    for (const int64_t calls_of : patterns) {
       const double tr = time_us(l, 0, calls_of, reps, s);
       const double tc = can_chunk ? time_us(l, 1, calls_of, reps, s) : 0.0;
       const double tk = can_cluster ? time_us(l, 2, calls_of, reps, s) : 0.0;
