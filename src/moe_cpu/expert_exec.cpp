@@ -177,20 +177,22 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
     count_[e] = 0;
   }
   const int64_t n_routes = off;
+  const bool exact = num.gpu_plan != nullptr && exact_supported(L, num);
+  // Exact mode on Q8 gate / up reads only each token's Q8 row: no per-route copies of x.
+  const bool copy_x = !exact || exact_reads_float_x(L, num);
   for (int64_t s = 0; s < n_slots; ++s) {
     const int32_t e = ids[s];
     if (e < 0) continue;
     const int64_t g = start_[e] + count_[e]++;
     slot_of_[s] = g;
     tok_of_[g] = s / n_used;
-    std::memcpy(xg_.data() + g * n_embd, x + (s / n_used) * ldx, sizeof(float) * n_embd);
+    if (copy_x) std::memcpy(xg_.data() + g * n_embd, x + (s / n_used) * ldx, sizeof(float) * n_embd);
   }
-  engine::round_act(num.round_inputs, xg_.data(), n_routes * n_embd);
+  if (copy_x) engine::round_act(num.round_inputs, xg_.data(), n_routes * n_embd);
   last_routes_ = n_routes;
   last_bytes_ = static_cast<int64_t>(active_.size()) * L.expert_bytes();
 
   const engine::Exec ex{&pool_, num.act, num.act_quant};
-  const bool exact = num.gpu_plan != nullptr && exact_supported(L, num);
   if (!active_.empty() && exact) {
     exact_gate_up(L, num, x, ldx, n_tok, n_used, n_routes);
     exact_glu(L, num, n_routes);

@@ -87,6 +87,8 @@ struct ExpertNumerics {
 
 // Whether exact mode covers L's tensors under num (else run() uses the engine's kernels).
 bool exact_supported(const HostExperts& L, const ExpertNumerics& num);
+// Whether exact mode's gate / up read the fp32 x (the float path) and not only its Q8 rows.
+bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num);
 
 class ExpertExecutor {
  public:

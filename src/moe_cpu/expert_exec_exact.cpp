@@ -65,6 +65,12 @@ bool exact_supported(const HostExperts& L, const ExpertNumerics& num) {
   return true;
 }
 
+bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num) {
+  for (const HostExpertTensor* t : {&L.gate, &L.up, &L.gate_up})
+    if (*t && !q8_of(num, t->type)) return true;
+  return false;
+}
+
 void ExpertExecutor::exact_gate_up(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx,
                                    int64_t n_tok, int n_used, int64_t n_routes) {
   (void)n_routes;
