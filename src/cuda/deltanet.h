@@ -58,7 +58,8 @@ void deltanet_recurrent(const DeltaNetArgs& a, float* gb, cudaStream_t s);
 // (value head, 32 rows of S) walks the chunks, register-tiled products in shared memory.
 // kCluster (sm_90): the D / 32 row-group blocks of a head form a thread block cluster and
 // share the chunk's k.k / q.k products through distributed shared memory (each computes a
-// quarter at d 128) instead of each computing all of them; same results bit for bit.
+// quarter at d 128) instead of each computing all of them; same results bit for bit, but
+// measured slower than kPlain on the H200 (FT_GDN_CHUNKED=2 keeps it reachable for A/B runs).
 inline constexpr int64_t kDeltaNetChunk = 64;
 enum class DeltaNetChunkedKind { kPlain, kCluster };
 bool deltanet_chunked_supported(const DeltaNetArgs& a, DeltaNetChunkedKind kind = DeltaNetChunkedKind::kPlain);
