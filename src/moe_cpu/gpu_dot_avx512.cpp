@@ -111,19 +111,14 @@ constexpr LaneRows kRowsMx = lane_rows_mxfp4();
 constexpr LaneRows kRowsQ8 = lane_rows_q8();
 constexpr LaneRows kRowsNv = lane_rows_nvfp4();
 
-// 2 * ue4m3_half of the low byte of each int32 (nvfp4_scales: 0x7F -> 0, 0xFF -> 480); the
-// AVX2 decoder's operations, with masks.
+// 2 * ue4m3_half of each int32 (a byte), as the AVX2 decoder: e >= 1 from the bits
+// ((b & 0x7F) << 20) + (120 << 23), e == 0 as m 2^-9, 0x7F -> 0.
 inline __m512 ue4m3_full16(__m512i x) {
-  const __m512i e = _mm512_and_si512(_mm512_srli_epi32(x, 3), _mm512_set1_epi32(0xF));
-  const __m512i m = _mm512_and_si512(x, _mm512_set1_epi32(7));
-  const __m512 normal = _mm512_castsi512_ps(
-      _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(119)), 23), _mm512_slli_epi32(m, 20)));
-  const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(1.0f / 1024.0f));
-  __m512 v = _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), normal, sub);
-  const __mmask16 keep =
-      _mm512_cmpneq_epi32_mask(x, _mm512_setzero_si512()) & _mm512_cmpneq_epi32_mask(x, _mm512_set1_epi32(0x7F));
-  v = _mm512_maskz_mov_ps(keep, v);
-  return _mm512_mul_ps(v, _mm512_set1_ps(2.0f));
+  const __m512i t = _mm512_and_si512(x, _mm512_set1_epi32(0x7F));
+  const __m512 normal = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(t, 20), _mm512_set1_epi32(120 << 23)));
+  const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(1.0f / 512.0f));
+  const __m512 v = _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(t, _mm512_set1_epi32(8)), normal, sub);
+  return _mm512_maskz_mov_ps(_mm512_cmpneq_epi32_mask(x, _mm512_set1_epi32(0x7F)), v);
 }
 // e8m0_half of the low byte of each int32.
 inline __m512 e8m0_half16(__m512i e) {

@@ -81,6 +81,36 @@ TEST_P(GpuDotSimd, Q8RowsMatchScalarMirror) {
   EXPECT_GT(compared, 9000);
 }
 
+// Every one of the 256 UE4M3 scale bytes (subnormals, 0x7F -> 0, 0xFF -> 480, the sign bit)
+// through the SIMD decoders, in every NVFP4 plan.
+TEST_P(GpuDotSimd, Nvfp4EveryScaleByte) {
+  const int64_t k = 2048 + 64, rows = 19, nb = k / 64;
+  std::vector<uint8_t> store;
+  const auto w = test::make_weight(GgmlType::NVFP4, k, rows, 1, 77, store);
+  const int64_t rb = w.row_bytes();
+  std::vector<uint8_t> wb(w.data, w.data + rows * rb);
+  int counter = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < nb; ++c)
+      for (int s = 0; s < 4; ++s) wb[r * rb + 36 * c + s] = static_cast<uint8_t>(counter++ & 0xFF);
+  ASSERT_GE(counter, 256);
+  const auto x = test::randn(k, 78);
+  std::vector<int8_t> qs(k);
+  std::vector<float> d(k / 32);
+  gpu_quantize_act_q8_ref(x.data(), k, qs.data(), d.data());
+  const GpuActQ8 xq{qs.data(), d.data()};
+  for (GpuDotPlan p : {GpuDotPlan{GpuDot::kNvfp4Packed, 32}, GpuDotPlan{GpuDot::kNvfp4Slab, 32},
+                       GpuDotPlan{GpuDot::kQ8Generic, 8}}) {
+    std::vector<float> got(rows);
+    ASSERT_TRUE(fam().q8(p, GgmlType::NVFP4, wb.data(), rb, rows, xq, k, got.data()));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float ref = gpu_dot_q8(p, GgmlType::NVFP4, wb.data() + r * rb, xq, k);
+      EXPECT_EQ(std::memcmp(&got[r], &ref, 4), 0)
+          << fam().name << " kind " << static_cast<int>(p.kind) << " row " << r << ": " << got[r] << " vs " << ref;
+    }
+  }
+}
+
 TEST_P(GpuDotSimd, BF16FloatRowsMatchScalarMirror) {
   for (int64_t k : {32, 64, 96, 1024 + 128, 2048, 2048 + 32})
     for (int64_t rows : {1, 11}) {
