@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "cuda/attn_types.cuh"
 #include "cuda/check.h"
 #include "cuda/ops_reduce.cuh"
 #include "cuda/round.cuh"
@@ -16,21 +17,6 @@ namespace {
 // Warps per block, each taking every kWarps-th key: 8 warps keep 8 K/V rows in flight per
 // block, which matters because a warp's loop waits on each row's load.
 constexpr int kWarps = 8;
-
-template <class T>
-__device__ __forceinline__ float kv_float(T x);
-template <>
-__device__ __forceinline__ float kv_float<float>(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ float kv_float<__half>(__half x) {
-  return __half2float(x);
-}
-template <>
-__device__ __forceinline__ float kv_float<__nv_bfloat16>(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
 
 // Query heads per block: 8 up to head_dim 128, 4 at 256 (registers: q and acc hold
 // kMaxG * head_dim / 32 floats each per lane).
@@ -70,8 +56,8 @@ __global__ void __launch_bounds__(kWarps * 32) attn_batch_kernel(const AttnBatch
     float k[E], v[E];
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      k[e] = kv_float<T>(kbase[j * row_elems + 32 * e]);
-      v[e] = kv_float<T>(vbase[j * row_elems + 32 * e]);
+      k[e] = attn_detail::to_float<T>(kbase[j * row_elems + 32 * e]);
+      v[e] = attn_detail::to_float<T>(vbase[j * row_elems + 32 * e]);
     }
 #pragma unroll
     for (int g = 0; g < G; ++g) {
