@@ -62,9 +62,16 @@ constexpr float kDtypeTol = 1.0f;
 // the quantised file 0.03..0.23 on these models, so a top-2 margin below 0.25 is a near tie.
 // gemma4 excepted: its auto rounds as the CPU build (gpu/session.cpp: bf16 inputs to BF16
 // matmuls, Q8_0 values into prefill GEMMs, fp32 KV), since llama.cpp CUDA's numerics left the
-// CPU run at margins up to 1.34 on these tiny models; the same bounds hold it.
+// CPU run at margins up to 1.34 on these tiny models. Its auto is held to tighter bounds
+// (Config::gpu_auto_as_cpu). H200 2026-11-30 (g4): prompt max|dlogit| 9.5e-7..0.054 on the 7
+// configs (summation order), teacher-forced 32/32 everywhere, free-running partings only at
+// margins 0.0086 (dense-nvfp4) and 0.0025 (moe-bf16). Logits 0.054 apart can swap a top-2
+// within 0.11, so that is the near tie, and 0.12 the prompt tolerance (2.2x the measured).
+// Its bf16/f16 runs keep kNearTieGpu.
 constexpr float kNearTieGpu = 0.25f;
 constexpr float kQuantFileTolGpu = 0.5f;
+constexpr float kNearTieGpuCpuNumerics = 0.11f;
+constexpr float kQuantFileTolGpuCpuNumerics = 0.12f;
 
 struct Config {
   std::string cfg;
@@ -74,6 +81,7 @@ struct Config {
   int prompt_len = 12;
   float quant_file_tol = kQuantFileTol;  // rule (b) prompt-logit tolerance on the CPU
   float near_tie_b = kNearTie;           // rule (b) near-tie margin on the CPU
+  bool gpu_auto_as_cpu = false;          // GPU --dtype auto: the *GpuCpuNumerics bounds (gemma4)
 };
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -217,6 +225,8 @@ std::vector<Config> configs() {
     c.prompt_len = 24;
     out.push_back(c);
   }
+  for (Config& c : out)
+    if (c.spec.arch == Arch::kGemma4) c.gpu_auto_as_cpu = true;  // its GPU auto rounds as the CPU (above)
   {
     // The README's default model (byte-BPE vocab, NVFP4 attention + experts), 100-token prompt.
     auto s = ft::testgen::preset("default", Arch::kQwen3Moe);
@@ -308,7 +318,8 @@ TEST_P(Parity, MatchesLlamaCpp) {
 
   // ---- (b) llama.cpp's numerics on the quantised file (--dtype auto) ----
   const bool gpu = device() == "cuda";
-  const float near_b = gpu ? kNearTieGpu : c.near_tie_b, tol_b = gpu ? kQuantFileTolGpu : c.quant_file_tol;
+  float near_b = gpu ? kNearTieGpu : c.near_tie_b, tol_b = gpu ? kQuantFileTolGpu : c.quant_file_tol;
+  if (gpu && c.gpu_auto_as_cpu) near_b = kNearTieGpuCpuNumerics, tol_b = kQuantFileTolGpuCpuNumerics;
   const Oracle q = run_oracle(model, prompt);
   ASSERT_TRUE(q.ok) << "llama.cpp failed on the quantised file " << model;
   ASSERT_EQ(static_cast<int>(q.tokens.size()), kTokens);
@@ -351,7 +362,7 @@ TEST_P(Parity, MatchesLlamaCpp) {
       const int same = common_prefix(o.tokens, q.tokens);
       // Held at least as far as exact fp32 math follows llama.cpp's 8-bit rounding (f32_same):
       // a reduced-precision run cannot be asked to track that rounding better than exact math.
-      EXPECT_TRUE(moe || same >= kTokens || same >= f32_same || q.margins[same] < near_b)
+      EXPECT_TRUE(moe || same >= kTokens || same >= f32_same || q.margins[same] < kNearTieGpu)
           << "--dtype " << dt << " free-running tokens diverge from llama.cpp on the quantised file at step " << same
           << " where llama.cpp's margin is " << (same < kTokens ? q.margins[same] : 0.0f);
       char b[64];
