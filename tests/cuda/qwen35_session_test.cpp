@@ -144,12 +144,6 @@ BackendRun greedy(const ft::model::Model& m, const std::string& dtype, const ft:
   return r;
 }
 
-int same_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  int i = 0;
-  while (i < static_cast<int>(a.size()) && i < static_cast<int>(b.size()) && a[i] == b[i]) ++i;
-  return i;
-}
-
 struct BackendCase {
   std::string name;
   GgmlType experts;
@@ -178,28 +172,7 @@ TEST_P(Qwen35MoeBackends, SameGreedyTokensAsFused) {
   const BackendRun ref = greedy(m, dtype, fo, prompt, n);
   EXPECT_GE(std::set<int32_t>(ref.tokens.begin(), ref.tokens.end()).size(), 4u) << "degenerate generation";
 
-  struct Variant {
-    std::string label;
-    ft::gpu::MoeBackendOptions o;
-  };
-  std::vector<Variant> vs;
-  {
-    ft::gpu::MoeBackendOptions o;
-    o.name = "offload";
-    o.cache_rate = 0.25;
-    vs.push_back({"offload rate 0.25", o});
-    o = {};
-    o.name = "cpu";
-    o.threads = 2;
-    vs.push_back({"cpu", o});
-    o.name = "hybrid";
-    o.cache_rate = 0.25;
-    for (int k : {0, 2}) {
-      o.hybrid_max_fetch = k;
-      vs.push_back({"hybrid max-fetch " + std::to_string(k), o});
-    }
-  }
-  for (const Variant& v : vs) {
+  for (const BackendVariant& v : moe_backend_variants()) {
     const BackendRun got = greedy(m, dtype, v.o, prompt, n);
     const int same = same_prefix(ref.tokens, got.tokens);
     std::printf("QWEN35-MOE-TOKENS %s %s %s: %d/%d identical to fused [%s]\n", bc.name.c_str(), dtype.c_str(),

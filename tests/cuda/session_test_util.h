@@ -189,4 +189,36 @@ inline VsCpu compare_to_cpu(engine::Session& cpu, gpu::GpuSession& gpu, const st
   return r;
 }
 
+// The MoE backends held against fused: offload with a quarter of the experts cached, cpu,
+// and hybrid (a quarter cached) fetching at most 0 and 2 misses per layer and step.
+struct BackendVariant {
+  std::string label;
+  gpu::MoeBackendOptions o;
+};
+inline std::vector<BackendVariant> moe_backend_variants() {
+  std::vector<BackendVariant> vs;
+  gpu::MoeBackendOptions o;
+  o.name = "offload";
+  o.cache_rate = 0.25;
+  vs.push_back({"offload rate 0.25", o});
+  o = {};
+  o.name = "cpu";
+  o.threads = 2;
+  vs.push_back({"cpu", o});
+  o.name = "hybrid";
+  o.cache_rate = 0.25;
+  for (int k : {0, 2}) {
+    o.hybrid_max_fetch = k;
+    vs.push_back({"hybrid max-fetch " + std::to_string(k), o});
+  }
+  return vs;
+}
+
+// How many leading tokens two runs share.
+inline int same_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  int i = 0;
+  while (i < static_cast<int>(a.size()) && i < static_cast<int>(b.size()) && a[i] == b[i]) ++i;
+  return i;
+}
+
 }  // namespace ft::gpu_test
