@@ -11,11 +11,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
-#include <vector>
 
 #include "format/gguf_writer.h"
 #include "testgen/model_gen.h"
+#include "testgen/tensor_gen.h"
 
 namespace ft::testgen {
 
@@ -24,19 +23,14 @@ bool is_qwen35(Arch a);
 // The qwen35-only keys (ssm.*, rope sections and dims, layer interval, expert widths).
 void write_qwen35_keys(const ModelSpec& spec, gguf::Writer& w);
 
-// How a layer's tensors reach generate_model()'s builder.
-struct LayerSink {
-  std::function<void(const std::string& name, std::vector<int64_t> ne, const std::vector<float>& v)> f32;
-  // n_mat Gaussian [rows][cols] matrices with std sd * factors[m], stored as role's type
-  // (NVFP4 with a .scale when scale_allowed).
-  std::function<void(const std::string& name, int64_t cols, int64_t rows, int64_t n_mat, Role role, float sd,
-                     const std::vector<float>& factors, bool scale_allowed)>
-      weight;
+// generate_model()'s weight statistics a layer is built with.
+struct LayerStats {
   std::function<float(float lo, float hi)> spread;  // magnitude factor 10^U(lo, hi) (1 without spread)
   float r_branch = 1.0f;  // std a residual branch should have
   float sd_in = 1.0f;     // std of an input projection (outputs of RMS ~1)
 };
 
-void add_qwen35_layer(const ModelSpec& spec, int64_t il, const LayerSink& sink);
+// Adds layer il's tensors to generate_model()'s builder.
+void add_qwen35_layer(const ModelSpec& spec, int64_t il, TensorGen& b, const LayerStats& st);
 
 }  // namespace ft::testgen

@@ -254,15 +254,11 @@ GenerateResult generate_model(const ModelSpec& spec, const std::string& path, co
     if (!spec.tied_output)
       b.weight("output.weight", n_embd, n_vocab, 1, Role::kOutput, spec.logit_std * sd_in, {a_out}, true);
   }
-  const LayerSink qwen35_sink{
-      [&](const std::string& n, std::vector<int64_t> ne, const std::vector<float>& v) { b.f32(n, std::move(ne), v); },
-      [&](const std::string& n, int64_t cols, int64_t rows, int64_t n_mat, Role role, float sd,
-          const std::vector<float>& f, bool scaled) { b.weight(n, cols, rows, n_mat, role, sd, f, scaled); },
-      spread, r_branch, sd_in};
+  const LayerStats qwen35_stats{spread, r_branch, sd_in};
   for (int64_t il = 0; il < spec.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     if (is_qwen35(spec.arch)) {
-      add_qwen35_layer(spec, il, qwen35_sink);
+      add_qwen35_layer(spec, il, b, qwen35_stats);
       continue;
     }
     b.f32(p + "attn_norm.weight", {n_embd}, uniform_vec(seed, p + "attn_norm", n_embd, 0.8f, 1.2f));
