@@ -3,11 +3,16 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants]
+//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts]
 //
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
 // --dense: those dense one-token cases only (routed plan and mma instances; for ncu).
+// --experts: the MoE expert gate (slab, expert mma kernel and its instances, gate+up pair) and
+// down + combine (packed, mma) cases, and the dense one-token shapes routed vs slab; each once
+// back to back and once after a dependent quantize_act_q8 ("dep", as in a decode step, where
+// PDL cannot overlap one GEMV's weight stream with another's; the quantiser's time alone is
+// subtracted).
 //
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
@@ -185,7 +190,8 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
-  const int64_t mma_before = gemv_nvfp4_mma_launches(), xmma_before = gemv_nvfp4_xmma_launches();
+  const int64_t mma_before = gemv_nvfp4_mma_launches(), xmma_before = gemv_nvfp4_xmma_launches(),
+                xcomb_before = gemv_nvfp4_xcomb_launches();
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -236,7 +242,8 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_variant(0, 0);
   gemv_set_nvfp4_mma(0, 0);
-  const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before, ran_xmma = gemv_nvfp4_xmma_launches() > xmma_before;
+  const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before, ran_xmma = gemv_nvfp4_xmma_launches() > xmma_before,
+             ran_xcomb = gemv_nvfp4_xcomb_launches() > xcomb_before;
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok)) * (c.pair ? 2 : 1);
   const double gbs = bytes / t * 1e-9;
   char shape[64];
@@ -273,6 +280,10 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
       plan = std::string(c.nv_kernel == 4 ? "N" : "n") + "4/" +
              std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : kNvfp4XmmaWarps) + "/" +
              std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : kNvfp4XmmaStages);
+    if (ran_xcomb)  // the expert down + combine mma kernel (gemv_mma_combine.cu): warps / stages
+      plan = std::string(c.nv_kernel == 5 ? "N" : "n") + "5/" +
+             std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : kNvfp4XcombWarps) + "/" +
+             std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : kNvfp4XcombStages);
   }
   if (c.pair) plan += "+pair";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
@@ -390,7 +401,14 @@ int main(int argc, char** argv) {
           }
         Case down{"qwen3moe down+combine", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false};
         down.q8 = true, down.combine = true, down.dep = dep;
-        cases.push_back(down);
+        cases.push_back(down);  // routed (packed unless FT_GEMV_NVFP4_XCOMB=1)
+        for (const Mv mv : {Mv{8, 4}, Mv{8, 3}, Mv{8, 2}, Mv{4, 4}, Mv{4, 3}}) {
+          if (dep && mv.w != 8) continue;
+          if (dep && mv.s != 4) continue;
+          Case v = down;
+          v.nv_kernel = 5, v.nv_mma_w = mv.w, v.nv_mma_s = mv.s;
+          cases.push_back(v);
+        }
         const int64_t dense[][2] = {{14336, 4096}, {4096, 14336}, {6144, 4096}, {4096, 4096}, {28672, 4096},
                                     {5120, 2048},  {2048, 4096}};
         for (const auto& d : dense) {

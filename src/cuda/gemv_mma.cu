@@ -95,7 +95,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   pdl_wait();
   pdl_trigger();
 
-  mma_build_x(smem, sm, p.xq, p.k, nb, NW * 32);
+  mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  mma_put_table(smem);
   __syncthreads();
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
   // Loaded from shared memory: a value ptxas cannot re-create per PRMT (H200 run 9).

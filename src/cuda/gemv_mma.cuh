@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 
 namespace ft::cuda::gemv_detail {
@@ -44,43 +45,102 @@ inline MmaSmem mma_smem(int64_t k, int nw, int ns, int red_bytes) {
   return m;
 }
 
-// x_frag, the activation scales and the E2M1 table of one act_q8 row xq (nb NVFP4 blocks) into
-// shared memory, by all nthreads threads of the CTA (the caller syncs). Fragment f = (group,
-// tile t, lane c of the active four) = 16 bytes {x0, x1, -x0, -x1}: tile t of the group is
-// block 2 group + (t >> 1), codes half h = t & 1; lane c's word is sub-block 2h + (c >> 1),
-// bytes 4 (c & 1) .. + 3: nibble order of e2m1x8_pn, x_pair_0 / x_pair_1 of the activations 8
-// apart. Batches of 4 fragments per thread: their 8 loads (L2 round trips, while the first
-// stages stream in) are in flight together rather than one after another.
-__device__ __forceinline__ void mma_build_x(uint8_t* smem, const MmaSmem& sm, const uint8_t* xq, int64_t k, int nb,
-                                            int nthreads) {
+// x_frag and the activation scales (times 0.5) of n_rows act_q8 rows into shared memory, by
+// all nthreads threads of the CTA (the caller syncs): row r is xq row (slot0 + r) / x_div, its
+// fragments at frag + r * (nb / 2) * kMmaFragGroupBytes, its scales at xd + r * 2 nb.
+// Fragment f = (group, tile t, lane c of the active four) = 16 bytes {x0, x1, -x0, -x1}: tile t
+// of the group is block 2 group + (t >> 1), codes half h = t & 1; lane c's word is sub-block
+// 2h + (c >> 1), bytes 4 (c & 1) .. + 3: nibble order of e2m1x8_pn, x_pair_0 / x_pair_1 of the
+// activations 8 apart. Batches of 4 fragments per thread: their 8 loads (L2 round trips, while
+// the first stages stream in) are in flight together rather than one after another.
+__device__ __forceinline__ void mma_build_x(uint8_t* frag, float* xd, const uint8_t* xq, int64_t xq_row, int slot0,
+                                            int64_t x_div, int n_rows, int64_t k, int nb, int nthreads) {
   using namespace q8_detail;
-  const int n_frag = (nb / 2) * 16;
+  const int n_frag = (nb / 2) * 16, n_all = n_frag * n_rows;
   constexpr int kB = 4;
-  for (int f0 = static_cast<int>(threadIdx.x); f0 < n_frag; f0 += kB * nthreads) {
+  for (int f0 = static_cast<int>(threadIdx.x); f0 < n_all; f0 += kB * nthreads) {
     uint32_t a[kB], b[kB];
 #pragma unroll
     for (int u = 0; u < kB; ++u) {
-      const int f = f0 + u * nthreads, grp = f >> 4, t = (f >> 2) & 3, fc = f & 3;
+      const int fa = f0 + u * nthreads, r = n_rows == 1 ? 0 : fa / n_frag, f = fa - r * n_frag;
+      const int grp = f >> 4, t = (f >> 2) & 3, fc = f & 3;
       const int e = 128 * grp + 64 * (t >> 1) + 16 * (2 * (t & 1) + (fc >> 1)) + 4 * (fc & 1);
       a[u] = b[u] = 0;
-      if (f < n_frag) {
-        a[u] = __ldg(reinterpret_cast<const uint32_t*>(xq + e));
-        b[u] = __ldg(reinterpret_cast<const uint32_t*>(xq + e + 8));
+      if (fa < n_all) {
+        const uint8_t* x = xq + static_cast<int64_t>(static_cast<uint32_t>(slot0 + r) / static_cast<uint32_t>(x_div)) * xq_row;
+        a[u] = __ldg(reinterpret_cast<const uint32_t*>(x + e));
+        b[u] = __ldg(reinterpret_cast<const uint32_t*>(x + e + 8));
       }
     }
 #pragma unroll
     for (int u = 0; u < kB; ++u) {
-      const int f = f0 + u * nthreads;
+      const int fa = f0 + u * nthreads;
       const uint32_t x0 = x_pair_0(a[u], b[u]), x1 = x_pair_1(a[u], b[u]);
-      if (f < n_frag) *reinterpret_cast<uint4*>(smem + sm.frag + 16 * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
+      if (fa < n_all) *reinterpret_cast<uint4*>(frag + 16 * fa) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
     }
   }
-  float* xd = reinterpret_cast<float*>(smem + sm.xd);
-  for (int i = static_cast<int>(threadIdx.x); i < nb * 2; i += nthreads)
-    xd[i] = __ldg(reinterpret_cast<const float*>(xq + k + 8 * i)) * 0.5f;
+  for (int i = static_cast<int>(threadIdx.x); i < nb * 2 * n_rows; i += nthreads) {
+    const int r = n_rows == 1 ? 0 : i / (nb * 2), j = i - r * (nb * 2);
+    const uint8_t* x = xq + static_cast<int64_t>(static_cast<uint32_t>(slot0 + r) / static_cast<uint32_t>(x_div)) * xq_row;
+    xd[i] = __ldg(reinterpret_cast<const float*>(x + k + 8 * j)) * 0.5f;
+  }
+}
+
+// The E2M1 table in shared memory (loaded back by every lane: a value ptxas cannot re-create
+// per PRMT, H200 run 9). One thread writes it.
+__device__ __forceinline__ void mma_put_table(uint8_t* smem) {
   if (threadIdx.x == 0) {
-    reinterpret_cast<uint32_t*>(smem)[0] = kMag0;
-    reinterpret_cast<uint32_t*>(smem)[1] = kMag1;
+    reinterpret_cast<uint32_t*>(smem)[0] = q8_detail::kMag0;
+    reinterpret_cast<uint32_t*>(smem)[1] = q8_detail::kMag1;
+  }
+}
+
+// One staged step (16 rows x 4 blocks at st, kMmaRowStep apart) of a row whose activations are
+// x_frag (frag = its base + 16 c), xd: each block's sub-block fold in the slab kernel's order,
+//   v = fma(is_3, s_3 dx_1, fma(is_2, s_2 dx_1, fma(is_1, s_1 dx_0, fma(is_0, s_0 dx_0, 0))))
+// (the order gemv_nvfp4.cu's block_dot gives a block from 0; the integer sums is_j exact by mma),
+// stored to part[row * pstride + 4 step + b] for rows g, g + 8 by the lanes h = c & 1 = 1. Lane
+// (g, c) holds sub-blocks 2h, 2h + 1 of block 2 gh + (c >> 1): lane h = 0 folds the first two
+// from 0 and hands the partial to its neighbour (shfl xor 1), which folds the last two.
+// bx: the lane's B fragments (zero but for its tile; kept by the caller across steps).
+__device__ __forceinline__ void mma_step_block_folds(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
+                                                     const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4],
+                                                     int g, int c, float* part, int pstride) {
+  using namespace q8_detail;
+  const int h = c & 1;
+#pragma unroll
+  for (int gh = 0; gh < 2; ++gh) {
+    const int grp = 2 * step + gh;
+    int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
+      const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
+      uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
+      e2m1x8_pn(lds32(st + g * kMmaRowStep + off), tab, p0l, p0h, n0l, n0h);
+      e2m1x8_pn(lds32(st + (g + 8) * kMmaRowStep + off), tab, p8l, p8h, n8l, n8h);
+      mma_s8_16816(cp, p0l, p8l, bx[t].x);
+      mma_s8_16816(cn, n0l, n8l, bx[t].z);
+      mma_s8_16816(cp, p0h, p8h, bx[t].y);
+      mma_s8_16816(cn, n0h, n8h, bx[t].w);
+    }
+    // Block bb of the step; its sub-blocks 2h, 2h + 1 take act_q8 block 2 (block) + h.
+    const int bb = 2 * gh + (c >> 1), blk = kMmaStepBlocks * step + bb;
+    const float dx = xd[2 * blk + h];
+    float s0a, s0b, s8a, s8b;
+    nvfp4_scales2(lds32(st + g * kMmaRowStep + 36 * bb) >> (16 * h), s0a, s0b);
+    nvfp4_scales2(lds32(st + (g + 8) * kMmaRowStep + 36 * bb) >> (16 * h), s8a, s8b);
+    const float i0a = static_cast<float>(cp[0] + cn[0]), i0b = static_cast<float>(cp[1] + cn[1]);
+    const float i8a = static_cast<float>(cp[2] + cn[2]), i8b = static_cast<float>(cp[3] + cn[3]);
+    float v0 = fmaf(i0b, s0b * dx, fmaf(i0a, s0a * dx, 0.0f));
+    float v8 = fmaf(i8b, s8b * dx, fmaf(i8a, s8a * dx, 0.0f));
+    const float u0 = __shfl_xor_sync(0xFFFFFFFFu, v0, 1), u8 = __shfl_xor_sync(0xFFFFFFFFu, v8, 1);
+    if (h == 1) {
+      v0 = fmaf(i0b, s0b * dx, fmaf(i0a, s0a * dx, u0));
+      v8 = fmaf(i8b, s8b * dx, fmaf(i8a, s8a * dx, u8));
+      part[g * pstride + blk] = v0;
+      part[(g + 8) * pstride + blk] = v8;
+    }
   }
 }
 

@@ -2,7 +2,11 @@
 // order (grouped, one activation row per slot, no combine, rows of exactly 32 blocks: k 2048,
 // the Qwen3-30B-A3B / Qwen3.5-MoE gate and up projections).
 //
-// Why: the slab kernel (gemv_nvfp4.cu) reads these 7 MB launches at 22-27% of the H200's read
+// Not routed: slower than the slab kernel on the H200 (run 11, figures in gemv_tuning.h beside
+// kNvfp4XmmaRouted); kept, with its bit-exact test, as the measured alternative and for the
+// switch FT_GEMV_NVFP4_XMMA=1.
+//
+// Why it was tried: the slab kernel (gemv_nvfp4.cu) reads these 7 MB launches at 22-27% of the H200's read
 // bandwidth (benches/h200.md runs 8-10: gate 5.5-5.8 us, up the same) and a Qwen3-30B-A3B
 // layer pays two of them. The dense tensor-core kernel (gemv_mma.cu) does a 16-row tile of
 // 32-block rows in ~3.8 us per 5.9 MB (5120x2048, run 10). Here that kernel's inner loop runs
@@ -98,8 +102,9 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_xmma_kernel(const Params p, con
   float ss = p.scale;
   if (p.bank != nullptr) ss *= p.bank[static_cast<int64_t>(expert) * 4 + (second ? q.bank_col2 : p.bank_col)];
 
-  const uint32_t xrow = static_cast<uint32_t>(slot) / static_cast<uint32_t>(p.x_div);
-  mma_build_x(smem, sm, p.xq + static_cast<int64_t>(xrow) * p.xq_row, p.k, kNb, NW * 32);
+  mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.xq_row, slot, p.x_div, 1, p.k, kNb,
+              NW * 32);
+  mma_put_table(smem);
   __syncthreads();
   const E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
@@ -111,51 +116,14 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_xmma_kernel(const Params p, con
 #pragma unroll
   for (int t = 0; t < 4; ++t) bx[t] = make_uint4(0, 0, 0, 0);
   const uint8_t* frag = smem + sm.frag + 16 * c;
-  const int h = c & 1;
 
 #pragma unroll
   for (int i = 0; i < kMySteps; ++i) {
     cp_async_wait(NS - 2);
     __syncwarp();
     issue(i + NS - 1);
-    const uint8_t* st = stages + (i % NS) * kMmaStageBytes;
-    const int step = warp + NW * i;
-#pragma unroll
-    for (int gh = 0; gh < 2; ++gh) {
-      const int grp = 2 * step + gh;
-      int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
-        const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
-        uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
-        e2m1x8_pn(lds32(st + g * kMmaRowStep + off), tab, p0l, p0h, n0l, n0h);
-        e2m1x8_pn(lds32(st + (g + 8) * kMmaRowStep + off), tab, p8l, p8h, n8l, n8h);
-        mma_s8_16816(cp, p0l, p8l, bx[t].x);
-        mma_s8_16816(cn, n0l, n8l, bx[t].z);
-        mma_s8_16816(cp, p0h, p8h, bx[t].y);
-        mma_s8_16816(cn, n0h, n8h, bx[t].w);
-      }
-      // Lane (g, c): block bb = 2 gh + (c >> 1) of the step, sub-blocks 2h and 2h + 1, whose
-      // activations are act_q8 block 2 (block) + h.
-      const int bb = 2 * gh + (c >> 1), blk = kMmaStepBlocks * step + bb;
-      const float dx = xd[2 * blk + h];
-      float s0a, s0b, s8a, s8b;
-      nvfp4_scales2(lds32(st + g * kMmaRowStep + 36 * bb) >> (16 * h), s0a, s0b);
-      nvfp4_scales2(lds32(st + (g + 8) * kMmaRowStep + 36 * bb) >> (16 * h), s8a, s8b);
-      const float i0a = static_cast<float>(cp[0] + cn[0]), i0b = static_cast<float>(cp[1] + cn[1]);
-      const float i8a = static_cast<float>(cp[2] + cn[2]), i8b = static_cast<float>(cp[3] + cn[3]);
-      // Sub-blocks 0, 1 from 0 (lanes h = 0), then 2, 3 from their partial (lanes h = 1).
-      float v0 = fmaf(i0b, s0b * dx, fmaf(i0a, s0a * dx, 0.0f));
-      float v8 = fmaf(i8b, s8b * dx, fmaf(i8a, s8a * dx, 0.0f));
-      const float u0 = __shfl_xor_sync(0xFFFFFFFFu, v0, 1), u8 = __shfl_xor_sync(0xFFFFFFFFu, v8, 1);
-      if (h == 1) {
-        v0 = fmaf(i0b, s0b * dx, fmaf(i0a, s0a * dx, u0));
-        v8 = fmaf(i8b, s8b * dx, fmaf(i8a, s8a * dx, u8));
-        part[g * kPartStride + blk] = v0;
-        part[(g + 8) * kPartStride + blk] = v8;
-      }
-    }
+    mma_step_block_folds(stages + (i % NS) * kMmaStageBytes, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, part,
+                         kPartStride);
   }
   cp_async_wait(0);
   __syncthreads();
@@ -176,10 +144,11 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_xmma_kernel(const Params p, con
 
 std::atomic<int64_t> g_xmma_launches{0};
 
-// The FT_GEMV_NVFP4_XMMA=0 switch: expert launches keep the slab kernel (one per tensor).
-const bool g_xmma_off = [] {
+// FT_GEMV_NVFP4_XMMA=1 / 0 overrides kNvfp4XmmaRouted (gemv_tuning.h).
+const int g_xmma_env = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_XMMA");
-  return e != nullptr && e[0] == '0';
+  if (e == nullptr || *e == '\0') return -1;
+  return e[0] == '0' ? 0 : 1;
 }();
 
 template <int NW, int NS>
@@ -209,10 +178,18 @@ bool xmma_dispatch(const Params& p, const XPair& q, int n_tensors, int warps, in
   }
 }
 
+int g_xmma_set = -1;  // gemv_set_nvfp4_expert_mma
+
 }  // namespace
 
+bool gemv_nvfp4_xmma_routed() {
+  if (g_xmma_set >= 0) return g_xmma_set == 1;
+  return g_xmma_env < 0 ? kNvfp4XmmaRouted : g_xmma_env == 1;
+}
+void gemv_set_xmma_routed(int v) { g_xmma_set = v; }
+
 bool gemv_nvfp4_xmma_takes(const Params& p, int64_t n_slots) {
-  return !g_xmma_off && p.ids != nullptr && p.slot_w == nullptr && p.xq != nullptr && p.k == 64 * kNb &&
+  return p.ids != nullptr && p.slot_w == nullptr && p.xq != nullptr && p.k == 64 * kNb &&
          reinterpret_cast<uintptr_t>(p.w) % 16 == 0 && p.row_bytes % 16 == 0 && p.expert_bytes % 16 == 0 &&
          p.row_bytes * kRows < (int64_t{1} << 30) && n_slots >= 1 && n_slots <= 32767 && p.x_div >= 1 &&
          p.x_div <= 0x7FFFFFFF;
@@ -235,4 +212,8 @@ bool gemv_nvfp4_xmma_pair(const Params& p, const uint8_t* w2, float* y2, int ban
 
 namespace ft::cuda {
 int64_t gemv_nvfp4_xmma_launches() { return gemv_detail::g_xmma_launches.load(std::memory_order_relaxed); }
+void gemv_set_nvfp4_expert_mma(int xmma, int xcomb) {
+  gemv_detail::gemv_set_xmma_routed(xmma);
+  gemv_detail::gemv_set_xcomb_routed(xcomb);
+}
 }  // namespace ft::cuda

@@ -6,9 +6,9 @@
 //   acc = fma(float(is), ue4m3_half(scale) * x.d, acc)
 // (ue4m3_half is taken as nvfp4_scales' full ue4m3 with the 0.5 folded into x.d: the same product).
 // gemv_nvfp4() also dispatches the plan's kernel 3, the tensor-core kernel of gemv_mma.cu
-// (dense, one token, 2048+ rows: 8-30% faster there, H200 run 10), and kernel 4, the expert
-// gate/up tensor-core kernel of gemv_mma_experts.cu (this file's slab order, bit for bit),
-// falling back to these.
+// (dense, one token, 4224+ rows: H200 runs 10-11), falling back to these; and, forced or
+// by their switches only, the expert tensor-core kernels of gemv_mma_experts.cu (gate/up, the
+// slab order bit for bit) and gemv_mma_combine.cu (down + combine, the packed order).
 //
 // Why this shape: at 4.5 TB/s and 0.5625 byte per element the H200 affords ~4 lane
 // instructions per weight element. The generic kernel spent them on per-chunk cursor work,
@@ -552,14 +552,20 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, nt, n_out, n_sub, grouped);
   if (over.mma_warps > 0) pl.mma_warps = over.mma_warps;
   if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;
-  // The expert mma kernel (planned, or forced as kernel 4); declined: the slab kernel.
-  if (pl.kernel == 4 || over.kernel == 4) {
-    if (over.kernel < 0 || over.kernel == 4) {
-      const int w = over.mma_warps > 0 ? over.mma_warps : kNvfp4XmmaWarps;
-      const int st = over.mma_stages > 0 ? over.mma_stages : kNvfp4XmmaStages;
-      if (grouped && n_sub == 1 && gemv_nvfp4_xmma(p, n_tok, w, st, stream)) return true;
-    }
-    if (pl.kernel == 4) pl.kernel = 1;
+  // The down projection + combine on tensor cores where the plan gives the packed kernel
+  // (routed, or forced as kernel 5); declined: the packed kernel.
+  if (pl.kernel == 2 && n_sub > 1 && (over.kernel == 5 || (over.kernel < 0 && gemv_nvfp4_xcomb_routed()))) {
+    const int w = over.mma_warps > 0 ? over.mma_warps : kNvfp4XcombWarps;
+    const int st = over.mma_stages > 0 ? over.mma_stages : kNvfp4XcombStages;
+    if (gemv_nvfp4_xcomb(p, n_tok, w, st, stream)) return true;
+  }
+  // The expert gate/up mma kernel (forced as kernel 4, or routed by FT_GEMV_NVFP4_XMMA=1);
+  // declined: the plan's kernel.
+  if (grouped && n_sub == 1 &&
+      (over.kernel == 4 || (over.kernel < 0 && nb == kNvfp4XmmaBlocks && gemv_nvfp4_xmma_routed()))) {
+    const int w = over.mma_warps > 0 ? over.mma_warps : kNvfp4XmmaWarps;
+    const int st = over.mma_stages > 0 ? over.mma_stages : kNvfp4XmmaStages;
+    if (gemv_nvfp4_xmma(p, n_tok, w, st, stream)) return true;
   }
   // The mma kernel, planned or forced; where it declines the shape, the other kernels' plan.
   if (pl.kernel == 3 && over.mma_off) pl.kernel = 1;

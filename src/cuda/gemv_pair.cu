@@ -19,7 +19,7 @@ const bool g_pair_off = [] {
 // Whether a and b are one product on two weight tensors that the pair kernel takes; every
 // argument check of gemv() holds for them then.
 bool pairs(const GemvArgs& a, const GemvArgs& b) {
-  return !g_pair_off && a.type == GgmlType::NVFP4 && b.type == GgmlType::NVFP4 && a.xq != nullptr &&
+  return !g_pair_off && gemv_detail::gemv_nvfp4_xmma_routed() && a.type == GgmlType::NVFP4 && b.type == GgmlType::NVFP4 && a.xq != nullptr &&
          a.xq == b.xq && reinterpret_cast<uintptr_t>(a.xq) % 16 == 0 && a.ids != nullptr && a.ids == b.ids &&
          a.slot_w == nullptr && b.slot_w == nullptr && a.k == b.k && a.k == 64 * kNvfp4XmmaBlocks &&
          a.rows == b.rows && a.rows > 0 && a.row_bytes == b.row_bytes && a.row_bytes >= row_bytes(a.type, a.k) &&

@@ -3,8 +3,10 @@
 // the expert tensor-core kernel takes them (NVFP4 on the integer path, k 2048, no combine:
 // gemv_mma_experts.cu), else as gemv(a) then gemv(b). Either way every output equals what
 // gemv(a) and gemv(b) write, bit for bit: the kernel keeps the slab kernel's float order.
-// The one-launch form ignores the process-wide kernel overrides of gemv_tuning.h (tests,
-// benchmarks); FT_GEMV_NVFP4_XMMA=0 or FT_GEMV_NVFP4_PAIR=0 turns it off.
+// The one-launch form runs only where that kernel is routed (kNvfp4XmmaRouted: off since H200
+// run 11, where the pair took 11.76 us against two slab launches' 11.26; FT_GEMV_NVFP4_XMMA=1
+// turns it on, FT_GEMV_NVFP4_PAIR=0 off again), and ignores the process-wide kernel overrides
+// of gemv_tuning.h (tests, benchmarks).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -676,13 +676,19 @@ TEST(CudaGemvNvfp4, PackedRowsFillTheLanes) {
   EXPECT_EQ(down.rows, 1);
   EXPECT_EQ(gemv_nvfp4_plan(2048, 768, 1, 8, 1, true).rows, 8);
   const GemvNvfp4Plan dense = gemv_nvfp4_plan(14336, 4096, 1, 1, 1, false);
-  // Run 10: dense one-token launches of 2048+ rows and k % 256 == 0 take the mma kernel (the
-  // slab fields stay its fallback); fewer rows, several tokens, partial steps, grouped: not.
+  // Runs 10-11: dense one-token launches of 264+ CTAs of 16 rows (4224 rows) and k % 256 == 0
+  // take the mma kernel (the slab fields stay its fallback); fewer rows (Llama-8B's wo and down:
+  // slower than the slab kernel after a dependent kernel, run 11), several tokens, partial
+  // steps, grouped: not. The warps / stages rule still sizes forced launches.
   EXPECT_EQ(dense.kernel, 3);
   EXPECT_EQ(dense.mma_warps, 4);
   EXPECT_EQ(dense.mma_stages, 2);
+  EXPECT_EQ(gemv_nvfp4_plan(6144, 4096, 1, 1, 1, false).kernel, 3);
+  EXPECT_EQ(gemv_nvfp4_plan(4224, 4096, 1, 1, 1, false).kernel, 3);
+  EXPECT_EQ(gemv_nvfp4_plan(4223, 4096, 1, 1, 1, false).kernel, 1);
+  EXPECT_EQ(gemv_nvfp4_plan(4096, 4096, 1, 1, 1, false).kernel, 1);
   const GemvNvfp4Plan down_mma = gemv_nvfp4_plan(4096, 14336, 1, 1, 1, false);
-  EXPECT_EQ(down_mma.kernel, 3);
+  EXPECT_EQ(down_mma.kernel, 1);
   EXPECT_EQ(down_mma.mma_warps, 8);
   EXPECT_EQ(down_mma.mma_stages, 3);
   const GemvNvfp4Plan qkv = gemv_nvfp4_plan(5120, 2048, 1, 1, 1, false);
@@ -698,9 +704,7 @@ TEST(CudaGemvNvfp4, PackedRowsFillTheLanes) {
   EXPECT_EQ(dense.rows, 4);
   EXPECT_EQ(gemv_nvfp4_plan(4096, 14336, 1, 1, 1, false).rows, 2);
   EXPECT_EQ(gemv_nvfp4_plan(7, 4096, 8, 1, 1, false).rows, 2);  // several tokens: R >= 2
-  EXPECT_EQ(gemv_nvfp4_plan(768, 2048, 1, 8, 1, true).kernel, 4);  // 32 blocks: expert mma (slab order)
-  EXPECT_EQ(gemv_nvfp4_plan(768, 2112, 1, 8, 1, true).kernel, 1);  // 33 blocks: slab
-  EXPECT_EQ(gemv_nvfp4_plan(768, 2048, 1, 1, 8, true).kernel, 1);  // combine: slab
+  EXPECT_EQ(gemv_nvfp4_plan(768, 2048, 1, 8, 1, true).kernel, 1);  // 32 blocks: slab
   // Run 8's choices: dense single tokens stage the activations in shared memory; the expert
   // gate of one token (3072 R = 2 items: one wave at 6 blocks per SM) takes R 2 at 6 blocks.
   // Run 9: only rows up to kNvfp4XSmemMaxK elements (4096x14336 reads them from global).
@@ -866,10 +870,13 @@ TEST(CudaGemvNvfp4, MmaMatchesTwin) {
     EXPECT_EQ(gemv_nvfp4_mma_launches(), before + 1);
   }
   gemv_set_nvfp4_override(-1, 0, 0);
-  // Routed by the plan (2048+ rows): 2050 rows (a partial last tile), k 2048 (4 warps x 2 steps).
+  // Routed by the plan (264+ CTAs of 16 rows, H200 run 11): 4230 rows (a partial last tile),
+  // k 2048 (4 warps x 2 steps); 4096 rows are not (the slab kernel).
   {
     const int64_t before = gemv_nvfp4_mma_launches();
-    check_dense_q8({GgmlType::NVFP4, 2048, 2050, 1, 2, quant::Round::kNone, 0, true}, rng);
+    check_dense_q8({GgmlType::NVFP4, 2048, 4230, 1, 2, quant::Round::kNone, 0, true}, rng);
+    EXPECT_EQ(gemv_nvfp4_mma_launches(), before + 1);
+    check_dense_q8({GgmlType::NVFP4, 2048, 4096, 1, 2, quant::Round::kNone, 0, false}, rng);
     EXPECT_EQ(gemv_nvfp4_mma_launches(), before + 1);
   }
   gemv_set_nvfp4_override(3, 0, 0);
@@ -978,9 +985,11 @@ TEST(CudaGemvNvfp4, ExpertMmaEqualsSlabBitwise) {
       EXPECT_EQ(gemv_nvfp4_xmma_launches(), before + 2);
       gemv_set_nvfp4_override(-1, 0, 0);
       gemv_set_nvfp4_mma(0, 0);
+      gemv_set_nvfp4_expert_mma(1, -1);  // routed (off by default since run 11): the pair launch
       before = gemv_nvfp4_xmma_launches();
       gemv_pair(args(dwa, ya_p, 0), args(dwb, yb_p, 1));
       EXPECT_EQ(gemv_nvfp4_xmma_launches(), before + 1);  // one launch for both
+      gemv_set_nvfp4_expert_mma(-1, -1);
       FT_CUDA_CHECK(cudaDeviceSynchronize());
       const size_t nf = y0.size();
       const auto a0 = to_host<float>(ya_slab, nf), b0 = to_host<float>(yb_slab, nf);
@@ -1000,7 +1009,9 @@ TEST(CudaGemvNvfp4, ExpertMmaEqualsSlabBitwise) {
     }
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_mma(0, 0);
-  // Routed by the plan, against the twin; shapes it declines (combine, k 2112) do not run it.
+  // Routed (FT_GEMV_NVFP4_XMMA=1's path), against the twin; shapes it declines (combine, k 2112)
+  // do not run it.
+  gemv_set_nvfp4_expert_mma(1, -1);
   const int64_t before = gemv_nvfp4_xmma_launches();
   check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, 2048, 45, 9, 8, 2, rng);
   check_grouped_epilogue(GgmlType::NVFP4, true, false, true, false, quant::Round::kBF16, 2048, 33, 6, 3, 3, rng);
@@ -1008,6 +1019,118 @@ TEST(CudaGemvNvfp4, ExpertMmaEqualsSlabBitwise) {
   check_grouped_epilogue(GgmlType::NVFP4, true, true, false, false, quant::Round::kNone, 2048, 40, 9, 2, 2, rng);
   check_grouped_epilogue(GgmlType::NVFP4, true, false, false, true, quant::Round::kNone, 2112, 40, 9, 2, 2, rng);
   EXPECT_EQ(gemv_nvfp4_xmma_launches(), before + 2);
+  gemv_set_nvfp4_expert_mma(-1, -1);
+}
+
+// The expert down projection + combine on tensor cores (gemv_mma_combine.cu) against the
+// packed kernel forced, bit for bit (the CPU exact mode mirrors the packed order): k 768 (the
+// Qwen3-30B-A3B down, 12 blocks), 256 (one step) and 1280 (20 blocks); rows 45, 33, 20 (partial
+// tiles) and 2048; 8 / 3 / 2 ranks, 1-3 tokens, per-slot and shared inputs, bank, per-row
+// scales, roundings, accumulate, padded rows; every instance. Then routed, against the twin.
+TEST(CudaGemvNvfp4, ExpertMmaCombineEqualsPackedBitwise) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(6061);
+  struct G {
+    int64_t k, rows, n_expert;
+    int n_used;
+    int64_t n_tokens;
+    bool shared;
+    int scale_mode;
+    quant::Round round;
+    bool accumulate;
+    int64_t pad;
+  };
+  struct Mv {
+    int w, s;
+  };
+  const G cases[] = {{768, 45, 9, 8, 1, false, 3, quant::Round::kNone, true, 0},
+                     {768, 2048, 12, 8, 2, false, 1, quant::Round::kNone, true, 0},
+                     {256, 33, 6, 3, 3, false, 2, quant::Round::kBF16, false, 16},
+                     {1280, 20, 5, 2, 2, true, 0, quant::Round::kF16, true, 32}};
+  for (const G& c : cases)
+    for (const Mv mv : {Mv{8, 4}, Mv{8, 2}, Mv{8, 3}, Mv{4, 2}, Mv{4, 3}, Mv{4, 4}}) {
+      if (c.rows == 2048 && mv.w != 8) continue;
+      SCOPED_TRACE("k " + std::to_string(c.k) + " rows " + std::to_string(c.rows) + " n_used " +
+                   std::to_string(c.n_used) + " tokens " + std::to_string(c.n_tokens) + " warps " +
+                   std::to_string(mv.w) + " stages " + std::to_string(mv.s));
+      const int64_t rb = row_bytes(GgmlType::NVFP4, c.k) + c.pad, eb = rb * c.rows, n_slot = c.n_tokens * c.n_used;
+      std::vector<uint8_t> w(static_cast<size_t>(eb * c.n_expert), 0xAB);
+      for (int64_t r = 0; r < c.rows * c.n_expert; ++r) {
+        const auto row = quant::testing::random_row(GgmlType::NVFP4, c.k, rng);
+        std::copy(row.begin(), row.end(), w.begin() + r * rb);
+      }
+      std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+      std::vector<int32_t> ids(static_cast<size_t>(n_slot));
+      for (auto& e : ids) e = static_cast<int32_t>(rng() % static_cast<uint32_t>(c.n_expert));
+      std::vector<float> bank(static_cast<size_t>(c.n_expert * 4)), row_scale(static_cast<size_t>(c.rows)),
+          slot_w(static_cast<size_t>(n_slot));
+      for (auto& v : bank) v = 0.25f + 0.5f * (unit(rng) + 1.0f);
+      for (auto& v : row_scale) v = 0.5f + unit(rng) * 0.25f;
+      for (auto& v : slot_w) v = 0.05f + 0.5f * (unit(rng) + 1.0f);
+      const int64_t x_rows = c.shared ? c.n_tokens : n_slot, ldy = c.rows + 3;
+      std::vector<float> x(static_cast<size_t>(c.k * x_rows));
+      for (auto& v : x) v = unit(rng) * std::exp(2.0f * unit(rng));
+      std::fill(x.begin(), x.begin() + c.k, 0.0f);  // one all-zero input row
+      const auto xq = quantize_rows(x, c.k, c.k, x_rows);
+      std::vector<float> y0(static_cast<size_t>(ldy * c.n_tokens), poison());
+      if (c.accumulate)
+        for (int64_t t = 0; t < c.n_tokens; ++t)
+          for (int64_t r = 0; r < c.rows; ++r) y0[static_cast<size_t>(t * ldy + r)] = unit(rng);
+      DeviceBuffer dw = to_device(w), dxq = to_device(xq), dids = to_device(ids), dbank = to_device(bank),
+                   drs = to_device(row_scale), dsw = to_device(slot_w);
+      DeviceBuffer y_packed = to_device(y0), y_x = to_device(y0);
+      auto args = [&](DeviceBuffer& y) {
+        GemvArgs g;
+        g.type = GgmlType::NVFP4;
+        g.w = dw.as<uint8_t>();
+        g.row_bytes = rb;
+        g.k = c.k;
+        g.rows = c.rows;
+        g.xq = dxq.get();
+        g.n_tok = n_slot;
+        g.y = y.as<float>();
+        g.ldy = ldy;
+        g.row_scale = (c.scale_mode & 2) ? drs.as<float>() : nullptr;
+        g.scale = (c.scale_mode & 1) ? 3.0e-4f : 1.0f;
+        g.round = to_gpu(c.round);
+        g.ids = dids.as<int32_t>();
+        g.expert_bytes = eb;
+        g.x_div = c.shared ? c.n_used : 1;
+        g.bank = dbank.as<float>();
+        g.bank_col = 2;
+        g.accumulate = c.accumulate;
+        g.slot_w = dsw.as<float>();
+        g.n_used = c.n_used;
+        return g;
+      };
+      gemv_set_nvfp4_override(2, 0, 0);
+      gemv(args(y_packed));
+      gemv_set_nvfp4_override(5, 0, 0);
+      gemv_set_nvfp4_mma(mv.w, mv.s);
+      const int64_t before = gemv_nvfp4_xcomb_launches();
+      gemv(args(y_x));
+      EXPECT_EQ(gemv_nvfp4_xcomb_launches(), before + 1);
+      gemv_set_nvfp4_override(-1, 0, 0);
+      gemv_set_nvfp4_mma(0, 0);
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto a = to_host<float>(y_packed, y0.size()), b = to_host<float>(y_x, y0.size());
+      for (size_t i = 0; i < y0.size(); ++i) {
+        const int64_t t = static_cast<int64_t>(i) / ldy, r = static_cast<int64_t>(i) % ldy;
+        if (r < c.rows) {
+          ASSERT_FALSE(is_poison(a[i])) << "packed did not write token " << t << " row " << r;
+        }
+        ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << "token " << t << " row " << r << ": " << a[i] << " vs " << b[i];
+      }
+    }
+  gemv_set_nvfp4_override(-1, 0, 0);
+  gemv_set_nvfp4_mma(0, 0);
+  // Routed (FT_GEMV_NVFP4_XCOMB=1's path) against the twin.
+  gemv_set_nvfp4_expert_mma(-1, 1);
+  const int64_t before = gemv_nvfp4_xcomb_launches();
+  check_grouped_epilogue(GgmlType::NVFP4, true, true, true, false, quant::Round::kNone, 768, 70, 16, 8, 1, rng);
+  check_grouped_epilogue(GgmlType::NVFP4, true, true, false, false, quant::Round::kBF16, 768, 33, 9, 3, 2, rng);
+  EXPECT_EQ(gemv_nvfp4_xcomb_launches(), before + 2);
+  gemv_set_nvfp4_expert_mma(-1, -1);
 }
 
 TEST(CudaGemvQ8, RefusesBadCombine) {
