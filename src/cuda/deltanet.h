@@ -19,6 +19,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ft::cuda {
@@ -60,14 +61,31 @@ void deltanet_recurrent(const DeltaNetArgs& a, float* gb, cudaStream_t s);
 // share the chunk's k.k / q.k products through distributed shared memory (each computes a
 // quarter at d 128) instead of each computing all of them; same results bit for bit, but
 // measured slower than kPlain on the H200 (FT_GDN_CHUNKED=2 keeps it reachable for A/B runs).
+// kSmall (deltanet_chunked_small.cu): the plain kernel's arithmetic in the same order (same
+// bits) in <= 99 KiB of shared memory per block (89 KiB at d 128; the plain kernel needs 223
+// KiB, so sm_90 only): K and Q staged in slices of 64 components, A and M over the slices'
+// space, the keys of the state update read from y. For the GPUs below sm_90 (RTX 30/40/50,
+// A100); FT_GDN_CHUNKED=3 forces it on an H200 for measurements.
 inline constexpr int64_t kDeltaNetChunk = 64;
-enum class DeltaNetChunkedKind { kPlain, kCluster };
+enum class DeltaNetChunkedKind { kPlain, kCluster, kSmall };
 bool deltanet_chunked_supported(const DeltaNetArgs& a, DeltaNetChunkedKind kind = DeltaNetChunkedKind::kPlain);
 void deltanet_chunked(const DeltaNetArgs& a, float* gb, cudaStream_t s,
                       DeltaNetChunkedKind kind = DeltaNetChunkedKind::kPlain);
 
+// Shared memory per block of a chunked kind at head size d (host-side, no device needed).
+size_t deltanet_chunked_smem_bytes(int64_t d, DeltaNetChunkedKind kind);
+// The kind a device with optin_bytes of opt-in shared memory per block runs prompts with:
+// kPlain where it fits (sm_90: 227 KiB), kSmall elsewhere (the caller still asks
+// deltanet_chunked_supported, which also checks y's alignment and that kSmall fits).
+DeltaNetChunkedKind deltanet_chunked_pick(int64_t optin_bytes, int64_t d);
+// deltanet_chunked_pick for the current device (its opt-in limit asked once per device).
+DeltaNetChunkedKind deltanet_chunked_default(int64_t d);
+
 // Shared by the two forms (deltanet.cu): argument checks and the prepare launch.
 void deltanet_check(const DeltaNetArgs& a);
 void deltanet_prepare(const DeltaNetArgs& a, float* gb, cudaStream_t s);
+// The kSmall kernel (deltanet_chunked_small.cu), launched by deltanet_chunked after prepare.
+size_t deltanet_chunked_small_smem_bytes(int64_t d);
+void deltanet_chunked_small(const DeltaNetArgs& a, const float* gb, float scale, cudaStream_t s);
 
 }  // namespace ft::cuda

@@ -476,23 +476,44 @@ size_t chunked_smem_bytes(int64_t d) {
 
 }  // namespace
 
-// d 128 needs 223 KiB of shared memory per block: sm_90 (227 KiB) has it, sm_80 (163 KiB) and
-// sm_86/89/120 (99 KiB) do not, and run the recurrence.
+size_t deltanet_chunked_smem_bytes(int64_t d, DeltaNetChunkedKind kind) {
+  return kind == DeltaNetChunkedKind::kSmall ? deltanet_chunked_small_smem_bytes(d) : chunked_smem_bytes(d);
+}
+
+DeltaNetChunkedKind deltanet_chunked_pick(int64_t optin_bytes, int64_t d) {
+  return optin_bytes >= static_cast<int64_t>(chunked_smem_bytes(d)) ? DeltaNetChunkedKind::kPlain
+                                                                    : DeltaNetChunkedKind::kSmall;
+}
+
+DeltaNetChunkedKind deltanet_chunked_default(int64_t d) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) return DeltaNetChunkedKind::kSmall;
+  static std::atomic<int> optin_of[16] = {};  // 0: not asked yet
+  int optin = optin_of[dev].load(std::memory_order_relaxed);
+  if (optin == 0) {
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) optin = -1;
+    optin_of[dev].store(optin, std::memory_order_relaxed);
+  }
+  return deltanet_chunked_pick(optin, d);
+}
+
+// d 128 needs 223 KiB of shared memory per block in the plain and cluster kinds: sm_90 (227
+// KiB) has it, sm_80 (163 KiB) and sm_86/89/120 (99 KiB) do not and run kSmall (89 KiB).
 bool deltanet_chunked_supported(const DeltaNetArgs& a, DeltaNetChunkedKind kind) {
   if (!deltanet_supported(a.d) || reinterpret_cast<uintptr_t>(a.y) % 16 != 0 || a.ldy % 4 != 0) return false;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) return false;
   // The device's answer per (device, d, kind), asked once: the forward asks every layer and
   // the cluster occupancy query is not free.
-  static std::atomic<int8_t> known[16][4][2] = {};
+  static std::atomic<int8_t> known[16][4][3] = {};
   const int di = a.d == 16 ? 0 : a.d == 32 ? 1 : a.d == 64 ? 2 : 3;
-  const int ki = kind == DeltaNetChunkedKind::kCluster ? 1 : 0;
+  const int ki = kind == DeltaNetChunkedKind::kCluster ? 1 : kind == DeltaNetChunkedKind::kSmall ? 2 : 0;
   std::atomic<int8_t>& slot = known[dev][di][ki];
   if (const int8_t v = slot.load(std::memory_order_relaxed); v != 0) return v > 0;
   int optin = 0, cc = 0;
   bool ok = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
             cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-            static_cast<size_t>(optin) >= chunked_smem_bytes(a.d);
+            static_cast<size_t>(optin) >= deltanet_chunked_smem_bytes(a.d, kind);
   if (ok && ki == 1 && a.d >= 64) {  // d < 64: one row group, the plain kernel
     ok = cc >= 9 && (a.d == 64 ? cluster_fits<64>(a) : cluster_fits<128>(a));
     cudaGetLastError();  // a refused occupancy query must not linger as the last error
@@ -506,10 +527,15 @@ void deltanet_chunked(const DeltaNetArgs& a, float* gb, cudaStream_t s, DeltaNet
   if (!deltanet_chunked_supported(a, kind))
     fail("cuda deltanet_chunked: needs 16-byte aligned y rows (ldy {}) and {} bytes of shared memory per block "
          "(deltanet_chunked_supported)",
-         a.ldy, chunked_smem_bytes(a.d));
+         a.ldy, deltanet_chunked_smem_bytes(a.d, kind));
   if (a.n_tok <= 0) return;
   deltanet_prepare(a, gb, s);
   const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(a.d));
+  if (kind == DeltaNetChunkedKind::kSmall) {
+    deltanet_chunked_small(a, gb, inv_sqrt_d, s);
+    FT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const bool cl = kind == DeltaNetChunkedKind::kCluster;
   switch (a.d) {
     case 16: launch<16, 1>(a, gb, inv_sqrt_d, s); break;

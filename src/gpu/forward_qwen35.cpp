@@ -4,7 +4,7 @@
 //   Gated DeltaNet layer: h = rmsnorm(x); [mixed|z|beta|alpha] = W_in h;
 //       y = silu(conv1d(mixed)) (rolling state); o = deltanet(y, beta, alpha) (recurrent state,
 //       the chunked form for prompts, the recurrence for decode; FT_GDN_CHUNKED=0: always the
-//       recurrence, =2: the cluster chunked kernel);
+//       recurrence, =2: the cluster chunked kernel, =3: the small one);
 //       o = rmsnorm(o; ssm_norm) * silu(z);  x += W_out o
 //   gated attention layer: [q_h g_h ...|k|v] = W_qkv rmsnorm(x); q,k = rope(norm(q,k)); kv <- k,v;
 //       x += W_o (attention(q, kv) * sigmoid(g))
@@ -115,14 +115,16 @@ void GpuForward::gdn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   a.d_pos = pos;
   // Prompts of >= one chunk (64 tokens) run the chunked form, decode steps the recurrence
   // (its twin: the kernel tests diff the two on 1,100 tokens). FT_GDN_CHUNKED=0 sends prompts
-  // through the recurrence too, =1 / =2 pick the plain / cluster chunked kernel (A/B runs);
-  // GPUs without the chunked kernel's shared memory (223 KiB at d 128: sm_90 only) run the
-  // recurrence. H200 figures: benches/h200.md, session 6.
+  // through the recurrence too, =1 (default) picks the plain kernel where its shared memory
+  // fits (223 KiB at d 128: sm_90) and the small one elsewhere (89 KiB: RTX 30/40/50, A100),
+  // =2 / =3 force the cluster / small kernel (A/B runs). H200 figures: benches/h200.md, session 6.
   static const int chunked = [] {
     const char* e = std::getenv("FT_GDN_CHUNKED");
     return e && *e ? std::atoi(e) : 1;
   }();
-  const auto kind = chunked == 2 ? cuda::DeltaNetChunkedKind::kCluster : cuda::DeltaNetChunkedKind::kPlain;
+  const auto kind = chunked == 2   ? cuda::DeltaNetChunkedKind::kCluster
+                    : chunked == 3 ? cuda::DeltaNetChunkedKind::kSmall
+                                   : cuda::deltanet_chunked_default(a.d);
   if (chunked != 0 && n_tok >= cuda::kDeltaNetChunk && cuda::deltanet_chunked_supported(a, kind))
     cuda::deltanet_chunked(a, q.gb.as<float>(), s, kind);
   else
