@@ -6,9 +6,11 @@
 // For each prompt length L (default 512 2048 8192): microseconds per layer (prepare + kernel,
 // median of --reps runs timed with events) for one call of L tokens and for L tokens in calls
 // of --ubatch tokens (as a session runs a prompt; the state carries over), for the recurrence,
-// the plain chunked kernel and the cluster one (sm_90), their speed-ups over the recurrence,
-// and the largest relative difference between the chunked and the recurrent outputs over the
-// whole prompt (the tests' check, here on the bench's random inputs).
+// the plain chunked kernel, the cluster one (sm_90) and the small one (<= 99 KiB of shared
+// memory: the kind GPUs below sm_90 run), their speed-ups over the recurrence, and the largest
+// relative difference between each chunked kind's and the recurrent outputs over the whole
+// prompt (the tests' check, here on the bench's random inputs). A kind the device cannot run
+// prints 0.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -46,7 +48,7 @@ std::vector<float> randv(size_t n, uint32_t seed, float lo, float hi) {
 }
 
 // L tokens from position 0 in calls of ub tokens.
-// form 0: the recurrence, 1: plain chunked, 2: cluster chunked.
+// form 0: the recurrence, 1: plain chunked, 2: cluster chunked, 3: small chunked.
 void run(Layer& l, int form, int64_t ub, cudaStream_t s) {
   const int64_t cd = l.conv_dim();
   for (int64_t t0 = 0; t0 < l.L; t0 += ub) {
@@ -69,7 +71,9 @@ void run(Layer& l, int form, int64_t ub, cudaStream_t s) {
     a.d_pos = l.pos.as<int32_t>() + (t0 == 0 ? 0 : 1);  // pos[0] = 0: new sequence; pos[1] = 1
     if (form != 0 && n >= kDeltaNetChunk)
       deltanet_chunked(a, l.gb.as<float>(), s,
-                       form == 2 ? DeltaNetChunkedKind::kCluster : DeltaNetChunkedKind::kPlain);
+                       form == 2   ? DeltaNetChunkedKind::kCluster
+                       : form == 3 ? DeltaNetChunkedKind::kSmall
+                                   : DeltaNetChunkedKind::kPlain);
     else
       deltanet_recurrent(a, l.gb.as<float>(), s);
   }
@@ -133,8 +137,9 @@ int main(int argc, char** argv) {
   FT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::printf("Gated DeltaNet, %lld key / %lld value heads of %lld, one layer (prepare + kernel), median of %d\n",
               static_cast<long long>(hk), static_cast<long long>(hv), static_cast<long long>(d), reps);
-  std::printf("%6s | %-10s | %12s %8s | %10s %8s %7s | %10s %8s %7s | %s\n", "L", "calls", "recurrent us", "ns/tok",
-              "chunked us", "ns/tok", "speedup", "cluster us", "ns/tok", "speedup", "max rel diff (plain, cluster)");
+  std::printf("%6s | %-10s | %12s %8s | %10s %8s %7s | %10s %8s %7s | %10s %8s %7s | %s\n", "L", "calls",
+              "recurrent us", "ns/tok", "chunked us", "ns/tok", "speedup", "cluster us", "ns/tok", "speedup",
+              "small us", "ns/tok", "speedup", "max rel diff (plain, cluster, small)");
   for (const int64_t L : lens) {
     Layer l;
     l.hk = hk;
@@ -159,16 +164,19 @@ int main(int argc, char** argv) {
     probe.ldy = l.conv_dim();
     const bool can_chunk = deltanet_chunked_supported(probe);
     const bool can_cluster = deltanet_chunked_supported(probe, DeltaNetChunkedKind::kCluster);
+    const bool can_small = deltanet_chunked_supported(probe, DeltaNetChunkedKind::kSmall);
+    const bool can[4] = {true, can_chunk, can_cluster, can_small};
     std::vector<int64_t> patterns = {L};  // one call of L tokens, then calls of ub when shorter
     if (ub < L) patterns.push_back(ub);
     for (const int64_t calls_of : patterns) {
       const double tr = time_us(l, 0, calls_of, reps, s);
       const double tc = can_chunk ? time_us(l, 1, calls_of, reps, s) : 0.0;
       const double tk = can_cluster ? time_us(l, 2, calls_of, reps, s) : 0.0;
-      double rel[3] = {0, 0, 0};
+      const double ts = can_small ? time_us(l, 3, calls_of, reps, s) : 0.0;
+      double rel[4] = {0, 0, 0, 0};
       const auto o_r = outputs(l, 0, calls_of, s);
-      for (int form = 1; form <= 2; ++form) {
-        if (!(form == 1 ? can_chunk : can_cluster)) continue;
+      for (int form = 1; form <= 3; ++form) {
+        if (!can[form]) continue;
         const auto o_c = outputs(l, form, calls_of, s);
         double m = 0, ref = 0;
         for (size_t k = 0; k < o_r.size(); ++k) {
@@ -181,9 +189,11 @@ int main(int argc, char** argv) {
       const std::string calls = calls_of >= L ? "1 x " + std::to_string(L) : std::to_string((L + ub - 1) / ub) + " x " +
                                                                                    std::to_string(ub);
       const double per = 1e3 / static_cast<double>(L);
-      std::printf("%6lld | %-10s | %12.1f %8.1f | %10.1f %8.1f %6.2fx | %10.1f %8.1f %6.2fx | %.3g, %.3g\n",
-                  static_cast<long long>(L), calls.c_str(), tr, tr * per, tc, tc * per, tc > 0 ? tr / tc : 0.0, tk,
-                  tk * per, tk > 0 ? tr / tk : 0.0, rel[1], rel[2]);
+      std::printf(
+          "%6lld | %-10s | %12.1f %8.1f | %10.1f %8.1f %6.2fx | %10.1f %8.1f %6.2fx | %10.1f %8.1f %6.2fx | %.3g, "
+          "%.3g, %.3g\n",
+          static_cast<long long>(L), calls.c_str(), tr, tr * per, tc, tc * per, tc > 0 ? tr / tc : 0.0, tk, tk * per,
+          tk > 0 ? tr / tk : 0.0, ts, ts * per, ts > 0 ? tr / ts : 0.0, rel[1], rel[2], rel[3]);
       std::fflush(stdout);
     }
   }

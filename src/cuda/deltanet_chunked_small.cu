@@ -93,24 +93,33 @@ template <int D>
 __device__ __forceinline__ void stage_slice(SmallSmem<D>& sm, const DeltaNetArgs& p, int64_t t0, int n, int64_t i,
                                             int w) {
   constexpr int W = SmallSmem<D>::W;
+  constexpr int kItems = C * W / 4 / kLoaders;  // float4s of K (and of Q) per loader
   const int tid = threadIdx.x;
   if (tid >= kLoaders) return;
   const int64_t key_dim = p.n_k_heads * D;
   const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int e = tid; e < C * W / 4; e += kLoaders) {
+  // All loads first, then the stores: the slice's global latency is paid once, not per item.
+  float4 k[kItems], q[kItems];
+#pragma unroll
+  for (int x = 0; x < kItems; ++x) {
     int t, cq;
-    item_pos(e, t, cq);
+    item_pos(tid + kLoaders * x, t, cq);
     const float* row = p.y + (t0 + t) * p.ldy + i * D + w * W + 4 * cq;
-    const float4 k = t < n ? ld4(row + key_dim) : zero;
-    const float4 q = t < n ? ld4(row) : zero;
-    sm.kq.kT[4 * cq + 0][t] = k.x;
-    sm.kq.kT[4 * cq + 1][t] = k.y;
-    sm.kq.kT[4 * cq + 2][t] = k.z;
-    sm.kq.kT[4 * cq + 3][t] = k.w;
-    sm.kq.qT[4 * cq + 0][t] = q.x;
-    sm.kq.qT[4 * cq + 1][t] = q.y;
-    sm.kq.qT[4 * cq + 2][t] = q.z;
-    sm.kq.qT[4 * cq + 3][t] = q.w;
+    k[x] = t < n ? ld4(row + key_dim) : zero;
+    q[x] = t < n ? ld4(row) : zero;
+  }
+#pragma unroll
+  for (int x = 0; x < kItems; ++x) {
+    int t, cq;
+    item_pos(tid + kLoaders * x, t, cq);
+    sm.kq.kT[4 * cq + 0][t] = k[x].x;
+    sm.kq.kT[4 * cq + 1][t] = k[x].y;
+    sm.kq.kT[4 * cq + 2][t] = k[x].z;
+    sm.kq.kT[4 * cq + 3][t] = k[x].w;
+    sm.kq.qT[4 * cq + 0][t] = q[x].x;
+    sm.kq.qT[4 * cq + 1][t] = q[x].y;
+    sm.kq.qT[4 * cq + 2][t] = q[x].z;
+    sm.kq.qT[4 * cq + 3][t] = q[x].w;
   }
 }
 
@@ -239,6 +248,7 @@ __device__ __forceinline__ void update_tile(SmallSmem<D>& sm, int task, int n, c
   for (int x = 0; x < 4; ++x)
 #pragma unroll
     for (int y = 0; y < 4; ++y) acc[x][y] = ops::mul_rn(sm.sT[4 * cc + x][4 * rr + y], en);
+#pragma unroll 4  // several tokens' key loads (L1 / L2) in flight
   for (int t = 0; t < n; ++t) {
     float kc[4], uw[4];
     f4a(ld4(kg + t * ldy + 4 * cc), kc);
@@ -333,10 +343,10 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(DeltaNetArgs p, cons
     }
     // A and M replace K and Q: their upper triangles are zeroed here (disjoint from what
     // tri_store writes), since d) and e) read whole rows / columns.
-    for (int e = tid; e < C * C; e += kThreads) {
-      const int t = e / C, s = e % C;
-      if (s >= t) sm.am.a[t][s] = 0.0f;
-      if (s > t) sm.am.mT[s][t] = 0.0f;
+    for (int e = tid; e < C * C; e += kThreads) {  // consecutive threads, consecutive addresses
+      const int hi = e / C, lo = e % C;
+      if (lo >= hi) sm.am.a[hi][lo] = 0.0f;  // A[t][s], s >= t
+      if (hi > lo) sm.am.mT[hi][lo] = 0.0f;  // M[t][s] at mT[s][t], s > t
     }
     if (is_tri)
       tri_store<D>(sm, ta, tb, acc0, acc1);

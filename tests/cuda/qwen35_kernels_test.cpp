@@ -6,10 +6,14 @@
 //     state, for the tiny test shape, Qwen3.6's (H_k 16, H_v 32, d 128) and a 1,100-token
 //     prompt in one call;
 //   * the same token mixing with prompts through the chunked form (deltanet_chunked, as the
-//     forward runs prompts of >= 64 tokens) = engine::deltanet, 1,100 and 130 tokens;
-//   * the chunked form against the recurrence on the GPU: 1,100 tokens (Qwen3.6's shape and
-//     d 64) from a non-zero entry state, outputs, final state and the decode step after it;
-//     tails of 1..63 tokens, 3 key heads, and a new sequence over a poisoned state;
+//     forward runs prompts of >= 64 tokens) = engine::deltanet, 1,100 and 130 tokens, for
+//     every chunked kind the device runs (plain, cluster, small);
+//   * the chunked form against the recurrence on the GPU, every kind: 1,100 tokens (Qwen3.6's
+//     shape and d 64) from a non-zero entry state, outputs, final state and the decode step
+//     after it; tails of 1..63 tokens, 3 key heads, and a new sequence over a poisoned state;
+//     the cluster and small kinds bit-identical to the plain one;
+//   * (no device needed) the small kind fits the 99 KiB of RTX 30/40/50 at every d, and
+//     deltanet_chunked_pick gives plain on sm_90's 227 KiB, small below;
 //   * split_q_gate, gate_mul (sigmoid, silu) and scale_by_sigmoid = the host loops of
 //     model/qwen35_blocks.cpp.
 #include <gtest/gtest.h>
@@ -93,9 +97,13 @@ struct GdnCase {
   }
 };
 
+DeltaNetChunkedKind form_kind(int form) {
+  return form == 2 ? DeltaNetChunkedKind::kCluster : form == 3 ? DeltaNetChunkedKind::kSmall : DeltaNetChunkedKind::kPlain;
+}
+
 // The GPU token mixing of n_tok tokens at position pos0 (the forward's sequence of launches).
-// form 1 / 2: batches of >= kDeltaNetChunk tokens through deltanet_chunked, plain / cluster
-// kernel (the forward's choice); 0: the recurrence throughout.
+// form 1 / 2 / 3: batches of >= kDeltaNetChunk tokens through deltanet_chunked, plain /
+// cluster / small kernel (the forward's choice); 0: the recurrence throughout.
 void gpu_gdn(const GdnCase& c, const DeviceBuffer& din, int64_t t0, int64_t n_tok, const DeviceBuffer& dw,
              DeviceBuffer& conv, DeviceBuffer& ssm, DeviceBuffer& dy, DeviceBuffer& dout, Round r, int form) {
   const engine::DeltaNetShape& s = c.s;
@@ -125,7 +133,7 @@ void gpu_gdn(const GdnCase& c, const DeviceBuffer& din, int64_t t0, int64_t n_to
   a.n_tok = n_tok;
   a.d_pos = pos.as<int32_t>();
   DeviceBuffer gb(static_cast<size_t>(n_tok * s.n_v_heads * 3) * sizeof(float));
-  const auto kind = form == 2 ? DeltaNetChunkedKind::kCluster : DeltaNetChunkedKind::kPlain;
+  const auto kind = form_kind(form);
   if (form != 0 && n_tok >= kDeltaNetChunk) {
     ASSERT_TRUE(deltanet_chunked_supported(a, kind));
     deltanet_chunked(a, gb.as<float>(), nullptr, kind);
@@ -181,7 +189,8 @@ void check_gdn(const Shape& sh, const std::vector<int64_t>& batches, const Round
   const Diff d = compare_rounded(got, want, rc.gpu, 0);
   std::printf("QWEN35-GDN%s hk %lld hv %lld d %lld tokens %lld %s: out rel err %.3g (%lld of %lld bit-exact), "
               "state rel err %.3g\n",
-              form == 0 ? "" : form == 1 ? "-CHUNKED" : "-CHUNKED-CLUSTER", static_cast<long long>(sh.hk), static_cast<long long>(sh.hv),
+              form == 0 ? "" : form == 1 ? "-CHUNKED" : form == 2 ? "-CHUNKED-CLUSTER" : "-CHUNKED-SMALL",
+              static_cast<long long>(sh.hk), static_cast<long long>(sh.hv),
               static_cast<long long>(sh.d), static_cast<long long>(n_tok), rc.name, e_out, static_cast<long long>(d.exact),
               static_cast<long long>(want.size()), e_ssm);
   EXPECT_LE(e_out, tol);
@@ -216,6 +225,11 @@ TEST(CudaQwen35, DeltaNetChunkedMatchesCpu) {
   check_gdn({2, 4, 64}, {1100, 1}, kRounds[0], 1e-4, 1);
   check_gdn({16, 32, 128}, {70, 1, 130, 1}, kRounds[0], 1e-4, 1);
   check_gdn({2, 4, 32}, {64, 2, 100}, kRounds[1], 1e-2, 1);  // bf16 outputs
+  // The small kind (89 KiB of shared memory: every GPU from sm_80 on, the H200 included).
+  check_gdn({2, 4, 64}, {1100, 1}, kRounds[0], 1e-4, 3);
+  check_gdn({16, 32, 128}, {70, 1, 130, 1}, kRounds[0], 1e-4, 3);
+  check_gdn({2, 4, 32}, {64, 2, 100}, kRounds[1], 1e-2, 3);
+  check_gdn({1, 2, 16}, {65, 1}, kRounds[0], 1e-4, 3);
   DeltaNetArgs probe;
   probe.d = 128;
   probe.ldy = 4;
@@ -245,9 +259,10 @@ void check_chunked(const Shape& sh, int64_t n_tok, bool fresh = false) {
   DeviceBuffer din = to_device(c.in), dg = to_device(gates);
   const auto s0 = fresh ? std::vector<float>(static_cast<size_t>(s.n_v_heads * s.d_head * s.d_head), poison())
                         : randn(static_cast<size_t>(s.n_v_heads * s.d_head * s.d_head), 77, 0.05f);
-  // form 0: the recurrence, 1: the plain chunked kernel, 2: the cluster kernel (sm_90).
-  std::vector<float> outs[3], states[3], steps[3];
-  for (int form = 0; form < 3; ++form) {
+  // form 0: the recurrence, 1: the plain chunked kernel, 2: the cluster kernel (sm_90), 3: the
+  // small kernel; the kinds the device cannot run stay empty (the device's default must run).
+  std::vector<float> outs[4], states[4], steps[4];
+  for (int form = 0; form < 4; ++form) {
     DeviceBuffer dy = to_device(y), dst = to_device(s0), dout(static_cast<size_t>((n_tok + 1) * s.value_dim()) * 4);
     DeviceBuffer gb(static_cast<size_t>((n_tok + 1) * s.n_v_heads * 3) * 4), pos = device_int(fresh ? 0 : 5);
     DeltaNetArgs a;
@@ -267,8 +282,11 @@ void check_chunked(const Shape& sh, int64_t n_tok, bool fresh = false) {
     a.ldo = s.value_dim();
     a.n_tok = n_tok;
     a.d_pos = pos.as<int32_t>();  // 5: not a new sequence, the entry state counts
-    const auto kind = form == 2 ? DeltaNetChunkedKind::kCluster : DeltaNetChunkedKind::kPlain;
-    if (form == 2 && !deltanet_chunked_supported(a, kind)) break;
+    const auto kind = form_kind(form);
+    if (form != 0 && !deltanet_chunked_supported(a, kind)) {
+      ASSERT_NE(kind, deltanet_chunked_default(s.d_head)) << "the device's own chunked kind must run";
+      continue;
+    }
     if (form == 0)
       deltanet_recurrent(a, gb.as<float>(), nullptr);
     else
@@ -289,22 +307,32 @@ void check_chunked(const Shape& sh, int64_t n_tok, bool fresh = false) {
     const auto all = to_host<float>(dout, static_cast<size_t>((n_tok + 1) * s.value_dim()));
     steps[form].assign(all.begin() + n_tok * s.value_dim(), all.end());
   }
-  const double e_out = rel_err(outs[1], outs[0]), e_st = rel_err(states[1], states[0]);
-  const double e_step = rel_err(steps[1], steps[0]);
-  std::printf("QWEN35-CHUNKED d %lld hk %lld hv %lld tokens %lld%s: chunked vs recurrent rel err out %.3g, "
-              "state %.3g, next decode step %.3g\n",
-              static_cast<long long>(sh.d), static_cast<long long>(sh.hk), static_cast<long long>(sh.hv),
-              static_cast<long long>(n_tok), fresh ? " (new sequence)" : "", e_out, e_st, e_step);
-  EXPECT_LE(e_out, 1e-4);
-  EXPECT_LE(e_st, 1e-4);
-  EXPECT_LE(e_step, 1e-4);
-  // The cluster kernel shares the k.k / q.k products instead of recomputing them: same bits.
-  if (!outs[2].empty()) {
-    std::printf("QWEN35-CHUNKED-CLUSTER d %lld: %s the plain kernel\n", static_cast<long long>(sh.d),
-                outs[2] == outs[1] && states[2] == states[1] ? "bit-identical to" : "DIFFERS from");
-    EXPECT_EQ(outs[2], outs[1]);
-    EXPECT_EQ(states[2], states[1]);
+  static const char* const kNames[4] = {"", "", "-CLUSTER", "-SMALL"};
+  int ran = 0;
+  for (int form = 1; form < 4; ++form) {
+    if (outs[form].empty()) continue;
+    ++ran;
+    SCOPED_TRACE(std::string("kind") + kNames[form]);
+    const double e_out = rel_err(outs[form], outs[0]), e_st = rel_err(states[form], states[0]);
+    const double e_step = rel_err(steps[form], steps[0]);
+    std::printf("QWEN35-CHUNKED%s d %lld hk %lld hv %lld tokens %lld%s: chunked vs recurrent rel err out %.3g, "
+                "state %.3g, next decode step %.3g\n",
+                kNames[form], static_cast<long long>(sh.d), static_cast<long long>(sh.hk),
+                static_cast<long long>(sh.hv), static_cast<long long>(n_tok), fresh ? " (new sequence)" : "", e_out,
+                e_st, e_step);
+    EXPECT_LE(e_out, 1e-4);
+    EXPECT_LE(e_st, 1e-4);
+    EXPECT_LE(e_step, 1e-4);
+    // The cluster kernel shares the k.k / q.k products instead of recomputing them, the small
+    // one stages K and Q in slices: both do the plain kernel's operations in its order, same bits.
+    if (form >= 2 && !outs[1].empty()) {
+      std::printf("QWEN35-CHUNKED%s d %lld: %s the plain kernel\n", kNames[form], static_cast<long long>(sh.d),
+                  outs[form] == outs[1] && states[form] == states[1] ? "bit-identical to" : "DIFFERS from");
+      EXPECT_EQ(outs[form], outs[1]);
+      EXPECT_EQ(states[form], states[1]);
+    }
   }
+  EXPECT_GE(ran, 1);
 }
 
 TEST(CudaQwen35, ChunkedEqualsRecurrenceLongPrompt) {
@@ -317,6 +345,30 @@ TEST(CudaQwen35, ChunkedEqualsRecurrenceLongPrompt) {
   check_chunked({3, 6, 64}, 127);   // 3 key heads (value head j reads key head j mod 3), a 63-token tail
   check_chunked({2, 4, 128}, 65);   // a 1-token tail
   check_chunked({16, 32, 128}, 200, /*fresh=*/true);
+}
+
+// Host-side, no device needed: the small kind exists for the GPUs whose opt-in shared memory
+// per block is 99 KiB (sm_86/89/120: 101,376 bytes) or 163 KiB (sm_80: 166,912), where the plain
+// kind does not fit at d 128; sm_90 (232,448) keeps the plain kind.
+TEST(CudaQwen35, ChunkedKindFitsTheDevice) {
+  constexpr int64_t kRtx = 101376, kA100 = 166912, kH200 = 232448;
+  for (int64_t d : {16, 32, 64, 128}) {
+    SCOPED_TRACE("d " + std::to_string(d));
+    EXPECT_LE(deltanet_chunked_smem_bytes(d, DeltaNetChunkedKind::kSmall), static_cast<size_t>(kRtx));
+    EXPECT_LE(deltanet_chunked_smem_bytes(d, DeltaNetChunkedKind::kPlain), static_cast<size_t>(kH200));
+    EXPECT_EQ(deltanet_chunked_pick(kH200, d), DeltaNetChunkedKind::kPlain);
+    // Whichever kind is picked fits the device it is picked for.
+    for (int64_t optin : {kRtx, kA100, kH200})
+      EXPECT_LE(deltanet_chunked_smem_bytes(d, deltanet_chunked_pick(optin, d)), static_cast<size_t>(optin));
+  }
+  EXPECT_GT(deltanet_chunked_smem_bytes(128, DeltaNetChunkedKind::kPlain), static_cast<size_t>(kA100));
+  EXPECT_EQ(deltanet_chunked_pick(kRtx, 128), DeltaNetChunkedKind::kSmall);
+  EXPECT_EQ(deltanet_chunked_pick(kRtx, 64), DeltaNetChunkedKind::kSmall);
+  EXPECT_EQ(deltanet_chunked_pick(kA100, 128), DeltaNetChunkedKind::kSmall);
+  EXPECT_EQ(deltanet_chunked_pick(kA100, 64), DeltaNetChunkedKind::kPlain);
+  std::printf("QWEN35-CHUNKED shared memory per block at d 128: plain %zu, small %zu bytes\n",
+              deltanet_chunked_smem_bytes(128, DeltaNetChunkedKind::kPlain),
+              deltanet_chunked_smem_bytes(128, DeltaNetChunkedKind::kSmall));
 }
 
 float sigmoid_ref(float x) { return 1.0f / (1.0f + std::exp(-x)); }
