@@ -9,13 +9,13 @@ cd "$(dirname "$0")/.."
 B=${1:-build-cuda}
 OUT=.devcarry/bin
 rm -rf "$OUT" && mkdir -p "$OUT"
-for f in ft tests/test_cuda tests/test_parity llama-oracle ft-bigmodel ft-bench-gemv-cuda \
-         ft-bench-gemm-cuda ft-bench-attention-cuda; do
+for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft-bigmodel ft-bench-gemv-cuda \
+         ft-bench-gemm-cuda ft-bench-attention-cuda ft-bench-deltanet-cuda ft-bench-moe-cpu; do
   [ -f "$B/$f" ] && cp "$B/$f" "$OUT/" || echo "pack-device: no $B/$f (skipped)"
 done
 # Debian libraries the binaries link that the device image lacks (its CUDA image has glibc and
 # libstdc++ only): whatever ldd resolves under /lib/x86_64-linux-gnu except those.
-for f in "$OUT"/ft "$OUT"/test_cuda "$OUT"/test_parity; do
+for f in "$OUT"/ft "$OUT"/test_cuda "$OUT"/test_parity "$OUT"/test_moe_cpu; do
   [ -f "$f" ] && ldd "$f" | awk '$3 ~ /^(\/usr)?\/lib\/x86_64-linux-gnu\// {print $3}'
 done | sort -u | { grep -vE '/lib(c|m|gcc_s|stdc\+\+|pthread|dl|rt)\.so' || true; } |
   while read -r lib; do cp -L "$lib" "$OUT/"; done
