@@ -24,6 +24,8 @@
 // at the SIMT rate (not profiled yet); the products could move to tensor cores (3xTF32).
 // The cluster kind (G = 4 blocks sharing b)) measured 1.13x the recurrence only: fewer FMAs
 // but slower, probably because 32 clusters of 4 x 223 KiB blocks do not all fit at once.
+// 223 KiB fit sm_90 only; the small kind (deltanet_chunked_small.cu, 89 KiB) does the same
+// operations in the same order for the GPUs below it.
 //
 // Rounding: every sum runs in the same order as in the first kernel and the recurrence's
 // products are fma; the two forms agree to ~1e-6 relative (tests/cuda/qwen35_kernels_test.cpp).

@@ -10,12 +10,13 @@
 //     2 x 64 x 68 floats instead of 2 x 128 x 68;
 //   * A and M are written after the last slice into the same region (their upper triangles
 //     zeroed each chunk, since the region held K and Q meanwhile);
-//   * the state update f) reads the chunk's keys by token straight from y (global, L1/L2:
-//     a warp's float4 loads cover 64 contiguous bytes of 8 rows' keys... 4 column quads of one
-//     token) instead of a second, token-major copy (2 x 33 KiB in the plain kernel).
-// Shared memory: 89 KiB at d 128 (sT 18 KiB, K/Q slice or A/M 34 KiB, V/P-U/UW/O 36 KiB), 79
-// KiB at d 64, 75 at 32, 56 at 16 (deltanet_chunked_smem_bytes; the CPU-side test checks every
-// d against the 99 KiB of sm_86/89/120).
+//   * the state update f) reads the chunk's keys by token straight from y (global, through
+//     L1/L2: per token a warp's float4 loads cover 4 column quads, 64 contiguous bytes, the 8
+//     row quads' lanes sharing them) instead of a token-major copy (2 x 33 KiB in the plain
+//     kernel).
+// Shared memory: 89 KiB at d 128 (sT 18 KiB, K/Q slice or A/M 34 KiB, V/P-U/UW/O 36 KiB), 80
+// KiB at d 64, 75 at 32, 56 at 16 (deltanet_chunked_smem_bytes; the host-side test checks every
+// d against the 99 KiB of sm_86/89/120). 158 registers, no spills (sm_86/89/90).
 //
 // Why this shape and not the alternative the issue named (A, M and the gates of all chunks by
 // a first kernel into a global workspace, the sequential pass holding only S's rows and U):
@@ -24,8 +25,13 @@
 // sequential path must hold is K and Q for c) (2 x 64 KiB at d 128), which slicing halves
 // without a workspace, an extra launch or any change to the callers' scratch. The cost is two
 // barriers per slice and an exposed global load per slice (the plain kernel stages the next
-// chunk in registers during d)); not measured yet: FT_GDN_CHUNKED=3 runs this kind on the
-// H200 (ft-bench-deltanet-cuda prints it beside the others).
+// chunk in registers during d)): at the plain kernel's H200 figure (~30 us per chunk) a few
+// microseconds of L2 latency per chunk, well under the 2x it gains over the recurrence. Not
+// measured yet: FT_GDN_CHUNKED=3 runs this kind on the H200, ft-bench-deltanet-cuda prints it
+// beside the others. Checked before any device run by a host emulation of the kernel (threads
+// and barriers; scratch, not in the tree): 1.7e-6 from a double-precision recurrence at
+// d 16..128, bit-identical to the plain kernel's emulation, and a dropped barrier or a missing
+// zero of A's upper triangle fails it.
 #include <cmath>
 #include <cstdint>
 
