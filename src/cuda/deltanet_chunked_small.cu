@@ -32,6 +32,7 @@
 // and barriers; scratch, not in the tree): 1.7e-6 from a double-precision recurrence at
 // d 16..128, bit-identical to the plain kernel's emulation, and a dropped barrier or a missing
 // zero of A's upper triangle fails it.
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -409,11 +410,14 @@ template <int D>
 void launch(const DeltaNetArgs& a, const float* gb, float scale, cudaStream_t s) {
   constexpr int R = SmallSmem<D>::R;
   constexpr int bytes = static_cast<int>(sizeof(SmallSmem<D>));
-  static const bool set = [] {  // once per process and kernel
+  // The opt-in above 48 KiB, once per device and kernel (a second GPU's context needs its own).
+  static std::atomic<bool> set_on[16] = {};
+  int dev = 0;
+  FT_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= 16 || !set_on[dev].load(std::memory_order_relaxed)) {
     FT_CUDA_CHECK(cudaFuncSetAttribute(small_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    return true;
-  }();
-  (void)set;
+    if (dev >= 0 && dev < 16) set_on[dev].store(true, std::memory_order_relaxed);
+  }
   small_kernel<D><<<dim3(static_cast<unsigned>(a.n_v_heads), D / R), kThreads, bytes, s>>>(a, gb, scale);
 }
 
