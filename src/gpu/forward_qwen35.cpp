@@ -14,10 +14,12 @@
 //
 // The conv window and delta-rule state live in GpuBuffers::q35; the kernels read them as zero
 // when the pass starts at position 0 (*b.pos, on the device), so captured graphs reset too.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "cuda/attention.h"
 #include "cuda/conv1d.h"
 #include "cuda/deltanet.h"
@@ -125,7 +127,21 @@ void GpuForward::gdn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   const auto kind = chunked == 2   ? cuda::DeltaNetChunkedKind::kCluster
                     : chunked == 3 ? cuda::DeltaNetChunkedKind::kSmall
                                    : cuda::deltanet_chunked_default(a.d);
-  if (chunked != 0 && n_tok >= cuda::kDeltaNetChunk && cuda::deltanet_chunked_supported(a, kind))
+  const bool prompt = n_tok >= cuda::kDeltaNetChunk;
+  const bool use_chunked = chunked != 0 && prompt && cuda::deltanet_chunked_supported(a, kind);
+  static std::atomic<bool> logged{false};  // the choice, once per process (the first prompt)
+  if (prompt && !logged.exchange(true)) {
+    const char* name = kind == cuda::DeltaNetChunkedKind::kCluster ? "cluster"
+                       : kind == cuda::DeltaNetChunkedKind::kSmall ? "small"
+                                                                    : "plain";
+    if (use_chunked)
+      log::info("qwen35: Gated DeltaNet prompts through the {} chunked kernel ({} bytes of shared memory per block)",
+                name, cuda::deltanet_chunked_smem_bytes(a.d, kind));
+    else
+      log::info("qwen35: Gated DeltaNet prompts through the recurrence ({})",
+                chunked == 0 ? "FT_GDN_CHUNKED=0" : "the chunked kernel does not fit this device");
+  }
+  if (use_chunked)
     cuda::deltanet_chunked(a, q.gb.as<float>(), s, kind);
   else
     cuda::deltanet_recurrent(a, q.gb.as<float>(), s);
