@@ -5,6 +5,12 @@
 // Workspace layout: [cuBLAS workspace | X rounded (tok_chunk x k) | W chunk (rows x k) |
 // Y chunk (fp32, only when accumulating)]. The raw sums go straight into y when not
 // accumulating (the epilogue then runs in place), which saves a pass over Y.
+//
+// Split precisions (kBF16x2/x3): X is rounded into its parts once ([part][token][k], bf16),
+// the bf16 weight chunk is multiplied by each part in turn, the 2nd and 3rd cuBLAS calls
+// adding into the same fp32 output (beta = 1): no extra output buffer, and each call has
+// the plain bf16 GEMM's shape. (One call over a token-concatenated X would need a partial
+// sum buffer of parts x tokens x rows and a summing pass.)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -46,6 +52,32 @@ __global__ void round_x_kernel(const float* x, int64_t ldx, int64_t k, int64_t n
   }
 }
 
+// The split of gemm.h's kBF16x2/x3: parts (each exact in bf16) of v, largest first; the
+// last part is rounded by its caller's conversion. v - bf16(v) is exact in fp32.
+template <int NP>
+__device__ __forceinline__ void split_bf16(float v, __nv_bfloat16* out) {
+#pragma unroll
+  for (int p = 0; p < NP - 1; ++p) {
+    out[p] = __float2bfloat16_rn(v);
+    v -= __bfloat162float(out[p]);
+  }
+  out[NP - 1] = __float2bfloat16_rn(v);
+}
+
+// X rounded into NP bf16 parts: part p of element (t, e) at dst[p * k * n_tok + t * k + e].
+template <int NP>
+__global__ void split_x_kernel(const float* x, int64_t ldx, int64_t k, int64_t n_tok, __nv_bfloat16* dst) {
+  const int64_t total = k * n_tok;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = i / k, e = i - t * k;
+    __nv_bfloat16 part[NP];
+    split_bf16<NP>(x[t * ldx + e], part);
+#pragma unroll
+    for (int p = 0; p < NP; ++p) dst[p * total + i] = part[p];
+  }
+}
+
 // y[t][r] = round(src[t][r] * s_r) (+ y[t][r]); src may be y itself (in place).
 __global__ void epilogue_kernel(const float* src, int64_t lds, float* y, int64_t ldy, int64_t rows, int64_t n_tok,
                                 const float* row_scale, float scale, Round round, bool accumulate) {
@@ -66,11 +98,16 @@ int grid_for(int64_t n, int threads) {
 
 // Weight type the product reads directly (no dequantisation) at precision p.
 bool direct_type(GgmlType t, GemmPrec p) {
-  return (t == GgmlType::F32 && p == GemmPrec::kF32) || (t == GgmlType::BF16 && p == GemmPrec::kBF16) ||
+  const bool bf16_ops = p == GemmPrec::kBF16 || gemm_split_parts(p) > 1;
+  return (t == GgmlType::F32 && p == GemmPrec::kF32) || (t == GgmlType::BF16 && bf16_ops) ||
          (t == GgmlType::F16 && p == GemmPrec::kF16);
 }
 
 }  // namespace
+
+bool gemm_bf16_exact(GgmlType t) {
+  return t == GgmlType::BF16 || t == GgmlType::NVFP4 || t == GgmlType::MXFP4;
+}
 
 bool gemm_supported(GgmlType t) {
   return gemm_detail::with_format(t, [](auto) {});
@@ -137,7 +174,9 @@ Gemm::~Gemm() {
   if (handle_ != nullptr) cublasDestroy(handle_);
 }
 
-void Gemm::run(const GemmArgs& a, cudaStream_t s) {
+void Gemm::run(const GemmArgs& args, cudaStream_t s) {
+  GemmArgs a = args;
+  a.prec = gemm_split_prec(a.type, a.prec);
   gemm_detail::check_args(a, "Gemm::run");
   if (a.rows == 0 || a.n_tok == 0) return;
   GemmRoute r = route_;
@@ -157,9 +196,11 @@ void Gemm::run(const GemmArgs& a, cudaStream_t s) {
 void Gemm::run_cublas(const GemmArgs& a, cudaStream_t s) {
   FT_CUDA_CHECK(cublasSetStream(handle_, s));
   const bool f32 = a.prec == GemmPrec::kF32;
+  const int parts = gemm_split_parts(a.prec);  // X parts, each multiplied by the same weights
+  const bool bf16_ops = a.prec == GemmPrec::kBF16 || parts > 1;
   const bool direct = direct_type(a.type, a.prec) && a.row_bytes % (f32 ? 4 : 2) == 0;
   const size_t esize = f32 ? 4 : 2;
-  const cudaDataType_t op_type = f32 ? CUDA_R_32F : a.prec == GemmPrec::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType_t op_type = f32 ? CUDA_R_32F : bf16_ops ? CUDA_R_16BF : CUDA_R_16F;
   const cublasComputeType_t compute = f32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
 
   // Plan the chunks: tokens first (X rounded once per token chunk), then as many weight rows
@@ -168,7 +209,9 @@ void Gemm::run_cublas(const GemmArgs& a, cudaStream_t s) {
   const size_t avail = scratch_bytes();
   const size_t w_row = direct ? 0 : align_up(static_cast<size_t>(a.k) * esize, 16);
   int64_t tc = std::min(a.n_tok, std::max<int64_t>(max_tok_, 1));
-  auto x_bytes = [&](int64_t t) { return f32 ? size_t{0} : align_up(static_cast<size_t>(t * a.k) * 2, 256); };
+  auto x_bytes = [&](int64_t t) {
+    return f32 ? size_t{0} : align_up(static_cast<size_t>(parts * t * a.k) * 2, 256);
+  };
   auto per_row = [&](int64_t t) { return w_row + (a.accumulate ? static_cast<size_t>(t) * 4 : 0); };
   const int64_t min_rows = std::min<int64_t>(a.rows, kRowAlign);
   // 256: the alignment gap between the W and Y regions.
@@ -194,7 +237,13 @@ void Gemm::run_cublas(const GemmArgs& a, cudaStream_t s) {
   // tokens fit one chunk (the prefill case), else once per (row chunk, token chunk) -- X is
   // the smaller operand (512 x 4096 against 14336 x 4096 for a Llama-8B projection).
   auto round_x = [&](int64_t t0, int64_t nt) {
-    if (a.prec == GemmPrec::kBF16) {
+    if (parts == 2) {
+      split_x_kernel<2><<<grid_for(nt * a.k, 256), 256, 0, s>>>(a.x + t0 * a.ldx, a.ldx, a.k, nt,
+                                                                 static_cast<__nv_bfloat16*>(xq));
+    } else if (parts == 3) {
+      split_x_kernel<3><<<grid_for(nt * a.k, 256), 256, 0, s>>>(a.x + t0 * a.ldx, a.ldx, a.k, nt,
+                                                                 static_cast<__nv_bfloat16*>(xq));
+    } else if (a.prec == GemmPrec::kBF16) {
       round_x_kernel<<<grid_for(nt * a.k, 256), 256, 0, s>>>(a.x + t0 * a.ldx, a.ldx, a.k, nt,
                                                               static_cast<__nv_bfloat16*>(xq));
     } else {
@@ -214,7 +263,7 @@ void Gemm::run_cublas(const GemmArgs& a, cudaStream_t s) {
       lda = a.row_bytes / static_cast<int64_t>(esize);
     } else {
       dequant_rows(a.type, a.w + r0 * a.row_bytes, a.row_bytes, a.k, nr, wq, static_cast<int64_t>(w_row / esize),
-                   f32 ? DequantOut::kF32 : a.prec == GemmPrec::kBF16 ? DequantOut::kBF16 : DequantOut::kF16, s);
+                   f32 ? DequantOut::kF32 : bf16_ops ? DequantOut::kBF16 : DequantOut::kF16, s);
       wb = wq;
       lda = static_cast<int64_t>(w_row / esize);
     }
@@ -230,10 +279,14 @@ void Gemm::run_cublas(const GemmArgs& a, cudaStream_t s) {
       float* c = a.accumulate ? yq : a.y + t0 * a.ldy + r0;
       const int64_t ldc = a.accumulate ? nr : a.ldy;
       // Column-major view: C (nr x nt, ldc) = W_chunk^T (W rows are columns of lda) * X^T.
-      FT_CUDA_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr), static_cast<int>(nt),
-                                 static_cast<int>(a.k), &one, wb, op_type, static_cast<int>(lda), xb, op_type,
-                                 static_cast<int>(ldb), &zero, c, CUDA_R_32F, static_cast<int>(ldc), compute,
-                                 CUBLAS_GEMM_DEFAULT));
+      // Split X: part p (nt x k, after the parts before it) adds into C.
+      for (int p = 0; p < parts; ++p) {
+        const void* xp = static_cast<const __nv_bfloat16*>(xb) + static_cast<int64_t>(p) * nt * a.k;
+        FT_CUDA_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nr), static_cast<int>(nt),
+                                   static_cast<int>(a.k), &one, wb, op_type, static_cast<int>(lda),
+                                   parts > 1 ? xp : xb, op_type, static_cast<int>(ldb), p == 0 ? &zero : &one, c,
+                                   CUDA_R_32F, static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT));
+      }
       if (need_epilogue) {
         epilogue_kernel<<<grid_for(nr * nt, 256), 256, 0, s>>>(
             c, ldc, a.y + t0 * a.ldy + r0, a.ldy, nr, nt, a.row_scale != nullptr ? a.row_scale + r0 : nullptr,

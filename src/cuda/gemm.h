@@ -42,7 +42,26 @@ namespace ft::cuda {
 
 // Operand precision: kF32 = exact fp32 (cublasSgemm, pedantic math, NO TF32); kBF16/kF16 =
 // tensor cores, fp32 accumulate.
-enum class GemmPrec { kF32, kBF16, kF16 };
+// kBF16x2 / kBF16x3 (split operands): X = x_hi + x_mid (+ x_lo), each part bf16 (x_hi =
+// bf16(x), x_mid = bf16(x - x_hi), x_lo = bf16(x - x_hi - x_mid)), every part multiplied by the
+// SAME bf16 weights on tensor cores into one fp32 accumulator. For weights exact in bf16
+// (gemm_bf16_exact: BF16, NVFP4, MXFP4) the products are then exact up to the split's residual:
+// 3 parts hold all 24 bits of an fp32 x (fp32-exact products, only the sum's order differs
+// from kF32), 2 parts ~16 bits (x's relative residual <= 2^-17). Gemm::run and gemm_grouped
+// run other weight types at kF32 (gemm_split_prec). Cost: 2 / 3 bf16 products instead of one
+// fp32 one (tensor cores: ~15x the fp32 FMA rate on the H200).
+enum class GemmPrec { kF32, kBF16, kF16, kBF16x2, kBF16x3 };
+
+// Parts of a split precision (kBF16x2: 2, kBF16x3: 3), 1 otherwise.
+inline int gemm_split_parts(GemmPrec p) { return p == GemmPrec::kBF16x2 ? 2 : p == GemmPrec::kBF16x3 ? 3 : 1; }
+// True for weight types whose every value is exact in bf16 (NVFP4: e2m1 x ue4m3 has <= 6
+// significant bits; MXFP4: e2m1 x a power of two; BF16).
+bool gemm_bf16_exact(GgmlType t);
+// The precision a split request runs at: p when it is no split or t is exact in bf16, else
+// kF32 (Q8_0, Q4_K, Q6_K, F16, F32 weights are not exact in bf16).
+inline GemmPrec gemm_split_prec(GgmlType t, GemmPrec p) {
+  return gemm_split_parts(p) == 1 || gemm_bf16_exact(t) ? p : GemmPrec::kF32;
+}
 
 struct GemmArgs {
   GgmlType type = GgmlType::F32;

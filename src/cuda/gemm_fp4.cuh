@@ -121,4 +121,36 @@ FT_HD inline void x_pairs(const float* x, int xq, uint32_t* out) {
   out[3] = pack2_t<T>(a.w, b.w);
 }
 
+// x_pairs for the split precisions (gemm.h kBF16x2/x3, T = bf16): out[q] holds part q of
+// each value (part 0 = bf16(v), part 1 = bf16(v - part 0), ...; exact differences), NP = 1
+// is x_pairs itself.
+template <class T, int NP>
+FT_HD inline void x_pairs_split(const float* x, int xq, uint32_t (*out)[4]) {
+  if constexpr (NP == 1) {
+    x_pairs<T>(x, xq, out[0]);
+  } else {
+    static_assert(std::is_same_v<T, __nv_bfloat16>, "split parts are bf16");
+    const int j = 16 * (xq >> 1) + 4 * (xq & 1);
+#ifdef __CUDA_ARCH__
+    const float4 a4 = *reinterpret_cast<const float4*>(x + j), b4 = *reinterpret_cast<const float4*>(x + j + 8);
+#else
+    float4 a4, b4;
+    std::memcpy(&a4, x + j, 16);
+    std::memcpy(&b4, x + j + 8, 16);
+#endif
+    float a[4] = {a4.x, a4.y, a4.z, a4.w}, b[4] = {b4.x, b4.y, b4.z, b4.w};
+FT_UNROLL
+    for (int q = 0; q < NP; ++q) {
+FT_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        out[q][i] = pack2_t<T>(a[i], b[i]);
+        if (q + 1 < NP) {  // the residuals for the next part (exact in fp32)
+          a[i] -= __bfloat162float(__float2bfloat16_rn(a[i]));
+          b[i] -= __bfloat162float(__float2bfloat16_rn(b[i]));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace ft::cuda::gemm_detail

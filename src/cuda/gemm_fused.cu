@@ -28,6 +28,12 @@
 // wavefronts per CTA and k step to the ~210 of the tile stores and ldmatrix, so the two
 // estimates are within each other's error. tools/bench_gemm_cuda.cu prints both (+fp4/+gen).
 //
+// Split precisions (kBF16x2/x3, gemm.h): the weight tile is decoded once per k step and each
+// of the NP bf16 parts of X gets its own shared tile (split while staging), one mma per part
+// into the same accumulators. NP tiles of 64 tokens would not fit the 48 KB of static shared
+// memory (20 KB of weights + 3 x 10 KB), so split runs at BT = 32 (MoE prefill's ~32 slots
+// per expert anyway); with the offsets table that leaves room for kMaxGroupsSplit groups.
+//
 // fp32 kernel (kF32): the same tiling scheme at 64 rows x 32 tokens with fp32 shared tiles
 // and FMA, each thread 4 rows x 4 tokens.
 #include <cuda_bf16.h>
@@ -137,10 +143,24 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint
   }
 }
 
-// FP4 = true: the NVFP4 pair layout of gemm_fp4.cuh (F must be FmtNVFP4).
-template <class F, class T, int BT, bool FP4>
+// Parts (exact in bf16, largest first) of v for the split precisions; NP = 1: v itself (the
+// caller's bf16/f16 conversion rounds it).
+template <int NP>
+__device__ __forceinline__ void split_parts(float v, float* out) {
+#pragma unroll
+  for (int q = 0; q < NP - 1; ++q) {
+    out[q] = __bfloat162float(__float2bfloat16_rn(v));
+    v -= out[q];  // exact: the residual of a rounding to 8 significant bits
+  }
+  out[NP - 1] = v;
+}
+
+// FP4 = true: the NVFP4 pair layout of gemm_fp4.cuh (F must be FmtNVFP4). NP: the parts of
+// a split precision (T = bf16), 1 otherwise.
+template <class F, class T, int BT, bool FP4, int NP>
 __global__ void __launch_bounds__(kThreads) mma_kernel(FusedParams p) {
   static_assert(!FP4 || std::is_same_v<F, FmtNVFP4>, "the pair layout is NVFP4's");
+  static_assert(NP == 1 || std::is_same_v<T, __nv_bfloat16>, "split parts are bf16");
   constexpr int BR = 128, LDS = 40;
   constexpr int WM = BT == 64 ? 2 : 4;  // warps along the rows
   constexpr int WN = 4 / WM;
@@ -149,7 +169,7 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(FusedParams p) {
   constexpr int XI = FP4 ? BT / 32 : BT / 16;  // X rows per thread per k step
   static_assert(NT % 2 == 0, "B fragments are loaded two n-tiles at a time");
   __shared__ alignas(16) T As[2][BR * LDS];
-  __shared__ alignas(16) T Bs[2][BT * LDS];
+  __shared__ alignas(16) T Bs[NP][2][BT * LDS];
   __shared__ uint32_t fp4_table[FP4 ? 256 : 1];
   extern __shared__ int32_t offs[];
 
@@ -214,20 +234,27 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(FusedParams p) {
 #pragma unroll
     for (int i = 0; i < XI; ++i) {
       if constexpr (FP4) {
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (xptr[i] != nullptr) {
-          uint32_t q[4];
-          x_pairs<T>(xptr[i] + kt * kBK, xc, q);
-          v = make_uint4(q[0], q[1], q[2], q[3]);
+        uint32_t q[NP][4] = {};
+        if (xptr[i] != nullptr) x_pairs_split<T, NP>(xptr[i] + kt * kBK, xc, q);
+#pragma unroll
+        for (int pt = 0; pt < NP; ++pt) {
+          *reinterpret_cast<uint4*>(&Bs[pt][buf][(xrow + 32 * i) * LDS + 16 * (xc >> 1) + 8 * (xc & 1)]) =
+              make_uint4(q[pt][0], q[pt][1], q[pt][2], q[pt][3]);
         }
-        *reinterpret_cast<uint4*>(&Bs[buf][(xrow + 32 * i) * LDS + 16 * (xc >> 1) + 8 * (xc & 1)]) = v;
       } else {
-        uint2 v = make_uint2(0, 0);
+        float f[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (xptr[i] != nullptr) {
-          const float4 f = *reinterpret_cast<const float4*>(xptr[i] + kt * kBK);
-          v = make_uint2(pack2<T>(f.x, f.y), pack2<T>(f.z, f.w));
+          const float4 v = *reinterpret_cast<const float4*>(xptr[i] + kt * kBK);
+          f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
         }
-        *reinterpret_cast<uint2*>(&Bs[buf][(xrow + 16 * i) * LDS + 4 * xc]) = v;
+        float sp[4][NP];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) split_parts<NP>(f[e], sp[e]);
+#pragma unroll
+        for (int pt = 0; pt < NP; ++pt) {
+          *reinterpret_cast<uint2*>(&Bs[pt][buf][(xrow + 16 * i) * LDS + 4 * xc]) =
+              make_uint2(pack2<T>(sp[0][pt], sp[1][pt]), pack2<T>(sp[2][pt], sp[3][pt]));
+        }
       }
     }
   };
@@ -254,16 +281,21 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(FusedParams p) {
       for (int m = 0; m < MT; ++m) {
         ldmatrix_x4(af[m], &As[buf][(wr0 + 16 * m + (lane & 15)) * LDS + kk + 8 * (lane >> 4)]);
       }
+      // Split: the smallest part first, so the large products meet the small ones' sum.
 #pragma unroll
-      for (int n = 0; n < NT; n += 2) {
-        uint32_t r[4];
-        ldmatrix_x4(r, &Bs[buf][(wt0 + 8 * n + (lane & 7) + 8 * (lane >> 4)) * LDS + kk + 8 * ((lane >> 3) & 1)]);
-        bf[n][0] = r[0], bf[n][1] = r[1], bf[n + 1][0] = r[2], bf[n + 1][1] = r[3];
+      for (int pt = NP - 1; pt >= 0; --pt) {
+#pragma unroll
+        for (int n = 0; n < NT; n += 2) {
+          uint32_t r[4];
+          ldmatrix_x4(r, &Bs[pt][buf][(wt0 + 8 * n + (lane & 7) + 8 * (lane >> 4)) * LDS + kk +
+                                      8 * ((lane >> 3) & 1)]);
+          bf[n][0] = r[0], bf[n][1] = r[1], bf[n + 1][0] = r[2], bf[n + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+          for (int n = 0; n < NT; ++n) mma16816<T>(acc[m][n], af[m], bf[n]);
       }
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int n = 0; n < NT; ++n) mma16816<T>(acc[m][n], af[m], bf[n]);
     }
     __syncthreads();
   }
@@ -365,16 +397,26 @@ __global__ void __launch_bounds__(kThreads) f32_kernel(FusedParams p) {
   }
 }
 
-template <class F, class T, int BT>
+template <class F, class T, int BT, int NP = 1>
 void launch_mma(const FusedParams& p, dim3 grid, size_t smem, cudaStream_t s) {
   if constexpr (std::is_same_v<F, FmtNVFP4>) {
     if (g_fp4_fast) {
-      mma_kernel<F, T, BT, true><<<grid, kThreads, smem, s>>>(p);
+      mma_kernel<F, T, BT, true, NP><<<grid, kThreads, smem, s>>>(p);
       return;
     }
   }
-  mma_kernel<F, T, BT, false><<<grid, kThreads, smem, s>>>(p);
+  mma_kernel<F, T, BT, false, NP><<<grid, kThreads, smem, s>>>(p);
 }
+
+// Split precisions: only the weight formats exact in bf16 (gemm_bf16_exact) get the kernels;
+// callers map the others to kF32 first (gemm_split_prec).
+template <class F>
+constexpr bool kSplitFormat =
+    std::is_same_v<F, FmtBF16> || std::is_same_v<F, FmtNVFP4> || std::is_same_v<F, FmtMXFP4>;
+
+// Static shared memory of the split kernel (BT = 32, NP parts), for the offsets table's room.
+constexpr size_t split_static_smem(int np) { return 2 * 128 * 40 * 2 + size_t(np) * 2 * 32 * 40 * 2 + 256 * 4; }
+constexpr int64_t kMaxGroupsSplit = static_cast<int64_t>((48 * 1024 - split_static_smem(3)) / 4) - 1;
 
 }  // namespace
 
@@ -391,6 +433,15 @@ void fused_gemm(const FusedParams& p, cudaStream_t s) {
                  std::to_string(kMaxGroups) + " with an offsets table for more than one");
   }
   if (p.x_div < 1) fail_message("fused GEMM: x_div must be >= 1");
+  const int parts = gemm_split_parts(p.prec);
+  if (parts > 1 && !gemm_bf16_exact(p.type)) {
+    fail_message("fused GEMM: split precision with " + std::string(type_name(p.type)) +
+                 " weights (not exact in bf16; expected gemm_split_prec's kF32)");
+  }
+  if (parts > 1 && p.n_group > kMaxGroupsSplit) {
+    fail_message("fused GEMM: n_expert=" + std::to_string(p.n_group) + ": the split precision allows at most " +
+                 std::to_string(kMaxGroupsSplit) + " (shared memory)");
+  }
   if (p.rows == 0 || p.n_tok == 0) return;
   const bool f32 = p.prec == GemmPrec::kF32;
   const int br = f32 ? 64 : 128;
@@ -398,6 +449,7 @@ void fused_gemm(const FusedParams& p, cudaStream_t s) {
   int bt = f32 ? 32 : (p.n_tok <= 32 * p.n_group ? 32 : 64);
   if (!f32 && p.type == GgmlType::NVFP4 && g_fp4_fast) bt = kFusedNvfp4Tile;
   if (!f32 && g_tile_override != 0) bt = g_tile_override;
+  if (parts > 1) bt = 32;  // NP tiles of 64 tokens do not fit (above)
   const int64_t tiles = (p.n_tok + bt - 1) / bt + (p.offsets != nullptr ? p.n_group : 0);
   const int64_t row_tiles = (p.rows + br - 1) / br;
   if (row_tiles > 65535 || tiles > 0x7FFFFFFF) {
@@ -410,6 +462,11 @@ void fused_gemm(const FusedParams& p, cudaStream_t s) {
     using F = decltype(fmt);
     if (f32) {
       f32_kernel<F><<<grid, kThreads, smem, s>>>(p);
+    } else if (parts > 1) {
+      if constexpr (kSplitFormat<F>) {
+        if (parts == 2) launch_mma<F, __nv_bfloat16, 32, 2>(p, grid, smem, s);
+        else launch_mma<F, __nv_bfloat16, 32, 3>(p, grid, smem, s);
+      }
     } else if (p.prec == GemmPrec::kBF16) {
       if (bt == 32) launch_mma<F, __nv_bfloat16, 32>(p, grid, smem, s);
       else launch_mma<F, __nv_bfloat16, 64>(p, grid, smem, s);

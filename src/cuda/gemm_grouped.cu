@@ -22,7 +22,8 @@ void gemm_grouped(Gemm& ctx, const GroupedGemmArgs& a, cudaStream_t s) {
                  std::to_string(gemm_weight_align(a.g.type)) + " for " + std::string(type_name(a.g.type)));
   }
   if (a.bank_col < 0 || a.bank_col > 3) fail_message("gemm_grouped: bank_col must be 0..3");
-  const GemmArgs& g = a.g;
+  GemmArgs g = a.g;
+  g.prec = gemm_split_prec(g.type, g.prec);  // split requests on weights not exact in bf16 run at kF32
   gemm_detail::FusedParams p{g.type, g.w, g.row_bytes, g.k, g.rows, a.expert_bytes, g.x, g.ldx, g.n_tok, g.y,
                              g.ldy, g.row_scale, g.scale, g.round, g.accumulate, g.prec, a.n_expert, a.order,
                              a.offsets, a.x_div, a.bank, a.bank_col};

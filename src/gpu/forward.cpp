@@ -76,7 +76,7 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
   for (const DevMatrix& p : l.parts) {
     cuda::GemmArgs a;
     fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
-    a.prec = exact ? cuda::GemmPrec::kF32 : num_.prec;
+    a.prec = exact ? cuda::gemm_split_prec(p.type, num_.exact_prec) : num_.prec;
     b_.gemm->run(a, s);
   }
 }

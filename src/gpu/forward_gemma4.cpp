@@ -62,7 +62,9 @@ Round in_round(const GpuNumerics& num, const DevLinear& l) {
 
 // --dtype auto, prefill (more than kGemvMaxTokens tokens) through Q8_0-dot weights: the GEMM's
 // bf16 operands would round x where llama.cpp's CPU build makes Q8_0 blocks, so x becomes its
-// Q8 values in place (cuda/act_q8.h) and the GEMM runs in fp32 on them; returns true (pass it
+// Q8 values in place (cuda/act_q8.h) and the GEMM runs on them at num.exact_prec (kBF16x3:
+// fp32-exact products on tensor cores for NVFP4 / MXFP4 / BF16 weights, kF32 for the others;
+// FT_GEMMA4_Q8_PREFILL=f32 for kF32 throughout, gpu/session.cpp); returns true (pass it
 // as linear's `exact`; the experts' prefill does the same, gpu/moe_fused.cpp). Measured on the
 // CPU engine with bf16-rounded inputs to these prefill matmuls instead: parity moe-nvfp4 prompt
 // max|dlogit| 0.51, teacher-forced misses at margins 0.53 / 0.56; gemma4_session_test's

@@ -175,7 +175,7 @@ void moe_experts_prefill(const ExpertView& E, const int32_t* ids, const MoeStep&
     g.g.y = y;
     g.g.ldy = ldy;
     g.g.round = num.round;
-    g.g.prec = q8_in(t) ? cuda::GemmPrec::kF32 : num.prec;
+    g.g.prec = q8_in(t) ? cuda::gemm_split_prec(t.type, num.exact_prec) : num.prec;
     g.expert_bytes = t.expert_bytes;
     g.n_expert = E.n_expert;
     g.order = ord;

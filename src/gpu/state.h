@@ -41,6 +41,10 @@ struct GpuNumerics {
   // auto on gemma4 too: inputs of BF16 / F16-weight matmuls rounded to bf16 / f16 (ggml-cpu's
   // vec_dot_type) by the kernels that produce them (gpu/forward_gemma4.cpp).
   bool half_inputs = false;
+  // Precision of the GEMMs asked to be exact (linear's `exact`: the q8_prefill ones and the
+  // routers; the experts' Q8 prefill): kF32, or a split bf16 precision (cuda/gemm.h kBF16x3)
+  // that runs weights exact in bf16 on tensor cores and the others at kF32 (gemma4's auto).
+  cuda::GemmPrec exact_prec = cuda::GemmPrec::kF32;
 };
 
 struct BatchRows;  // gpu/batch_forward.h
