@@ -16,7 +16,7 @@
 //     kernel).
 // Shared memory: 89 KiB at d 128 (sT 18 KiB, K/Q slice or A/M 34 KiB, V/P-U/UW/O 36 KiB), 80
 // KiB at d 64, 75 at 32, 56 at 16 (deltanet_chunked_smem_bytes; the host-side test checks every
-// d against the 99 KiB of sm_86/89/120). 158 registers, no spills (sm_86/89/90).
+// d against the 99 KiB of sm_86/89/120). 167 registers at d 128, no spills (sm_86/89/90).
 //
 // Why this shape and not the alternative the issue named (A, M and the gates of all chunks by
 // a first kernel into a global workspace, the sequential pass holding only S's rows and U):
@@ -24,9 +24,10 @@
 // tiles for 288 threads), so moving it out saves no time on the sequential path; what the
 // sequential path must hold is K and Q for c) (2 x 64 KiB at d 128), which slicing halves
 // without a workspace, an extra launch or any change to the callers' scratch. The cost is two
-// barriers per slice and an exposed global load per slice (the plain kernel stages the next
-// chunk in registers during d)): at the plain kernel's H200 figure (~30 us per chunk) a few
-// microseconds of L2 latency per chunk, well under the 2x it gains over the recurrence. Not
+// barriers per slice; the slices' loads stay off the critical path as in the plain kernel (a
+// slice is loaded into registers a phase ahead: the next slice during this one's products,
+// the next chunk's first slice during d)), so it should run near the plain kernel's ~30 us
+// per chunk on the H200 (2x the recurrence), plus what the keys of f) cost from L1/L2. Not
 // measured yet: FT_GDN_CHUNKED=3 runs this kind on the H200, ft-bench-deltanet-cuda prints it
 // beside the others. Checked before any device run by a host emulation of the kernel (threads
 // and barriers; scratch, not in the tree): 1.7e-6 from a double-precision recurrence at
@@ -95,38 +96,54 @@ __device__ __forceinline__ void f4a(const float4 v, float (&a)[4]) {
   a[3] = v.w;
 }
 
-// a) slice w of the chunk's keys and queries, transposed (zeros past the n tokens).
+// A slice of the chunk's keys and queries in registers, loaded a phase before it is stored
+// (the next slice during this one's products, the next chunk's first slice during d)), so
+// its global latency hides behind work.
 template <int D>
-__device__ __forceinline__ void stage_slice(SmallSmem<D>& sm, const DeltaNetArgs& p, int64_t t0, int n, int64_t i,
-                                            int w) {
+struct Slice {
+  static constexpr int kItems = C * SmallSmem<D>::W / 4 / kLoaders;  // float4s of K (and of Q) per loader
+  float4 k[kItems], q[kItems];
+};
+
+// a) slice w of the chunk at t0 (n tokens; zeros past them) into registers. Every thread sets
+// every field (zeros where it loads nothing), as the plain kernel's stage: fields left unset
+// kept registers live around the whole chunk loop there.
+template <int D>
+__device__ __forceinline__ void load_slice(const DeltaNetArgs& p, int64_t t0, int n, int64_t i, int w,
+                                           Slice<D>& sl) {
   constexpr int W = SmallSmem<D>::W;
-  constexpr int kItems = C * W / 4 / kLoaders;  // float4s of K (and of Q) per loader
   const int tid = threadIdx.x;
-  if (tid >= kLoaders) return;
+  const bool loader = tid < kLoaders;
   const int64_t key_dim = p.n_k_heads * D;
   const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  // All loads first, then the stores: the slice's global latency is paid once, not per item.
-  float4 k[kItems], q[kItems];
 #pragma unroll
-  for (int x = 0; x < kItems; ++x) {
+  for (int x = 0; x < Slice<D>::kItems; ++x) {
     int t, cq;
     item_pos(tid + kLoaders * x, t, cq);
+    const bool in = loader && t < n;
     const float* row = p.y + (t0 + t) * p.ldy + i * D + w * W + 4 * cq;
-    k[x] = t < n ? ld4(row + key_dim) : zero;
-    q[x] = t < n ? ld4(row) : zero;
+    sl.k[x] = in ? ld4(row + key_dim) : zero;
+    sl.q[x] = in ? ld4(row) : zero;
   }
+}
+
+// a) the slice, transposed into kT and qT.
+template <int D>
+__device__ __forceinline__ void store_slice(SmallSmem<D>& sm, const Slice<D>& sl) {
+  const int tid = threadIdx.x;
+  if (tid >= kLoaders) return;
 #pragma unroll
-  for (int x = 0; x < kItems; ++x) {
+  for (int x = 0; x < Slice<D>::kItems; ++x) {
     int t, cq;
     item_pos(tid + kLoaders * x, t, cq);
-    sm.kq.kT[4 * cq + 0][t] = k[x].x;
-    sm.kq.kT[4 * cq + 1][t] = k[x].y;
-    sm.kq.kT[4 * cq + 2][t] = k[x].z;
-    sm.kq.kT[4 * cq + 3][t] = k[x].w;
-    sm.kq.qT[4 * cq + 0][t] = q[x].x;
-    sm.kq.qT[4 * cq + 1][t] = q[x].y;
-    sm.kq.qT[4 * cq + 2][t] = q[x].z;
-    sm.kq.qT[4 * cq + 3][t] = q[x].w;
+    sm.kq.kT[4 * cq + 0][t] = sl.k[x].x;
+    sm.kq.kT[4 * cq + 1][t] = sl.k[x].y;
+    sm.kq.kT[4 * cq + 2][t] = sl.k[x].z;
+    sm.kq.kT[4 * cq + 3][t] = sl.k[x].w;
+    sm.kq.qT[4 * cq + 0][t] = sl.q[x].x;
+    sm.kq.qT[4 * cq + 1][t] = sl.q[x].y;
+    sm.kq.qT[4 * cq + 2][t] = sl.q[x].z;
+    sm.kq.qT[4 * cq + 3][t] = sl.q[x].w;
   }
 }
 
@@ -332,6 +349,8 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(DeltaNetArgs p, cons
   }
   const int64_t key_dim = p.n_k_heads * D;
 
+  Slice<D> sl;
+  load_slice<D>(p, 0, static_cast<int>(p.n_tok < C ? p.n_tok : C), i, 0, sl);
   for (int64_t t0 = 0; t0 < p.n_tok; t0 += C) {
     const int n = static_cast<int>(p.n_tok - t0 < C ? p.n_tok - t0 : C);
     // The previous chunk's e) / f) are done (barrier at the loop's end): K, Q, V and the gates
@@ -340,8 +359,9 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(DeltaNetArgs p, cons
     float acc0[4][4] = {}, acc1[4][4] = {};  // b): k.k, q.k; c): S0.k, S0.q
 #pragma unroll 1
     for (int w = 0; w < Sm::NW; ++w) {
-      stage_slice<D>(sm, p, t0, n, i, w);
+      store_slice<D>(sm, sl);  // slice w (loaded during the previous phase)
       __syncthreads();  // slice (and at w == 0 the rows, gates and S) in place
+      if (w + 1 < Sm::NW) load_slice<D>(p, t0, n, i, w + 1, sl);
       if (is_tri)
         tri_accumulate<D>(sm, ta, tb, acc0, acc1);
       else if (is_state)
@@ -360,6 +380,9 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(DeltaNetArgs p, cons
     else if (is_state)
       state_store<D>(sm, ta, tb, acc0, acc1);
     __syncthreads();
+    // The next chunk's first slice (zeros past the end), in flight during d).
+    const int64_t t1 = t0 + C;
+    load_slice<D>(p, t1, static_cast<int>(p.n_tok - t1 < C ? p.n_tok - t1 : C), i, 0, sl);
     if (warp < 8) {  // d) forward substitution, R / 8 rows per warp
       constexpr int RW = R / 8;
       float x0[RW], x1[RW];
