@@ -5,15 +5,17 @@
 // route, diffed against a float64 twin of the product.
 //
 // Tolerance, with S1 = sum_k |w x| and S2 = sqrt(sum_k (w x)^2) scaled by |s|:
-//   kBF16x3, kF32: 4e-6 S1 (2^-18: the fp32 level: the products are exact, the sums fp32 in
-//     the tensor cores' or cuBLAS's order; a CPU emulation of the 3-part split on such rows
-//     stays below 1.9e-6 S2 <= 0.05 of this);
-//   kBF16x2: that plus 3e-5 S2 (x's residual after two parts is <= 2^-17 of x; emulated
-//     <= 7.3e-6 S2).
+//   kBF16x3, kF32: 1e-5 S1 (the fp32 level: exact products, fp32 sums in the tensor cores' or
+//     cuBLAS's order). The tensor cores' sums truncate (Fasi et al.: addends aligned to the
+//     largest, kept to a window, the sum cut to 24 bits, k/16 times per output): a CPU model
+//     of that with a 23-bit window on this test's rows reaches 0.33 of the tolerance (0.32 of
+//     a 2.5x tighter one with a 24-bit window);
+//   kBF16x2: that plus 3e-5 S2 (x's residual after two parts is <= 2^-17 of x; the same model
+//     reaches 0.19).
 // The test can fail: plain kBF16 on the same data must exceed the fp32 tolerance on most
-// outputs (its error is ~1.4e-3 S2, 10-100x the tolerance), and PartsAreExact holds the part
-// count itself: rows whose large parts cancel exactly leave only the third part's sum, which
-// kBF16x3 and kF32 return and kBF16x2 / kBF16 lose.
+// outputs (its error is ~1.4e-3 S2: in the model 91-98% of the outputs exceed it, the worst
+// by 28-207x), and PartsAreExact holds the part count itself: rows whose large parts cancel
+// exactly leave only the third part's sum, which kBF16x3 returns and kBF16x2 / kBF16 lose.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,7 +60,7 @@ const char* route_name(GemmRoute r) {
 }
 
 double tolerance(GemmPrec p, double s1, double s2) {
-  const double f32 = 4e-6 * s1 + 1e-30;
+  const double f32 = 1e-5 * s1 + 1e-30;
   return p == GemmPrec::kBF16x2 ? f32 + 3e-5 * s2 : f32;
 }
 
