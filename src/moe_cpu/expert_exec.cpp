@@ -1,10 +1,12 @@
 #include "moe_cpu/expert_exec.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "engine/ffn.h"
 #include "engine/vec_math.h"
 #include "quant/matmul.h"
@@ -70,6 +72,19 @@ void gate_up_rows(const HostExperts& L, int64_t e, const float* x, int64_t ldx, 
         r1 - n_ff);
 }
 
+bool profile_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("FT_MOE_CPU_PROFILE");
+    return e != nullptr && *e != 0 && *e != '0';
+  }();
+  return on;
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 void check_id(int32_t id, int64_t n_expert) {
   if (id < -1 || id >= n_expert) fail("MoE expert id {} out of range: expected -1 (skip) or [0, {})", id, n_expert);
 }
@@ -120,6 +135,17 @@ void check_host_experts(const HostExperts& L, const char* layer_name) {
   check(L.down, "ffn_down_exps", L.n_ff, L.n_embd);
 }
 
+ExpertExecutor::~ExpertExecutor() {
+  if (prof_calls_ == 0) return;
+  const double n = static_cast<double>(prof_calls_);
+  auto us = [&](int i) { return static_cast<double>(prof_ns_[i]) / n / 1e3; };
+  const double gemv_ns = static_cast<double>(prof_ns_[1] + prof_ns_[3]);
+  log::info("moe cpu executor: {} calls, us per call: prep {:.1f}, gate|up {:.1f}, glu {:.1f}, down {:.1f}, combine {:.1f}; "
+            "gate|up + down {:.1f} GB/s of expert weights",
+            prof_calls_, us(0), us(1), us(2), us(3), us(4),
+            gemv_ns > 0 ? static_cast<double>(prof_bytes_) / gemv_ns : 0.0);
+}
+
 void ExpertExecutor::grow(const HostExperts& L, int64_t n_slots) {
   const auto n = static_cast<size_t>(n_slots);
   if (count_.size() < static_cast<size_t>(L.n_expert)) {
@@ -160,6 +186,7 @@ void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int3
 
 void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
                          const int32_t* ids, const float* weights, int n_used, float* out, int64_t ldo) {
+  const int64_t t_run0 = profile_on() ? now_ns() : 0;
   const int64_t n_embd = L.n_embd, n_ff = L.n_ff, n_slots = n_tok * n_used;
   grow(L, n_slots);
   // Group the (token, rank) slots by expert; slot_of_[s] = position in the grouped order.
@@ -193,25 +220,45 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
   last_bytes_ = static_cast<int64_t>(active_.size()) * L.expert_bytes();
 
   const engine::Exec ex{&pool_, num.act, num.act_quant};
+  // Phase clocks (FT_MOE_CPU_PROFILE); exact mode's gate|up includes x's Q8 row and aux.
+  const bool prof = profile_on();
+  int64_t t_mark = prof ? now_ns() : 0;
+  auto phase = [&](int i) {
+    if (!prof) return;
+    const int64_t t = now_ns();
+    prof_ns_[i] += t - t_mark;
+    t_mark = t;
+  };
+  if (prof) {
+    prof_ns_[0] += t_mark - t_run0;
+    ++prof_calls_;
+    prof_bytes_ += last_bytes_;
+  }
   if (!active_.empty() && exact) {
     exact_gate_up(L, num, x, ldx, n_tok, n_used, n_routes);
+    phase(1);
     exact_glu(L, num, n_routes);
+    phase(2);
     exact_down(L, num, n_tok, n_used, n_routes);
+    phase(3);
   } else if (!active_.empty()) {
     for_expert_rows(2 * n_ff, [&](int32_t e, int64_t r0, int64_t r1) {
       gate_up_rows<false>(L, e, xg_.data() + start_[e] * n_embd, n_embd, count_[e], gu_.data() + start_[e] * 2 * n_ff,
                           r0, r1, num);
     });
+    phase(1);
     if (L.glu == engine::Glu::kGelu)
       engine::geglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
     else
       engine::swiglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
     engine::round_act(num.round_inputs, h_.data(), n_routes * n_ff);
+    phase(2);
     for_expert_rows(n_embd, [&](int32_t e, int64_t r0, int64_t r1) {
       quant::matmul(expert_args(L.down, e, h_.data() + start_[e] * n_ff, n_ff, count_[e],
                                 yd_.data() + start_[e] * n_embd, n_embd, bank_at(L, e, 2), num),
                     r0, r1);
     });
+    phase(3);
   }
   if (num.slot_out) {  // per route, no combine (hybrid: the GPU sums the ranks in order)
     for (int64_t s = 0; s < n_slots; ++s) {
@@ -221,6 +268,7 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
       else
         std::memcpy(o, yd_.data() + slot_of_[s] * n_embd, sizeof(float) * n_embd);
     }
+    phase(4);
     return;
   }
   // out = y_0 * w_0 + y_1 * w_1 + ... in rank order over the routes present (ggml adds the
@@ -249,6 +297,7 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
     pool_.parallel_for(n_tok, 1, [&](int64_t t0, int64_t t1, int) {
       for (int64_t t = t0; t < t1; ++t) combine(t);
     });
+  phase(4);
 }
 
 void expert_exec_ref(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,

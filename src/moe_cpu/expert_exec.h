@@ -93,6 +93,9 @@ bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num);
 class ExpertExecutor {
  public:
   explicit ExpertExecutor(ThreadPool& pool) : pool_(pool) {}
+  // With FT_MOE_CPU_PROFILE=1, logs the mean time per call of each phase (grouping and x's
+  // Q8, gate|up, GLU, down, combine) and the expert GB/s of the GEMV phases.
+  ~ExpertExecutor();
 
   // out[t] (n_embd floats, ldo apart) for t < n_tok as above; overwrites out. Throws
   // ft::Error for an id outside [-1, n_expert).
@@ -123,6 +126,9 @@ class ExpertExecutor {
   std::vector<float> xqd_;   // ... and their scales
   std::vector<GpuActAux> aux_;  // ... and what the SIMD rows derive from them
   int64_t last_routes_ = 0, last_bytes_ = 0;
+  // FT_MOE_CPU_PROFILE: calls, weight bytes and ns per phase (prep, gate|up, glu, down, combine).
+  int64_t prof_calls_ = 0, prof_bytes_ = 0;
+  int64_t prof_ns_[5] = {};
 };
 
 // Token-by-token scalar twin of exact mode (num.gpu_plan set): gpu_dot.h per row, one route
