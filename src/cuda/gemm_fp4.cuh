@@ -20,6 +20,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cuda/gemm_decode.cuh"  // gemv_formats.cuh and its names in gemm_detail (ue4m3_half)
 #include "cuda/gemv_formats.cuh"
 
 namespace ft::cuda::gemm_detail {

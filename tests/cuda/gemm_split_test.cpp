@@ -32,6 +32,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
+#include "cuda/gemm_fp4.cuh"
 #include "cuda/gemm_tuning.h"
 #include "quant/act_quant.h"
 #include "quant/dequant.h"
@@ -126,6 +127,49 @@ void tally(Outcome& o, double got, double want, double tol, const std::string& w
   if (!(err <= tol)) {  // NaN counts as bad
     if (o.bad == 0) o.first_bad = where + " got " + std::to_string(got) + " want " + std::to_string(want);
     ++o.bad;
+  }
+}
+
+// ---- the split itself (host; no GPU) -------------------------------------------------------
+
+float bf16_bits_to_float(uint32_t h) {
+  const uint32_t b = h << 16;
+  float v;
+  std::memcpy(&v, &b, 4);
+  return v;
+}
+
+// x_pairs_split (the fused kernel's X staging in NVFP4's pair layout): part 0 is x_pairs'
+// bf16(x), each further part bf16 of the residual, and the 3 parts add up to x exactly (any
+// normal fp32 x: 3 x 8 significant bits); the 2 parts to within 2^-16 of |x|.
+TEST(CudaGemmSplit, PairStagingPartsAddUpToX) {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(32);
+  for (int rep = 0; rep < 200; ++rep) {
+    for (auto& v : x) v = std::ldexp(u(rng), static_cast<int>(rng() % 40) - 20);
+    for (int xq = 0; xq < 4; ++xq) {
+      uint32_t one[1][4], p2[2][4], p3[3][4], ref[4];
+      gemm_detail::x_pairs<__nv_bfloat16>(x.data(), xq, ref);
+      gemm_detail::x_pairs_split<__nv_bfloat16, 1>(x.data(), xq, one);
+      gemm_detail::x_pairs_split<__nv_bfloat16, 2>(x.data(), xq, p2);
+      gemm_detail::x_pairs_split<__nv_bfloat16, 3>(x.data(), xq, p3);
+      const int j = 16 * (xq >> 1) + 4 * (xq & 1);
+      for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(one[0][i], ref[i]);
+        ASSERT_EQ(p2[0][i], ref[i]);
+        ASSERT_EQ(p3[0][i], ref[i]);
+        for (int h = 0; h < 2; ++h) {  // low half: x[j + i], high half: x[j + 8 + i]
+          const float want = x[static_cast<size_t>(j + i + 8 * h)];
+          auto part = [&](const uint32_t* q) { return bf16_bits_to_float((q[i] >> (16 * h)) & 0xFFFF); };
+          const float s3 = part(p3[0]) + part(p3[1]) + part(p3[2]);  // exact: disjoint bit ranges
+          ASSERT_EQ(s3, want) << "rep " << rep << " xq " << xq << " i " << i << " h " << h;
+          const float s2 = part(p2[0]) + part(p2[1]);
+          ASSERT_LE(std::fabs(s2 - want), std::ldexp(std::fabs(want), -16));
+          ASSERT_EQ(part(p2[1]), part(p3[1]));
+        }
+      }
+    }
   }
 }
 
