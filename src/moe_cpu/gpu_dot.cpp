@@ -10,6 +10,7 @@
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/log.h"
 
 namespace ft::moe_cpu {
 namespace {
@@ -224,7 +225,9 @@ detail::Prefetch detail::gpu_dot_prefetch() {
     if (v == "next-l2") return Prefetch::kNextL2;
     if (v == "row") return Prefetch::kRow;
     if (v == "none") return Prefetch::kNone;
-    fail("FT_MOE_CPU_PREFETCH={}: expected next, next-l2, row or none", v);
+    // First read inside the pool's workers, where a throw would end the process: warn instead.
+    log::warn("FT_MOE_CPU_PREFETCH={}: expected next, next-l2, row or none; using next", v);
+    return Prefetch::kNext;
   }();
   return p;
 }
