@@ -22,8 +22,9 @@ namespace {
 // gemma4 auto's exact prefill GEMMs (the Q8 inputs): 3 bf16 parts by default (cuda/gemm.h:
 // fp32-exact products; emulated on Q8 x NVFP4 rows, k 256..2816: max error 0.4-1.9e-6 S2
 // against 1.3-3.7e-6 S2 for an fp32 FMA chain, where 2 parts reach 6.5-7.3e-6 S2 and bf16 x
-// 4.5-5.8e-3 S2). FT_GEMMA4_Q8_PREFILL=f32 keeps the fp32 GEMM (cuBLAS SGEMM / the fp32
-// grouped kernel), =x2 the 2-part split: fallback and speed A/B.
+// 4.5-5.8e-3 S2); 3 parts cost 1.5x the tensor-core work of 2, not yet measured on the H200.
+// FT_GEMMA4_Q8_PREFILL=f32 keeps the fp32 GEMM (cuBLAS SGEMM / the fp32 grouped kernel), =x2
+// the 2-part split: fallback and speed A/B.
 cuda::GemmPrec gemma4_exact_prec() {
   const char* e = std::getenv("FT_GEMMA4_Q8_PREFILL");
   if (e == nullptr || std::strcmp(e, "x3") == 0) return cuda::GemmPrec::kBF16x3;
