@@ -34,6 +34,8 @@ inline constexpr bool kFusedNvfp4PairLayout = true;
 inline constexpr int kFusedNvfp4Tile = 64;
 
 // kF32 always takes cuBLAS (cublasSgemm-exact, and the fused fp32 kernel is a simple one).
+// The split precisions (kBF16x2/x3) follow the table like kBF16 (not measured separately yet:
+// cuBLAS runs one bf16 GEMM per part on the weights dequantised once).
 inline GemmRoute gemm_pick_route(GgmlType t, GemmPrec p, int64_t n_tok) {
   if (p == GemmPrec::kF32) return GemmRoute::kCublas;
   const bool quantised = t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16;
