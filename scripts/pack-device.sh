@@ -9,6 +9,14 @@ cd "$(dirname "$0")/.."
 B=${1:-build-cuda}
 OUT=.devcarry/bin
 rm -rf "$OUT" && mkdir -p "$OUT"
+# A binary older than ft was not rebuilt by the last build (e.g. test_parity drops out of the
+# build when a reconfigure cannot find .deps/llama): packing it would run stale tests. Refuse.
+for f in tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle; do
+  if [ -f "$B/$f" ] && [ "$B/$f" -ot "$B/ft" ]; then
+    echo "pack-device: $B/$f is older than $B/ft (stale: not rebuilt); rebuild it first" >&2
+    exit 1
+  fi
+done
 for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft-bigmodel ft-bench-gemv-cuda \
          ft-bench-gemm-cuda ft-bench-attention-cuda ft-bench-deltanet-cuda ft-bench-moe-cpu; do
   [ -f "$B/$f" ] && cp "$B/$f" "$OUT/" || echo "pack-device: no $B/$f (skipped)"
