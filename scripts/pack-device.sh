@@ -9,11 +9,13 @@ cd "$(dirname "$0")/.."
 B=${1:-build-cuda}
 OUT=.devcarry/bin
 rm -rf "$OUT" && mkdir -p "$OUT"
-# A binary older than ft was not rebuilt by the last build (e.g. test_parity drops out of the
-# build when a reconfigure cannot find .deps/llama): packing it would run stale tests. Refuse.
-for f in tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle; do
-  if [ -f "$B/$f" ] && [ "$B/$f" -ot "$B/ft" ]; then
-    echo "pack-device: $B/$f is older than $B/ft (stale: not rebuilt); rebuild it first" >&2
+# Every binary packed must be a target of this build: a leftover of an earlier
+# configuration (test_parity drops out of the build when a reconfigure cannot find
+# .deps/llama) would run stale tests on the device. Refuse instead.
+for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft-bigmodel; do
+  [ -f "$B/$f" ] || continue
+  if ! ninja -C "$B" -t query "$f" >/dev/null 2>&1; then
+    echo "pack-device: $B/$f is not a target of this build (a stale leftover); reconfigure or delete it" >&2
     exit 1
   fi
 done
