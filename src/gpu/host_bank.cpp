@@ -2,10 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -33,33 +30,6 @@ int64_t gpu_row_bytes(const model::Tensor& t) {
 int64_t tensor_bytes(const model::ExpertTensor& t) {
   if (!t) return 0;
   return gpu_row_bytes(t.w) * t.w.ne[1] * t.w.ne[2];
-}
-
-// FT_MOE_BANK_PAGES=huge: each layer's block is anonymous memory advised MADV_HUGEPAGE (2 MiB
-// transparent huge pages where the kernel allows) and then pinned with cudaHostRegister,
-// instead of cudaHostAlloc's 4 KiB pages. Why: the cpu backend's expert rows stream ~2.6 MB per
-// expert, and the CPU's hardware prefetchers stop at 4 KiB page boundaries; on the H200 host
-// the backend spent 338 us per layer task against 248 us for the same rows from the bench's
-// ordinary heap banks (session 6). Opt-in until measured.
-bool huge_bank_pages() {
-  const char* e = std::getenv("FT_MOE_BANK_PAGES");
-  return e && std::strcmp(e, "huge") == 0;
-}
-
-// Pinned, mapped host memory of `bytes` on 2 MiB-aligned huge-page-advised pages, or nullptr
-// (the caller falls back to cudaHostAlloc).
-void* alloc_huge_pinned(size_t bytes) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t n = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  madvise(p, n, MADV_HUGEPAGE);  // advice only: a kernel without THP keeps 4 KiB pages
-  if (cudaHostRegister(p, n, cudaHostRegisterMapped | cudaHostRegisterPortable) != cudaSuccess) {
-    cudaGetLastError();
-    munmap(p, n);
-    return nullptr;
-  }
-  return p;
 }
 
 // Round-up so every tensor of a layer block starts 256-byte aligned (16-byte vector loads
@@ -103,20 +73,14 @@ HostBanks::HostBanks(const model::Model& m, const Progress& progress) {
     const int64_t scale_off = size;
     size += align_up(B.n_expert * 4 * static_cast<int64_t>(sizeof(float)));
     void* block = nullptr;
-    if (huge_bank_pages()) block = alloc_huge_pinned(static_cast<size_t>(size));
-    const bool huge = block != nullptr;
-    const cudaError_t e = block ? cudaSuccess
-                                : cudaHostAlloc(&block, static_cast<size_t>(size), cudaHostAllocMapped | cudaHostAllocPortable);
+    const cudaError_t e = cudaHostAlloc(&block, static_cast<size_t>(size), cudaHostAllocMapped | cudaHostAllocPortable);
     if (e != cudaSuccess) {
       cudaGetLastError();
       fail("{}: cannot pin {:.1f} MiB of host memory for the experts of layer {} ({}); {:.1f} GiB pinned so far",
            m.file->path(), static_cast<double>(size) / (1 << 20), il, cudaGetErrorString(e),
            static_cast<double>(bytes_) / (1 << 30));
     }
-    if (blocks_.empty() && huge_bank_pages())
-      log::info("moe host banks: {}", huge ? "huge-page-advised memory, cudaHostRegister'ed (FT_MOE_BANK_PAGES=huge)"
-                                            : "FT_MOE_BANK_PAGES=huge refused (mmap or cudaHostRegister), cudaHostAlloc");
-    blocks_.push_back({block, static_cast<size_t>(size), huge});
+    blocks_.push_back(block);
     bytes_ += static_cast<size_t>(size);
     auto* base = static_cast<uint8_t*>(block);
     void* dev_base = nullptr;
@@ -175,15 +139,7 @@ HostBanks::HostBanks(const model::Model& m, const Progress& progress) {
 }
 
 HostBanks::~HostBanks() {
-  constexpr size_t kHuge = size_t{2} << 20;
-  for (const Block& b : blocks_) {
-    if (b.huge) {
-      cudaHostUnregister(b.p);
-      munmap(b.p, (b.bytes + kHuge - 1) / kHuge * kHuge);
-    } else {
-      cudaFreeHost(b.p);
-    }
-  }
+  for (void* b : blocks_) cudaFreeHost(b);
 }
 
 }  // namespace ft::gpu

@@ -69,12 +69,7 @@ class HostBanks {
   static size_t expert_bytes(const model::Model& m);
 
  private:
-  struct Block {
-    void* p = nullptr;
-    size_t bytes = 0;
-    bool huge = false;  // mmap'ed with MADV_HUGEPAGE and cudaHostRegister'ed (else cudaHostAlloc)
-  };
-  std::vector<Block> blocks_;
+  std::vector<void*> blocks_;
   size_t bytes_ = 0;
 };
 
