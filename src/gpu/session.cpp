@@ -22,7 +22,9 @@ namespace {
 // gemma4 auto's exact prefill GEMMs (the Q8 inputs): 3 bf16 parts by default (cuda/gemm.h:
 // fp32-exact products; emulated on Q8 x NVFP4 rows, k 256..2816: max error 0.4-1.9e-6 S2
 // against 1.3-3.7e-6 S2 for an fp32 FMA chain, where 2 parts reach 6.5-7.3e-6 S2 and bf16 x
-// 4.5-5.8e-3 S2); 3 parts cost 1.5x the tensor-core work of 2, not yet measured on the H200.
+// 4.5-5.8e-3 S2); 3 parts cost 1.5x the tensor-core work of 2. H200, Gemma-4-26B-A4B-shaped
+// NVFP4, pp512 (benches/h200.md, session 6): x3 6,135, x2 6,604, f32 3,254 tok/s (bf16
+// operands, FT_GEMMA4_AUTO=cuda: 7,546); x2 has not been through the parity suite.
 // FT_GEMMA4_Q8_PREFILL=f32 keeps the fp32 GEMM (cuBLAS SGEMM / the fp32 grouped kernel), =x2
 // the 2-part split: fallback and speed A/B.
 cuda::GemmPrec gemma4_exact_prec() {
