@@ -127,8 +127,10 @@ struct GemvNvfp4Plan {
 // 28672x4096 24.63 vs 28.79, 6144x4096 8.45 vs 9.79, 5120x2048 5.27 vs 5.49. So the plan takes
 // the mma kernel only where its CTAs fill two per SM (4 warps by gemv_nvfp4_mma_shape: 264+
 // CTAs of 16 rows on the H200's 132 SMs). By those figures Llama-8B's wo and down (-2.2 us a
-// layer) and Qwen3-30B-A3B's wo (-0.8 us) go back to the slab kernel; not yet measured end to
-// end (FT_GEMV_NVFP4_MMA=1 sends every shape the kernel takes to it, =0 none).
+// layer) and Qwen3-30B-A3B's wo (-0.8 us) go back to the slab kernel. End to end with this
+// plan (H200, session 6 final runs): Llama-8B tg128 392.7-392.8, Qwen3-30B-A3B 373.3-374.8
+// tok/s, against 384.1 / 372.0 with run 10's routing in an earlier call; no A/B in one call yet
+// (FT_GEMV_NVFP4_MMA=1 sends every shape the kernel takes to it, =0 none).
 inline constexpr int64_t kNvfp4MmaMinRows = 2 * 132 * 16;
 // The expert gate/up kernel of gemv_mma_experts.cu (grouped, no combine, rows of exactly one
 // slab: 32 blocks, k 2048 -- Qwen3-30B-A3B / Qwen3.5-MoE), the slab kernel's float order bit for
