@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../quant/random_blocks.h"
+#include "compare_util.h"
 #include "core/error.h"
 #include "cuda/buffer.h"
 #include "cuda/check.h"
@@ -40,10 +41,10 @@
 namespace ft::cuda {
 namespace {
 
-#define FT_REQUIRE_GPU()                                        \
-  do {                                                          \
-    if (!has_device()) GTEST_SKIP() << "no CUDA device present"; \
-  } while (0)
+using compare_test::Dot;
+using compare_test::dot64;
+using compare_test::Outcome;
+using compare_test::tally;
 
 const char* prec_name(GemmPrec p) {
   switch (p) {
@@ -61,7 +62,7 @@ const char* route_name(GemmRoute r) {
 }
 
 double tolerance(GemmPrec p, double s1, double s2) {
-  const double f32 = 1e-5 * s1 + 1e-30;
+  const double f32 = compare_test::fp32_tolerance(s1) + 1e-30;
   return p == GemmPrec::kBF16x2 ? f32 + 3e-5 * s2 : f32;
 }
 
@@ -96,38 +97,11 @@ Weights random_weights(GgmlType t, int64_t k, int64_t rows, std::mt19937& rng) {
   return w;
 }
 
-// The float64 product of one weight row and one activation row, with its error scales.
-struct Dot {
-  double v = 0, s1 = 0, s2 = 0;
-};
-Dot dot64(const float* w, const float* x, int64_t k) {
-  Dot d;
-  double sq = 0;
-  for (int64_t i = 0; i < k; ++i) {
-    const double p = static_cast<double>(w[i]) * x[i];
-    d.v += p;
-    d.s1 += std::fabs(p);
-    sq += p * p;
-  }
-  d.s2 = std::sqrt(sq);
-  return d;
-}
-
-// Outcome of one run against the twin: outputs beyond the tolerance, and the worst ratio.
-struct Outcome {
-  int64_t n = 0, bad = 0;
-  double worst = 0;  // max |err| / tol
-  std::string first_bad;
-};
-
-void tally(Outcome& o, double got, double want, double tol, const std::string& where) {
-  ++o.n;
-  const double err = std::fabs(got - want);
-  o.worst = std::max(o.worst, err / tol);
-  if (!(err <= tol)) {  // NaN counts as bad
-    if (o.bad == 0) o.first_bad = where + " got " + std::to_string(got) + " want " + std::to_string(want);
-    ++o.bad;
-  }
+// The arguments every product here shares; callers add the scales and accumulate.
+GemmArgs gemm_args(GgmlType t, const DeviceBuffer& w, int64_t rb, int64_t k, int64_t rows, const DeviceBuffer& x,
+                   int64_t ldx, int64_t n_tok, const DeviceBuffer& y, int64_t ldy, GemmPrec p) {
+  return GemmArgs{.type = t, .w = w.as<uint8_t>(), .row_bytes = rb, .k = k, .rows = rows, .x = x.as<float>(),
+                  .ldx = ldx, .n_tok = n_tok, .y = y.as<float>(), .ldy = ldy, .prec = p};
 }
 
 // ---- the split itself (host; no GPU) -------------------------------------------------------
@@ -202,21 +176,10 @@ DenseData dense_data(GgmlType t, int64_t k, int64_t rows, int64_t n_tok, bool ac
 
 std::vector<float> run_dense(Gemm& gemm, const DenseData& d, GemmPrec p, GemmRoute route) {
   DeviceBuffer dw = to_device(d.w.raw), dx = to_device(d.x), ds = to_device(d.row_scale), dy = to_device(d.y0);
-  GemmArgs g;
-  g.type = d.type;
-  g.w = dw.as<uint8_t>();
-  g.row_bytes = d.w.rb;
-  g.k = d.k;
-  g.rows = d.rows;
-  g.x = dx.as<float>();
-  g.ldx = d.ldx;
-  g.n_tok = d.n_tok;
-  g.y = dy.as<float>();
-  g.ldy = d.ldy;
+  GemmArgs g = gemm_args(d.type, dw, d.w.rb, d.k, d.rows, dx, d.ldx, d.n_tok, dy, d.ldy, p);
   g.row_scale = ds.as<float>();
   g.scale = d.scale;
   g.accumulate = d.accumulate;
-  g.prec = p;
   gemm.set_route(route);
   gemm.run(g, nullptr);
   gemm.set_route(GemmRoute::kAuto);
@@ -372,18 +335,8 @@ Outcome check_grouped(Gemm& gemm, const GroupedData& d, GemmPrec p) {
   const float scale = 0.75f;
   const int bank_col = 2;
   GroupedGemmArgs a;
-  a.g.type = c.type;
-  a.g.w = dw.as<uint8_t>();
-  a.g.row_bytes = row_bytes(c.type, c.k);
-  a.g.k = c.k;
-  a.g.rows = c.rows;
-  a.g.x = dx.as<float>();
-  a.g.ldx = d.ldx;
-  a.g.n_tok = d.n_slots;
-  a.g.y = dy.as<float>();
-  a.g.ldy = d.ldy;
+  a.g = gemm_args(c.type, dw, row_bytes(c.type, c.k), c.k, c.rows, dx, d.ldx, d.n_slots, dy, d.ldy, p);
   a.g.scale = scale;
-  a.g.prec = p;
   a.expert_bytes = d.expert_bytes;
   a.n_expert = c.n_expert;
   a.order = c.gate_up ? dord.as<int32_t>() : nullptr;
@@ -522,18 +475,7 @@ TEST(CudaGemmSplit, PartsAreExact) {
     // Dense routes, then the grouped kernel with one expert.
     for (int route = 0; route < 3; ++route) {
       for (GemmPrec p : {GemmPrec::kBF16x3, GemmPrec::kBF16x2, GemmPrec::kBF16}) {
-        GemmArgs g;
-        g.type = type;
-        g.w = dw.as<uint8_t>();
-        g.row_bytes = rb;
-        g.k = k;
-        g.rows = rows;
-        g.x = dx.as<float>();
-        g.ldx = ldx;
-        g.n_tok = n_tok;
-        g.y = dy.as<float>();
-        g.ldy = ldy;
-        g.prec = p;
+        const GemmArgs g = gemm_args(type, dw, rb, k, rows, dx, ldx, n_tok, dy, ldy, p);
         if (route < 2) {
           gemm.set_route(route == 0 ? GemmRoute::kCublas : GemmRoute::kFused);
           gemm.run(g, nullptr);

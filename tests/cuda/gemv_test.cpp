@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../quant/random_blocks.h"
+#include "compare_util.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "cuda/act_q8.h"
@@ -33,24 +34,8 @@
 namespace ft::cuda {
 namespace {
 
-#define FT_REQUIRE_GPU()                                        \
-  do {                                                          \
-    if (!has_device()) GTEST_SKIP() << "no CUDA device present"; \
-  } while (0)
-
-constexpr uint32_t kPoison = 0x7FC0DEADu;  // a NaN no kernel computes
-
-bool is_poison(float v) {
-  uint32_t b;
-  std::memcpy(&b, &v, 4);
-  return b == kPoison;
-}
-
-float poison() {
-  float v;
-  std::memcpy(&v, &kPoison, 4);
-  return v;
-}
+using compare_test::is_poison;
+using compare_test::poison;
 
 struct Case {
   GgmlType type;
@@ -71,11 +56,9 @@ std::string describe(const Case& c) {
 // Tolerance of the CPU fast-vs-ref tests: 1e-5 of sum |w*x| times the scale, plus one unit
 // of the output rounding.
 double tolerance(const std::vector<float>& wrow, const float* x, int64_t k, float s, quant::Round round, float ref) {
-  double abs_sum = 0;
-  for (int64_t e = 0; e < k; ++e) abs_sum += std::fabs(static_cast<double>(wrow[static_cast<size_t>(e)]) * x[e]);
-  const double ulp = round == quant::Round::kBF16 ? 1.0 / 128 : round == quant::Round::kF16 ? 1.0 / 1024 : 0.0;
   const double sub = round == quant::Round::kF16 ? std::ldexp(1.0, -24) : 0.0;
-  return 1e-5 * abs_sum * std::fabs(s) + ulp * std::fabs(ref) + sub + 1e-30;
+  return compare_test::fp32_tolerance(compare_test::dot64(wrow.data(), x, k).s1 * std::fabs(s)) +
+         compare_test::round_unit(round) * std::fabs(ref) + sub + 1e-30;
 }
 
 GemvRound to_gpu(quant::Round r) {
