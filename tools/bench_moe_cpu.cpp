@@ -1,11 +1,15 @@
 // ft-bench-moe-cpu: the CPU expert executor's decode step (one token, k experts, read from
 // DRAM) in its modes -- the engine's kernels and exact mode (the GPU decode GEMV's
 // summation order, moe_cpu/gpu_dot.h) with each SIMD family the CPU has (AVX2 rows, AVX-512
-// rows) -- against the host read bandwidth of the same pool.
-//   ft-bench-moe-cpu --threads 2 --types nvfp4,q8_0 --mib 512 --isas avx2,avx512
-// Prints GB/s of expert weights read per call and its share of the measured read bandwidth.
-// The exact mode's plan is the GPU's for the Qwen3-30B-A3B shapes (NVFP4: slab kernel for
-// gate/up, packed for down; generic integer kernel: 32 lanes) without linking CUDA.
+// rows), and for A/B runs each row schedule (--sched) and prefetch mode (--prefetch) --
+// against the host read bandwidth of the same pool.
+//   ft-bench-moe-cpu --threads 2 --types nvfp4,q8_0 --mib 512 --isas avx2,avx512 --sched items,guided
+// Prints GB/s of expert weights read per call and its share of the measured read bandwidth,
+// and each mode's mean time per executor phase (gate|up + down alone: the GEMV's GB/s
+// without the grouping, GLU and combine). The exact mode's plan is the GPU's for the
+// Qwen3-30B-A3B shapes (NVFP4: slab kernel for gate/up, packed for down; generic integer
+// kernel: 32 lanes) without linking CUDA. Types exact mode does not mirror (Q4_K) are timed
+// in engine order only, as the backends run them.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -57,7 +61,7 @@ int main(int argc, char** argv) {
   bool pin = true;
   int64_t mib = 512, n_embd = 2048, n_ff = 768;
   int n_used = 8;
-  std::string types = "nvfp4,q8_0,mxfp4,bf16", isas = "avx2,avx512", pages = "default";
+  std::string types = "nvfp4,q8_0,mxfp4,bf16", isas = "avx2,avx512", pages = "default", sched_list, pf_list;
   app.add_option("--threads", threads, "pool threads");
   app.add_option("--types", types, "expert types, comma-separated");
   app.add_option("--isas", isas, "exact mode's SIMD families to time (avx2, avx512, scalar); absent ones are skipped");
@@ -67,6 +71,10 @@ int main(int argc, char** argv) {
   app.add_option("--bank-pages", pages,
                  "page advice for the expert bank: default, 2m (MADV_HUGEPAGE), 4k (MADV_NOHUGEPAGE); the backends' "
                  "banks are cudaHostAlloc'd");
+  app.add_option("--sched", sched_list,
+                 "exact mode's row schedules to time, comma-separated (items, guided); default: FT_MOE_CPU_SCHED's");
+  app.add_option("--prefetch", pf_list,
+                 "exact mode's prefetch modes to time (next, next2, next-l2, row, none); default: FT_MOE_CPU_PREFETCH's");
   app.add_flag("!--no-pin", pin, "leave the threads unpinned (default: one per physical core, as the cpu backend)");
   app.add_option("--n-embd", n_embd);
   app.add_option("--n-ff", n_ff);
@@ -91,6 +99,36 @@ int main(int argc, char** argv) {
     const auto rd = ft::moe_cpu::host_read_bandwidth(pool, static_cast<size_t>(mib) << 20, 5);
     fmt::print("host read: {:.2f} GB/s best, {:.2f} mean ({} threads, {} MiB)\n", rd.gbs, rd.mean_gbs, threads, mib);
     ft::moe_cpu::ExpertExecutor ex(pool);
+    ex.set_profile(true);  // per-phase times of every mode (a few clock reads per call)
+    const ft::moe_cpu::RowSchedule default_sched = ex.schedule();
+    const ft::moe_cpu::detail::Prefetch default_pf = ft::moe_cpu::detail::gpu_dot_prefetch();
+    std::vector<std::pair<std::string, ft::moe_cpu::RowSchedule>> scheds;
+    for (const std::string& v : split(sched_list)) {
+      if (v == "items")
+        scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kItems);
+      else if (v == "guided")
+        scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kGuided);
+      else
+        ft::fail("--sched {}: expected items or guided", v);
+    }
+    if (scheds.empty()) scheds.emplace_back("env", default_sched);
+    std::vector<std::pair<std::string, ft::moe_cpu::detail::Prefetch>> pfs;
+    for (const std::string& v : split(pf_list)) {
+      using ft::moe_cpu::detail::Prefetch;
+      Prefetch p = Prefetch::kNext;
+      if (v == "next2")
+        p = Prefetch::kNext2;
+      else if (v == "next-l2")
+        p = Prefetch::kNextL2;
+      else if (v == "row")
+        p = Prefetch::kRow;
+      else if (v == "none")
+        p = Prefetch::kNone;
+      else if (v != "next")
+        ft::fail("--prefetch {}: expected next, next2, next-l2, row or none", v);
+      pfs.emplace_back(v, p);
+    }
+    if (pfs.empty()) pfs.emplace_back("env", default_pf);
     for (const std::string& tn : split(types)) {
       const auto t = ft::ggml_type_from_name(tn);
       if (!t) ft::fail("unknown type '{}'", tn);
@@ -105,43 +143,81 @@ int main(int argc, char** argv) {
       num.q8_quantised_only = true;
       // Alternating rounds, best of each: the machine may be shared (one loaded round does
       // not decide the comparison).
-      std::vector<ft::Isa> fams;
-      for (const std::string& in : split(isas)) {
-        const auto isa = ft::isa_from_name(in);
-        if (!isa) ft::fail("unknown ISA '{}' (scalar, avx2, avx512)", in);
-        const bool ok = *isa == ft::Isa::kAvx512 ? ft::moe_cpu::gpu_dot_avx512_supported() : ft::isa_supported(*isa);
-        if (ok)
-          fams.push_back(*isa);
-        else
-          fmt::print("  (exact {}: not on this CPU)\n", in);
-      }
-      // Best and mean over the rounds (the backends report means: a decode step has no "best").
-      ft::moe_cpu::GemvBwResult fast;
-      double fast_us = 0;
-      std::vector<ft::moe_cpu::GemvBwResult> exact(fams.size());
-      std::vector<double> exact_us(fams.size(), 0.0);
-      for (int round = 0; round < rounds; ++round) {
-        num.gpu_plan = nullptr;
-        const auto f = ft::moe_cpu::expert_gemv_bandwidth(ex, se.h, num, n_used, iters, 8);
-        if (f.gbs > fast.gbs) fast = f;
-        fast_us += f.us_per_call / rounds;
-        num.gpu_plan = bench_plan;
-        for (size_t i = 0; i < fams.size(); ++i) {
-          ft::moe_cpu::gpu_dot_limit_isa(fams[i]);
-          const auto e = ft::moe_cpu::expert_gemv_bandwidth(ex, se.h, num, n_used, iters, 8);
-          if (e.gbs > exact[i].gbs) exact[i] = e;
-          exact_us[i] += e.us_per_call / rounds;
+      struct Mode {
+        std::string name;
+        bool exact = false;
+        ft::Isa isa = ft::Isa::kScalar;
+        ft::moe_cpu::RowSchedule sched = ft::moe_cpu::RowSchedule::kItems;
+        ft::moe_cpu::detail::Prefetch pf = ft::moe_cpu::detail::Prefetch::kNext;
+        ft::moe_cpu::GemvBwResult best;
+        double mean_us = 0;
+        ft::moe_cpu::ExecProfile prof;  // of all rounds
+      };
+      std::vector<Mode> modes;
+      modes.emplace_back();
+      modes.back().name = "engine order";
+      modes.back().sched = default_sched;
+      modes.back().pf = default_pf;
+      num.gpu_plan = bench_plan;
+      if (!ft::moe_cpu::exact_supported(se.h, num)) {
+        fmt::print("  (exact mode does not cover {} experts: the cpu / hybrid backends run them in engine order)\n",
+                   tn);
+      } else {
+        for (const std::string& in : split(isas)) {
+          const auto isa = ft::isa_from_name(in);
+          if (!isa) ft::fail("unknown ISA '{}' (scalar, avx2, avx512)", in);
+          const bool ok = *isa == ft::Isa::kAvx512 ? ft::moe_cpu::gpu_dot_avx512_supported() : ft::isa_supported(*isa);
+          if (!ok) {
+            fmt::print("  (exact {}: not on this CPU)\n", in);
+            continue;
+          }
+          for (const auto& [sn, sv] : scheds)
+            for (const auto& [pn, pv] : pfs) {
+              Mode m;
+              m.name = fmt::format("exact {}", ft::isa_name(*isa));
+              if (scheds.size() > 1 || pfs.size() > 1) m.name += fmt::format(" {} {}", sn, pn);
+              m.exact = true;
+              m.isa = *isa;
+              m.sched = sv;
+              m.pf = pv;
+              modes.push_back(m);
+            }
         }
-        ft::moe_cpu::gpu_dot_limit_isa(ft::Isa::kAvx512);
       }
+      for (int round = 0; round < rounds; ++round)
+        for (Mode& m : modes) {
+          num.gpu_plan = m.exact ? bench_plan : nullptr;
+          ft::moe_cpu::gpu_dot_limit_isa(m.exact ? m.isa : ft::Isa::kAvx512);
+          ft::moe_cpu::detail::gpu_dot_set_prefetch(m.pf);
+          ex.set_schedule(m.sched);
+          ex.reset_profile();
+          const auto r = ft::moe_cpu::expert_gemv_bandwidth(ex, se.h, num, n_used, iters, 8);
+          const ft::moe_cpu::ExecProfile p1 = ex.profile();
+          // Accumulate this round's per-phase means weighted by its calls.
+          for (int i = 0; i < 5; ++i)
+            m.prof.us[i] = (m.prof.us[i] * static_cast<double>(m.prof.calls) + p1.us[i] * static_cast<double>(p1.calls)) /
+                           static_cast<double>(m.prof.calls + p1.calls);
+          m.prof.calls += p1.calls;
+          m.prof.bytes += p1.bytes;
+          if (r.gbs > m.best.gbs) m.best = r;
+          m.mean_us += r.us_per_call / rounds;
+        }
+      ft::moe_cpu::gpu_dot_limit_isa(ft::Isa::kAvx512);
+      ft::moe_cpu::detail::gpu_dot_set_prefetch(default_pf);
+      ex.set_schedule(default_sched);
       fmt::print("{}: best of {} rounds (mean us/call after the /), {} threads, bank pages {}\n", g.describe(), rounds,
                  threads, pages);
-      fmt::print("  engine order  {:7.2f} GB/s ({:3.0f}% of read, {:6.0f} / {:6.0f} us/call)\n", fast.gbs,
-                 100 * fast.gbs / rd.gbs, fast.us_per_call, fast_us);
-      for (size_t i = 0; i < fams.size(); ++i)
-        fmt::print("  exact {:7s} {:7.2f} GB/s ({:3.0f}% of read, {:6.0f} / {:6.0f} us/call; {:+.0f}% time vs engine order)\n",
-                   ft::isa_name(fams[i]), exact[i].gbs, 100 * exact[i].gbs / rd.gbs, exact[i].us_per_call, exact_us[i],
-                   100 * (exact[i].us_per_call / fast.us_per_call - 1));
+      const double base_us = modes[0].best.us_per_call;
+      for (const Mode& m : modes) {
+        fmt::print("  {:24s} {:7.2f} GB/s ({:3.0f}% of read, {:6.0f} / {:6.0f} us/call", m.name, m.best.gbs,
+                   100 * m.best.gbs / rd.gbs, m.best.us_per_call, m.mean_us);
+        if (m.exact) fmt::print("; {:+.0f}% time vs engine order", 100 * (m.best.us_per_call / base_us - 1));
+        fmt::print(")\n");
+        const auto& u = m.prof.us;
+        fmt::print("  {:24s} phases (mean us): prep {:.1f}, gate|up {:.1f}, glu {:.1f}, down {:.1f}, combine {:.1f}; "
+                   "gate|up + down alone {:.1f} GB/s ({:.0f}% of read)\n",
+                   "", u[0], u[1], u[2], u[3], u[4], m.prof.gemv_gbs(), 100 * m.prof.gemv_gbs() / rd.gbs);
+      }
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "ft-bench-moe-cpu: {}\n", e.what());

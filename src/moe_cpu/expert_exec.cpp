@@ -1,9 +1,12 @@
 #include "moe_cpu/expert_exec.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <string>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -135,15 +138,41 @@ void check_host_experts(const HostExperts& L, const char* layer_name) {
   check(L.down, "ffn_down_exps", L.n_ff, L.n_embd);
 }
 
+RowSchedule row_schedule_from_env() {
+  const char* e = std::getenv("FT_MOE_CPU_SCHED");
+  const std::string v = e ? e : "";
+  if (v.empty() || v == "items") return RowSchedule::kItems;
+  if (v == "guided") return RowSchedule::kGuided;
+  fail("FT_MOE_CPU_SCHED={}: expected items or guided", v);
+}
+
+double ExecProfile::gemv_gbs() const {
+  const double us_gemv = us[1] + us[3];
+  return calls > 0 && us_gemv > 0 ? static_cast<double>(bytes) / static_cast<double>(calls) / us_gemv * 1e-3 : 0.0;
+}
+
+ExpertExecutor::ExpertExecutor(ThreadPool& pool) : pool_(pool), sched_(row_schedule_from_env()), prof_on_(profile_on()) {}
+
+ExecProfile ExpertExecutor::profile() const {
+  ExecProfile p;
+  p.calls = prof_calls_;
+  p.bytes = prof_bytes_;
+  for (int i = 0; i < 5; ++i)
+    p.us[i] = prof_calls_ > 0 ? static_cast<double>(prof_ns_[i]) / static_cast<double>(prof_calls_) / 1e3 : 0.0;
+  return p;
+}
+
+void ExpertExecutor::reset_profile() {
+  prof_calls_ = prof_bytes_ = 0;
+  std::fill(std::begin(prof_ns_), std::end(prof_ns_), int64_t{0});
+}
+
 ExpertExecutor::~ExpertExecutor() {
   if (prof_calls_ == 0) return;
-  const double n = static_cast<double>(prof_calls_);
-  auto us = [&](int i) { return static_cast<double>(prof_ns_[i]) / n / 1e3; };
-  const double gemv_ns = static_cast<double>(prof_ns_[1] + prof_ns_[3]);
+  const ExecProfile p = profile();
   log::info("moe cpu executor: {} calls, us per call: prep {:.1f}, gate|up {:.1f}, glu {:.1f}, down {:.1f}, combine {:.1f}; "
             "gate|up + down {:.1f} GB/s of expert weights",
-            prof_calls_, us(0), us(1), us(2), us(3), us(4),
-            gemv_ns > 0 ? static_cast<double>(prof_bytes_) / gemv_ns : 0.0);
+            p.calls, p.us[0], p.us[1], p.us[2], p.us[3], p.us[4], p.gemv_gbs());
 }
 
 void ExpertExecutor::grow(const HostExperts& L, int64_t n_slots) {
@@ -163,6 +192,29 @@ void ExpertExecutor::grow(const HostExperts& L, int64_t n_slots) {
 void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int32_t, int64_t, int64_t)>& f) {
   const int64_t n_active = static_cast<int64_t>(active_.size());
   const int n_threads = pool_.size();
+  if (sched_ == RowSchedule::kGuided && n_threads > 1) {
+    // Groups of 16 rows (the AVX-512 row group) over all active experts in order; a take
+    // [g0, g0 + n) is cut at expert ends (and ends at the expert's last row).
+    constexpr int64_t kGroup = 16, kMinTake = 2;
+    const int64_t per = (rows + kGroup - 1) / kGroup, total = n_active * per;
+    std::atomic<int64_t> next{0};
+    pool_.parallel_for(n_threads, 1, [&](int64_t, int64_t, int) {
+      for (;;) {
+        int64_t g0 = next.load(std::memory_order_relaxed), n = 0;
+        do {
+          const int64_t left = total - g0;
+          if (left <= 0) return;
+          n = std::min(left, std::max(kMinTake, left / (2 * int64_t{n_threads})));
+        } while (!next.compare_exchange_weak(g0, g0 + n, std::memory_order_relaxed));
+        for (int64_t g = g0; g < g0 + n;) {
+          const int64_t a = g / per, in = g % per, m = std::min(g0 + n - g, per - in);
+          f(active_[a], in * kGroup, std::min(rows, (in + m) * kGroup));
+          g += m;
+        }
+      }
+    });
+    return;
+  }
   // (expert, row chunk) items, about 12 per thread over all active experts, so the top-k
   // GEMVs of one decode step spread over every core and the dynamic hand-out ends evenly:
   // with 4 per thread (Qwen3-30B-A3B gate|up: 64 items of 208 rows for 15 threads), the
@@ -186,7 +238,7 @@ void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int3
 
 void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
                          const int32_t* ids, const float* weights, int n_used, float* out, int64_t ldo) {
-  const int64_t t_run0 = profile_on() ? now_ns() : 0;
+  const int64_t t_run0 = prof_on_ ? now_ns() : 0;
   const int64_t n_embd = L.n_embd, n_ff = L.n_ff, n_slots = n_tok * n_used;
   grow(L, n_slots);
   // Group the (token, rank) slots by expert; slot_of_[s] = position in the grouped order.
@@ -221,7 +273,7 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
 
   const engine::Exec ex{&pool_, num.act, num.act_quant};
   // Phase clocks (FT_MOE_CPU_PROFILE); exact mode's gate|up includes x's Q8 row and aux.
-  const bool prof = profile_on();
+  const bool prof = prof_on_;
   int64_t t_mark = prof ? now_ns() : 0;
   auto phase = [&](int i) {
     if (!prof) return;

@@ -90,12 +90,35 @@ bool exact_supported(const HostExperts& L, const ExpertNumerics& num);
 // Whether exact mode's gate / up read the fp32 x (the float path) and not only its Q8 rows.
 bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num);
 
+// How the GEMV phases hand (expert, rows) work to the pool's threads. kItems: fixed items of
+// about 1/12 of a thread's share each (FT_MOE_CPU_ITEMS), taken in turn; kGuided: each take
+// is 1/(2 threads) of the 16-row groups left (at least 2 groups, across experts), so a
+// thread streams long runs at first (fewer cold starts: the first group of a take is not
+// prefetched) and the last takes are 2 groups (a short tail). FT_MOE_CPU_SCHED=items|guided.
+enum class RowSchedule { kItems, kGuided };
+RowSchedule row_schedule_from_env();
+
+// FT_MOE_CPU_PROFILE's figures: mean microseconds per call of each phase.
+struct ExecProfile {
+  int64_t calls = 0, bytes = 0;
+  double us[5] = {};  // prep (grouping; exact: + x's Q8), gate|up, glu, down, combine
+  double gemv_gbs() const;  // expert bytes / (gate|up + down time)
+};
+
 class ExpertExecutor {
  public:
-  explicit ExpertExecutor(ThreadPool& pool) : pool_(pool) {}
+  explicit ExpertExecutor(ThreadPool& pool);
   // With FT_MOE_CPU_PROFILE=1, logs the mean time per call of each phase (grouping and x's
   // Q8, gate|up, GLU, down, combine) and the expert GB/s of the GEMV phases.
   ~ExpertExecutor();
+
+  // A/B knobs (tests, ft-bench-moe-cpu): the row schedule (default from the environment) and
+  // the phase clocks (default FT_MOE_CPU_PROFILE); profile() reads them, reset_profile() zeroes.
+  void set_schedule(RowSchedule s) { sched_ = s; }
+  RowSchedule schedule() const { return sched_; }
+  void set_profile(bool on) { prof_on_ = on; }
+  ExecProfile profile() const;
+  void reset_profile();
 
   // out[t] (n_embd floats, ldo apart) for t < n_tok as above; overwrites out. Throws
   // ft::Error for an id outside [-1, n_expert).
@@ -114,7 +137,7 @@ class ExpertExecutor {
                      int n_used, int64_t n_routes);
   void exact_glu(const HostExperts& L, const ExpertNumerics& num, int64_t n_routes);
   void exact_down(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used, int64_t n_routes);
-  // Parallel loop over (active expert, row chunk) items for `rows` rows per expert.
+  // Parallel loop over (active expert, row range) pieces of `rows` rows per expert, as sched_.
   void for_expert_rows(int64_t rows, const std::function<void(int32_t e, int64_t r0, int64_t r1)>& f);
 
   ThreadPool& pool_;
@@ -126,7 +149,9 @@ class ExpertExecutor {
   std::vector<float> xqd_;   // ... and their scales
   std::vector<GpuActAux> aux_;  // ... and what the SIMD rows derive from them
   int64_t last_routes_ = 0, last_bytes_ = 0;
+  RowSchedule sched_;
   // FT_MOE_CPU_PROFILE: calls, weight bytes and ns per phase (prep, gate|up, glu, down, combine).
+  bool prof_on_ = false;
   int64_t prof_calls_ = 0, prof_bytes_ = 0;
   int64_t prof_ns_[5] = {};
 };

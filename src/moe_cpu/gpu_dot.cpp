@@ -217,20 +217,37 @@ Isa gpu_dot_isa() {
   return isa;
 }
 
-detail::Prefetch detail::gpu_dot_prefetch() {
-  static const Prefetch p = [] {
-    const char* e = std::getenv("FT_MOE_CPU_PREFETCH");
-    const std::string v = e ? e : "next";
-    if (v == "next") return Prefetch::kNext;
-    if (v == "next-l2") return Prefetch::kNextL2;
-    if (v == "row") return Prefetch::kRow;
-    if (v == "none") return Prefetch::kNone;
-    // First read inside the pool's workers, where a throw would end the process: warn instead.
-    log::warn("FT_MOE_CPU_PREFETCH={}: expected next, next-l2, row or none; using next", v);
-    return Prefetch::kNext;
-  }();
-  return p;
+namespace {
+// -1: not read yet (FT_MOE_CPU_PREFETCH is read at the first use).
+std::atomic<int> g_prefetch{-1};
+
+detail::Prefetch prefetch_from_env() {
+  using detail::Prefetch;
+  const char* e = std::getenv("FT_MOE_CPU_PREFETCH");
+  const std::string v = e ? e : "next";
+  if (v == "next") return Prefetch::kNext;
+  if (v == "next-l2") return Prefetch::kNextL2;
+  if (v == "next2") return Prefetch::kNext2;
+  if (v == "row") return Prefetch::kRow;
+  if (v == "none") return Prefetch::kNone;
+  // First read inside the pool's workers, where a throw would end the process: warn instead.
+  log::warn("FT_MOE_CPU_PREFETCH={}: expected next, next2, next-l2, row or none; using next", v);
+  return Prefetch::kNext;
 }
+}  // namespace
+
+detail::Prefetch detail::gpu_dot_prefetch() {
+  int p = g_prefetch.load(std::memory_order_relaxed);
+  if (p < 0) {
+    static const int from_env = static_cast<int>(prefetch_from_env());
+    int expected = -1;
+    g_prefetch.compare_exchange_strong(expected, from_env, std::memory_order_relaxed);
+    p = g_prefetch.load(std::memory_order_relaxed);
+  }
+  return static_cast<Prefetch>(p);
+}
+
+void detail::gpu_dot_set_prefetch(Prefetch p) { g_prefetch.store(static_cast<int>(p), std::memory_order_relaxed); }
 
 void gpu_dot_limit_isa(Isa max) { g_isa_limit.store(static_cast<int>(max), std::memory_order_relaxed); }
 

@@ -25,6 +25,7 @@
 //   in rank order (no FMA), x += round(c).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -101,20 +102,28 @@ namespace detail {
 // the next row group's bytes, linearly, spread over the current group's block steps (2-core
 // EPYC, DRAM-resident Qwen3-30B-A3B experts, exact AVX2: NVFP4 11 -> 17 GB/s, Q8_0 16.8 ->
 // 24.5, MXFP4 10.5 -> 16.2, now level with the engine's kernels); kNextL2: the same into L2
-// only; kRow: each row 16 blocks ahead (the earlier scheme); kNone.
-enum class Prefetch { kNone, kRow, kNext, kNextL2 };
+// only; kNext2: the group after next (the first group of a call also fetches the next one:
+// twice the distance, for DRAM latency at 15 threads); kRow: each row 16 blocks ahead (the
+// earlier scheme); kNone.
+enum class Prefetch { kNone, kRow, kNext, kNextL2, kNext2 };
 Prefetch gpu_dot_prefetch();
-// kNext / kNextL2: the next group's rows [g0 + group, g0 + 2 group) (clipped to n_rows), its
-// bytes prefetched in `steps` equal parts, step(c) at the current group's step c.
+// Overrides FT_MOE_CPU_PREFETCH for the whole process (tests, A/B timing).
+void gpu_dot_set_prefetch(Prefetch p);
+// kNext / kNextL2 / kNext2: the rows [g0 + group, g0 + 2 group) (kNext2: [g0 + 2 group,
+// g0 + 3 group), from g0 + group when g0 == 0), clipped to n_rows, their bytes prefetched in
+// `steps` equal parts, step(c) at the current group's step c.
 struct NextGroup {
   const char* p = nullptr;
   int64_t per_step = 0, bytes = 0;
   bool l2 = false;
   NextGroup(const uint8_t* w, int64_t row_bytes, int64_t g0, int64_t group, int64_t n_rows, int64_t steps) {
     const Prefetch m = gpu_dot_prefetch();
-    if ((m != Prefetch::kNext && m != Prefetch::kNextL2) || g0 + group >= n_rows || steps < 1) return;
-    p = reinterpret_cast<const char*>(w + (g0 + group) * row_bytes);
-    bytes = (n_rows - g0 - group < group ? n_rows - g0 - group : group) * row_bytes;
+    if ((m != Prefetch::kNext && m != Prefetch::kNextL2 && m != Prefetch::kNext2) || steps < 1) return;
+    const int64_t r0 = g0 + (m == Prefetch::kNext2 && g0 > 0 ? 2 : 1) * group;
+    const int64_t r1 = std::min(n_rows, g0 + (m == Prefetch::kNext2 ? 3 : 2) * group);
+    if (r0 >= r1) return;
+    p = reinterpret_cast<const char*>(w + r0 * row_bytes);
+    bytes = (r1 - r0) * row_bytes;
     per_step = ((bytes + steps - 1) / steps + 63) / 64 * 64;
     l2 = m == Prefetch::kNextL2;
   }

@@ -16,6 +16,7 @@
 
 #include "core/fp16.h"
 #include "moe_cpu/gpu_dot.h"
+#include "moe_cpu/gpu_dot_rows.h"
 
 namespace ft::moe_cpu::detail {
 namespace {
@@ -88,12 +89,11 @@ struct Folder {
 // Terms of 8 rows (row r at w + off[r]) at once, folded as made. The weights are decoded
 // with +12 so that maddubs can take them unsigned: sum((w + 12) x) - 12 sum(x) = sum(w x),
 // exact in int32 (xp.sum: the activations' sub-block sums).
-void terms_nvfp4_8(const uint8_t* w, const __m256i off, const GpuActAux& xp, int64_t nb, Folder& f, const NextGroup& ng) {
+void terms_nvfp4_8(const uint8_t* w, const int32_t* offs, const GpuActAux& xp, int64_t nb, Folder& f,
+                   const NextGroup& ng) {
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
                                        18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  alignas(32) int32_t offs[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(offs), off);
   const bool pf_row = gpu_dot_prefetch() == Prefetch::kRow;
   for (int64_t c = 0; c < nb; ++c) {
     ng.step(c);
@@ -144,15 +144,13 @@ inline __m256i hsum8(const __m256i (&p)[8]) {
 // Q8_0 / MXFP4 terms (one per 32-element block) of 8 rows at w + off[r], term-major.
 // MXFP4 codes are decoded +12 (unsigned maddubs) and 12 sum(x) taken off per block.
 // xsum[j]: the sum of activation block j (MXFP4's +12 decoding).
-void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuActQ8& x, const int32_t* xsum,
+void terms_q8_8(GgmlType type, const uint8_t* w, const int32_t* offs, const GpuActQ8& x, const int32_t* xsum,
                 int64_t n32, Folder& f, const NextGroup& ng) {
   const bool q8 = type == GgmlType::Q8_0;
   const int bb = q8 ? 34 : 17;
   const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16,
                                        18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  alignas(32) int32_t offs[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(offs), off);
   const bool pf_row = gpu_dot_prefetch() == Prefetch::kRow;
   for (int64_t j = 0; j < n32; ++j) {
     ng.step(j);
@@ -186,42 +184,29 @@ void terms_q8_8(GgmlType type, const uint8_t* w, const __m256i off, const GpuAct
   }
 }
 
+// The AVX2 row kernels for the shared driver (gpu_dot_rows.h): rows in lane order.
+struct Avx2Rows {
+  static constexpr int kG = 8;
+  using Folder = moe_cpu::detail::Folder;
+  static bool needs_aux(GgmlType type) { return type != GgmlType::Q8_0; }
+  static const int* lane_rows(GgmlType) {
+    static constexpr int kIdentity[kG] = {0, 1, 2, 3, 4, 5, 6, 7};
+    return kIdentity;
+  }
+  static void terms(GgmlType type, const uint8_t* w, const int32_t* offs, const GpuActQ8& x, const GpuActAux* aux,
+                    int64_t k, Folder& f, const NextGroup& ng) {
+    if (type == GgmlType::NVFP4)
+      terms_nvfp4_8(w, offs, *aux, k / 64, f, ng);
+    else
+      terms_q8_8(type, w, offs, x, aux ? aux->sum.data() : nullptr, k / 32, f, ng);
+  }
+};
+
 }  // namespace
 
 bool gpu_dot_q8_rows_avx2(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows,
                           const GpuActQ8& x, int64_t k, float* out) {
-  const bool nv = type == GgmlType::NVFP4;
-  if (!nv && type != GgmlType::Q8_0 && type != GgmlType::MXFP4) return false;
-  // 32-bit row offsets (the 8-row gathers).
-  if (row_bytes > (int64_t{1} << 27)) return false;
-  Folder f;
-  if (nv && plan.kind == GpuDot::kNvfp4Packed) {
-    f.lanes = 0;
-  } else {
-    f.lanes = nv && plan.kind == GpuDot::kNvfp4Slab ? 32 : plan.lanes;
-    f.unit_log2 = nv ? 2 : 1;  // terms per lane unit: NVFP4 block 4; Q8_0 / MXFP4 unit 2
-  }
-  thread_local GpuActAux own;
-  const GpuActAux* aux = x.aux;
-  if (aux == nullptr && type != GgmlType::Q8_0) {
-    gpu_act_aux(type, x, k, own);
-    aux = &own;
-  }
-  for (int64_t g0 = 0; g0 < n_rows; g0 += kG) {
-    alignas(32) int32_t offs[kG];  // rows past the end repeat the last row
-    for (int r = 0; r < kG; ++r) offs[r] = static_cast<int32_t>(std::min<int64_t>(r, n_rows - 1 - g0) * row_bytes);
-    const __m256i off = _mm256_load_si256(reinterpret_cast<const __m256i*>(offs));
-    f.start();
-    const NextGroup ng(w, row_bytes, g0, kG, n_rows, nv ? k / 64 : k / 32);
-    if (nv)
-      terms_nvfp4_8(w + g0 * row_bytes, off, *aux, k / 64, f, ng);
-    else
-      terms_q8_8(type, w + g0 * row_bytes, off, x, aux ? aux->sum.data() : nullptr, k / 32, f, ng);
-    float o[kG];
-    f.finish(o);
-    for (int r = 0; r < kG && g0 + r < n_rows; ++r) out[g0 + r] = o[r];
-  }
-  return true;
+  return gpu_dot_q8_row_groups<Avx2Rows>(plan, type, w, row_bytes, n_rows, x, k, out);
 }
 
 namespace {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "moe_cpu/gpu_dot.h"
+#include "moe_cpu/gpu_dot_rows.h"
 
 namespace ft::moe_cpu::detail {
 namespace {
@@ -269,48 +270,36 @@ void terms_mxfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, con
   }
 }
 
+// The AVX-512 row kernels for the shared driver (gpu_dot_rows.h): lane l of the folded
+// terms is row rows[l] of the group (the reductions' order), its scale word gathered from
+// the row's offset.
+struct Avx512Rows {
+  static constexpr int kG = moe_cpu::detail::kG;
+  using Folder = Folder16;
+  static bool needs_aux(GgmlType) { return true; }
+  static const int* lane_rows(GgmlType type) {
+    return (type == GgmlType::NVFP4 ? kRowsNv : type == GgmlType::MXFP4 ? kRowsMx : kRowsQ8).data();
+  }
+  static void terms(GgmlType type, const uint8_t* w, const int32_t* offs, const GpuActQ8& x, const GpuActAux* aux,
+                    int64_t k, Folder& f, const NextGroup& ng) {
+    const int* rows = lane_rows(type);
+    alignas(64) int32_t loffs[kG];  // lane l
+    for (int l = 0; l < kG; ++l) loffs[l] = offs[rows[l]];
+    const __m512i lane_off = _mm512_load_si512(loffs);
+    if (type == GgmlType::NVFP4)
+      terms_nvfp4_16(w, offs, lane_off, *aux, k / 64, f, ng);
+    else if (type == GgmlType::MXFP4)
+      terms_mxfp4_16(w, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
+    else
+      terms_q8_0_16(w, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
+  }
+};
+
 }  // namespace
 
 bool gpu_dot_q8_rows_avx512(const GpuDotPlan& plan, GgmlType type, const uint8_t* w, int64_t row_bytes,
                             int64_t n_rows, const GpuActQ8& x, int64_t k, float* out) {
-  const bool nv = type == GgmlType::NVFP4;
-  if (!nv && type != GgmlType::Q8_0 && type != GgmlType::MXFP4) return false;
-  // 32-bit row offsets (the gathers).
-  if (row_bytes > (int64_t{1} << 26)) return false;
-  Folder16 f;
-  if (nv && plan.kind == GpuDot::kNvfp4Packed) {
-    f.lanes = 0;
-  } else {
-    f.lanes = nv && plan.kind == GpuDot::kNvfp4Slab ? 32 : plan.lanes;
-    f.unit_log2 = nv ? 2 : 1;  // terms per lane unit: NVFP4 block 4; Q8_0 / MXFP4 unit 2
-  }
-  thread_local GpuActAux own;
-  const GpuActAux* aux = x.aux;
-  if (aux == nullptr) {
-    gpu_act_aux(type, x, k, own);
-    aux = &own;
-  }
-  const LaneRows& rows = nv ? kRowsNv : type == GgmlType::MXFP4 ? kRowsMx : kRowsQ8;
-  for (int64_t g0 = 0; g0 < n_rows; g0 += kG) {
-    alignas(64) int32_t offs[kG];  // physical row r; rows past the end repeat the last row
-    alignas(64) int32_t loffs[kG];  // lane l
-    for (int r = 0; r < kG; ++r) offs[r] = static_cast<int32_t>(std::min<int64_t>(r, n_rows - 1 - g0) * row_bytes);
-    for (int l = 0; l < kG; ++l) loffs[l] = offs[rows[l]];
-    const __m512i lane_off = _mm512_load_si512(loffs);
-    f.start();
-    const NextGroup ng(w, row_bytes, g0, kG, n_rows, nv ? k / 64 : k / 32);
-    if (nv)
-      terms_nvfp4_16(w + g0 * row_bytes, offs, lane_off, *aux, k / 64, f, ng);
-    else if (type == GgmlType::MXFP4)
-      terms_mxfp4_16(w + g0 * row_bytes, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
-    else
-      terms_q8_0_16(w + g0 * row_bytes, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
-    alignas(64) float o[kG];
-    f.finish(o);
-    for (int l = 0; l < kG; ++l)
-      if (g0 + rows[l] < n_rows) out[g0 + rows[l]] = o[l];
-  }
-  return true;
+  return gpu_dot_q8_row_groups<Avx512Rows>(plan, type, w, row_bytes, n_rows, x, k, out);
 }
 
 bool gpu_dot_float_rows_avx512(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t n_rows, const float* x,
