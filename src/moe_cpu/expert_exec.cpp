@@ -195,7 +195,7 @@ void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int3
   if (sched_ == RowSchedule::kGuided && n_threads > 1) {
     // Groups of 16 rows (the AVX-512 row group) over all active experts in order; a take
     // [g0, g0 + n) is cut at expert ends (and ends at the expert's last row).
-    constexpr int64_t kGroup = 16, kMinTake = 2;
+    constexpr int64_t kGroup = 16, kMinTake = 1;
     const int64_t per = (rows + kGroup - 1) / kGroup, total = n_active * per;
     std::atomic<int64_t> next{0};
     pool_.parallel_for(n_threads, 1, [&](int64_t, int64_t, int) {

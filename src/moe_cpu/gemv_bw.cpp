@@ -76,7 +76,7 @@ void make_synthetic_experts(const ExpertGeometry& g, int64_t max_bytes, Syntheti
 }
 
 GemvBwResult expert_gemv_bandwidth(ExpertExecutor& ex, const HostExperts& h, const ExpertNumerics& num, int n_used,
-                                   int iters, int warmup, const std::atomic<bool>* stop) {
+                                   int iters, int warmup, const std::atomic<bool>* stop, double warm_s) {
   std::vector<float> x(static_cast<size_t>(h.n_embd)), out(static_cast<size_t>(h.n_embd)), w(n_used, 1.0f / n_used);
   std::mt19937 rng(3);
   std::normal_distribution<float> d(0.0f, 1.0f);
@@ -92,7 +92,7 @@ GemvBwResult expert_gemv_bandwidth(ExpertExecutor& ex, const HostExperts& h, con
   // At least `warmup` calls and (standalone) 300 ms: the H200 host's first nvfp4 figure,
   // after 8 warm-up calls only, was 15.6 GB/s where the same loop ran at 51 GB/s a second
   // later. The concurrent run (stop set) follows a standalone one and starts at once.
-  const CallTiming t = time_calls(call, iters, warmup, stop ? 0.0 : 0.3, stop);
+  const CallTiming t = time_calls(call, iters, warmup, stop ? 0.0 : warm_s, stop);
   GemvBwResult r;
   r.bytes_per_call = static_cast<int64_t>(n_used) * h.expert_bytes();
   r.calls = t.calls;

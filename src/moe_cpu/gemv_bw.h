@@ -58,9 +58,9 @@ struct GemvBwResult {
   int64_t calls = 0;
 };
 
-// `iters` timed calls after at least `warmup` calls (and, standalone, 300 ms); with `stop` set, calls continue until *stop (the
-// concurrent measurement) and the figure covers all of them.
+// `iters` timed calls after at least `warmup` calls (and, standalone, warm_s seconds); with `stop` set, calls continue until
+// *stop (the concurrent measurement) and the figure covers all of them.
 GemvBwResult expert_gemv_bandwidth(ExpertExecutor& ex, const HostExperts& h, const ExpertNumerics& num, int n_used,
-                                   int iters, int warmup, const std::atomic<bool>* stop = nullptr);
+                                   int iters, int warmup, const std::atomic<bool>* stop = nullptr, double warm_s = 0.3);
 
 }  // namespace ft::moe_cpu

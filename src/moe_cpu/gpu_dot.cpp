@@ -228,10 +228,11 @@ detail::Prefetch prefetch_from_env() {
   if (v == "next") return Prefetch::kNext;
   if (v == "next-l2") return Prefetch::kNextL2;
   if (v == "next2") return Prefetch::kNext2;
+  if (v == "next-128") return Prefetch::kNext128;
   if (v == "row") return Prefetch::kRow;
   if (v == "none") return Prefetch::kNone;
   // First read inside the pool's workers, where a throw would end the process: warn instead.
-  log::warn("FT_MOE_CPU_PREFETCH={}: expected next, next2, next-l2, row or none; using next", v);
+  log::warn("FT_MOE_CPU_PREFETCH={}: expected next, next2, next-128, next-l2, row or none; using next", v);
   return Prefetch::kNext;
 }
 }  // namespace
@@ -248,6 +249,30 @@ detail::Prefetch detail::gpu_dot_prefetch() {
 }
 
 void detail::gpu_dot_set_prefetch(Prefetch p) { g_prefetch.store(static_cast<int>(p), std::memory_order_relaxed); }
+
+namespace {
+std::atomic<int> g_row_loads{-1};  // -1: FT_MOE_CPU_LOADS not read yet
+}
+
+detail::RowLoads detail::gpu_dot_row_loads() {
+  int v = g_row_loads.load(std::memory_order_relaxed);
+  if (v < 0) {
+    static const int from_env = [] {
+      const char* e = std::getenv("FT_MOE_CPU_LOADS");
+      const std::string s = e ? e : "insert";
+      if (s == "broadcast") return static_cast<int>(RowLoads::kBroadcast);
+      // Read inside the pool's workers, where a throw would end the process: warn instead.
+      if (s != "insert") log::warn("FT_MOE_CPU_LOADS={}: expected insert or broadcast; using insert", s);
+      return static_cast<int>(RowLoads::kInsert);
+    }();
+    int expected = -1;
+    g_row_loads.compare_exchange_strong(expected, from_env, std::memory_order_relaxed);
+    v = g_row_loads.load(std::memory_order_relaxed);
+  }
+  return static_cast<RowLoads>(v);
+}
+
+void detail::gpu_dot_set_row_loads(RowLoads l) { g_row_loads.store(static_cast<int>(l), std::memory_order_relaxed); }
 
 void gpu_dot_limit_isa(Isa max) { g_isa_limit.store(static_cast<int>(max), std::memory_order_relaxed); }
 

@@ -103,40 +103,51 @@ namespace detail {
 // EPYC, DRAM-resident Qwen3-30B-A3B experts, exact AVX2: NVFP4 11 -> 17 GB/s, Q8_0 16.8 ->
 // 24.5, MXFP4 10.5 -> 16.2, now level with the engine's kernels); kNextL2: the same into L2
 // only; kNext2: the group after next (the first group of a call also fetches the next one:
-// twice the distance, for DRAM latency at 15 threads); kRow: each row 16 blocks ahead (the
-// earlier scheme); kNone.
-enum class Prefetch { kNone, kRow, kNext, kNextL2, kNext2 };
+// twice the distance, for DRAM latency at 15 threads); kNext128: kNext's bytes, every other
+// line (the L2's adjacent-line prefetcher brings the pair: half the fill buffers per byte,
+// which bound one core's software prefetches); kRow: each row 16 blocks ahead (the earlier
+// scheme); kNone.
+enum class Prefetch { kNone, kRow, kNext, kNextL2, kNext2, kNext128 };
 Prefetch gpu_dot_prefetch();
 // Overrides FT_MOE_CPU_PREFETCH for the whole process (tests, A/B timing).
 void gpu_dot_set_prefetch(Prefetch p);
-// kNext / kNextL2 / kNext2: the rows [g0 + group, g0 + 2 group) (kNext2: [g0 + 2 group,
+// kNext / kNextL2 / kNext128 / kNext2: the rows [g0 + group, g0 + 2 group) (kNext2: [g0 + 2 group,
 // g0 + 3 group), from g0 + group when g0 == 0), clipped to n_rows, their bytes prefetched in
 // `steps` equal parts, step(c) at the current group's step c.
 struct NextGroup {
   const char* p = nullptr;
-  int64_t per_step = 0, bytes = 0;
+  int64_t per_step = 0, bytes = 0, stride = 64;
   bool l2 = false;
   NextGroup(const uint8_t* w, int64_t row_bytes, int64_t g0, int64_t group, int64_t n_rows, int64_t steps) {
     const Prefetch m = gpu_dot_prefetch();
-    if ((m != Prefetch::kNext && m != Prefetch::kNextL2 && m != Prefetch::kNext2) || steps < 1) return;
+    if (m == Prefetch::kNone || m == Prefetch::kRow || steps < 1) return;
     const int64_t r0 = g0 + (m == Prefetch::kNext2 && g0 > 0 ? 2 : 1) * group;
     const int64_t r1 = std::min(n_rows, g0 + (m == Prefetch::kNext2 ? 3 : 2) * group);
     if (r0 >= r1) return;
     p = reinterpret_cast<const char*>(w + r0 * row_bytes);
     bytes = (r1 - r0) * row_bytes;
-    per_step = ((bytes + steps - 1) / steps + 63) / 64 * 64;
+    stride = m == Prefetch::kNext128 ? 128 : 64;
+    per_step = ((bytes + steps - 1) / steps + stride - 1) / stride * stride;
     l2 = m == Prefetch::kNextL2;
   }
   void step(int64_t c) const {
     if (p == nullptr) return;
     const int64_t e = bytes < (c + 1) * per_step ? bytes : (c + 1) * per_step;
-    for (int64_t o = c * per_step; o < e; o += 64)
+    for (int64_t o = c * per_step; o < e; o += stride)
       if (l2)
         __builtin_prefetch(p + o, 0, 2);
       else
         __builtin_prefetch(p + o, 0, 3);
   }
 };
+// How the AVX-512 integer rows put two (NVFP4, Q8_0) or four (MXFP4) rows' code bytes into one
+// zmm (FT_MOE_CPU_LOADS, read once; for A/B runs): kInsert (default): a load and vinserti
+// per further row (port 5 only on Intel, where the nibble shuffles and the cross-row
+// permutes also run); kBroadcast: a merge-masked broadcast load per further row (ports 0 or
+// 5). The same bytes in the same lanes either way.
+enum class RowLoads { kInsert, kBroadcast };
+RowLoads gpu_dot_row_loads();
+void gpu_dot_set_row_loads(RowLoads l);
 // The float path's piece at element e (e % 8 == 0): raw values q[8] and scale d, w = d q
 // (E2M1 formats: q = code * 2^-126, gemv_formats.cuh).
 void gpu_float_piece(GgmlType type, const uint8_t* row, int64_t e, float* q, float& d);

@@ -172,8 +172,8 @@ TEST(ExpertExactKnobs, ScheduleAndPrefetchKeepTheBits) {
     expert_exec_gpu_ref(L.h, num, x.data(), n_embd, n_tok, ids.data(), wts.data(), n_used, ref.data(), n_embd);
     ASSERT_GT(test::max_abs(ref), 0.0f);
     for (RowSchedule sched : {RowSchedule::kItems, RowSchedule::kGuided})
-      for (detail::Prefetch pf : {detail::Prefetch::kNext, detail::Prefetch::kNext2, detail::Prefetch::kRow,
-                                  detail::Prefetch::kNone}) {
+      for (detail::Prefetch pf : {detail::Prefetch::kNext, detail::Prefetch::kNext2, detail::Prefetch::kNext128,
+                                  detail::Prefetch::kRow, detail::Prefetch::kNone}) {
         detail::gpu_dot_set_prefetch(pf);
         for (int threads : {2, 5}) {
           ThreadPool pool(threads);
