@@ -65,6 +65,12 @@ struct AttnArgs {
   // zero), so attention() skips the per-call reset (a memset node, which also breaks the
   // programmatic-launch chain).
   bool ws_zeroed = false;
+  // Optional (device, 16-byte aligned): also the integer GEMV's Q8 copy of the output
+  // (act_q8.h: rows of k = n_head*head_dim_v values, act_q8_row_bytes(k) bytes apart), the
+  // bytes quantize_act_q8 writes from `out`. The decode kernel (1..4 tokens) writes the
+  // blocks of each head in its epilogue, so the wo GEMV's input needs no quantise launch;
+  // the other paths quantise `out` after themselves.
+  void* out_q8 = nullptr;
 };
 
 // Device workspace that attention() needs for calls of up to max_tok query tokens: 64 KB of

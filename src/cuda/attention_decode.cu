@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/act_q8.h"
 #include "cuda/attention.h"
 #include "cuda/attn_args.cuh"
 #include "cuda/attn_decode.cuh"
@@ -48,6 +49,11 @@ int decode_rows(int64_t n_rows) {
   int r = 1;
   while (r < n_rows && r < cap) r *= 2;
   return r;
+}
+
+// AttnArgs::out_q8 on the paths without the Q8 epilogue: quantise out after the kernel.
+void quantize_out_q8(const AttnArgs& a, cudaStream_t s) {
+  if (a.out_q8 != nullptr) quantize_act_q8(a.out, a.ldo, a.n_head * a.head_dim_v, a.n_tok, a.out_q8, s);
 }
 
 void simt_decode(const AttnArgs& a, float* parts, cudaStream_t s);
@@ -92,7 +98,12 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
     fail_message("cuda attention_decode: workspace must be a 16-byte aligned device buffer");
   uint32_t* tickets = static_cast<uint32_t*>(workspace);
   float* parts = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + kDecodeTicketBytes);
-  if (g_decode_mode == 1 || (g_decode_mode == 0 && a.n_tok > kDecodeFastMaxTokens)) return simt_decode(a, parts, s);
+  if (a.out_q8 != nullptr && reinterpret_cast<uintptr_t>(a.out_q8) % 16 != 0)
+    fail_message("cuda attention_decode: out_q8 must be a 16-byte aligned device buffer");
+  if (g_decode_mode == 1 || (g_decode_mode == 0 && a.n_tok > kDecodeFastMaxTokens)) {
+    simt_decode(a, parts, s);
+    return quantize_out_q8(a, s);
+  }
   fast_decode(a, tickets, parts, s);
 }
 
@@ -178,6 +189,9 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
   p.row_blocks = row_blocks;
   p.scale_log2 = a.scale * 1.4426950408889634f;
   p.round = a.round;
+  p.out_q8 = static_cast<uint8_t*>(a.out_q8);  // the kernel's epilogue writes it
+  p.q8_k = a.n_head * d;
+  p.q8_row_bytes = act_q8_row_bytes(p.q8_k);
   dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, g_decode_scatter, p,
                   dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(splits),
                        static_cast<unsigned>(a.n_head_kv)),
@@ -190,6 +204,7 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
 void attention(const AttnArgs& a, void* workspace, cudaStream_t s) {
   if (a.n_tok <= kAttnDecodeMaxTokens) return attention_decode(a, workspace, s);
   attention_prefill(a, s);
+  attn_detail::quantize_out_q8(a, s);
 }
 
 }  // namespace ft::cuda

@@ -31,6 +31,7 @@
 #include "cuda/attn_plan.cuh"
 #include "cuda/check.h"
 #include "cuda/pdl.cuh"
+#include "cuda/q8_tail.cuh"
 #include "cuda/round.cuh"
 
 namespace ft::cuda::attn_detail {
@@ -52,6 +53,8 @@ struct DecodeParams {
   int64_t n_tok, n_ctx, group, n_head, splits, row_blocks;
   float scale_log2;  // scale * log2(e): scores in base 2, exp2f on the SFU
   Round round;
+  uint8_t* out_q8;       // nullptr, or the Q8 copy of out (act_q8.h rows of q8_k values)
+  int64_t q8_k, q8_row_bytes;
 };
 
 // Eight cache elements of one lane, as loaded (16 bytes, 32 for f32).
@@ -142,6 +145,16 @@ __device__ __forceinline__ void group_sum(float (&x)[V], int lane) {
   }
 }
 
+// The Q8 epilogue: output column c of row rr, rounded as written to out. The output loops
+// give a warp 32 consecutive columns of one row (D and the block size are multiples of 32),
+// i.e. one whole Q8 block of that head, lane i holding column 32j + i: the warp quantises it
+// with quantize_act_q8's arithmetic (q8_tail.cuh) straight from registers.
+template <int D>
+__device__ __forceinline__ void write_q8(const DecodeParams& p, const RowRef& rr, int c, float y) {
+  static_assert(D % 32 == 0, "Q8 blocks of 32 must not straddle heads");
+  q8_quantize_warp(y, (rr.h * D + c) / 32, p.q8_k, p.out_q8 + rr.t * p.q8_row_bytes);
+}
+
 // Whether this block is the last of n to arrive at ticket t (then it also resets t to zero
 // for the next call). The fences make every block's partials visible to the last one.
 __device__ __forceinline__ bool take_last(uint32_t* t, int64_t n, int* s_last) {
@@ -212,7 +225,9 @@ __device__ __forceinline__ void merge_parts(const DecodeParams& p, int64_t g, in
         if (k0 + k < count && w[k0 + k] != 0.0f) o = fmaf(w[k0 + k], a[k], o);
     }
     if (dst_acc == nullptr) {
-      p.out[rr.t * p.ldo + rr.h * D + c] = round_to(p.round, o / s_lm[2 * r + 1]);  // l > 0: key 0 is live
+      const float y = round_to(p.round, o / s_lm[2 * r + 1]);  // l > 0: key 0 is live
+      p.out[rr.t * p.ldo + rr.h * D + c] = y;
+      if (p.out_q8 != nullptr) write_q8<D>(p, rr, c, y);
     } else {
       dst_acc[(row_g * dst_stride + dst_idx) * D + c] = o;
       if (c == 0) {
@@ -381,7 +396,9 @@ __global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const Decod
     }
     const RowRef rr = row_ref(row0 + r, g, p.group);
     if (single) {
-      p.out[rr.t * p.ldo + rr.h * D + c] = round_to(p.round, o / ls);  // l > 0: key 0 is live
+      const float y = round_to(p.round, o / ls);  // l > 0: key 0 is live
+      p.out[rr.t * p.ldo + rr.h * D + c] = y;
+      if (p.out_q8 != nullptr) write_q8<D>(p, rr, c, y);
     } else {
       const int64_t slot_g = (rr.t * p.n_head + rr.h) * p.splits + split;
       p.part_acc[slot_g * D + c] = o;

@@ -109,12 +109,14 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
     return;
   }
-  rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s);
-  linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
+  // Decode: the attention kernel also writes the Q8 copy the wo GEMV reads (one launch fewer).
+  const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
+  rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr);
+  linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo);
 }
 
 void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_t n_tok, float* out, int64_t ldo,
-                                      cudaStream_t s) const {
+                                      cudaStream_t s, void* out_q8) const {
   const model::HParams& hp = m_.hp;
   const DevLayer& L = w_.layers[il];
   const int64_t hd = hp.head_dim_k, nh = hp.n_head[il], nkv = hp.n_head_kv[il];
@@ -148,6 +150,7 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   a.ldo = ldo;
   a.round = num_.round;
   a.ws_zeroed = true;  // GpuBuffers zeroed the workspace's counters once
+  a.out_q8 = out_q8;
   cuda::attention(a, b_.attn_ws.get(), s);
 }
 
