@@ -38,6 +38,7 @@
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/deltanet.h"
+#include "cuda/deltanet_chunked_phases.cuh"
 #include "cuda/ops_math.cuh"
 
 // The cluster kind needs sm_90 (thread block clusters, distributed shared memory); compiled
@@ -52,12 +53,7 @@ namespace ft::cuda {
 namespace {
 
 namespace cg = cooperative_groups;
-
-constexpr int C = static_cast<int>(kDeltaNetChunk);
-constexpr int kThreads = 288;  // b) and c) together: 136 + 128 tiles, one per thread
-constexpr int kLoaders = 256;  // threads that stage a chunk's rows
-constexpr int kTriTiles = (C / 4) * (C / 4 + 1) / 2;
-constexpr unsigned kFull = 0xffffffffu;
+using namespace gdn_chunked;
 
 template <int D>
 struct Smem {
@@ -89,17 +85,7 @@ struct Stage {
   float g0, g1, b0, b1;  // warp 0: g and beta of tokens lane and lane + 32
 };
 
-// Loader item e -> token t and float4 column cq: 8 tokens x 4 consecutive quads per warp, so
-// a warp reads 64 contiguous bytes of 8 rows and its transposed stores hit 16 banks.
-template <int D>
-__device__ __forceinline__ void item_pos(int e, int& t, int& cq) {
-  const int grp = e / 32;
-  t = (grp % 8) * 8 + (e % 8);
-  cq = (grp / 8) * 4 + (e / 8) % 4;
-}
-
-// Every thread defines every field (zeros where it loads nothing): with fields left unset,
-// the compiler kept the staged registers live around the whole chunk loop (228 bytes of spills).
+// Every thread defines every field (zeros where it loads nothing), as load_kq.
 template <int D>
 __device__ __forceinline__ void load_stage(const DeltaNetArgs& p, const float* gb, Stage<D>& st, int64_t t0,
                                            int n, int64_t j, int64_t i, int r0) {
@@ -107,16 +93,7 @@ __device__ __forceinline__ void load_stage(const DeltaNetArgs& p, const float* g
   const int tid = threadIdx.x;
   const bool loader = tid < kLoaders;
   const int64_t key_dim = p.n_k_heads * D;
-  const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-  for (int x = 0; x < Stage<D>::kQuads; ++x) {
-    int t, cq;
-    item_pos<D>(tid + kLoaders * x, t, cq);
-    const bool in = loader && t < n;
-    const float* row = p.y + (t0 + t) * p.ldy;
-    st.k[x] = in ? *reinterpret_cast<const float4*>(row + key_dim + i * D + 4 * cq) : zero;
-    st.q[x] = in ? *reinterpret_cast<const float4*>(row + i * D + 4 * cq) : zero;
-  }
+  load_kq<D>(p, t0, n, i * D, st.k, st.q);
 #pragma unroll
   for (int x = 0; x < Stage<D>::kV; ++x) {
     const int e = tid + kLoaders * x, t = e / R, r = e % R;
@@ -139,16 +116,9 @@ __device__ __forceinline__ void store_stage(Smem<D>& sm, const Stage<D>& st, int
 #pragma unroll
     for (int x = 0; x < Stage<D>::kQuads; ++x) {
       int t, cq;
-      item_pos<D>(tid + kLoaders * x, t, cq);
+      item_pos(tid + kLoaders * x, t, cq);
       *reinterpret_cast<float4*>(&sm.k[kb][t][4 * cq]) = st.k[x];
-      sm.kT[4 * cq + 0][t] = st.k[x].x;
-      sm.kT[4 * cq + 1][t] = st.k[x].y;
-      sm.kT[4 * cq + 2][t] = st.k[x].z;
-      sm.kT[4 * cq + 3][t] = st.k[x].w;
-      sm.qT[4 * cq + 0][t] = st.q[x].x;
-      sm.qT[4 * cq + 1][t] = st.q[x].y;
-      sm.qT[4 * cq + 2][t] = st.q[x].z;
-      sm.qT[4 * cq + 3][t] = st.q[x].w;
+      store_kq_t(sm.kT, sm.qT, t, cq, st.k[x], st.q[x]);
     }
 #pragma unroll
     for (int x = 0; x < Stage<D>::kV; ++x) {
@@ -156,36 +126,7 @@ __device__ __forceinline__ void store_stage(Smem<D>& sm, const Stage<D>& st, int
       sm.v[e / R][e % R] = st.v[x];
     }
   }
-  if (tid < 32) {  // G_t: inclusive scan of g over the chunk (padded tokens add 0)
-    const int lane = tid;
-    float x0 = st.g0, x1 = st.g1;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const float y0 = __shfl_up_sync(kFull, x0, o), y1 = __shfl_up_sync(kFull, x1, o);
-      if (lane >= o) {
-        x0 = ops::add_rn(y0, x0);
-        x1 = ops::add_rn(y1, x1);
-      }
-    }
-    x1 = ops::add_rn(__shfl_sync(kFull, x0, 31), x1);
-    const float gn = __shfl_sync(kFull, x1, 31);
-    sm.g[lane] = x0;
-    sm.g[lane + 32] = x1;
-    sm.beta[lane] = st.b0;
-    sm.beta[lane + 32] = st.b1;
-    sm.eg[lane] = ops::exp_f32(x0);
-    sm.eg[lane + 32] = ops::exp_f32(x1);
-    sm.wd[lane] = ops::exp_f32(ops::sub_rn(gn, x0));
-    sm.wd[lane + 32] = ops::exp_f32(ops::sub_rn(gn, x1));
-  }
-}
-
-__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ void f4a(const float4 v, float (&a)[4]) {
-  a[0] = v.x;
-  a[1] = v.y;
-  a[2] = v.z;
-  a[3] = v.w;
+  if (tid < 32) scan_gates(sm, tid, st.g0, st.g1, st.b0, st.b1);
 }
 
 // b) one 4x4 tile (tt, ss), ss <= tt, of A and M, written into the shared memory of the
@@ -196,38 +137,18 @@ __device__ __forceinline__ void tri_tile(Smem<D>& sm, int task) {
   while ((tt + 1) * (tt + 2) / 2 <= task) ++tt;
   const int ss = task - tt * (tt + 1) / 2;
   float kk[4][4] = {}, qk[4][4] = {};
-#pragma unroll 4
-  for (int c = 0; c < D; ++c) {
-    float kt[4], qt[4], ks[4];
-    f4a(ld4(&sm.kT[c][4 * tt]), kt);
-    f4a(ld4(&sm.qT[c][4 * tt]), qt);
-    f4a(ld4(&sm.kT[c][4 * ss]), ks);
+  tri_sums<D>(sm.kT, sm.qT, tt, ss, kk, qk);
+  tri_finish(sm, tt, ss, kk, qk, [&](int t, int s, float av, float mv) {
 #pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        kk[x][y] = ops::fma_rn(kt[x], ks[y], kk[x][y]);
-        qk[x][y] = ops::fma_rn(qt[x], ks[y], qk[x][y]);
-      }
-  }
-#pragma unroll
-  for (int x = 0; x < 4; ++x)
-#pragma unroll
-    for (int y = 0; y < 4; ++y) {
-      const int t = 4 * tt + x, s = 4 * ss + y;
-      if (s > t) continue;
-      const float dec = ops::exp_f32(ops::sub_rn(sm.g[t], sm.g[s]));
-      const float av = ops::mul_rn(ops::mul_rn(sm.beta[t], dec), kk[x][y]), mv = ops::mul_rn(dec, qk[x][y]);
-#pragma unroll
-      for (int rank = 0; rank < G; ++rank) {
-        Smem<D>* dst = &sm;
+    for (int rank = 0; rank < G; ++rank) {
+      Smem<D>* dst = &sm;
 #if FT_GDN_CLUSTER
-        if constexpr (G > 1) dst = cg::this_cluster().map_shared_rank(&sm, rank);
+      if constexpr (G > 1) dst = cg::this_cluster().map_shared_rank(&sm, rank);
 #endif
-        if (s < t) dst->a[t][s] = av;
-        dst->mT[s][t] = mv;
-      }
+      if (s < t) dst->a[t][s] = av;
+      dst->mT[s][t] = mv;
     }
+  });
 }
 
 // c) one 4x4 tile (tokens 4 tt.., rows 4 rr..) of P and O.
@@ -236,85 +157,8 @@ __device__ __forceinline__ void state_tile(Smem<D>& sm, int task) {
   constexpr int R = Smem<D>::R;
   const int rr = task % (R / 4), tt = task / (R / 4);
   float sk[4][4] = {}, sq[4][4] = {};
-#pragma unroll 4
-  for (int c = 0; c < D; ++c) {
-    float kt[4], qt[4], s[4];
-    f4a(ld4(&sm.kT[c][4 * tt]), kt);
-    f4a(ld4(&sm.qT[c][4 * tt]), qt);
-    f4a(ld4(&sm.sT[c][4 * rr]), s);
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        sk[x][y] = ops::fma_rn(s[y], kt[x], sk[x][y]);
-        sq[x][y] = ops::fma_rn(s[y], qt[x], sq[x][y]);
-      }
-  }
-#pragma unroll
-  for (int x = 0; x < 4; ++x) {
-    const int t = 4 * tt + x;
-    const float eg = sm.eg[t], beta = sm.beta[t];
-#pragma unroll
-    for (int y = 0; y < 4; ++y) {
-      const int r = 4 * rr + y;
-      sm.u[t][r] = ops::mul_rn(beta, ops::sub_rn(sm.v[t][r], ops::mul_rn(eg, sk[x][y])));
-      sm.o[t][r] = ops::mul_rn(eg, sq[x][y]);
-    }
-  }
-}
-
-// f) one 4x4 tile (components 4 cc.., rows 4 rr..) of the state after the chunk.
-template <int D>
-__device__ __forceinline__ void update_tile(Smem<D>& sm, int task, int n, int kb, float en) {
-  constexpr int R = Smem<D>::R;
-  const int rr = task % (R / 4), cc = task / (R / 4);
-  float acc[4][4];
-#pragma unroll
-  for (int x = 0; x < 4; ++x)
-#pragma unroll
-    for (int y = 0; y < 4; ++y) acc[x][y] = ops::mul_rn(sm.sT[4 * cc + x][4 * rr + y], en);
-  for (int t = 0; t < n; ++t) {
-    float kc[4], uw[4];
-    f4a(ld4(&sm.k[kb][t][4 * cc]), kc);
-    f4a(ld4(&sm.uw[t][4 * rr]), uw);
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-      for (int y = 0; y < 4; ++y) acc[x][y] = ops::fma_rn(kc[x], uw[y], acc[x][y]);
-  }
-#pragma unroll
-  for (int x = 0; x < 4; ++x)
-    *reinterpret_cast<float4*>(&sm.sT[4 * cc + x][4 * rr]) = make_float4(acc[x][0], acc[x][1], acc[x][2], acc[x][3]);
-}
-
-// e) one 4x4 tile (tokens 4 tt.., rows 4 rr..) of the outputs.
-template <int D>
-__device__ __forceinline__ void output_tile(const Smem<D>& sm, int task, int n, float* out, int64_t ldo,
-                                            float scale) {
-  constexpr int R = Smem<D>::R;
-  const int rr = task % (R / 4), tt = task / (R / 4);
-  float acc[4][4];
-#pragma unroll
-  for (int x = 0; x < 4; ++x)
-#pragma unroll
-    for (int y = 0; y < 4; ++y) acc[x][y] = sm.o[4 * tt + x][4 * rr + y];
-  const int s_end = 4 * tt + 4 < n ? 4 * tt + 4 : n;
-  for (int s = 0; s < s_end; ++s) {  // M[t][s] = 0 for s > t
-    float m[4], us[4];
-    f4a(ld4(&sm.mT[s][4 * tt]), m);
-    f4a(ld4(&sm.u[s][4 * rr]), us);
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-      for (int y = 0; y < 4; ++y) acc[x][y] = ops::fma_rn(m[x], us[y], acc[x][y]);
-  }
-#pragma unroll
-  for (int x = 0; x < 4; ++x) {
-    const int t = 4 * tt + x;
-    if (t >= n) break;
-#pragma unroll
-    for (int y = 0; y < 4; ++y) out[t * ldo + 4 * rr + y] = ops::mul_rn(acc[x][y], scale);
-  }
+  state_sums<D>(sm.kT, sm.qT, sm.sT, tt, rr, sk, sq);
+  state_finish(sm, tt, rr, sk, sq);
 }
 
 // G > 1: a cluster of the G = D / R row groups of one head; each computes 1/G of the tiles of
@@ -349,10 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunked_kernel(DeltaNetArgs p, co
   (void)kMyTri;
   const bool fresh = p.d_pos != nullptr && *p.d_pos == 0;
   float* Sg = p.state + j * D * D;
-  for (int e = tid; e < R * D; e += kThreads) {
-    const int r = e / D, c = e % D;
-    sm.sT[c][r] = fresh ? 0.0f : Sg[static_cast<int64_t>(r0 + r) * D + c];
-  }
+  load_state<D>(sm, Sg, r0, fresh);
   // Above the diagonal A and M stay zero (b) writes only s <= t).
   for (int e = tid; e < C * (C + 1); e += kThreads) (&sm.a[0][0])[e] = 0.0f;
   for (int e = tid; e < C * Smem<D>::LT; e += kThreads) (&sm.mT[0][0])[e] = 0.0f;
@@ -377,50 +218,20 @@ __global__ void __launch_bounds__(kThreads, 1) chunked_kernel(DeltaNetArgs p, co
     // Always loaded (past the end: zeros), so that the staged registers are dead outside d).
     const int64_t t1 = t0 + C;
     load_stage<D>(p, gb, st, t1, static_cast<int>(p.n_tok - t1 < C ? p.n_tok - t1 : C), j, i, r0);
-    if (warp < 8) {  // d) forward substitution, R / 8 rows per warp
-      constexpr int RW = R / 8;
-      float x0[RW], x1[RW];
-#pragma unroll
-      for (int w = 0; w < RW; ++w) {
-        x0[w] = sm.u[lane][warp * RW + w];
-        x1[w] = sm.u[lane + 32][warp * RW + w];
-      }
-      for (int s = 0; s + 1 < n; ++s) {
-        // A[t][s] is zero for t <= s: those lanes add -0 * u_s and keep their value.
-        const float a0 = sm.a[lane][s], a1 = sm.a[lane + 32][s];
-#pragma unroll
-        for (int w = 0; w < RW; ++w) {
-          const float us = __shfl_sync(kFull, s < 32 ? x0[w] : x1[w], s & 31);
-          x0[w] = ops::fma_rn(-a0, us, x0[w]);
-          x1[w] = ops::fma_rn(-a1, us, x1[w]);
-        }
-      }
-      const float w0 = sm.wd[lane], w1 = sm.wd[lane + 32];
-#pragma unroll
-      for (int w = 0; w < RW; ++w) {
-        const int r = warp * RW + w;
-        sm.u[lane][r] = x0[w];
-        sm.u[lane + 32][r] = x1[w];
-        sm.uw[lane][r] = ops::mul_rn(x0[w], w0);
-        sm.uw[lane + 32][r] = ops::mul_rn(x1[w], w1);
-      }
-    }
+    if (warp < 8) substitute(sm, sm.a, warp, lane, n);  // d) forward substitution, R / 8 rows per warp
     const float en = sm.eg[C - 1];  // e^{G_n}, read before the next chunk's gates land
     __syncthreads();
     store_stage<D>(sm, st, kb ^ 1);
     float* out = p.out + t0 * p.ldo + j * D + r0;
     for (int task = tid; task < kUpdateTiles + kStateTiles; task += kThreads) {
       if (task < kUpdateTiles)
-        update_tile<D>(sm, task, n, kb, en);
+        update_tile(sm, task, n, &sm.k[kb][0][0], Smem<D>::LK, en);
       else
-        output_tile<D>(sm, task - kUpdateTiles, n, out, p.ldo, scale);
+        output_tile(sm, sm.mT, task - kUpdateTiles, n, out, p.ldo, scale);
     }
     sync_b<D, G>();
   }
-  for (int e = tid; e < R * D; e += kThreads) {
-    const int r = e / D, c = e % D;
-    Sg[static_cast<int64_t>(r0 + r) * D + c] = sm.sT[c][r];
-  }
+  save_state<D>(sm, Sg, r0);
 }
 
 template <int D, int G>
