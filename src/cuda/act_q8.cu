@@ -19,25 +19,37 @@ using namespace q8_detail;
 
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) quantize_act_q8_kernel(const float* __restrict__ x, int64_t ldx,
-                                                                   int64_t k, int64_t n_tok, uint8_t* xq,
-                                                                   int64_t row_bytes) {
-  pdl_wait();
-  pdl_trigger();
+// A warp per block of 32 over the n_tok rows of k values, grid-stride: f(t, j, lane) with
+// lane i of the warp on element 32 j + i of row t. The loop of both kernels below.
+template <class F>
+__device__ __forceinline__ void for_each_block(int64_t k, int64_t n_tok, F&& f) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t blocks_per_row = k / 32;
   const int64_t n_blocks = blocks_per_row * n_tok;
   const int64_t warp0 = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) >> 5;
   const int64_t n_warps = (static_cast<int64_t>(gridDim.x) * kThreads) >> 5;
-  for (int64_t b = warp0; b < n_blocks; b += n_warps) {
-    const int64_t t = b / blocks_per_row, j = b % blocks_per_row;
-    const float v = x[t * ldx + 32 * j + lane];
-    float amax = fabsf(v);
+  for (int64_t b = warp0; b < n_blocks; b += n_warps) f(b / blocks_per_row, b % blocks_per_row, lane);
+}
+
+// The block's scale d and the code of this lane's value v (the block maximum by warp
+// shuffles), for both kernels: the rounding of act_q8.h.
+__device__ __forceinline__ int block_code(float v, float& d) {
+  float amax = fabsf(v);
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-    float d, id;
-    act_q8_scales(amax, d, id);
-    const int q = round_half_even(v * id);
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+  float id;
+  act_q8_scales(amax, d, id);
+  return round_half_even(v * id);
+}
+
+__global__ void __launch_bounds__(kThreads) quantize_act_q8_kernel(const float* __restrict__ x, int64_t ldx,
+                                                                   int64_t k, int64_t n_tok, uint8_t* xq,
+                                                                   int64_t row_bytes) {
+  pdl_wait();
+  pdl_trigger();
+  for_each_block(k, n_tok, [&](int64_t t, int64_t j, int lane) {
+    float d;
+    const int q = block_code(x[t * ldx + 32 * j + lane], d);
     uint8_t* row = xq + t * row_bytes;
     row[32 * j + lane] = static_cast<uint8_t>(static_cast<int8_t>(q));
     int s = q;
@@ -51,30 +63,20 @@ __global__ void __launch_bounds__(kThreads) quantize_act_q8_kernel(const float* 
       sc.s_hi = static_cast<int16_t>(s_hi);
       reinterpret_cast<ActQ8Scale*>(row + k)[j] = sc;
     }
-  }
+  });
 }
 
-// One warp per block of 32, as above; in place when y == x (each lane reads its element
-// before the warp's shuffles and writes it after them).
+// The values quantize_act_q8_kernel codes, as d * q; in place when y == x (each lane reads its
+// element before the warp's shuffles and writes it after them).
 __global__ void __launch_bounds__(kThreads) round_trip_act_q8_kernel(const float* x, int64_t ldx, int64_t k,
                                                                      int64_t n_tok, float* y, int64_t ldy) {
   pdl_wait();
   pdl_trigger();
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int64_t blocks_per_row = k / 32;
-  const int64_t n_blocks = blocks_per_row * n_tok;
-  const int64_t warp0 = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) >> 5;
-  const int64_t n_warps = (static_cast<int64_t>(gridDim.x) * kThreads) >> 5;
-  for (int64_t b = warp0; b < n_blocks; b += n_warps) {
-    const int64_t t = b / blocks_per_row, j = b % blocks_per_row;
-    const float v = x[t * ldx + 32 * j + lane];
-    float amax = fabsf(v);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-    float d, id;
-    act_q8_scales(amax, d, id);
-    y[t * ldy + 32 * j + lane] = d * static_cast<float>(round_half_even(v * id));
-  }
+  for_each_block(k, n_tok, [&](int64_t t, int64_t j, int lane) {
+    float d;
+    const int q = block_code(x[t * ldx + 32 * j + lane], d);
+    y[t * ldy + 32 * j + lane] = d * static_cast<float>(q);
+  });
 }
 
 }  // namespace
