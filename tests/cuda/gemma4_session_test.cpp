@@ -28,6 +28,7 @@
 #include "gpu/moe_cpu_backend.h"
 #include "gpu/session.h"
 #include "model/model.h"
+#include "session_test_util.h"
 #include "testgen/model_gen.h"
 
 namespace fs = std::filesystem;
@@ -38,6 +39,13 @@ using ft::testgen::Role;
 
 namespace {
 
+using ft::gpu_test::all;
+using ft::gpu_test::cpu_options;
+using ft::gpu_test::max_abs_diff;
+using ft::gpu_test::same_prefix;
+using ft::gpu_test::top2_margin;
+using ft::gpu_test::with;
+
 struct Case {
   std::string name;
   ModelSpec spec;
@@ -47,14 +55,6 @@ struct Case {
 ModelSpec base() {
   auto s = ft::testgen::preset("tiny", Arch::kGemma4);
   s.seed = 11;
-  return s;
-}
-ModelSpec all(ModelSpec s, GgmlType t) {
-  for (auto& r : s.role_type) r = t;
-  return s;
-}
-ModelSpec with(ModelSpec s, std::initializer_list<Role> roles, GgmlType t) {
-  for (Role r : roles) s.set_type(r, t);
   return s;
 }
 
@@ -138,41 +138,6 @@ constexpr float kMoeNearTie16 = 1.5f;
 bool moe_flips(const Param& p) { return p.c.spec.n_expert > 0 && p.dtype != "float32"; }
 float decode_near_tie(const Param& p) {
   return moe_flips(p) && p.dtype != "auto" ? kMoeNearTie16 : near_tie(p.dtype);
-}
-
-ft::engine::SessionOptions cpu_options(const std::string& dtype) {
-  ft::engine::SessionOptions o;
-  o.n_threads = 2;
-  o.n_ctx = 128;
-  if (dtype == "auto") {
-    o.act = ft::engine::ActType::kF32;
-    o.act_quant = ft::quant::ActQuant::kQ8;
-  } else {
-    o.act = *ft::engine::act_type_from_name(dtype);
-  }
-  return o;
-}
-
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-  float m = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float d = std::fabs(a[i] - b[i]);
-    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
-  }
-  return m;
-}
-
-float top2_margin(const float* x, int64_t n) {
-  float a = -INFINITY, b = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) {
-    if (x[i] > a) {
-      b = a;
-      a = x[i];
-    } else if (x[i] > b) {
-      b = x[i];
-    }
-  }
-  return a - b;
 }
 
 class Gemma4GpuVsCpu : public ::testing::TestWithParam<Param> {};
@@ -289,12 +254,6 @@ std::vector<int32_t> greedy(const ft::model::Model& m, const std::string& dtype,
   return out;
 }
 
-int same_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  int i = 0;
-  while (i < static_cast<int>(a.size()) && i < static_cast<int>(b.size()) && a[i] == b[i]) ++i;
-  return i;
-}
-
 class Gemma4MoeBackends : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(Gemma4MoeBackends, SameGreedyTokensAsFused) {
@@ -321,22 +280,7 @@ TEST_P(Gemma4MoeBackends, SameGreedyTokensAsFused) {
   const auto ref = greedy(*m, dtype, fo, prompt, n, nullptr);
   EXPECT_GE(std::set<int32_t>(ref.begin(), ref.end()).size(), 4u) << "the greedy run barely varies";
 
-  std::vector<std::pair<std::string, ft::gpu::MoeBackendOptions>> vs;
-  ft::gpu::MoeBackendOptions o;
-  o.name = "offload";
-  o.cache_rate = 0.25;
-  vs.push_back({"offload rate 0.25", o});
-  o = {};
-  o.name = "cpu";
-  o.threads = 2;
-  vs.push_back({"cpu", o});
-  o.name = "hybrid";
-  o.cache_rate = 0.25;
-  for (int k : {0, 2}) {
-    o.hybrid_max_fetch = k;
-    vs.push_back({"hybrid max-fetch " + std::to_string(k), o});
-  }
-  for (const auto& [label, vo] : vs) {
+  for (const auto& [label, vo] : ft::gpu_test::moe_backend_variants()) {
     std::string desc;
     const auto got = greedy(*m, dtype, vo, prompt, n, &desc);
     const int same = same_prefix(ref, got);
