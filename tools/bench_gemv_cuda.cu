@@ -8,11 +8,11 @@
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
 // --dense: those dense one-token cases only (routed plan and mma instances; for ncu).
-// --experts: the MoE expert gate (slab, expert mma kernel and its instances, gate+up pair) and
-// down + combine (packed, mma) cases, and the dense one-token shapes routed vs slab; each once
-// back to back and once after a dependent quantize_act_q8 ("dep", as in a decode step, where
-// PDL cannot overlap one GEMV's weight stream with another's; the quantiser's time alone is
-// subtracted).
+// --experts: the MoE expert gate (slab) and down + combine (packed) cases, and the dense
+// one-token shapes routed vs slab, with the L2 self-prefetch (cuda/l2_prefetch.h) off and on
+// ("+l2"); each once back to back and once after a dependent quantize_act_q8 ("dep", as in a
+// decode step, where PDL cannot overlap one GEMV's weight stream with another's; the
+// quantiser's time alone is subtracted).
 //
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
@@ -39,8 +39,8 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
-#include "cuda/gemv_pair.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/l2_prefetch.h"
 
 using namespace ft;
 using namespace ft::cuda;
@@ -136,8 +136,8 @@ struct Case {
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
   int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
   int nv_mma_w = 0, nv_mma_s = 0;               // gemv_set_nvfp4_mma
-  // Expert gate+up as one gemv_pair call (two weight tensors, twice the bytes).
-  bool pair = false;
+  // L2 prefetch parts during this case (l2_prefetch.h; -1: FT_L2_PREFETCH's).
+  int l2 = -1;
   // Each launch after quantize_act_q8 of its input, as in a decode step (the GEMV depends on the
   // kernel before it: PDL cannot overlap two GEMVs' weight streams as it does back to back);
   // the quantiser's own time, measured alone, is subtracted.
@@ -190,8 +190,8 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
-  const int64_t mma_before = gemv_nvfp4_mma_launches(), xmma_before = gemv_nvfp4_xmma_launches(),
-                xcomb_before = gemv_nvfp4_xcomb_launches();
+  l2_prefetch_set_parts(c.l2);
+  const int64_t mma_before = gemv_nvfp4_mma_launches();
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -220,15 +220,7 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
       a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
     }
     if (c.dep) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), s);
-    if (c.pair) {  // up: the next pool copy's weights, bank column 1, the second half of y
-      GemvArgs b = a;
-      b.w = w.as<uint8_t>() + ((static_cast<int64_t>(i) * n_slot / c.n_expert + 1) % copies) * matrix_bytes;
-      b.y = y.as<float>() + n_slot * c.rows;
-      b.bank_col = 1;
-      gemv_pair(a, b, s);
-    } else {
-      gemv(a, s);
-    }
+    gemv(a, s);
   };
   double t = time_graph(launches, body);
   double t_quant = 0;
@@ -242,9 +234,10 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_variant(0, 0);
   gemv_set_nvfp4_mma(0, 0);
-  const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before, ran_xmma = gemv_nvfp4_xmma_launches() > xmma_before,
-             ran_xcomb = gemv_nvfp4_xcomb_launches() > xcomb_before;
-  const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok)) * (c.pair ? 2 : 1);
+  const unsigned l2_parts = l2_prefetch_parts();
+  l2_prefetch_set_parts(-1);
+  const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
+  const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
   const double gbs = bytes / t * 1e-9;
   char shape[64];
   if (grouped)
@@ -276,16 +269,8 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
       plan = std::string(c.nv_kernel == 3 || c.nv_mma_w > 0 ? "N" : "n") + "3/" +
              std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : pl.mma_warps) + "/" +
              std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : pl.mma_stages);
-    if (ran_xmma)  // the expert mma kernel (gemv_mma_experts.cu): warps / stages
-      plan = std::string(c.nv_kernel == 4 ? "N" : "n") + "4/" +
-             std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : kNvfp4XmmaWarps) + "/" +
-             std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : kNvfp4XmmaStages);
-    if (ran_xcomb)  // the expert down + combine mma kernel (gemv_mma_combine.cu): warps / stages
-      plan = std::string(c.nv_kernel == 5 ? "N" : "n") + "5/" +
-             std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : kNvfp4XcombWarps) + "/" +
-             std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : kNvfp4XcombStages);
   }
-  if (c.pair) plan += "+pair";
+  if (!grouped && (l2_parts & kL2Self) != 0) plan += "+l2";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
@@ -374,51 +359,28 @@ int main(int argc, char** argv) {
       return v;
     };
     if (experts_only) {
-      // Run 11: the expert gate/up kernels (slab forced, expert mma routed and its instances,
-      // gate+up pair vs two launches), each back to back and after a dependent quantiser
-      // (dep), beside the dense one-token shapes of Llama-8B / Qwen3-30B-A3B routed and with the
-      // slab kernel, back to back and dep.
+      // The expert gate (slab) and down + combine (packed) and the dense one-token shapes of
+      // Llama-8B / Qwen3-30B-A3B (routed, and the slab kernel forced), each once back to back
+      // and once after a dependent quantize_act_q8 ("dep", as in a decode step); the dense
+      // ones with the L2 self-prefetch (l2_prefetch.h, kL2Self: "+l2") off and on.
       Case gate{"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true};
       gate.q8 = true;
+      Case down{"qwen3moe down+combine", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false};
+      down.q8 = true, down.combine = true;
+      const int64_t dense[][2] = {{14336, 4096}, {4096, 14336}, {6144, 4096}, {4096, 4096}, {28672, 4096},
+                                  {5120, 2048},  {2048, 4096}};
       for (bool dep : {false, true}) {
-        Case c = gate;
-        c.dep = dep;
-        Case s = c;
-        s.nv_kernel = 1;
-        cases.push_back(s);  // slab
-        cases.push_back(c);  // routed: expert mma
-        Case pr = c;
-        pr.pair = true;
-        cases.push_back(pr);
-        struct Mv {
-          int w, s;
-        };
-        if (!dep)
-          for (const Mv mv : {Mv{2, 2}, Mv{2, 3}, Mv{4, 2}, Mv{8, 2}}) {
-            Case v = c;
-            v.nv_kernel = 4, v.nv_mma_w = mv.w, v.nv_mma_s = mv.s;
-            cases.push_back(v);
-          }
-        Case down{"qwen3moe down+combine", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false};
-        down.q8 = true, down.combine = true, down.dep = dep;
-        cases.push_back(down);  // routed (packed unless FT_GEMV_NVFP4_XCOMB=1)
-        for (const Mv mv : {Mv{8, 4}, Mv{8, 3}, Mv{8, 2}, Mv{4, 4}, Mv{4, 3}}) {
-          if (dep && mv.w != 8) continue;
-          if (dep && mv.s != 4) continue;
-          Case v = down;
-          v.nv_kernel = 5, v.nv_mma_w = mv.w, v.nv_mma_s = mv.s;
-          cases.push_back(v);
+        for (Case c : {gate, down}) {
+          c.dep = dep;
+          cases.push_back(c);
         }
-        const int64_t dense[][2] = {{14336, 4096}, {4096, 14336}, {6144, 4096}, {4096, 4096}, {28672, 4096},
-                                    {5120, 2048},  {2048, 4096}};
-        for (const auto& d : dense) {
-          Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
-          r.q8 = true, r.dep = dep;
-          cases.push_back(r);
-          Case sl = r;
-          sl.nv_kernel = 1;
-          cases.push_back(sl);
-        }
+        for (const auto& d : dense)
+          for (int l2 : {0, static_cast<int>(kL2Self)})
+            for (int kern : {-1, 1}) {
+              Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
+              r.q8 = true, r.dep = dep, r.l2 = l2, r.nv_kernel = kern;
+              cases.push_back(r);
+            }
       }
       for (const Case& c : cases) run_case(c, pool, launches);
       return 0;

@@ -103,23 +103,5 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
 // The tensor-core kernel (gemv_mma.cu): one token, dense, k % 256 == 0, 16-byte aligned rows;
 // false (nothing launched) for other shapes or when its shared memory does not fit.
 bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream);
-// The expert tensor-core kernel (gemv_mma_experts.cu): grouped, one activation row per slot,
-// no combine, k = 2048, 16-byte aligned rows and experts, in the slab kernel's exact float
-// order; false (nothing launched) for other shapes. warps x stages: 2x2, 2x3, 4x2, 4x3, 8x2.
-// The pair form also runs the same product on w2 (bank column bank_col2) into y2 in the same
-// launch (gemv_pair.h). _routed: plans take it (kNvfp4XmmaRouted, or FT_GEMV_NVFP4_XMMA=1 / 0).
-bool gemv_nvfp4_xmma_routed();
-void gemv_set_xmma_routed(int v);  // -1 default, 0 off, 1 on (gemv_set_nvfp4_expert_mma)
-bool gemv_nvfp4_xmma_takes(const Params& p, int64_t n_slots);
-bool gemv_nvfp4_xmma(const Params& p, int64_t n_slots, int warps, int stages, cudaStream_t stream);
-bool gemv_nvfp4_xmma_pair(const Params& p, const uint8_t* w2, float* y2, int bank_col2, int64_t n_slots, int warps,
-                          int stages, cudaStream_t stream);
-// The expert down projection + combine on tensor cores (gemv_mma_combine.cu) in the packed
-// kernel's exact order, for launches the plan gives the packed kernel with the combine; false
-// (nothing launched) for other shapes. warps x stages: 4x2..4x4, 8x2..8x4. _routed: the plan
-// takes it (kNvfp4XcombRouted, or FT_GEMV_NVFP4_XCOMB=1 / 0).
-bool gemv_nvfp4_xcomb(const Params& p, int64_t n_slots, int warps, int stages, cudaStream_t stream);
-bool gemv_nvfp4_xcomb_routed();
-void gemv_set_xcomb_routed(int v);
 
 }  // namespace ft::cuda::gemv_detail

@@ -1,5 +1,5 @@
-// Pieces the NVFP4 tensor-core GEMV kernels share (gemv_mma.cu: dense one token;
-// gemv_mma_experts.cu: grouped expert gate/up in the slab kernel's summation order). See
+// Pieces of the NVFP4 tensor-core GEMV kernel (gemv_mma.cu: dense one token; run 11's expert
+// kernels shared them until session 7 removed them). See
 // gemv_mma.cu for the layout: a CTA owns 16 rows, a step is 4 NVFP4 blocks (144 bytes) of each
 // row, lane (g, c) decodes word c of a 16-byte tile of rows g and g + 8, and the activations
 // sit in B fragments {x, -x} built once per CTA in shared memory (x_frag). CUDA only.

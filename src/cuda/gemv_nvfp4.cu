@@ -6,9 +6,9 @@
 //   acc = fma(float(is), ue4m3_half(scale) * x.d, acc)
 // (ue4m3_half is taken as nvfp4_scales' full ue4m3 with the 0.5 folded into x.d: the same product).
 // gemv_nvfp4() also dispatches the plan's kernel 3, the tensor-core kernel of gemv_mma.cu
-// (dense, one token, 4224+ rows: H200 runs 10-11), falling back to these; and, forced or
-// by their switches only, the expert tensor-core kernels of gemv_mma_experts.cu (gate/up, the
-// slab order bit for bit) and gemv_mma_combine.cu (down + combine, the packed order).
+// (dense, one token, 4224+ rows: H200 runs 10-11), falling back to these. (The expert
+// tensor-core kernels of H200 run 11, gate/up and down + combine in these kernels' exact
+// order, measured slower and were removed; the history keeps them.)
 //
 // Why this shape: at 4.5 TB/s and 0.5625 byte per element the H200 affords ~4 lane
 // instructions per weight element. The generic kernel spent them on per-chunk cursor work,
@@ -39,6 +39,7 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
+#include "cuda/l2_prefetch.cuh"
 #include "cuda/pdl.cuh"
 
 namespace ft::cuda::gemv_detail {
@@ -296,7 +297,31 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   Step m = ahead;
   Vec b0[kV] = {};
   if (n_steps > 0) issue(b0, ahead), advance(ahead);
+  if (p.ids == nullptr && p.l2_self && lane == 0) {
+    // While the previous kernel runs, every row this warp will read streams into L2 (one bulk
+    // prefetch per item: R rows are contiguous), behind the first step's loads. Dense: one out
+    // row, so item = row group.
+    for (int64_t it = gw; it < n_items; it += n_w) {
+      const int64_t row0 = it * R, nr = p.rows - row0 < R ? p.rows - row0 : R;
+      l2_prefetch_span(p.w + row0 * p.row_bytes, nr * p.row_bytes);
+    }
+  }
   if (p.ids == nullptr) pdl_wait(), pdl_trigger();
+  if (p.l2_n > 0 && !combine && lane == 0) {
+    // Grouped: item (slot, row group rg) streams share rg of its expert's span of each
+    // GemvArgs::l2_next tensor into L2, behind its own first loads.
+    int64_t share[2];
+    for (int t = 0; t < p.l2_n; ++t) share[t] = ((p.l2_bytes[t] + p.n_rg - 1) / p.n_rg + 15) & ~int64_t{15};
+    for (int64_t it = gw; it < n_items; it += n_w) {
+      const uint32_t o = static_cast<uint32_t>(it) / static_cast<uint32_t>(p.n_rg);
+      const int64_t rg = it - static_cast<int64_t>(o) * p.n_rg, e = p.ids[o];
+      if (e < 0) continue;
+      for (int t = 0; t < p.l2_n; ++t) {
+        const int64_t off = rg * share[t], left = p.l2_bytes[t] - off;
+        if (left > 0) l2_prefetch_span(p.l2_w[t] + e * p.l2_eb[t] + off, left < share[t] ? left : share[t]);
+      }
+    }
+  }
   if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);  // while the first slab loads
   for (int s = 0; s < n_steps; ++s) {
     __syncwarp();  // every lane is done with the previous step's stage
@@ -552,21 +577,6 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, nt, n_out, n_sub, grouped);
   if (over.mma_warps > 0) pl.mma_warps = over.mma_warps;
   if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;
-  // The down projection + combine on tensor cores where the plan gives the packed kernel
-  // (routed, or forced as kernel 5); declined: the packed kernel.
-  if (pl.kernel == 2 && n_sub > 1 && (over.kernel == 5 || (over.kernel < 0 && gemv_nvfp4_xcomb_routed()))) {
-    const int w = over.mma_warps > 0 ? over.mma_warps : kNvfp4XcombWarps;
-    const int st = over.mma_stages > 0 ? over.mma_stages : kNvfp4XcombStages;
-    if (gemv_nvfp4_xcomb(p, n_tok, w, st, stream)) return true;
-  }
-  // The expert gate/up mma kernel (forced as kernel 4, or routed by FT_GEMV_NVFP4_XMMA=1);
-  // declined: the plan's kernel.
-  if (grouped && n_sub == 1 &&
-      (over.kernel == 4 || (over.kernel < 0 && nb == kNvfp4XmmaBlocks && gemv_nvfp4_xmma_routed()))) {
-    const int w = over.mma_warps > 0 ? over.mma_warps : kNvfp4XmmaWarps;
-    const int st = over.mma_stages > 0 ? over.mma_stages : kNvfp4XmmaStages;
-    if (gemv_nvfp4_xmma(p, n_tok, w, st, stream)) return true;
-  }
   // The mma kernel, planned or forced; where it declines the shape, the other kernels' plan.
   if (pl.kernel == 3 && over.mma_off) pl.kernel = 1;
   if (pl.kernel == 3 || over.kernel == 3) {

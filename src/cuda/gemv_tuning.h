@@ -96,8 +96,7 @@ inline GemvQ8Plan gemv_q8_plan(GgmlType type, int64_t rows, int64_t k, int64_t n
 // list, up to kNvfp4PackBlocksPerLane blocks each. kernel 0: the generic integer kernel
 // (gemv_q8.cu), also taken where the rows are not 4-byte aligned.
 struct GemvNvfp4Plan {
-  // 0 generic, 1 slab, 2 packed, 3 mma (gemv_mma.cu; rows / x_smem: its slab fallback); the
-  // unrouted expert kernels are forced as 4 (gemv_mma_experts.cu) and 5 (gemv_mma_combine.cu)
+  // 0 generic, 1 slab, 2 packed, 3 mma (gemv_mma.cu; rows / x_smem: its slab fallback)
   int kernel;
   int rows;    // slab: R (1, 2, 4); packed: rows per work item
   bool x_smem;  // activations copied to shared memory per CTA (when <= kNvfp4XSmemMax bytes)
@@ -132,30 +131,11 @@ struct GemvNvfp4Plan {
 // tok/s, against 384.1 / 372.0 with run 10's routing in an earlier call; no A/B in one call yet
 // (FT_GEMV_NVFP4_MMA=1 sends every shape the kernel takes to it, =0 none).
 inline constexpr int64_t kNvfp4MmaMinRows = 2 * 132 * 16;
-// The expert gate/up kernel of gemv_mma_experts.cu (grouped, no combine, rows of exactly one
-// slab: 32 blocks, k 2048 -- Qwen3-30B-A3B / Qwen3.5-MoE), the slab kernel's float order bit for
-// bit (the CPU expert executor's exact mode mirrors it), and gate+up in one launch (gemv_pair):
-// not routed. H200 run 11 (768x2048 x 8 slots of 128 experts, one token): slab 5.63 us, expert
-// mma 7.55 (4 warps x 3 stages; 4x2 6.70, 2x2 8.08, 2x3 8.36, 8x2 9.11), gate+up pair 11.76
-// against two slab launches' 11.26; after a dependent kernel 5.81 / 8.27 / 11.80. End to end
-// (Qwen3-30B-A3B tg128): 367.1 tok/s with the pair, 323.0 with two mma launches, 372.0 with the
-// slab kernel. Tiles of 16 rows x 2 steps per warp are all prologue (ids -> weights, x_frag from
-// L2, two CTA barriers); the slab kernel's warps start on their block columns at once.
-// FT_GEMV_NVFP4_XMMA=1 routes it (and the pair), for experiments.
-inline constexpr bool kNvfp4XmmaRouted = false;
-inline constexpr int64_t kNvfp4XmmaBlocks = 32;
-// Forced or routed instance: run 11's best (the end-to-end figures above ran 4 x 3).
-inline constexpr int kNvfp4XmmaWarps = 4, kNvfp4XmmaStages = 2;
-// The expert down projection fused with the combine, where the plan gives the packed kernel
-// (kernel 2 with ranks: Qwen3-30B-A3B's 2048x768 x 8), may take the tensor-core kernel of
-// gemv_mma_combine.cu instead (the packed order bit for bit; override kernel "5"): not routed.
-// H200 run 11: packed 7.17 us, mma 7.78 (8 warps x 2 stages; 8x3 8.12, 8x4 8.53, 4x3 10.26,
-// 4x4 10.41); after a dependent kernel 7.63 vs 9.96 (8x4); end to end (Qwen3-30B-A3B tg128,
-// the gate/up pair on in both) 359.1 tok/s against 367.1.
-// FT_GEMV_NVFP4_XCOMB=1 routes it, for experiments.
-inline constexpr bool kNvfp4XcombRouted = false;
-// Forced or routed instance: run 11's best (the end-to-end figure above ran 8 x 4).
-inline constexpr int kNvfp4XcombWarps = 8, kNvfp4XcombStages = 2;
+// The expert GEMVs on tensor cores in these kernels' exact order (gate/up, gate+up in one
+// launch, down + combine) lost on the H200 (run 11: gate 7.55 us vs the slab's 5.63, pair 11.76
+// vs 2 x 5.63, down + combine 7.78 vs 7.17; Qwen3-30B-A3B tg128 367.1 / 359.1 vs 372.0 tok/s):
+// 16-row tiles of 2 steps per warp are all prologue. Removed in session 7; the history keeps
+// them (gemv_mma_experts.cu, gemv_mma_combine.cu, gemv_pair.cu).
 // Warps per CTA and stages (run 10 sweep, 4/8/16 warps x 2/3/4 stages): 4 warps when the CTAs
 // fill two per SM (14336x4096 4/2 13.60 us, 8/2 14.38, 16/2 18.90), else 8 (4096x14336 8/3
 // 13.55, 4/2 15.98); never under 2 steps per warp (5120x2048, 8 steps: 4/3 3.79, 8/3 4.70);
@@ -243,13 +223,6 @@ void gemv_set_nvfp4_variant(int decode, int minb);
 void gemv_set_nvfp4_mma(int warps, int stages);
 // Launches of the mma kernel so far (tests and benchmarks check that it ran).
 int64_t gemv_nvfp4_mma_launches();
-// Launches of the expert mma kernel (gemv_mma_experts.cu; a gate+up pair counts once).
-int64_t gemv_nvfp4_xmma_launches();
-// Launches of the expert down + combine mma kernel (gemv_mma_combine.cu).
-int64_t gemv_nvfp4_xcomb_launches();
-// Routes the expert kernels (tests; process-wide, not thread-safe): xmma / xcomb -1 = the
-// default (kNvfp4XmmaRouted / kNvfp4XcombRouted, or their FT_GEMV_NVFP4_* switch), 0 off, 1 on.
-void gemv_set_nvfp4_expert_mma(int xmma, int xcomb);
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.
