@@ -163,7 +163,7 @@ __device__ void assign(const CacheState& c, int v, int32_t flat, int32_t e, u64 
 
 __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, int64_t layer, const int32_t* ids,
                                                                 int n_routes, int32_t* slot_ids, CacheMisses m,
-                                                                u64* counters, bool regs) {
+                                                                u64* counters, bool regs, CacheSplit split) {
   __shared__ EnsureShared sh;
   const int64_t base = layer * c.n_expert;
   const int r = threadIdx.x;
@@ -214,6 +214,12 @@ __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, in
       }
     }
     slot_ids[r] = out;
+    if (split.hit_ids) {
+      const bool hit = e >= 0 && sl >= 0, miss = e >= 0 && sl < 0 && out >= 0;
+      split.hit_ids[r] = hit ? out : split.dummy;
+      split.miss_ids[r] = miss ? out : split.dummy;
+      split.miss_mark[r] = miss ? out : -1;
+    }
   }
   if (r == 0) {
     *m.n_miss = n_v;
@@ -342,6 +348,33 @@ __global__ void gather_kernel(GatherPlan p, CacheMisses m, int max_part) {
   }
 }
 
+// One thread per route; six per-block counts added to the device counters by thread 0.
+__global__ void route_overlap_kernel(const int32_t* actual, const int32_t* pred_a, const int32_t* pred_b,
+                                     const int32_t* miss_mark, int n_routes, int n_used, u64* counts) {
+  __shared__ int c[6];
+  if (threadIdx.x < 6) c[threadIdx.x] = 0;
+  __syncthreads();
+  const int r = threadIdx.x;
+  if (r < n_routes && actual[r] >= 0) {
+    const int e = actual[r], t0 = r / n_used * n_used;
+    bool in_a = false, in_b = false;
+    for (int j = 0; j < n_used; ++j) {
+      in_a |= pred_a[t0 + j] == e;
+      in_b |= pred_b[t0 + j] == e;
+    }
+    const bool miss = miss_mark != nullptr && miss_mark[r] >= 0;
+    atomicAdd(&c[0], 1);
+    if (in_a) atomicAdd(&c[1], 1);
+    if (in_b) atomicAdd(&c[2], 1);
+    if (miss) atomicAdd(&c[3], 1);
+    if (miss && in_a) atomicAdd(&c[4], 1);
+    if (miss && in_b) atomicAdd(&c[5], 1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int i = 0; i < 6; ++i) counts[i] += static_cast<u64>(c[i]);
+}
+
 __global__ void invalidate_kernel(CacheState c, int64_t first, int64_t n) {
   const int64_t i = first + static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= first + n || i >= c.n_slot) return;
@@ -374,10 +407,19 @@ int moe_cache_ensure_variant() {
 }
 
 void moe_cache_ensure(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes, int32_t* slot_ids,
-                      const CacheMisses& m, unsigned long long* counters, cudaStream_t s) {
+                      const CacheMisses& m, unsigned long long* counters, cudaStream_t s, const CacheSplit& split) {
   check_routes(n_routes);
   ensure_kernel<<<1, kEnsureThreads, 0, s>>>(c, layer, ids, static_cast<int>(n_routes), slot_ids, m, counters,
-                                             moe_cache_ensure_variant() == 1);
+                                             moe_cache_ensure_variant() == 1, split);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+void moe_route_overlap(const int32_t* actual, const int32_t* pred_a, const int32_t* pred_b, const int32_t* miss_mark,
+                       int64_t n_routes, int n_used, unsigned long long* counts, cudaStream_t s) {
+  check_routes(n_routes);
+  if (n_routes <= 0 || n_used < 1) return;
+  route_overlap_kernel<<<1, kCacheMaxRoutes, 0, s>>>(actual, pred_a, pred_b, miss_mark, static_cast<int>(n_routes),
+                                                     n_used, counts);
   FT_CUDA_CHECK_LAUNCH();
 }
 

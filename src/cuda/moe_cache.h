@@ -75,8 +75,32 @@ struct CacheMisses {
   int32_t* miss_expert = nullptr;  // [max routes] expert id within the layer
 };
 
+// Optional outputs of moe_cache_ensure for a caller that runs the hit routes' experts while
+// the misses are gathered (gpu/moe_offload.cpp's overlap). Per route r, by whether its expert
+// was resident BEFORE the call (a repeat of a miss of the same call is a miss):
+//   hit_ids[r]   = its slot if resident, else `dummy` (a slot position no route uses)
+//   miss_ids[r]  = its slot if not resident, else `dummy`
+//   miss_mark[r] = its slot if not resident, else -1  (moe_combine_split's from_c)
+// Routes with id < 0 (or without a slot) get dummy / dummy / -1.
+struct CacheSplit {
+  int32_t* hit_ids = nullptr;
+  int32_t* miss_ids = nullptr;
+  int32_t* miss_mark = nullptr;
+  int32_t dummy = 0;
+};
+
 void moe_cache_ensure(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes, int32_t* slot_ids,
-                      const CacheMisses& m, unsigned long long* counters, cudaStream_t s);
+                      const CacheMisses& m, unsigned long long* counters, cudaStream_t s,
+                      const CacheSplit& split = {});
+
+// Pre-gating statistics (a measurement, gpu/moe_offload.cpp's FT_MOE_PREGATE=1): for the
+// routes `actual` of one call (n_tok = n_routes / n_used tokens) and two predicted route sets
+// of the same shape, adds to counts (device uint64 [6]):
+//   [0] routes, [1] routes whose expert is among its token's pred_a, [2] ... among pred_b,
+//   [3] routes marked missing (miss_mark[r] >= 0; nullptr: none), [4] / [5] of those, the
+//   ones in pred_a / pred_b. Capturable; n_routes <= kCacheMaxRoutes.
+void moe_route_overlap(const int32_t* actual, const int32_t* pred_a, const int32_t* pred_b, const int32_t* miss_mark,
+                       int64_t n_routes, int n_used, unsigned long long* counts, cudaStream_t s);
 
 void moe_cache_ensure_hybrid(const CacheState& c, int64_t layer, const int32_t* ids, const float* wts,
                              int64_t n_routes, int max_fetch, int32_t* slot_ids, float* gpu_wts, int32_t* cpu_ids,
@@ -114,7 +138,8 @@ void moe_cache_reset(const CacheState& c, cudaStream_t s);
 // Scalar CPU twin of moe_cache_ensure / _hybrid on host arrays (same victims, same order):
 // the reference of the kernel tests. Host CacheState / CacheMisses pointers.
 void moe_cache_ensure_ref(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes,
-                          int32_t* slot_ids, const CacheMisses& m, unsigned long long* counters);
+                          int32_t* slot_ids, const CacheMisses& m, unsigned long long* counters,
+                          const CacheSplit& split = {});
 void moe_cache_ensure_hybrid_ref(const CacheState& c, int64_t layer, const int32_t* ids, const float* wts,
                                  int64_t n_routes, int max_fetch, int32_t* slot_ids, float* gpu_wts,
                                  int32_t* cpu_ids, float* cpu_wts, const CacheMisses& m,

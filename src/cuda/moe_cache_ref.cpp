@@ -35,16 +35,19 @@ void assign_ref(const CacheState& c, int v, int32_t flat, int32_t e, u64 step, c
 }  // namespace
 
 void moe_cache_ensure_ref(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes,
-                          int32_t* slot_ids, const CacheMisses& m, unsigned long long* counters) {
+                          int32_t* slot_ids, const CacheMisses& m, unsigned long long* counters,
+                          const CacheSplit& split) {
   const int64_t base = layer * c.n_expert;
   const u64 step = ++*c.step;
   *m.n_miss = 0;
   u64 hits = 0;
+  std::vector<char> resident(static_cast<size_t>(n_routes), 0);  // before this call
   for (int64_t r = 0; r < n_routes; ++r) {
     if (ids[r] < 0) continue;
     const int32_t sl = c.slot_of[base + ids[r]];
     if (sl >= 0) {
       c.last_use[sl] = step;
+      resident[static_cast<size_t>(r)] = 1;
       ++hits;
     }
   }
@@ -61,6 +64,15 @@ void moe_cache_ensure_ref(const CacheState& c, int64_t layer, const int32_t* ids
     const int v = find_victim_ref(c, step);
     if (v >= 0) assign_ref(c, v, static_cast<int32_t>(base + e), e, step, m);
     slot_ids[r] = v;
+  }
+  if (split.hit_ids) {
+    for (int64_t r = 0; r < n_routes; ++r) {
+      const int32_t sl = slot_ids[r];
+      const bool hit = resident[static_cast<size_t>(r)] != 0, miss = !hit && sl >= 0;
+      split.hit_ids[r] = hit ? sl : split.dummy;
+      split.miss_ids[r] = miss ? sl : split.dummy;
+      split.miss_mark[r] = miss ? sl : -1;
+    }
   }
   if (counters) {
     counters[layer * 4 + 0] += static_cast<u64>(n_routes);

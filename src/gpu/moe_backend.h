@@ -72,6 +72,10 @@ struct MoeCacheGauges {
 struct MoeStats {
   std::vector<MoeLayerStats> layers;  // [n_layer] (dense layers stay zero)
   uint64_t decode_steps = 0;          // decode calls of layer 0 with experts
+  // Pre-gating measurement (offload, FT_MOE_PREGATE=1; gpu/moe_offload.h): decode routes of
+  // MoE layers after the first, and how many the next layer's router predicted from the layer
+  // before: on its FFN input (a) / on its output (b); the same among the routes that missed.
+  uint64_t pregate[6] = {0, 0, 0, 0, 0, 0};  // routes, in a, in b, misses, misses in a, in b
   MoeLayerStats total() const;
 };
 

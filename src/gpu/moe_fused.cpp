@@ -47,6 +47,13 @@ std::string format_moe_stats(const MoeStats& s) {
     out += fmt::format("per decode step: {:.2f} experts fetched, {:.2f} MiB H2D (decode+prefill)\n",
                        static_cast<double>(t.misses_fetched) / static_cast<double>(s.decode_steps),
                        static_cast<double>(t.bytes_h2d) / (1024.0 * 1024.0) / static_cast<double>(s.decode_steps));
+  if (s.pregate[0] > 0) {
+    auto pct = [](uint64_t a, uint64_t b) { return b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0; };
+    out += fmt::format("pre-gating (next layer's router on this layer's FFN input / output): {:.1f}% / {:.1f}% of {} "
+                       "routes predicted; of the {} misses {:.1f}% / {:.1f}%\n",
+                       pct(s.pregate[1], s.pregate[0]), pct(s.pregate[2], s.pregate[0]), s.pregate[0], s.pregate[3],
+                       pct(s.pregate[4], s.pregate[3]), pct(s.pregate[5], s.pregate[3]));
+  }
   return out;
 }
 

@@ -8,6 +8,10 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/check.h"
+#include "cuda/gemv.h"
+#include "cuda/moe_combine_split.h"
+#include "cuda/moe_route.h"
+#include "cuda/norm.h"
 #include "model/model.h"
 
 namespace ft::gpu {
@@ -91,12 +95,13 @@ SlotCache::SlotCache(const model::Model& m, const DeviceWeights& /*w*/, const Ho
     b = cuda::DeviceBuffer(bytes);
     device_bytes_ += bytes;
   };
+  // n_slot + 1 positions: the last is dummy_slot(), zeroed and never assigned.
   for (int k = 0; k < kKinds; ++k) {
     if (stride_[k] == 0) continue;
-    alloc(pool_[k], static_cast<size_t>(n_slot * stride_[k]));
+    alloc(pool_[k], static_cast<size_t>((n_slot + 1) * stride_[k]));
     FT_CUDA_CHECK(cudaMemset(pool_[k].get(), 0, pool_[k].bytes()));
   }
-  alloc(bank_, static_cast<size_t>(n_slot * 4) * sizeof(float));
+  alloc(bank_, static_cast<size_t>((n_slot + 1) * 4) * sizeof(float));
   FT_CUDA_CHECK(cudaMemset(bank_.get(), 0, bank_.bytes()));
   const int64_t L = static_cast<int64_t>(hb.layers.size());
   const size_t ne = static_cast<size_t>(L * n_expert_max_);
@@ -288,22 +293,154 @@ void SlotCache::reset_stats() {
 
 MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::shared_ptr<const HostBanks> hb,
                        int64_t n_slot, int64_t max_routes)
-    : hb_(std::move(hb)), cache_(m, w, *hb_, n_slot, max_routes) {}
+    : m_(m), w_(w), hb_(std::move(hb)), cache_(m, w, *hb_, n_slot, max_routes), max_routes_(max_routes) {
+  const char* ov = std::getenv("FT_MOE_OFFLOAD_OVERLAP");
+  overlap_ = ov && ov[0] == '1';
+  const char* pg = std::getenv("FT_MOE_PREGATE");
+  pregate_ = pg && pg[0] == '1';
+  int64_t n_embd = 0;
+  for (const HostLayerBank& B : hb_->layers) n_embd = std::max(n_embd, B.n_embd);
+  auto alloc = [&](cuda::DeviceBuffer& b, size_t bytes) {
+    b = cuda::DeviceBuffer(bytes);
+    FT_CUDA_CHECK(cudaMemset(b.get(), 0, bytes));
+    extra_bytes_ += bytes;
+  };
+  if (overlap_ || pregate_) alloc(split_, static_cast<size_t>(3 * max_routes) * sizeof(int32_t));
+  if (overlap_) {
+    alloc(y_miss_, static_cast<size_t>(max_routes * n_embd) * sizeof(float));
+    FT_CUDA_CHECK(cudaStreamCreateWithFlags(&gather_s_, cudaStreamNonBlocking));
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&gathered_, cudaEventDisableTiming));
+  }
+  if (pregate_) {
+    // The plain router (one fp32-logit GEMV + top-k in one launch) over the FFN norm: the
+    // qwen3moe layer. Other layouts keep their routers to themselves.
+    const int64_t L = static_cast<int64_t>(w_.layers.size());
+    next_moe_.assign(static_cast<size_t>(L), -1);
+    bool ok = m_.hp.arch == "qwen3moe";
+    int64_t next = -1;
+    for (int64_t l = L - 1; l >= 0; --l) {
+      next_moe_[static_cast<size_t>(l)] = next;
+      const DevLayer& D = w_.layers[static_cast<size_t>(l)];
+      if (!D.moe) continue;
+      next = l;
+      const DevMatrix& r0 = D.router.parts.empty() ? DevMatrix{} : D.router.parts[0];
+      ok = ok && D.router.parts.size() == 1 && D.router.row_scale == nullptr && r0.scale == 1.0f &&
+           cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, cuda::kGemvMaxTokens);
+    }
+    if (!ok) {
+      log::warn("FT_MOE_PREGATE=1: not measured ({} layers or their routers are not the plain qwen3moe kind)",
+               m_.hp.arch);
+      pregate_ = false;
+    } else {
+      alloc(pred_, static_cast<size_t>(L * 2 * max_routes) * sizeof(int32_t));
+      alloc(logits_, static_cast<size_t>(cuda::kGemvMaxTokens * m_.hp.n_expert) * sizeof(float));
+      alloc(pwts_, static_cast<size_t>(max_routes) * sizeof(float));
+      alloc(ticket_, sizeof(unsigned));
+      alloc(hnorm_, static_cast<size_t>(cuda::kGemvMaxTokens * n_embd) * sizeof(float));
+      alloc(pcount_, 6 * sizeof(unsigned long long));
+    }
+  }
+}
+
+MoeOffload::~MoeOffload() {
+  if (fork_) cudaEventDestroy(fork_);
+  if (gathered_) cudaEventDestroy(gathered_);
+  if (gather_s_) cudaStreamDestroy(gather_s_);
+}
 
 void MoeOffload::decode(const MoeStep& st, cudaStream_t s) {
   const int64_t n = st.n_slots();
+  cuda::CacheSplit split;
+  if (overlap_ || pregate_) {
+    int32_t* p = split_.as<int32_t>();
+    split = {p, p + max_routes_, p + 2 * max_routes_, cache_.dummy_slot()};
+  }
   cuda::moe_cache_ensure(cache_.state(), st.layer, st.ids, n, cache_.slot_ids(), cache_.misses(), cache_.counters(),
-                         s);
-  cache_.gather(st.layer, n, s);
-  moe_experts_decode(cache_.view(st.layer, 0, cache_.n_slot()), cache_.slot_ids(), st, s);
+                         s, split);
+  const int64_t next = pregate_ ? next_moe_[static_cast<size_t>(st.layer)] : -1;
+  if (pregate_) {
+    // This layer's routes against what the layer before predicted (none for the first).
+    bool first = true;
+    for (int64_t l = 0; l < st.layer; ++l) first = first && !w_.layers[static_cast<size_t>(l)].moe;
+    if (!first) {
+      const int32_t* p = pred_.as<int32_t>() + st.layer * 2 * max_routes_;
+      cuda::moe_route_overlap(st.ids, p, p + max_routes_, split.miss_mark, n, st.n_used,
+                              pcount_.as<unsigned long long>(), s);
+    }
+    if (next >= 0) pregate_predict(st, next, /*after=*/false, s);
+  }
+  if (overlap_) {
+    decode_overlap(st, s);
+  } else {
+    cache_.gather(st.layer, n, s);
+    moe_experts_decode(cache_.view(st.layer, 0, cache_.n_slot()), cache_.slot_ids(), st, s);
+  }
+  if (next >= 0) pregate_predict(st, next, /*after=*/true, s);
+}
+
+// The hit routes' GEMVs on s while the gather runs on gather_s_ (moe_offload.h).
+void MoeOffload::decode_overlap(const MoeStep& st, cudaStream_t s) {
+  const int64_t n = st.n_slots();
+  const int32_t* hit_ids = split_.as<int32_t>();
+  const int32_t* miss_ids = hit_ids + max_routes_;
+  const int32_t* miss_mark = hit_ids + 2 * max_routes_;
+  FT_CUDA_CHECK(cudaEventRecord(fork_, s));
+  FT_CUDA_CHECK(cudaStreamWaitEvent(gather_s_, fork_, 0));
+  cache_.gather(st.layer, n, gather_s_);
+  FT_CUDA_CHECK(cudaEventRecord(gathered_, gather_s_));
+  // The dummy slot is a position of the view (n_slot + 1 of them).
+  const ExpertView v = cache_.view(st.layer, 0, cache_.n_slot() + 1);
+  float* y_hit = st.b->ysort.as<float>();  // the prefill's [slots][n_embd] scratch, idle in decode
+  moe_experts_decode_slots(v, hit_ids, st, y_hit, s);
+  FT_CUDA_CHECK(cudaStreamWaitEvent(s, gathered_, 0));
+  // The hit pass's SwiGLU overwrote b.xq (the Q8 copy of h) with its own: quantise h again.
+  MoeStep again = st;
+  again.xq_ready = false;
+  moe_experts_decode_slots(v, miss_ids, again, y_miss_.as<float>(), s);
+  const int64_t n_embd = hb_->layers[static_cast<size_t>(st.layer)].n_embd;
+  cuda::moe_combine_split(y_hit, y_miss_.as<float>(), miss_mark, st.wts, st.n_tok, st.n_used, n_embd, st.x, n_embd,
+                          st.num->round, s);
+}
+
+// The next MoE layer's routes predicted from this layer's FFN input (st.h) or, after the
+// experts, from its output (st.x) under the next layer's FFN norm: into pred_[next][after].
+void MoeOffload::pregate_predict(const MoeStep& st, int64_t next, bool after, cudaStream_t s) {
+  const DevLayer& D = w_.layers[static_cast<size_t>(next)];
+  const DevMatrix& r0 = D.router.parts[0];
+  const int64_t n_embd = m_.hp.n_embd, n_expert = m_.hp.n_expert;
+  const float* in = st.h;
+  if (after) {
+    cuda::rmsnorm(st.x, n_embd, D.ffn_norm, n_embd, m_.hp.rms_eps, st.n_tok, hnorm_.as<float>(), n_embd,
+                  st.num->round, s);
+    in = hnorm_.as<float>();
+  }
+  int32_t* out = pred_.as<int32_t>() + (next * 2 + (after ? 1 : 0)) * max_routes_;
+  cuda::moe_router_route(in, n_embd, st.n_tok, r0.type, r0.w, r0.row_bytes, r0.k, n_expert, logits_.as<float>(),
+                         n_expert, st.n_used, out, pwts_.as<float>(), ticket_.as<unsigned>(), s);
+}
+
+MoeStats MoeOffload::stats() const {
+  MoeStats r = cache_.stats();
+  if (pregate_) {
+    const std::vector<unsigned long long> c = cuda::to_host<unsigned long long>(pcount_, 6);
+    for (int i = 0; i < 6; ++i) r.pregate[i] = c[static_cast<size_t>(i)];
+  }
+  return r;
+}
+
+void MoeOffload::reset_stats() {
+  cache_.reset_stats();
+  if (pregate_) FT_CUDA_CHECK(cudaMemset(pcount_.get(), 0, pcount_.bytes()));
 }
 
 std::string MoeOffload::describe() const {
   const int64_t sb = SlotCache::slot_bytes(*hb_);
-  return fmt::format("offload ({} GPU slots of {:.2f} MiB = {:.0f} MiB, {} prefill buffer(s), {} copy; host banks "
-                     "{:.0f} MiB pinned)",
+  return fmt::format("offload ({} GPU slots of {:.2f} MiB = {:.0f} MiB, {} prefill buffer(s), {} copy{}{}; host "
+                     "banks {:.0f} MiB pinned)",
                      cache_.n_slot(), sb / kMiB, static_cast<double>(cache_.n_slot() * sb) / kMiB,
                      cache_.n_prefill_buffers(), cache_.per_bank() ? "per-bank" : "fused gather",
+                     overlap_ ? ", hits computed during the gather" : "", pregate_ ? ", pre-gating measured" : "",
                      static_cast<double>(hb_->bytes()) / kMiB);
 }
 

@@ -9,6 +9,19 @@
 // fused grouped GEMMs; the buffer slots are invalidated for decode first.
 //
 // SlotCache is the part the hybrid backend shares (pools, bookkeeping, gather, prefill).
+//
+// FT_MOE_OFFLOAD_OVERLAP=1: the hit routes' experts run while the misses are gathered. The
+// ensure also splits the routes (cuda::CacheSplit): a fork in the (captured) stream work
+// sends the gather to a second stream while the main one runs the grouped GEMVs over the hit
+// routes (misses pointed at a zeroed dummy slot past the cache) into per-route rows; after
+// the join the misses run the same way (hits at the dummy) into a second set of rows; then
+// cuda::moe_combine_split sums the ranks in order, each from the pass that computed it, with
+// the grouped combine's arithmetic, so x gets the fused backend's bits (as hybrid does).
+//
+// FT_MOE_PREGATE=1 (a measurement, qwen3moe): at each MoE layer l the next MoE layer's router
+// also runs on l's normed FFN input (a) and on rmsnorm(l's output) with the next layer's FFN
+// norm (b); the next layer's real routes are compared with both (top-k overlap, and among its
+// misses), printed by `ft generate --stats`. Whether speculative fetches could ever pay.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -45,6 +58,9 @@ class SlotCache {
   static int64_t slot_bytes(const HostBanks& hb);
 
   int64_t n_slot() const { return st_.n_slot; }
+  // A zeroed slot position past the cache (pools hold n_slot + 1 experts): never assigned,
+  // read by routes a grouped launch must skip (the overlap's passes).
+  int32_t dummy_slot() const { return static_cast<int32_t>(st_.n_slot); }
   const cuda::CacheState& state() const { return st_; }
   const cuda::CacheMisses& misses() const { return miss_; }
   unsigned long long* counters() const { return counters_.as<unsigned long long>(); }  // device [L][4]
@@ -101,19 +117,36 @@ class MoeOffload : public MoeBackend {
   void decode(const MoeStep& st, cudaStream_t s) override;
   void prefill(const MoeStep& st, cudaStream_t s) override { cache_.prefill(st, s); }
   std::string describe() const override;
-  MoeStats stats() const override { return cache_.stats(); }
-  void reset_stats() override { cache_.reset_stats(); }
-  size_t device_bytes() const override { return cache_.device_bytes(); }
+  size_t device_bytes() const override { return cache_.device_bytes() + extra_bytes_; }
   size_t host_bytes() const override { return hb_->bytes(); }
   bool cache_gauges(MoeCacheGauges* g) const override {
     *g = cache_.gauges();
     return true;
   }
   SlotCache& cache() { return cache_; }
+  ~MoeOffload() override;
+  MoeStats stats() const override;
+  void reset_stats() override;
 
  private:
+  void decode_overlap(const MoeStep& st, cudaStream_t s);
+  void pregate_predict(const MoeStep& st, int64_t next, bool after, cudaStream_t s);
+
+  const model::Model& m_;
+  const DeviceWeights& w_;
   std::shared_ptr<const HostBanks> hb_;
   SlotCache cache_;
+  bool overlap_ = false, pregate_ = false;
+  cuda::DeviceBuffer split_;   // [3][max_routes] int32: hit ids, miss ids, miss marks
+  cuda::DeviceBuffer y_miss_;  // [max_routes][n_embd] fp32: the misses' per-route rows
+  cudaStream_t gather_s_ = nullptr;
+  cudaEvent_t fork_ = nullptr, gathered_ = nullptr;
+  int64_t max_routes_ = 0;
+  // Pre-gating: next MoE layer of each layer (-1: none), predictions [L][2][max_routes],
+  // router scratch, counters [6].
+  std::vector<int64_t> next_moe_;
+  cuda::DeviceBuffer pred_, logits_, pwts_, ticket_, hnorm_, pcount_;
+  size_t extra_bytes_ = 0;
 };
 
 }  // namespace ft::gpu

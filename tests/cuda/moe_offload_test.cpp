@@ -171,20 +171,59 @@ TEST(MoeCache, EnsureMatchesScalarTwin) {
   Staging st(64);
   std::vector<u64> counters(static_cast<size_t>(L * 4), 0);
   ft::cuda::DeviceBuffer d_counters = ft::cuda::to_device(counters);
-  ft::cuda::DeviceBuffer d_ids(64 * 4), d_sid(64 * 4);
+  ft::cuda::DeviceBuffer d_ids(64 * 4), d_sid(64 * 4), d_split(3 * 64 * 4);
   std::mt19937 rng(7);
-  int64_t total_miss = 0, total_hit_routes = 0;
+  int64_t total_miss = 0, total_hit_routes = 0, split_hits = 0, split_misses = 0;
+  const int32_t dummy = static_cast<int32_t>(S);
   for (int call = 0; call < 300; ++call) {
     const int64_t layer = call % L;
     const int n_tok = 1 + static_cast<int>(rng() % 8);
     std::vector<int32_t> ids = random_routes(rng, E, n_tok, 2);
     const int64_t n = static_cast<int64_t>(ids.size());
     std::vector<int32_t> sid(ids.size(), 99);
-    ft::cuda::moe_cache_ensure_ref(tw.host(), layer, ids.data(), n, sid.data(), st.host(), counters.data());
+    // Every other call also writes the hit / miss split (the overlap's), on both sides.
+    const bool with_split = call % 2 == 1;
+    std::vector<int32_t> split(3 * 64, 77);
+    ft::cuda::CacheSplit hs, ds;
+    if (with_split) {
+      hs = {split.data(), split.data() + 64, split.data() + 128, dummy};
+      int32_t* p = d_split.as<int32_t>();
+      ds = {p, p + 64, p + 128, dummy};
+    }
+    const u64 hits_before = counters[static_cast<size_t>(layer * 4 + 1)];
+    ft::cuda::moe_cache_ensure_ref(tw.host(), layer, ids.data(), n, sid.data(), st.host(), counters.data(), hs);
     d_ids.upload(ids.data(), ids.size() * 4);
     ft::cuda::moe_cache_ensure(tw.dev(), layer, d_ids.as<int32_t>(), n, d_sid.as<int32_t>(), st.dev(),
-                               d_counters.as<u64>(), nullptr);
+                               d_counters.as<u64>(), nullptr, ds);
     EXPECT_EQ(ft::cuda::to_host<int32_t>(d_sid, ids.size()), sid) << "call " << call;
+    if (with_split) {
+      const std::vector<int32_t> got = ft::cuda::to_host<int32_t>(d_split, split.size());
+      for (int part = 0; part < 3; ++part)
+        EXPECT_EQ(std::vector<int32_t>(got.begin() + part * 64, got.begin() + part * 64 + n),
+                  std::vector<int32_t>(split.begin() + part * 64, split.begin() + part * 64 + n))
+            << "call " << call << " split part " << part;
+      // The twin's split: each routed expert's slot in exactly one pass, the miss marks are
+      // the miss pass's slots, and the hit routes are the counted hits.
+      int64_t hit_routes = 0;
+      std::set<int32_t> miss_slots;
+      for (int64_t r = 0; r < n; ++r) {
+        const int32_t h = split[static_cast<size_t>(r)], m = split[static_cast<size_t>(64 + r)];
+        const int32_t mk = split[static_cast<size_t>(128 + r)];
+        if (ids[static_cast<size_t>(r)] < 0) {
+          EXPECT_TRUE(h == dummy && m == dummy && mk == -1) << "call " << call;
+          continue;
+        }
+        EXPECT_TRUE((h == dummy) != (m == dummy)) << "call " << call << " route " << r;
+        EXPECT_EQ(h == dummy ? m : h, sid[static_cast<size_t>(r)]);
+        EXPECT_EQ(mk, m == dummy ? -1 : m);
+        hit_routes += h != dummy;
+        if (m != dummy) miss_slots.insert(m);
+      }
+      EXPECT_EQ(static_cast<u64>(hit_routes), counters[static_cast<size_t>(layer * 4 + 1)] - hits_before);
+      EXPECT_EQ(static_cast<int32_t>(miss_slots.size()), st.n) << "call " << call;
+      split_hits += hit_routes;
+      split_misses += static_cast<int64_t>(miss_slots.size());
+    }
     const int32_t dn = ft::cuda::to_host<int32_t>(st.d_n, 1)[0];
     ASSERT_EQ(dn, st.n) << "call " << call;
     EXPECT_EQ(ft::cuda::to_host<int32_t>(st.d_slot, static_cast<size_t>(dn)),
@@ -209,6 +248,26 @@ TEST(MoeCache, EnsureMatchesScalarTwin) {
   EXPECT_EQ(ft::cuda::to_host<u64>(d_counters, counters.size()), counters);
   EXPECT_GT(total_miss, 100);          // the cache is too small for 48 experts: it evicts
   EXPECT_GT(counters[1] + counters[5], 100u);  // and the hot experts hit
+  EXPECT_GT(split_hits, 50);  // the split calls saw both kinds
+  EXPECT_GT(split_misses, 50);
+}
+
+// The pre-gating counts on a hand-made call: 2 tokens x 3 ranks.
+TEST(MoeCache, RouteOverlapCounts) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const std::vector<int32_t> actual = {5, 7, 9, 1, 2, -1};
+  const std::vector<int32_t> pa = {9, 5, 0, 3, 4, 6};   // token 0: 5, 9; token 1: none
+  const std::vector<int32_t> pb = {7, 1, 2, 2, 1, 8};   // token 0: 7; token 1: 1, 2 (not 7: token 0's)
+  const std::vector<int32_t> mark = {-1, 4, 6, 0, -1, -1};  // misses: 7, 9, 1
+  ft::cuda::DeviceBuffer a = ft::cuda::to_device(actual), da = ft::cuda::to_device(pa), db = ft::cuda::to_device(pb);
+  ft::cuda::DeviceBuffer dm = ft::cuda::to_device(mark);
+  std::vector<u64> zero(6, 0);
+  ft::cuda::DeviceBuffer c = ft::cuda::to_device(zero);
+  for (int rep = 0; rep < 2; ++rep)
+    ft::cuda::moe_route_overlap(a.as<int32_t>(), da.as<int32_t>(), db.as<int32_t>(), dm.as<int32_t>(), 6, 3,
+                                c.as<u64>(), nullptr);
+  // routes 5, in a 2, in b 3, misses 3, misses in a 1 (9), in b 2 (7, 1); twice.
+  EXPECT_EQ(ft::cuda::to_host<u64>(c, 6), (std::vector<u64>{10, 4, 6, 6, 2, 4}));
 }
 
 // The parallel victim selection against the twin where round 1's small caches did not reach:
@@ -520,21 +579,39 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       double rate;
       bool graphs;
       bool per_bank;
+      bool overlap = false;  // FT_MOE_OFFLOAD_OVERLAP=1: hits during the gather
+      bool pregate = false;  // FT_MOE_PREGATE=1: the measurement must not change a bit
     };
     for (const Variant v : {Variant{0.25, true, false}, Variant{0.25, false, false}, Variant{0.25, true, true},
-                            Variant{0.5, true, false}}) {
+                            Variant{0.5, true, false}, Variant{0.25, true, false, true},
+                            Variant{0.25, false, false, true}, Variant{0.5, true, true, true, true}}) {
       if (v.per_bank)
         setenv("FT_MOE_COPY", "per_bank", 1);
       else
         unsetenv("FT_MOE_COPY");
+      if (v.overlap) setenv("FT_MOE_OFFLOAD_OVERLAP", "1", 1);
+      if (v.pregate) setenv("FT_MOE_PREGATE", "1", 1);
       ft::gpu::GpuSessionOptions o = go;
       o.moe.name = "offload";
       o.moe.cache_rate = v.rate;
       o.graphs = v.graphs;
       const Trace got = run(*m, o, V);
       unsetenv("FT_MOE_COPY");
+      unsetenv("FT_MOE_OFFLOAD_OVERLAP");
+      unsetenv("FT_MOE_PREGATE");
       const std::string where = c.name + " " + dtype + " rate " + std::to_string(v.rate) +
-                                (v.graphs ? " graphs" : " no graphs") + (v.per_bank ? " per-bank" : "");
+                                (v.graphs ? " graphs" : " no graphs") + (v.per_bank ? " per-bank" : "") +
+                                (v.overlap ? " overlap" : "") + (v.pregate ? " pregate" : "");
+      if (v.pregate) {
+        // 3 of 4 layers are compared, 2 ranks, 270 decode tokens.
+        EXPECT_EQ(got.stats.pregate[0], 3u * 2u * 270u) << where;
+        EXPECT_LE(got.stats.pregate[1], got.stats.pregate[0]) << where;
+        EXPECT_LE(got.stats.pregate[2], got.stats.pregate[0]) << where;
+        EXPECT_GT(got.stats.pregate[3], 0u) << where;
+        std::printf("PREGATE %s: %s", where.c_str(), ft::gpu::format_moe_stats(got.stats).c_str());
+      } else {
+        EXPECT_EQ(got.stats.pregate[0], 0u) << where;
+      }
       EXPECT_EQ(got.tokens, ref.tokens) << where;
       ASSERT_EQ(got.logits.size(), ref.logits.size());
       int first_diff = -1;
