@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   CLI::App app{"CPU expert executor: engine order vs exact (GPU order) mode, vs host read bandwidth"};
   int threads = 2, iters = 200, rounds = 3;
   bool pin = true;
-  int64_t mib = 512, n_embd = 2048, n_ff = 768;
+  int64_t mib = 512, read_mib = 0, n_embd = 2048, n_ff = 768, n_expert = 128;
   int n_used = 8;
   std::string types = "nvfp4,q8_0,mxfp4,bf16", isas = "avx2,avx512", pages = "default", sched_list, pf_list,
               loads_list;
@@ -69,13 +69,14 @@ int main(int argc, char** argv) {
   app.add_option("--types", types, "expert types, comma-separated");
   app.add_option("--isas", isas, "exact mode's SIMD families to time (avx2, avx512, scalar); absent ones are skipped");
   app.add_option("--mib", mib, "bytes of the synthetic bank and of the read buffer (MiB)");
+  app.add_option("--read-mib", read_mib, "bytes of the read buffer (MiB; default --mib)");
   app.add_option("--iters", iters, "timed calls per mode and round");
   app.add_option("--rounds", rounds, "alternating rounds (best of each mode)");
   app.add_option("--bank-pages", pages,
                  "page advice for the expert bank: default, 2m (MADV_HUGEPAGE), 4k (MADV_NOHUGEPAGE); the backends' "
                  "banks are cudaHostAlloc'd");
   app.add_option("--sched", sched_list,
-                 "exact mode's row schedules to time, comma-separated (items, guided); default: FT_MOE_CPU_SCHED's");
+                 "exact mode's row schedules to time, comma-separated (items, guided, ahead); default: FT_MOE_CPU_SCHED's");
   app.add_option("--prefetch", pf_list,
                  "exact mode's prefetch modes to time (next, next2, next-128, next-l2, row, none); default: FT_MOE_CPU_PREFETCH's");
   app.add_option("--loads", loads_list,
@@ -85,6 +86,9 @@ int main(int argc, char** argv) {
   app.add_option("--n-embd", n_embd);
   app.add_option("--n-ff", n_ff);
   app.add_option("--n-used", n_used);
+  app.add_option("--n-expert", n_expert,
+                 "experts in the bank (at most --mib of them; the cpu backend holds every layer's: 48 x 128 for "
+                 "Qwen3-30B-A3B, whose page tables no longer fit in the caches)");
   CLI11_PARSE(app, argc, argv);
   try {
     ft::moe_cpu::BankPages bank_pages = ft::moe_cpu::BankPages::kDefault;
@@ -102,8 +106,10 @@ int main(int argc, char** argv) {
     if (pin && cpu_pool.caller_cpu() >= 0) ft::moe_cpu::pin_current_thread(cpu_pool.caller_cpu());
     ft::ThreadPool& pool = cpu_pool.pool();
     fmt::print("pool: {}\n", cpu_pool.describe());
-    const auto rd = ft::moe_cpu::host_read_bandwidth(pool, static_cast<size_t>(mib) << 20, 5);
-    fmt::print("host read: {:.2f} GB/s best, {:.2f} mean ({} threads, {} MiB)\n", rd.gbs, rd.mean_gbs, threads, mib);
+    if (read_mib <= 0) read_mib = mib;
+    const auto rd = ft::moe_cpu::host_read_bandwidth(pool, static_cast<size_t>(read_mib) << 20, 5);
+    fmt::print("host read: {:.2f} GB/s best, {:.2f} mean ({} threads, {} MiB)\n", rd.gbs, rd.mean_gbs, threads,
+               read_mib);
     ft::moe_cpu::ExpertExecutor ex(pool);
     ex.set_profile(true);  // per-phase times of every mode (a few clock reads per call)
     const ft::moe_cpu::RowSchedule default_sched = ex.schedule();
@@ -114,8 +120,10 @@ int main(int argc, char** argv) {
         scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kItems);
       else if (v == "guided")
         scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kGuided);
+      else if (v == "ahead")
+        scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kAhead);
       else
-        ft::fail("--sched {}: expected items or guided", v);
+        ft::fail("--sched {}: expected items, guided or ahead", v);
     }
     if (scheds.empty()) scheds.emplace_back("env", default_sched);
     std::vector<std::pair<std::string, ft::moe_cpu::detail::Prefetch>> pfs;
@@ -157,6 +165,7 @@ int main(int argc, char** argv) {
       g.n_embd = n_embd;
       g.n_ff = n_ff;
       g.n_used = n_used;
+      g.n_expert = n_expert;
       ft::moe_cpu::SyntheticExperts se;
       ft::moe_cpu::make_synthetic_experts(g, mib << 20, se, bank_pages);
       ft::moe_cpu::ExpertNumerics num{ft::engine::ActType::kF32, ft::quant::ActQuant::kQ8};

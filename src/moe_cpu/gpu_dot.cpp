@@ -248,6 +248,11 @@ detail::Prefetch detail::gpu_dot_prefetch() {
   return static_cast<Prefetch>(p);
 }
 
+detail::FollowOn& detail::follow_on() {
+  thread_local FollowOn f;
+  return f;
+}
+
 void detail::gpu_dot_set_prefetch(Prefetch p) { g_prefetch.store(static_cast<int>(p), std::memory_order_relaxed); }
 
 namespace {

@@ -114,6 +114,14 @@ void gpu_dot_set_prefetch(Prefetch p);
 // kNext / kNextL2 / kNext128 / kNext2: the rows [g0 + group, g0 + 2 group) (kNext2: [g0 + 2 group,
 // g0 + 3 group), from g0 + group when g0 == 0), clipped to n_rows, their bytes prefetched in
 // `steps` equal parts, step(c) at the current group's step c.
+// The "ahead" row schedule's hand-over (expert_exec.h): the first rows of the thread's next
+// take, which its rows prefetch during their last group (where kNext has nothing to fetch).
+// Set by the executor; taken (cleared) by the first NextGroup that finds no next group.
+struct FollowOn {
+  const uint8_t* p = nullptr;
+  int64_t bytes = 0;
+};
+FollowOn& follow_on();  // this thread's
 struct NextGroup {
   const char* p = nullptr;
   int64_t per_step = 0, bytes = 0, stride = 64;
@@ -123,9 +131,16 @@ struct NextGroup {
     if (m == Prefetch::kNone || m == Prefetch::kRow || steps < 1) return;
     const int64_t r0 = g0 + (m == Prefetch::kNext2 && g0 > 0 ? 2 : 1) * group;
     const int64_t r1 = std::min(n_rows, g0 + (m == Prefetch::kNext2 ? 3 : 2) * group);
-    if (r0 >= r1) return;
-    p = reinterpret_cast<const char*>(w + r0 * row_bytes);
-    bytes = (r1 - r0) * row_bytes;
+    if (r0 < r1) {
+      p = reinterpret_cast<const char*>(w + r0 * row_bytes);
+      bytes = (r1 - r0) * row_bytes;
+    } else {
+      FollowOn& fo = follow_on();
+      if (fo.p == nullptr) return;
+      p = reinterpret_cast<const char*>(fo.p);
+      bytes = fo.bytes;
+      fo = FollowOn{};
+    }
     stride = m == Prefetch::kNext128 ? 128 : 64;
     per_step = ((bytes + steps - 1) / steps + stride - 1) / stride * stride;
     l2 = m == Prefetch::kNextL2;
