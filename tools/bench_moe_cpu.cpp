@@ -261,6 +261,7 @@ int main(int argc, char** argv) {
                    "", u[0], u[1], u[2], u[3], u[4], m.prof.gemv_gbs(), 100 * m.prof.gemv_gbs() / rd.gbs);
       }
     }
+    ex.reset_profile();  // printed per mode above; nothing for the executor's teardown log
   } catch (const std::exception& e) {
     fmt::print(stderr, "ft-bench-moe-cpu: {}\n", e.what());
     return 1;
