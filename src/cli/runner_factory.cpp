@@ -23,6 +23,10 @@ void add_runner_options(CLI::App& sub, RunnerOptions& o, const std::string& help
   sub.add_option("--dtype", o.dtype,
                  p + "activation dtype: auto (default: llama.cpp's numerics, fp32 with Q8-rounded matmul inputs; "
                      "f16 KV on the GPU), float32 (exact fp32), bfloat16, float16");
+  sub.add_option("--kv-type", o.kv_type,
+                 p + "KV cache type (GPU): auto (default: the --dtype's; f16 in auto, fp32 for gemma4 to round as "
+                     "llama.cpp's CPU build), f32, f16 (half of fp32's memory), bf16")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
   sub.add_option("--moe-backend", o.moe_backend,
                  p + "MoE experts: auto (default), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
   sub.add_option("--moe-cache-size", o.moe_cache_size, p + "offload/hybrid: GPU expert slots (default: from free VRAM)");
@@ -63,6 +67,8 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
   if (dev == "cpu") {
     if (o.moe_backend != "auto" && o.moe_backend != "cpu")
       fail("--moe-backend '{}' needs --device cuda (on the CPU the experts run on the CPU)", o.moe_backend);
+    if (o.kv_type != "auto")
+      fail("--kv-type '{}' needs --device cuda (the CPU engine keeps its KV cache in the --dtype's type)", o.kv_type);
     // auto: llama.cpp's CPU numerics -- fp32 activations, rounded to Q8 blocks (or fp16/bf16
     // for half-precision weights) before each quantised-weight matmul, as ggml-cpu does.
     const bool dtype_auto = o.dtype == "auto";
@@ -87,6 +93,7 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
   go.moe.threads = o.threads;
   go.n_ctx = o.n_ctx;
   go.dtype = o.dtype;
+  go.kv_type = o.kv_type;
   go.progress = o.progress;
   return std::make_unique<gpu::GpuSession>(m, go);
 #else

@@ -28,13 +28,14 @@ struct RunnerOptions {
   double moe_cache_rate = 0.0;       // slots as a fraction of all experts (0: unset; both unset: auto)
   int64_t moe_hybrid_max_fetch = -1; // hybrid: misses fetched per layer and step (-1: default)
   std::string dtype = "auto";
+  std::string kv_type = "auto";      // auto | f32 | f16 | bf16 (cuda; the CPU keeps its KV in the dtype)
   int64_t n_ctx = 0;
   int threads = 0;
   std::function<void(uint64_t, uint64_t)> progress;  // weight upload (cuda)
 };
 
-// Adds --device, --dtype and the --moe-* options (backend, cache size, cache rate, hybrid
-// max-fetch) to a subcommand, writing into o: one wording for generate, serve, bench and shell.
+// Adds --device, --dtype, --kv-type and the --moe-* options (backend, cache size, cache rate,
+// hybrid max-fetch) to a subcommand, writing into o: one wording for generate, serve, bench and shell.
 // help_prefix goes before each help text (shell: "--model: ").
 void add_runner_options(CLI::App& sub, RunnerOptions& o, const std::string& help_prefix = "");
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -35,6 +36,15 @@ cuda::GemmPrec gemma4_exact_prec() {
   fail("FT_GEMMA4_Q8_PREFILL='{}' is not one of f32, x2, x3", e);
 }
 
+// --kv-type: nullopt for auto (the KV type that --dtype and the architecture choose below).
+std::optional<cuda::KvType> kv_type_option(const std::string& name) {
+  if (name == "auto") return std::nullopt;
+  if (name == "f32") return cuda::KvType::kF32;
+  if (name == "f16") return cuda::KvType::kF16;
+  if (name == "bf16") return cuda::KvType::kBF16;
+  fail("--kv-type '{}' is not one of auto, f32, f16, bf16", name);
+}
+
 }  // namespace
 
 GpuNumerics gpu_numerics(const std::string& dtype) {
@@ -65,6 +75,7 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   if (!gpu_supports(m))
     fail("{}: the CUDA backend does not run architecture '{}' yet; use --device cpu", m.file->path(), m.arch->name);
   if (const char* e = std::getenv("FT_CUDA_GRAPHS"); e && std::strcmp(e, "0") == 0) graphs_ = false;
+  const std::optional<cuda::KvType> kv_forced = kv_type_option(o.kv_type);  // checked before the upload
   int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(m.hp.n_ctx_train, 4096);
   if (n_ctx <= 0) n_ctx = 4096;
   FT_CUDA_CHECK(cudaFree(nullptr));  // the context exists before the first reading
@@ -96,6 +107,12 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
     num_.q8_prefill = true;
     num_.half_inputs = true;
     num_.exact_prec = gemma4_exact_prec();
+  }
+  // --kv-type over the choice above: gemma4's auto keeps fp32 to round as llama.cpp's CPU build
+  // does; f16 halves the cache for users who prefer the memory (every KV kernel takes all three).
+  if (kv_forced) {
+    num_.kv = *kv_forced;
+    log::info("kv cache: {} (--kv-type)", o.kv_type);
   }
   b_ = std::make_unique<GpuBuffers>(m, num_, n_ctx, n_ubatch);
   if (backend == "fused") {

@@ -35,6 +35,7 @@ namespace ft::gpu {
 struct GpuSessionOptions {
   int64_t n_ctx = 0;          // 0: min(context_length, 4096)
   std::string dtype = "auto";  // auto | float32 | bfloat16 | float16 (gpu/state.h)
+  std::string kv_type = "auto";  // --kv-type: auto (the dtype's, gpu_numerics) | f32 | f16 | bf16
   int64_t n_ubatch = 512;
   bool graphs = true;
   std::function<void(uint64_t, uint64_t)> progress;  // weight upload

@@ -1,5 +1,5 @@
 // The commands that build a runner (generate, serve, bench, shell) take the same --device,
-// --dtype and --moe-* options (cli/runner_factory.h add_runner_options).
+// --dtype, --kv-type and --moe-* options (cli/runner_factory.h add_runner_options).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,7 +17,7 @@ TEST(CliRunnerOptions, EveryRunnerCommandTakesThem) {
     const auto r = ft::test::run_command(std::string(FT_BINARY_DIR) + "/ft " + cmd + " --help",
                                          (dir / ("runner-options-" + cmd + "-" + std::to_string(::getpid()))).string());
     ASSERT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
-    for (const char* opt : {"--device", "--dtype", "--moe-backend", "--moe-cache-size", "--moe-cache-rate",
+    for (const char* opt : {"--device", "--dtype", "--kv-type", "--moe-backend", "--moe-cache-size", "--moe-cache-rate",
                             "--moe-hybrid-max-fetch"})
       EXPECT_NE(r.out.find(opt), std::string::npos) << "ft " << cmd << " has no " << opt;
   }

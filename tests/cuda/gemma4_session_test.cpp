@@ -17,12 +17,15 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
+#include "cuda/attention.h"
 #include "cuda/device.h"
+#include "core/error.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "gpu/moe_cpu_backend.h"
@@ -300,4 +303,118 @@ INSTANTIATE_TEST_SUITE_P(Tiny, Gemma4MoeBackends,
                                             ::testing::Values(std::string("float32"), std::string("auto"))),
                          [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
+// ---- --kv-type: auto keeps gemma4's KV in fp32 (llama.cpp's CPU rounding); f16 halves it ----
+
+// A case's model written under dir and loaded.
+std::unique_ptr<ft::model::Model> load_case(const Case& c, const fs::path& dir) {
+  fs::create_directories(dir);
+  const std::string path = (dir / (c.name + ".gguf")).string();
+  ft::testgen::generate_model(c.spec, path);
+  return ft::model::load_model(path);
+}
+
+// The prompt, then the auto run's greedy tokens teacher-forced through auto (fp32 KV) and
+// --kv-type f16: the cache takes half the bytes, and the argmaxes agree but for near ties
+// (dense: near_tie("auto"); MoE: kMoeNearTie16, since one f16 rounding of a cached K or V can
+// send a token to another expert at a router near tie, as the 16-bit dtypes do above). A
+// broken f16 path (a wrong stride, values stored unconverted) changes argmaxes at wide margins.
+class Gemma4KvType : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Gemma4KvType, F16AgreesWithAutoOnTeacherForcedTokens) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const Case& c = GetParam();
+  const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-kv-" + std::to_string(::getpid()));
+  auto m = load_case(c, dir);
+  const int64_t V = m->hp.n_vocab;
+  ft::gpu::GpuSessionOptions go;
+  go.n_ctx = 128;
+  go.dtype = "auto";
+  ft::gpu::GpuSession a(*m, go);
+  go.kv_type = "f16";
+  ft::gpu::GpuSession h(*m, go);
+  EXPECT_EQ(a.numerics().kv, ft::cuda::KvType::kF32) << "gemma4 auto keeps an fp32 KV cache";
+  EXPECT_EQ(h.numerics().kv, ft::cuda::KvType::kF16);
+  EXPECT_EQ(2 * h.memory().kv, a.memory().kv) << "f16 halves the cache";
+
+  const std::vector<int32_t> prompt = ft::gpu_test::make_prompt(c.prompt_len, V);
+  auto copy = [V](const float* x) { return std::vector<float>(x, x + V); };
+  const std::vector<float> la = copy(a.eval(prompt.data(), c.prompt_len));
+  const std::vector<float> lh = copy(h.eval(prompt.data(), c.prompt_len));
+  const bool moe = c.spec.n_expert > 0;
+  const float d0 = max_abs_diff(la.data(), lh.data(), V);
+  if (!moe) {
+    EXPECT_LE(d0, tol("auto")) << "prompt logits";
+  }
+  const float near = moe ? kMoeNearTie16 : near_tie("auto");
+  int32_t next = ft::engine::argmax(la.data(), static_cast<int32_t>(V));
+  int agree = 0;
+  float worst_miss = 0;  // the largest auto top-2 margin where the argmaxes part
+  const int steps = 24;
+  for (int i = 0; i < steps; ++i) {
+    const std::vector<float> ca = copy(a.eval(&next, 1));
+    const std::vector<float> ch = copy(h.eval(&next, 1));
+    const int32_t aa = ft::engine::argmax(ca.data(), static_cast<int32_t>(V));
+    const int32_t ah = ft::engine::argmax(ch.data(), static_cast<int32_t>(V));
+    const float margin = top2_margin(ca.data(), V);
+    if (aa == ah) {
+      ++agree;
+    } else {
+      worst_miss = std::max(worst_miss, margin);
+    }
+    EXPECT_TRUE(aa == ah || margin < near) << "step " << i << ": auto " << aa << ", f16 KV " << ah << " (auto margin "
+                                           << margin << ")";
+    next = aa;
+  }
+  std::printf("KV-TYPE gemma4 %s auto vs f16 KV: prompt max|dlogit| %.3g, argmax agree %d/%d (worst miss at margin "
+              "%.3g), KV %.1f vs %.1f KiB\n",
+              c.name.c_str(), d0, agree, steps, worst_miss, static_cast<double>(a.memory().kv) / 1024.0,
+              static_cast<double>(h.memory().kv) / 1024.0);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Gemma4KvType, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// f32 is what auto picks on gemma4: the very same logits, bit for bit; bf16 halves the cache and
+// runs; a name outside auto|f32|f16|bf16 is refused naming the option.
+TEST(Gemma4KvType, F32IsAutoBf16RunsBadNamesAreRefused) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const Case c = cases().front();
+  const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-kv32-" + std::to_string(::getpid()));
+  auto m = load_case(c, dir);
+  const int64_t V = m->hp.n_vocab;
+  const std::vector<int32_t> prompt = ft::gpu_test::make_prompt(c.prompt_len, V);
+  ft::gpu::GpuSessionOptions go;
+  go.n_ctx = 128;
+  go.dtype = "auto";
+  ft::gpu::GpuSession a(*m, go);
+  go.kv_type = "f32";
+  ft::gpu::GpuSession f(*m, go);
+  go.kv_type = "bf16";
+  ft::gpu::GpuSession b(*m, go);
+  EXPECT_EQ(f.numerics().kv, ft::cuda::KvType::kF32);
+  EXPECT_EQ(b.numerics().kv, ft::cuda::KvType::kBF16);
+  EXPECT_EQ(f.memory().kv, a.memory().kv);
+  EXPECT_EQ(2 * b.memory().kv, a.memory().kv);
+  auto copy = [V](const float* x) { return std::vector<float>(x, x + V); };
+  std::vector<float> la = copy(a.eval(prompt.data(), c.prompt_len));
+  std::vector<float> lf = copy(f.eval(prompt.data(), c.prompt_len));
+  const std::vector<float> lb = copy(b.eval(prompt.data(), c.prompt_len));
+  EXPECT_EQ(max_abs_diff(la.data(), lf.data(), V), 0.0f) << "prompt: f32 is gemma4 auto's own choice";
+  EXPECT_LT(max_abs_diff(la.data(), lb.data(), V), INFINITY) << "bf16 KV: non-finite logits";
+  for (int i = 0; i < 4; ++i) {
+    const int32_t next = ft::engine::argmax(la.data(), static_cast<int32_t>(V));
+    la = copy(a.eval(&next, 1));
+    lf = copy(f.eval(&next, 1));
+    EXPECT_EQ(max_abs_diff(la.data(), lf.data(), V), 0.0f) << "decode step " << i;
+  }
+  go.kv_type = "f8";
+  try {
+    ft::gpu::GpuSession bad(*m, go);
+    ADD_FAILURE() << "--kv-type f8 was accepted";
+  } catch (const ft::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--kv-type"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
 }  // namespace

@@ -1,0 +1,72 @@
+// --kv-type (cli/runner_factory.h): a name outside auto|f32|f16|bf16 is refused by the option
+// parser, a forced type on the CPU engine (whose KV cache follows --dtype) is refused naming
+// the option, and auto there changes nothing. The GPU side (gemma4 auto with an f16 cache) is
+// tests/cuda/gemma4_session_test.cpp's Gemma4KvType.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "subprocess.h"
+#include "testgen/model_gen.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kFt = std::string(FT_BINARY_DIR) + "/ft";
+
+std::string dir() {
+  fs::path d = fs::path(FT_BINARY_DIR) / "test-tmp" / "cli-kv-type" / std::to_string(getpid());
+  fs::create_directories(d);
+  return d.string();
+}
+
+ft::test::RunResult ft_run(const std::string& args) {
+  static int n = 0;
+  return ft::test::run_command(kFt + " " + args, dir() + "/run-" + std::to_string(n++));
+}
+
+const std::string& model() {
+  static std::string p;
+  if (p.empty()) {
+    p = dir() + "/tiny.gguf";
+    ft::testgen::generate_model(ft::testgen::preset("tiny", ft::testgen::Arch::kLlama), p, "", "");
+  }
+  return p;
+}
+
+std::string generate(const std::string& extra) {
+  return "generate --model " + model() + " --device cpu --json --threads 1 --prompt-tokens 1,2,3 --max-tokens 4 " +
+         "--temperature 0 --ignore-eos " + extra;
+}
+
+}  // namespace
+
+TEST(CliKvType, UnknownTypeIsRefusedNamingTheOption) {
+  const auto r = ft_run(generate("--kv-type f8"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kv-type"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("f8"), std::string::npos) << r.err;
+}
+
+TEST(CliKvType, ForcedTypeOnTheCpuIsRefusedNamingTheOption) {
+  for (const char* t : {"f32", "f16", "bf16"}) {
+    const auto r = ft_run(generate(std::string("--kv-type ") + t));
+    EXPECT_EQ(r.exit_code, 2) << t << ": " << r.err;
+    EXPECT_NE(r.err.find("--kv-type"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--device cuda"), std::string::npos) << r.err;
+  }
+}
+
+TEST(CliKvType, AutoOnTheCpuIsTheDefault) {
+  const auto a = ft_run(generate("--kv-type auto"));
+  const auto b = ft_run(generate(""));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto ta = nlohmann::json::parse(a.out)["tokens"], tb = nlohmann::json::parse(b.out)["tokens"];
+  EXPECT_EQ(ta.size(), 4u);
+  EXPECT_EQ(ta, tb);
+}
