@@ -360,7 +360,7 @@ int main(int argc, char** argv) {
     };
     if (experts_only) {
       // The expert gate (slab) and down + combine (packed) and the dense one-token shapes of
-      // Llama-8B / Qwen3-30B-A3B (routed, and the slab kernel forced), each once back to back
+      // Llama-8B / Qwen3-30B-A3B (routed plan), each once back to back
       // and once after a dependent quantize_act_q8 ("dep", as in a decode step); the dense
       // ones with the L2 self-prefetch (l2_prefetch.h, kL2Self: "+l2") off and on.
       Case gate{"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true};
@@ -375,12 +375,11 @@ int main(int argc, char** argv) {
           cases.push_back(c);
         }
         for (const auto& d : dense)
-          for (int l2 : {0, static_cast<int>(kL2Self)})
-            for (int kern : {-1, 1}) {
-              Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
-              r.q8 = true, r.dep = dep, r.l2 = l2, r.nv_kernel = kern;
-              cases.push_back(r);
-            }
+          for (int l2 : {0, static_cast<int>(kL2Self)}) {
+            Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
+            r.q8 = true, r.dep = dep, r.l2 = l2;
+            cases.push_back(r);
+          }
       }
       for (const Case& c : cases) run_case(c, pool, launches);
       return 0;

@@ -52,6 +52,7 @@ struct Params {
   // launch runs (GemvArgs::l2_next); work item i of slot s prefetches share i of expert ids[s].
   const uint8_t* l2_w[2];
   int64_t l2_eb[2], l2_bytes[2];
+  int64_t l2_share[2];  // bytes per row group, a multiple of 16 (set at launch, with n_rg)
   int l2_n;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
