@@ -377,7 +377,7 @@ INSTANTIATE_TEST_SUITE_P(Models, Gemma4KvType, ::testing::ValuesIn(cases()),
 
 // f32 is what auto picks on gemma4: the very same logits, bit for bit; bf16 halves the cache and
 // runs; a name outside auto|f32|f16|bf16 is refused naming the option.
-TEST(Gemma4KvType, F32IsAutoBf16RunsBadNamesAreRefused) {
+TEST(Gemma4KvTypeOptions, F32IsAutoBf16RunsBadNamesAreRefused) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const Case c = cases().front();
   const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-kv32-" + std::to_string(::getpid()));
