@@ -163,13 +163,15 @@ __device__ void assign(const CacheState& c, int v, int32_t flat, int32_t e, u64 
 
 __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, int64_t layer, const int32_t* ids,
                                                                 int n_routes, int32_t* slot_ids, CacheMisses m,
-                                                                u64* counters, bool regs, CacheSplit split) {
+                                                                u64* counters, bool regs, CacheSplit split,
+                                                                bool spec, int max_new) {
   __shared__ EnsureShared sh;
   const int64_t base = layer * c.n_expert;
   const int r = threadIdx.x;
   const bool route = r < n_routes;
-  // 1. Lookups (all routes at once) and the step; hits stamp their slot.
-  const u64 step = *c.step + 1;
+  // 1. Lookups (all routes at once) and the step; hits stamp their slot. A speculative call
+  //    (moe_cache_prefetch) stays inside the current step.
+  const u64 step = spec ? *c.step : *c.step + 1;
   int32_t e = -1, sl = -1;
   if (route) {
     e = ids[r];
@@ -178,7 +180,7 @@ __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, in
     if (sl >= 0) c.last_use[sl] = step;
   }
   __syncthreads();
-  if (r == 0) *c.step = step;
+  if (r == 0 && !spec) *c.step = step;
   // 2. The distinct misses in route order: a route is a new miss when no earlier route has its
   //    expert; its rank is the number of new misses before it. Hits counted in the same scan.
   int first = r;
@@ -192,7 +194,7 @@ __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, in
   const int packed = (new_miss ? 1 : 0) + (route && sl >= 0 ? 1 << 16 : 0);
   int total = 0;
   const int before = block_scan(packed, &total, sh);
-  const int k = total & 0xffff, hits = total >> 16;
+  const int k = (total & 0xffff) < max_new ? (total & 0xffff) : max_new, hits = total >> 16;
   if (route) {
     sh.rank[r] = before & 0xffff;
     sh.first[r] = first;
@@ -203,7 +205,7 @@ __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, in
   const int n_v = pick_victims(regs, c.last_use, c.n_slot, step, k, sh);
   if (new_miss && sh.rank[r] < n_v) assign(c, sh.vict[sh.rank[r]], static_cast<int32_t>(base + e), e, step, m, sh.rank[r]);
   // 4. Slot ids: hits keep theirs, a miss (or a repeat of one) gets its first route's victim.
-  if (route) {
+  if (route && slot_ids) {
     int32_t out = -1;
     if (e >= 0) {
       if (sl >= 0) {
@@ -223,7 +225,9 @@ __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, in
   }
   if (r == 0) {
     *m.n_miss = n_v;
-    if (counters) {
+    if (spec) {
+      if (counters) counters[0] += static_cast<u64>(n_v);
+    } else if (counters) {
       counters[layer * 4 + 0] += static_cast<u64>(n_routes);
       counters[layer * 4 + 1] += static_cast<u64>(hits);
       counters[layer * 4 + 2] += static_cast<u64>(n_v);
@@ -410,7 +414,16 @@ void moe_cache_ensure(const CacheState& c, int64_t layer, const int32_t* ids, in
                       const CacheMisses& m, unsigned long long* counters, cudaStream_t s, const CacheSplit& split) {
   check_routes(n_routes);
   ensure_kernel<<<1, kEnsureThreads, 0, s>>>(c, layer, ids, static_cast<int>(n_routes), slot_ids, m, counters,
-                                             moe_cache_ensure_variant() == 1, split);
+                                             moe_cache_ensure_variant() == 1, split, false, kCacheMaxRoutes);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+void moe_cache_prefetch(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes, int max_new,
+                        const CacheMisses& m, unsigned long long* fetched, cudaStream_t s) {
+  check_routes(n_routes);
+  ensure_kernel<<<1, kEnsureThreads, 0, s>>>(c, layer, ids, static_cast<int>(n_routes), nullptr, m, fetched,
+                                             moe_cache_ensure_variant() == 1, CacheSplit{}, true,
+                                             max_new < 0 ? 0 : max_new);
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -93,6 +93,15 @@ void moe_cache_ensure(const CacheState& c, int64_t layer, const int32_t* ids, in
                       const CacheMisses& m, unsigned long long* counters, cudaStream_t s,
                       const CacheSplit& split = {});
 
+// Speculative fetch (gpu/moe_offload.cpp's FT_MOE_SPEC): for predicted routes `ids` of a
+// layer, the first max_new distinct absent experts in route order get slots exactly as
+// moe_cache_ensure would give them, but inside the current step: the step is not bumped, so
+// no slot used in it is evicted; resident predicted experts and the new ones are stamped with
+// it. Miss list in m (for moe_cache_gather); no slot ids; *fetched (device, optional) += the
+// experts given slots. Capturable.
+void moe_cache_prefetch(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes, int max_new,
+                        const CacheMisses& m, unsigned long long* fetched, cudaStream_t s);
+
 // Pre-gating statistics (a measurement, gpu/moe_offload.cpp's FT_MOE_PREGATE=1): for the
 // routes `actual` of one call (n_tok = n_routes / n_used tokens) and two predicted route sets
 // of the same shape, adds to counts (device uint64 [6]):
@@ -140,6 +149,8 @@ void moe_cache_reset(const CacheState& c, cudaStream_t s);
 void moe_cache_ensure_ref(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes,
                           int32_t* slot_ids, const CacheMisses& m, unsigned long long* counters,
                           const CacheSplit& split = {});
+void moe_cache_prefetch_ref(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes, int max_new,
+                            const CacheMisses& m);
 void moe_cache_ensure_hybrid_ref(const CacheState& c, int64_t layer, const int32_t* ids, const float* wts,
                                  int64_t n_routes, int max_fetch, int32_t* slot_ids, float* gpu_wts,
                                  int32_t* cpu_ids, float* cpu_wts, const CacheMisses& m,

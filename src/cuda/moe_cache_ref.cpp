@@ -81,6 +81,21 @@ void moe_cache_ensure_ref(const CacheState& c, int64_t layer, const int32_t* ids
   }
 }
 
+void moe_cache_prefetch_ref(const CacheState& c, int64_t layer, const int32_t* ids, int64_t n_routes, int max_new,
+                            const CacheMisses& m) {
+  const int64_t base = layer * c.n_expert;
+  const u64 step = *c.step;
+  *m.n_miss = 0;
+  for (int64_t r = 0; r < n_routes; ++r)
+    if (ids[r] >= 0 && c.slot_of[base + ids[r]] >= 0) c.last_use[c.slot_of[base + ids[r]]] = step;
+  for (int64_t r = 0; r < n_routes; ++r) {
+    const int32_t e = ids[r];
+    if (e < 0 || c.slot_of[base + e] >= 0 || *m.n_miss >= max_new) continue;
+    const int v = find_victim_ref(c, step);
+    if (v >= 0) assign_ref(c, v, static_cast<int32_t>(base + e), e, step, m);
+  }
+}
+
 void moe_cache_ensure_hybrid_ref(const CacheState& c, int64_t layer, const int32_t* ids, const float* wts,
                                  int64_t n_routes, int max_fetch, int32_t* slot_ids, float* gpu_wts,
                                  int32_t* cpu_ids, float* cpu_wts, const CacheMisses& m,

@@ -76,6 +76,7 @@ struct MoeStats {
   // MoE layers after the first, and how many the next layer's router predicted from the layer
   // before: on its FFN input (a) / on its output (b); the same among the routes that missed.
   uint64_t pregate[6] = {0, 0, 0, 0, 0, 0};  // routes, in a, in b, misses, misses in a, in b
+  uint64_t spec_fetched = 0;                 // offload, FT_MOE_SPEC: experts fetched on a guess
   MoeLayerStats total() const;
 };
 

@@ -54,6 +54,9 @@ std::string format_moe_stats(const MoeStats& s) {
                        pct(s.pregate[1], s.pregate[0]), pct(s.pregate[2], s.pregate[0]), s.pregate[0], s.pregate[3],
                        pct(s.pregate[4], s.pregate[3]), pct(s.pregate[5], s.pregate[3]));
   }
+  if (s.spec_fetched > 0 && s.decode_steps > 0)
+    out += fmt::format("speculative fetches: {} ({:.2f} per decode step, beside the misses above)\n", s.spec_fetched,
+                       static_cast<double>(s.spec_fetched) / static_cast<double>(s.decode_steps));
   return out;
 }
 

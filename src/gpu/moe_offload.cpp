@@ -177,7 +177,9 @@ ExpertView SlotCache::view(int64_t layer, int64_t first, int64_t n) const {
   return v;
 }
 
-void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s) const {
+void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s) const { gather(layer, max_miss, s, miss_); }
+
+void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s, const cuda::CacheMisses& miss) const {
   const HostLayerBank& B = hb_.layers[layer];
   cuda::GatherPlan all;
   for (int k = 0; k < kKinds; ++k) {
@@ -188,14 +190,14 @@ void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s) const {
   all.kind[all.n_kind++] = {reinterpret_cast<const uint8_t*>(B.scales_dev), bank_.as<uint8_t>(),
                             4 * static_cast<int64_t>(sizeof(float)), 0};
   if (!per_bank_) {
-    cuda::moe_cache_gather(all, miss_, max_miss, s);
+    cuda::moe_cache_gather(all, miss, max_miss, s);
     return;
   }
   for (int k = 0; k < all.n_kind; ++k) {
     cuda::GatherPlan one;
     one.kind[0] = all.kind[k];
     one.n_kind = 1;
-    cuda::moe_cache_gather(one, miss_, max_miss, s);
+    cuda::moe_cache_gather(one, miss, max_miss, s);
   }
 }
 
@@ -298,6 +300,8 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
   overlap_ = ov && ov[0] == '1';
   const char* pg = std::getenv("FT_MOE_PREGATE");
   pregate_ = pg && pg[0] == '1';
+  if (const char* sp = std::getenv("FT_MOE_SPEC")) spec_ = std::max(0, std::atoi(sp));
+  if (spec_ > 0) overlap_ = true;
   int64_t n_embd = 0;
   for (const HostLayerBank& B : hb_->layers) n_embd = std::max(n_embd, B.n_embd);
   auto alloc = [&](cuda::DeviceBuffer& b, size_t bytes) {
@@ -312,7 +316,7 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&gathered_, cudaEventDisableTiming));
   }
-  if (pregate_) {
+  if (pregate_ || spec_ > 0) {
     // The plain router (one fp32-logit GEMV + top-k in one launch) over the FFN norm: the
     // qwen3moe layer. Other layouts keep their routers to themselves.
     const int64_t L = static_cast<int64_t>(w_.layers.size());
@@ -329,10 +333,23 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
            cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, cuda::kGemvMaxTokens);
     }
     if (!ok) {
-      log::warn("FT_MOE_PREGATE=1: not measured ({} layers or their routers are not the plain qwen3moe kind)",
-               m_.hp.arch);
+      log::warn("FT_MOE_PREGATE / FT_MOE_SPEC: off ({} layers or their routers are not the plain qwen3moe kind)",
+                m_.hp.arch);
       pregate_ = false;
-    } else {
+      spec_ = 0;
+    } else if (spec_ > 0) {
+      alloc(spec_pred_, static_cast<size_t>(max_routes) * sizeof(int32_t));
+      alloc(spec_logits_, static_cast<size_t>(cuda::kGemvMaxTokens * m_.hp.n_expert) * sizeof(float));
+      alloc(spec_wts_, static_cast<size_t>(max_routes) * sizeof(float));
+      alloc(spec_ticket_, sizeof(unsigned));
+      alloc(spec_miss_, static_cast<size_t>(1 + 2 * max_routes) * sizeof(int32_t));
+      alloc(spec_count_, sizeof(unsigned long long));
+      int32_t* p = spec_miss_.as<int32_t>();
+      spec_m_ = {p, p + 1, p + 1 + max_routes};
+      FT_CUDA_CHECK(cudaEventCreateWithFlags(&spec_begin_, cudaEventDisableTiming));
+      FT_CUDA_CHECK(cudaEventCreateWithFlags(&spec_done_, cudaEventDisableTiming));
+    }
+    if (pregate_) {
       alloc(pred_, static_cast<size_t>(L * 2 * max_routes) * sizeof(int32_t));
       alloc(logits_, static_cast<size_t>(cuda::kGemvMaxTokens * m_.hp.n_expert) * sizeof(float));
       alloc(pwts_, static_cast<size_t>(max_routes) * sizeof(float));
@@ -344,6 +361,8 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
 }
 
 MoeOffload::~MoeOffload() {
+  if (spec_begin_) cudaEventDestroy(spec_begin_);
+  if (spec_done_) cudaEventDestroy(spec_done_);
   if (fork_) cudaEventDestroy(fork_);
   if (gathered_) cudaEventDestroy(gathered_);
   if (gather_s_) cudaStreamDestroy(gather_s_);
@@ -355,6 +374,21 @@ void MoeOffload::decode(const MoeStep& st, cudaStream_t s) {
   if (overlap_ || pregate_) {
     int32_t* p = split_.as<int32_t>();
     split = {p, p + max_routes_, p + 2 * max_routes_, cache_.dummy_slot()};
+  }
+  if (spec_pending_) {  // the speculative copy issued at the previous MoE layer must be in
+    FT_CUDA_CHECK(cudaStreamWaitEvent(s, spec_done_, 0));
+    spec_pending_ = false;
+  }
+  const int64_t next_spec = spec_ > 0 ? next_moe_[static_cast<size_t>(st.layer)] : -1;
+  if (next_spec >= 0) {
+    // The next layer's routes guessed from this layer's FFN input, on the gather stream beside
+    // the ensure (st.h stays unchanged until the join after this layer's gather).
+    FT_CUDA_CHECK(cudaEventRecord(spec_begin_, s));
+    FT_CUDA_CHECK(cudaStreamWaitEvent(gather_s_, spec_begin_, 0));
+    const DevMatrix& r0 = w_.layers[static_cast<size_t>(next_spec)].router.parts[0];
+    cuda::moe_router_route(st.h, m_.hp.n_embd, st.n_tok, r0.type, r0.w, r0.row_bytes, r0.k, m_.hp.n_expert,
+                           spec_logits_.as<float>(), m_.hp.n_expert, st.n_used, spec_pred_.as<int32_t>(),
+                           spec_wts_.as<float>(), spec_ticket_.as<unsigned>(), gather_s_);
   }
   cuda::moe_cache_ensure(cache_.state(), st.layer, st.ids, n, cache_.slot_ids(), cache_.misses(), cache_.counters(),
                          s, split);
@@ -371,7 +405,7 @@ void MoeOffload::decode(const MoeStep& st, cudaStream_t s) {
     if (next >= 0) pregate_predict(st, next, /*after=*/false, s);
   }
   if (overlap_) {
-    decode_overlap(st, s);
+    decode_overlap(st, next_spec, s);
   } else {
     cache_.gather(st.layer, n, s);
     moe_experts_decode(cache_.view(st.layer, 0, cache_.n_slot()), cache_.slot_ids(), st, s);
@@ -380,7 +414,7 @@ void MoeOffload::decode(const MoeStep& st, cudaStream_t s) {
 }
 
 // The hit routes' GEMVs on s while the gather runs on gather_s_ (moe_offload.h).
-void MoeOffload::decode_overlap(const MoeStep& st, cudaStream_t s) {
+void MoeOffload::decode_overlap(const MoeStep& st, int64_t next_spec, cudaStream_t s) {
   const int64_t n = st.n_slots();
   const int32_t* hit_ids = split_.as<int32_t>();
   const int32_t* miss_ids = hit_ids + max_routes_;
@@ -389,6 +423,14 @@ void MoeOffload::decode_overlap(const MoeStep& st, cudaStream_t s) {
   FT_CUDA_CHECK(cudaStreamWaitEvent(gather_s_, fork_, 0));
   cache_.gather(st.layer, n, gather_s_);
   FT_CUDA_CHECK(cudaEventRecord(gathered_, gather_s_));
+  if (next_spec >= 0) {
+    // PCIe is free now: up to spec_ guessed experts of the next layer while this one computes.
+    cuda::moe_cache_prefetch(cache_.state(), next_spec, spec_pred_.as<int32_t>(), n, spec_, spec_m_,
+                             spec_count_.as<unsigned long long>(), gather_s_);
+    cache_.gather(next_spec, spec_, gather_s_, spec_m_);
+    FT_CUDA_CHECK(cudaEventRecord(spec_done_, gather_s_));
+    spec_pending_ = true;
+  }
   // The dummy slot is a position of the view (n_slot + 1 of them).
   const ExpertView v = cache_.view(st.layer, 0, cache_.n_slot() + 1);
   float* y_hit = st.b->ysort.as<float>();  // the prefill's [slots][n_embd] scratch, idle in decode
@@ -426,12 +468,14 @@ MoeStats MoeOffload::stats() const {
     const std::vector<unsigned long long> c = cuda::to_host<unsigned long long>(pcount_, 6);
     for (int i = 0; i < 6; ++i) r.pregate[i] = c[static_cast<size_t>(i)];
   }
+  if (spec_ > 0) r.spec_fetched = cuda::to_host<unsigned long long>(spec_count_, 1)[0];
   return r;
 }
 
 void MoeOffload::reset_stats() {
   cache_.reset_stats();
   if (pregate_) FT_CUDA_CHECK(cudaMemset(pcount_.get(), 0, pcount_.bytes()));
+  if (spec_ > 0) FT_CUDA_CHECK(cudaMemset(spec_count_.get(), 0, spec_count_.bytes()));
 }
 
 std::string MoeOffload::describe() const {
@@ -440,7 +484,9 @@ std::string MoeOffload::describe() const {
                      "banks {:.0f} MiB pinned)",
                      cache_.n_slot(), sb / kMiB, static_cast<double>(cache_.n_slot() * sb) / kMiB,
                      cache_.n_prefill_buffers(), cache_.per_bank() ? "per-bank" : "fused gather",
-                     overlap_ ? ", hits computed during the gather" : "", pregate_ ? ", pre-gating measured" : "",
+                     overlap_ ? ", hits computed during the gather" : "",
+                     spec_ > 0 ? fmt::format(", up to {} speculative fetches a layer", spec_)
+                               : std::string(pregate_ ? ", pre-gating measured" : ""),
                      static_cast<double>(hb_->bytes()) / kMiB);
 }
 

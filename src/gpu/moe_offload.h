@@ -22,6 +22,13 @@
 // also runs on l's normed FFN input (a) and on rmsnorm(l's output) with the next layer's FFN
 // norm (b); the next layer's real routes are compared with both (top-k overlap, and among its
 // misses), printed by `ft generate --stats`. Whether speculative fetches could ever pay.
+//
+// FT_MOE_SPEC=K (qwen3moe; implies the overlap): PCIe idles while a layer computes, so at
+// layer l the next MoE layer's router also runs on l's FFN input (on the gather stream, beside
+// l's ensure), and after l's own misses are in, up to K of its predicted experts that are not
+// resident are fetched into LRU slots (cuda::moe_cache_prefetch: inside the step, so nothing
+// layer l uses is evicted) while l computes; the next layer's ensure waits for that copy. A
+// right guess turns a miss into a hit; a wrong one costs only idle PCIe time (and an LRU slot).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -77,6 +84,8 @@ class SlotCache {
 
   MoeStats stats() const;
   void reset_stats();
+  // The same from another staging list (the speculative fetches').
+  void gather(int64_t layer, int64_t max_miss, cudaStream_t s, const cuda::CacheMisses& m) const;
   // Occupancy and decode counters since load (MoeBackend::cache_gauges' contract).
   MoeCacheGauges gauges() const;
   size_t device_bytes() const { return device_bytes_; }
@@ -129,7 +138,7 @@ class MoeOffload : public MoeBackend {
   void reset_stats() override;
 
  private:
-  void decode_overlap(const MoeStep& st, cudaStream_t s);
+  void decode_overlap(const MoeStep& st, int64_t next_spec, cudaStream_t s);
   void pregate_predict(const MoeStep& st, int64_t next, bool after, cudaStream_t s);
 
   const model::Model& m_;
@@ -137,6 +146,11 @@ class MoeOffload : public MoeBackend {
   std::shared_ptr<const HostBanks> hb_;
   SlotCache cache_;
   bool overlap_ = false, pregate_ = false;
+  int spec_ = 0;              // FT_MOE_SPEC: speculative fetches per layer and step
+  bool spec_pending_ = false;  // a speculative copy was issued at the previous MoE layer
+  cudaEvent_t spec_begin_ = nullptr, spec_done_ = nullptr;
+  cuda::DeviceBuffer spec_pred_, spec_logits_, spec_wts_, spec_ticket_, spec_miss_, spec_count_;
+  cuda::CacheMisses spec_m_;
   cuda::DeviceBuffer split_;   // [3][max_routes] int32: hit ids, miss ids, miss marks
   cuda::DeviceBuffer y_miss_;  // [max_routes][n_embd] fp32: the misses' per-route rows
   cudaStream_t gather_s_ = nullptr;

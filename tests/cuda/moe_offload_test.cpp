@@ -172,6 +172,9 @@ TEST(MoeCache, EnsureMatchesScalarTwin) {
   std::vector<u64> counters(static_cast<size_t>(L * 4), 0);
   ft::cuda::DeviceBuffer d_counters = ft::cuda::to_device(counters);
   ft::cuda::DeviceBuffer d_ids(64 * 4), d_sid(64 * 4), d_split(3 * 64 * 4);
+  std::vector<u64> zero1(1, 0);
+  ft::cuda::DeviceBuffer d_spec = ft::cuda::to_device(zero1);
+  u64 spec_fetched = 0;
   std::mt19937 rng(7);
   int64_t total_miss = 0, total_hit_routes = 0, split_hits = 0, split_misses = 0;
   const int32_t dummy = static_cast<int32_t>(S);
@@ -242,6 +245,32 @@ TEST(MoeCache, EnsureMatchesScalarTwin) {
     }
     total_miss += st.n;
     total_hit_routes += static_cast<int64_t>(counters[static_cast<size_t>(layer * 4 + 1)]);
+    if (call % 3 == 0) {
+      // A speculative fetch for the next layer inside this step (FT_MOE_SPEC): same victims
+      // and miss list as the twin, and nothing this call's routes use is evicted.
+      const int64_t next = (layer + 1) % L;
+      const int max_new = 1 + (call / 3) % 3;
+      const std::vector<int32_t> pred = random_routes(rng, E, n_tok, 2);
+      ft::cuda::moe_cache_prefetch_ref(tw.host(), next, pred.data(), static_cast<int64_t>(pred.size()), max_new,
+                                       st.host());
+      d_ids.upload(pred.data(), pred.size() * 4);
+      ft::cuda::moe_cache_prefetch(tw.dev(), next, d_ids.as<int32_t>(), static_cast<int64_t>(pred.size()), max_new,
+                                   st.dev(), d_spec.as<u64>(), nullptr);
+      spec_fetched += static_cast<u64>(st.n);
+      const int32_t dn2 = ft::cuda::to_host<int32_t>(st.d_n, 1)[0];
+      ASSERT_EQ(dn2, st.n) << "prefetch after call " << call;
+      EXPECT_LE(st.n, max_new);
+      EXPECT_EQ(ft::cuda::to_host<int32_t>(st.d_slot, static_cast<size_t>(dn2)),
+                std::vector<int32_t>(st.slot.begin(), st.slot.begin() + dn2));
+      EXPECT_EQ(ft::cuda::to_host<int32_t>(st.d_expert, static_cast<size_t>(dn2)),
+                std::vector<int32_t>(st.expert.begin(), st.expert.begin() + dn2));
+      for (size_t r = 0; r < ids.size(); ++r)
+        if (ids[r] >= 0) {
+          EXPECT_EQ(tw.expert_of_slot[static_cast<size_t>(sid[r])], layer * E + ids[r]) << call;
+        }
+      for (int i = 0; i < st.n; ++i) EXPECT_EQ(tw.expert_of_slot[static_cast<size_t>(st.slot[i])], next * E + st.expert[i]);
+      tw.expect_same("prefetch after call " + std::to_string(call));
+    }
     if (call % 50 == 49) tw.expect_same("call " + std::to_string(call));
   }
   tw.expect_same("end");
@@ -250,6 +279,8 @@ TEST(MoeCache, EnsureMatchesScalarTwin) {
   EXPECT_GT(counters[1] + counters[5], 100u);  // and the hot experts hit
   EXPECT_GT(split_hits, 50);  // the split calls saw both kinds
   EXPECT_GT(split_misses, 50);
+  EXPECT_EQ(ft::cuda::to_host<u64>(d_spec, 1)[0], spec_fetched);
+  EXPECT_GT(spec_fetched, 20u);
 }
 
 // The pre-gating counts on a hand-made call: 2 tokens x 3 ranks.
@@ -581,16 +612,19 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       bool per_bank;
       bool overlap = false;  // FT_MOE_OFFLOAD_OVERLAP=1: hits during the gather
       bool pregate = false;  // FT_MOE_PREGATE=1: the measurement must not change a bit
+      int spec = 0;          // FT_MOE_SPEC: speculative fetches change the cache, not a bit
     };
     for (const Variant v : {Variant{0.25, true, false}, Variant{0.25, false, false}, Variant{0.25, true, true},
                             Variant{0.5, true, false}, Variant{0.25, true, false, true},
-                            Variant{0.25, false, false, true}, Variant{0.5, true, true, true, true}}) {
+                            Variant{0.25, false, false, true}, Variant{0.5, true, true, true, true},
+                            Variant{0.25, true, false, true, false, 2}, Variant{0.25, false, false, true, true, 1}}) {
       if (v.per_bank)
         setenv("FT_MOE_COPY", "per_bank", 1);
       else
         unsetenv("FT_MOE_COPY");
       if (v.overlap) setenv("FT_MOE_OFFLOAD_OVERLAP", "1", 1);
       if (v.pregate) setenv("FT_MOE_PREGATE", "1", 1);
+      if (v.spec > 0) setenv("FT_MOE_SPEC", std::to_string(v.spec).c_str(), 1);
       ft::gpu::GpuSessionOptions o = go;
       o.moe.name = "offload";
       o.moe.cache_rate = v.rate;
@@ -599,9 +633,14 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       unsetenv("FT_MOE_COPY");
       unsetenv("FT_MOE_OFFLOAD_OVERLAP");
       unsetenv("FT_MOE_PREGATE");
+      unsetenv("FT_MOE_SPEC");
       const std::string where = c.name + " " + dtype + " rate " + std::to_string(v.rate) +
                                 (v.graphs ? " graphs" : " no graphs") + (v.per_bank ? " per-bank" : "") +
-                                (v.overlap ? " overlap" : "") + (v.pregate ? " pregate" : "");
+                                (v.overlap ? " overlap" : "") + (v.pregate ? " pregate" : "") +
+                                (v.spec > 0 ? " spec " + std::to_string(v.spec) : "");
+      if (v.spec > 0) {
+        EXPECT_GT(got.stats.spec_fetched, 0u) << where;
+      }
       if (v.pregate) {
         // 3 of 4 layers are compared, 2 ranks, 270 decode tokens.
         EXPECT_EQ(got.stats.pregate[0], 3u * 2u * 270u) << where;
