@@ -137,7 +137,7 @@ __device__ __forceinline__ void tri_tile(Smem<D>& sm, int task) {
   while ((tt + 1) * (tt + 2) / 2 <= task) ++tt;
   const int ss = task - tt * (tt + 1) / 2;
   float kk[4][4] = {}, qk[4][4] = {};
-  tri_sums<D>(sm.kT, sm.qT, tt, ss, kk, qk);
+  pair_sums<D>(sm.kT, sm.qT, sm.kT, tt, ss, kk, qk);
   tri_finish(sm, tt, ss, kk, qk, [&](int t, int s, float av, float mv) {
 #pragma unroll
     for (int rank = 0; rank < G; ++rank) {
@@ -157,7 +157,7 @@ __device__ __forceinline__ void state_tile(Smem<D>& sm, int task) {
   constexpr int R = Smem<D>::R;
   const int rr = task % (R / 4), tt = task / (R / 4);
   float sk[4][4] = {}, sq[4][4] = {};
-  state_sums<D>(sm.kT, sm.qT, sm.sT, tt, rr, sk, sq);
+  pair_sums<D>(sm.kT, sm.qT, sm.sT, tt, rr, sk, sq);
   state_finish(sm, tt, rr, sk, sq);
 }
 

@@ -96,22 +96,25 @@ __device__ __forceinline__ void scan_gates(Sm& sm, int lane, float x0, float x1,
   sm.wd[lane + 32] = ops::exp_f32(ops::sub_rn(gn, x1));
 }
 
-// b) the k_t.k_s and q_t.k_s sums of the 4x4 tile (tt, ss), ss <= tt, over N components.
-template <int N, int LT>
-__device__ __forceinline__ void tri_sums(const float (*kT)[LT], const float (*qT)[LT], int tt, int ss,
-                                         float (&kk)[4][4], float (&qk)[4][4]) {
+// b) and c): two 4x4 tiles of sums over N components, sa[x][y] = sum_c a[c][4 ta + x] w[c][4 tw + y]
+// and sb likewise from b (fma in c's order). b): k_t.k_s and q_t.k_s of the tile (tt, ss),
+// ss <= tt (a = kT, b = qT, w = kT); c): S0[r].k_t and S0[r].q_t of tokens 4 tt.., rows 4 rr..
+// (w = sT from the first of the N components; fma(k, s) is fma(s, k) to the bit).
+template <int N, int LA, int LW>
+__device__ __forceinline__ void pair_sums(const float (*a)[LA], const float (*b)[LA], const float (*w)[LW], int ta,
+                                          int tw, float (&sa)[4][4], float (&sb)[4][4]) {
 #pragma unroll 4
   for (int c = 0; c < N; ++c) {
-    float kt[4], qt[4], ks[4];
-    f4a(ld4(&kT[c][4 * tt]), kt);
-    f4a(ld4(&qT[c][4 * tt]), qt);
-    f4a(ld4(&kT[c][4 * ss]), ks);
+    float fa[4], fb[4], fw[4];
+    f4a(ld4(&a[c][4 * ta]), fa);
+    f4a(ld4(&b[c][4 * ta]), fb);
+    f4a(ld4(&w[c][4 * tw]), fw);
 #pragma unroll
     for (int x = 0; x < 4; ++x)
 #pragma unroll
       for (int y = 0; y < 4; ++y) {
-        kk[x][y] = ops::fma_rn(kt[x], ks[y], kk[x][y]);
-        qk[x][y] = ops::fma_rn(qt[x], ks[y], qk[x][y]);
+        sa[x][y] = ops::fma_rn(fa[x], fw[y], sa[x][y]);
+        sb[x][y] = ops::fma_rn(fb[x], fw[y], sb[x][y]);
       }
   }
 }
@@ -130,27 +133,6 @@ __device__ __forceinline__ void tri_finish(const Sm& sm, int tt, int ss, const f
       const float dec = ops::exp_f32(ops::sub_rn(sm.g[t], sm.g[s]));
       put(t, s, ops::mul_rn(ops::mul_rn(sm.beta[t], dec), kk[x][y]), ops::mul_rn(dec, qk[x][y]));
     }
-}
-
-// c) the S0[r].k_t and S0[r].q_t sums of the 4x4 tile (tokens 4 tt.., rows 4 rr..) over N
-// components (sT: the first of them).
-template <int N, int LT, int LR>
-__device__ __forceinline__ void state_sums(const float (*kT)[LT], const float (*qT)[LT], const float (*sT)[LR],
-                                           int tt, int rr, float (&sk)[4][4], float (&sq)[4][4]) {
-#pragma unroll 4
-  for (int c = 0; c < N; ++c) {
-    float kt[4], qt[4], s[4];
-    f4a(ld4(&kT[c][4 * tt]), kt);
-    f4a(ld4(&qT[c][4 * tt]), qt);
-    f4a(ld4(&sT[c][4 * rr]), s);
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        sk[x][y] = ops::fma_rn(s[y], kt[x], sk[x][y]);
-        sq[x][y] = ops::fma_rn(s[y], qt[x], sq[x][y]);
-      }
-  }
 }
 
 // c) done: P[t][r] = beta_t (v_t[r] - e^{G_t} S0[r].k_t) into u, O[t][r] = e^{G_t} S0[r].q_t.

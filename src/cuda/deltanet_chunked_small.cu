@@ -171,9 +171,9 @@ __global__ void __launch_bounds__(kThreads, 1) small_kernel(DeltaNetArgs p, cons
       __syncthreads();  // slice (and at w == 0 the rows, gates and S) in place
       if (w + 1 < Sm::NW) load_slice<D>(p, t0, n, i, w + 1, sl);
       if (is_tri)  // b) and c) over slice w
-        tri_sums<Sm::W>(sm.kq.kT, sm.kq.qT, ta, tb, acc0, acc1);
+        pair_sums<Sm::W>(sm.kq.kT, sm.kq.qT, sm.kq.kT, ta, tb, acc0, acc1);
       else if (is_state)
-        state_sums<Sm::W>(sm.kq.kT, sm.kq.qT, sm.sT + w * Sm::W, ta, tb, acc0, acc1);
+        pair_sums<Sm::W>(sm.kq.kT, sm.kq.qT, sm.sT + w * Sm::W, ta, tb, acc0, acc1);
       __syncthreads();  // the slice is read: the next one (or A and M) may overwrite it
     }
     // A and M replace K and Q: their upper triangles are zeroed here (disjoint from what
