@@ -11,6 +11,7 @@
 #include "cuda/check.h"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/pdl.cuh"
+#include "cuda/q8_tail.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -32,7 +33,8 @@ __device__ __forceinline__ void for_each_block(int64_t k, int64_t n_tok, F&& f) 
 }
 
 // The block's scale d and the code of this lane's value v (the block maximum by warp
-// shuffles), for both kernels: the rounding of act_q8.h.
+// shuffles): q8_quantize_warp's first steps (q8_tail.cuh, the quantiser's block), without its
+// stores.
 __device__ __forceinline__ int block_code(float v, float& d) {
   float amax = fabsf(v);
 #pragma unroll
@@ -48,21 +50,7 @@ __global__ void __launch_bounds__(kThreads) quantize_act_q8_kernel(const float* 
   pdl_wait();
   pdl_trigger();
   for_each_block(k, n_tok, [&](int64_t t, int64_t j, int lane) {
-    float d;
-    const int q = block_code(x[t * ldx + 32 * j + lane], d);
-    uint8_t* row = xq + t * row_bytes;
-    row[32 * j + lane] = static_cast<uint8_t>(static_cast<int8_t>(q));
-    int s = q;
-#pragma unroll
-    for (int o = 8; o > 0; o >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);  // sums of each 16-lane half
-    const int s_hi = __shfl_sync(0xFFFFFFFFu, s, 16);
-    if (lane == 0) {
-      ActQ8Scale sc;
-      sc.d = d;
-      sc.s_lo = static_cast<int16_t>(s);
-      sc.s_hi = static_cast<int16_t>(s_hi);
-      reinterpret_cast<ActQ8Scale*>(row + k)[j] = sc;
-    }
+    q8_quantize_warp(x[t * ldx + 32 * j + lane], j, k, xq + t * row_bytes);
   });
 }
 
