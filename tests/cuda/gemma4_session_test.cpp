@@ -313,6 +313,15 @@ std::unique_ptr<ft::model::Model> load_case(const Case& c, const fs::path& dir) 
   return ft::model::load_model(path);
 }
 
+// --dtype auto with a --kv-type.
+ft::gpu::GpuSessionOptions auto_with_kv(const std::string& kv_type) {
+  ft::gpu::GpuSessionOptions go;
+  go.n_ctx = 128;
+  go.dtype = "auto";
+  go.kv_type = kv_type;
+  return go;
+}
+
 // The prompt, then the auto run's greedy tokens teacher-forced through auto (fp32 KV) and
 // --kv-type f16: the cache takes half the bytes, and the argmaxes agree but for near ties
 // (dense: near_tie("auto"); MoE: kMoeNearTie16, since one f16 rounding of a cached K or V can
@@ -326,12 +335,7 @@ TEST_P(Gemma4KvType, F16AgreesWithAutoOnTeacherForcedTokens) {
   const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-kv-" + std::to_string(::getpid()));
   auto m = load_case(c, dir);
   const int64_t V = m->hp.n_vocab;
-  ft::gpu::GpuSessionOptions go;
-  go.n_ctx = 128;
-  go.dtype = "auto";
-  ft::gpu::GpuSession a(*m, go);
-  go.kv_type = "f16";
-  ft::gpu::GpuSession h(*m, go);
+  ft::gpu::GpuSession a(*m, auto_with_kv("auto")), h(*m, auto_with_kv("f16"));
   EXPECT_EQ(a.numerics().kv, ft::cuda::KvType::kF32) << "gemma4 auto keeps an fp32 KV cache";
   EXPECT_EQ(h.numerics().kv, ft::cuda::KvType::kF16);
   EXPECT_EQ(2 * h.memory().kv, a.memory().kv) << "f16 halves the cache";
@@ -384,14 +388,7 @@ TEST(Gemma4KvTypeOptions, F32IsAutoBf16RunsBadNamesAreRefused) {
   auto m = load_case(c, dir);
   const int64_t V = m->hp.n_vocab;
   const std::vector<int32_t> prompt = ft::gpu_test::make_prompt(c.prompt_len, V);
-  ft::gpu::GpuSessionOptions go;
-  go.n_ctx = 128;
-  go.dtype = "auto";
-  ft::gpu::GpuSession a(*m, go);
-  go.kv_type = "f32";
-  ft::gpu::GpuSession f(*m, go);
-  go.kv_type = "bf16";
-  ft::gpu::GpuSession b(*m, go);
+  ft::gpu::GpuSession a(*m, auto_with_kv("auto")), f(*m, auto_with_kv("f32")), b(*m, auto_with_kv("bf16"));
   EXPECT_EQ(f.numerics().kv, ft::cuda::KvType::kF32);
   EXPECT_EQ(b.numerics().kv, ft::cuda::KvType::kBF16);
   EXPECT_EQ(f.memory().kv, a.memory().kv);
@@ -408,9 +405,8 @@ TEST(Gemma4KvTypeOptions, F32IsAutoBf16RunsBadNamesAreRefused) {
     lf = copy(f.eval(&next, 1));
     EXPECT_EQ(max_abs_diff(la.data(), lf.data(), V), 0.0f) << "decode step " << i;
   }
-  go.kv_type = "f8";
   try {
-    ft::gpu::GpuSession bad(*m, go);
+    ft::gpu::GpuSession bad(*m, auto_with_kv("f8"));
     ADD_FAILURE() << "--kv-type f8 was accepted";
   } catch (const ft::Error& e) {
     EXPECT_NE(std::string(e.what()).find("--kv-type"), std::string::npos) << e.what();
