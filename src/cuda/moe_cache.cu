@@ -319,6 +319,8 @@ __global__ void __launch_bounds__(kEnsureThreads)
 // the call's actual misses (at most bytes / 4 KiB): a layer with few misses still keeps many
 // SMs loading over PCIe. Four 16-byte loads in flight per thread before the stores: PCIe reads
 // of mapped memory need many outstanding requests.
+// U 16-byte loads in flight per thread (FT_MOE_GATHER_INFLIGHT: 4 by default, 8 for A/B).
+template <int U>
 __global__ void gather_kernel(GatherPlan p, CacheMisses m, int max_part) {
   const int n_miss = *m.n_miss;
   if (n_miss <= 0) return;
@@ -338,12 +340,12 @@ __global__ void gather_kernel(GatherPlan p, CacheMisses m, int max_part) {
       uint4* d4 = reinterpret_cast<uint4*>(dst);
       const int64_t n = g.bytes / 16;
       int64_t i = t0;
-      for (; i + 3 * stride < n; i += 4 * stride) {
-        const uint4 a = s4[i], b = s4[i + stride], cc = s4[i + 2 * stride], d = s4[i + 3 * stride];
-        d4[i] = a;
-        d4[i + stride] = b;
-        d4[i + 2 * stride] = cc;
-        d4[i + 3 * stride] = d;
+      for (; i + (U - 1) * stride < n; i += U * stride) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = s4[i + u * stride];
+#pragma unroll
+        for (int u = 0; u < U; ++u) d4[i + u * stride] = v[u];
       }
       for (; i < n; i += stride) d4[i] = s4[i];
     } else {
@@ -470,7 +472,14 @@ void moe_cache_gather(const GatherPlan& p, const CacheMisses& m, int64_t max_mis
     grid = per_miss * max_miss;
     max_part = per_miss;
   }
-  gather_kernel<<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
+  static const int inflight = [] {
+    const char* v = std::getenv("FT_MOE_GATHER_INFLIGHT");
+    return v && std::atoi(v) == 8 ? 8 : 4;
+  }();
+  if (inflight == 8)
+    gather_kernel<8><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
+  else
+    gather_kernel<4><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
   FT_CUDA_CHECK_LAUNCH();
 }
 
