@@ -36,6 +36,14 @@ __device__ __forceinline__ void f4a(const float4 v, float (&a)[4]) {
   a[3] = v.w;
 }
 
+// acc[x][y] = fma(a[x], b[y], acc[x][y]): the register-tiled 4x4 outer product of b), c), e), f).
+__device__ __forceinline__ void outer4(const float (&a)[4], const float (&b)[4], float (&acc)[4][4]) {
+#pragma unroll
+  for (int x = 0; x < 4; ++x)
+#pragma unroll
+    for (int y = 0; y < 4; ++y) acc[x][y] = ops::fma_rn(a[x], b[y], acc[x][y]);
+}
+
 // a) this loader's N float4s of keys and queries of the chunk at t0 (n tokens; zeros past
 // them), components [col, col + ...) of the key head. Every thread sets every element (zeros
 // where it loads nothing): with elements left unset, the compiler kept the staged registers
@@ -109,13 +117,8 @@ __device__ __forceinline__ void pair_sums(const float (*a)[LA], const float (*b)
     f4a(ld4(&a[c][4 * ta]), fa);
     f4a(ld4(&b[c][4 * ta]), fb);
     f4a(ld4(&w[c][4 * tw]), fw);
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        sa[x][y] = ops::fma_rn(fa[x], fw[y], sa[x][y]);
-        sb[x][y] = ops::fma_rn(fb[x], fw[y], sb[x][y]);
-      }
+    outer4(fa, fw, sa);
+    outer4(fb, fw, sb);
   }
 }
 
@@ -200,10 +203,7 @@ __device__ __forceinline__ void output_tile(const Sm& sm, const float (*mT)[Sm::
     float m[4], us[4];
     f4a(ld4(&mT[s][4 * tt]), m);
     f4a(ld4(&sm.u[s][4 * rr]), us);
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-      for (int y = 0; y < 4; ++y) acc[x][y] = ops::fma_rn(m[x], us[y], acc[x][y]);
+    outer4(m, us, acc);
   }
 #pragma unroll
   for (int x = 0; x < 4; ++x) {
@@ -231,10 +231,7 @@ __device__ __forceinline__ void update_tile(Sm& sm, int task, int n, const float
     float kc[4], uw[4];
     f4a(ld4(k0 + t * ldk + 4 * cc), kc);
     f4a(ld4(&sm.uw[t][4 * rr]), uw);
-#pragma unroll
-    for (int x = 0; x < 4; ++x)
-#pragma unroll
-      for (int y = 0; y < 4; ++y) acc[x][y] = ops::fma_rn(kc[x], uw[y], acc[x][y]);
+    outer4(kc, uw, acc);
   }
 #pragma unroll
   for (int x = 0; x < 4; ++x)
