@@ -1,13 +1,21 @@
-// MoE routing (moe_route.h): one block of 128 threads per token. The probabilities live in
-// shared memory; each thread ranks its experts by counting the experts with a larger
-// probability (n_expert^2 / 128 compares: 128 for 128 experts) and flags a tie when an
-// expert of rank < n_used shares its probability with another one. Only then does thread 0
-// redo the selection with the std::sort twin (about 10 us for 128 experts, only on ties).
+// MoE routing (moe_route.h). Up to kWarpMaxExperts experts and kWarpMaxUsed chosen ones
+// (every model we run), one warp routes a token with no barrier (route_row_warp): lane i
+// holds experts 8i..8i+7 in registers, the max and the counts are warp reductions, the exp
+// sum is rounded exactly as the block route's thread 0 rounds it, and the top k come from k
+// rounds of a warp argmax (redux.sync on the probabilities' bits). Past those limits, one
+// block of 128 threads per token (route_row): the probabilities in shared memory, each thread
+// ranks its experts by counting the experts with a larger probability and flags a tie when
+// an expert of rank < n_used shares its probability with another one. Both redo the
+// selection with the std::sort twin on one thread only when a tie reaches the top k (about
+// 10 us for 128 experts). The two give the same bits (test CudaOpsMoeRoute.WarpEqualsBlock);
+// FT_MOE_ROUTE_WARP=0 keeps the block route everywhere (A/B).
 #include "cuda/moe_route.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "cuda/check.h"
@@ -100,6 +108,147 @@ __device__ void route_row(const float* l, int n_expert, int n_used, float* probs
   __syncthreads();  // sel, tie and probs are free for the next token
 }
 
+// The warp route's limits: 8 experts per lane, one chosen expert per lane.
+constexpr int kWarpPer = 8;
+constexpr int kWarpMaxExperts = 32 * kWarpPer;
+constexpr int kWarpMaxUsed = 32;
+__host__ __device__ inline bool warp_route_fits(int n_expert, int n_used) {
+  return n_expert <= kWarpMaxExperts && n_used <= kWarpMaxUsed;
+}
+
+// Routes one token's logits l (global memory, read past L1: another block may have written
+// them) with the 32 lanes of the calling warp, the same arithmetic as route_row:
+//   mx    fmaxf over the logits (order-free);
+//   e     exp_v (groups of 8) / exp_f32 (the last n mod 8) of sub_rn(l, mx): lane i's 8
+//         experts are group i, so its group sum ((y0+y4)+(y2+y6))+((y1+y5)+(y3+y7)) is
+//         lane-local, and every lane adds the group sums (then the tail) into a double in
+//         group order, as thread 0 does;
+//   top k k rounds: the largest remaining probability (bits + 1 as the key: probabilities
+//         are >= 0, so the bits order like the values, 0 marks a used or absent expert) by
+//         redux.sync; more than one holder = a tie in the top k (route_row's condition) ->
+//         the std::sort twin on lane 0 over probs / order (n_expert each, this warp's own);
+//   w_k   sum_k double(p_k) in rank order, then div_rn by max(float(sum), min).
+__device__ __forceinline__ void route_row_warp(const float* l, int n_expert, int n_used, float* probs, int32_t* order, int32_t* ids,
+                               float* weights) {
+  const unsigned all = 0xFFFFFFFFu;
+  const int lane = static_cast<int>(threadIdx.x) & 31, e0 = kWarpPer * lane;
+  const int n8 = n_expert / 8 * 8;
+  float p[kWarpPer];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i) {
+    p[i] = e0 + i < n_expert ? __ldcg(l + e0 + i) : -INFINITY;
+    mx = fmaxf(mx, p[i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(all, mx, o));
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i) {
+    const int e = e0 + i;
+    const float d = ops::sub_rn(p[i], mx);
+    p[i] = e >= n_expert ? 0.0f : e < n8 ? ops::exp_v(d) : ops::exp_f32(d);
+  }
+  const float ga = ops::add_rn(p[0], p[4]), gb = ops::add_rn(p[1], p[5]), gc = ops::add_rn(p[2], p[6]),
+              gd = ops::add_rn(p[3], p[7]);
+  const float gsum = ops::add_rn(ops::add_rn(ga, gc), ops::add_rn(gb, gd));  // used by lanes < n8 / 8
+  double sum = 0.0;
+#pragma unroll 8
+  for (int g = 0; g < n8 / 8; ++g) sum += static_cast<double>(__shfl_sync(all, gsum, g));  // a uniform bound
+  const int tail_lane = (n8 / 8) & 31;  // the lane holding experts n8.. (none when n8 == n_expert)
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i) {
+    const float v = __shfl_sync(all, p[i], tail_lane);
+    if (n8 + i < n_expert) sum += static_cast<double>(v);
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  uint32_t key[kWarpPer];
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i) {
+    p[i] = ops::mul_rn(p[i], inv);
+    key[i] = e0 + i < n_expert ? __float_as_uint(p[i]) + 1u : 0u;
+  }
+
+  int my_id = 0;
+  float my_p = 0.0f;
+  double wsum = 0.0;
+  bool tie = false;
+  for (int r = 0; r < n_used; ++r) {
+    uint32_t km = 0;
+#pragma unroll
+    for (int i = 0; i < kWarpPer; ++i) km = key[i] > km ? key[i] : km;
+    const uint32_t top = __reduce_max_sync(all, km);
+    int cnt = 0, id = 0;
+#pragma unroll
+    for (int i = 0; i < kWarpPer; ++i)
+      if (key[i] == top) {
+        ++cnt;
+        id = e0 + i;
+        key[i] = 0u;
+      }
+    if (__reduce_add_sync(all, static_cast<unsigned>(cnt)) != 1u) {  // warp-uniform
+      tie = true;
+      break;
+    }
+    id = __shfl_sync(all, id, __ffs(__ballot_sync(all, cnt != 0)) - 1);
+    const float pv = __uint_as_float(top - 1u);
+    if (lane == r) {
+      my_id = id;
+      my_p = pv;
+    }
+    wsum += static_cast<double>(pv);
+  }
+  if (!tie) {
+    const float denom = fmaxf(static_cast<float>(wsum), kWeightSumMin);
+    if (lane < n_used) {
+      ids[lane] = my_id;
+      weights[lane] = ops::div_rn(my_p, denom);
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i)
+    if (e0 + i < n_expert) probs[e0 + i] = p[i];
+  __syncwarp();
+  if (lane == 0) {
+    for (int e = 0; e < n_expert; ++e) order[e] = e;
+    stl_sort::sort(order, n_expert, ByProbDesc{probs});
+    double ws = 0.0;
+    for (int r = 0; r < n_used; ++r) ws += static_cast<double>(probs[order[r]]);
+    const float denom = fmaxf(static_cast<float>(ws), kWeightSumMin);
+    for (int r = 0; r < n_used; ++r) {
+      ids[r] = order[r];
+      weights[r] = ops::div_rn(probs[order[r]], denom);
+    }
+  }
+  __syncwarp();  // probs / order are free for the warp's next token
+}
+
+// FT_MOE_ROUTE_WARP=0: the block route everywhere (A/B of the warp route); tests flip it
+// through moe_route_set_warp.
+int g_warp_route = -1;
+bool use_warp_route(int n_expert, int n_used) {
+  if (g_warp_route < 0) {
+    const char* v = std::getenv("FT_MOE_ROUTE_WARP");
+    g_warp_route = v != nullptr && std::strcmp(v, "0") == 0 ? 0 : 1;
+  }
+  return g_warp_route == 1 && warp_route_fits(n_expert, n_used);
+}
+
+// Warp route: block b's warp w routes token 4b + w (no barrier: warps past n_tok just end).
+__global__ void __launch_bounds__(kThreads) moe_route_warp_kernel(const float* logits, int64_t ld, int n_expert,
+                                                                  int n_used, int n_tok, int32_t* ids,
+                                                                  float* weights) {
+  pdl_wait();
+  pdl_trigger();
+  extern __shared__ float smem[];
+  const int w = static_cast<int>(threadIdx.x) >> 5;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + w;
+  if (t >= n_tok) return;
+  float* probs = smem + 2 * n_expert * w;
+  route_row_warp(logits + t * ld, n_expert, n_used, probs, reinterpret_cast<int32_t*>(probs + n_expert),
+                 ids + t * n_used, weights + t * n_used);
+}
+
 __global__ void __launch_bounds__(kThreads) moe_route_kernel(const float* logits, int64_t ld, int n_expert,
                                                              int n_used, int32_t* ids, float* weights) {
   pdl_wait();
@@ -144,7 +293,7 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const floa
                                                                       const uint8_t* w, int64_t row_bytes, int64_t k,
                                                                       int n_expert, float* logits, int64_t ld,
                                                                       int n_used, int32_t* ids, float* weights,
-                                                                      unsigned* ticket) {
+                                                                      unsigned* ticket, bool warp_route) {
   extern __shared__ float smem[];
   __shared__ float part[kRouterThreads / 32][kMoeRouterMaxTokens];
   __shared__ bool last;
@@ -194,18 +343,29 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const floa
     if (lane == 0) part[warp][t] = v;
   }
   __syncthreads();
-  if (static_cast<int>(threadIdx.x) < n_tok) {
-    const int t = static_cast<int>(threadIdx.x);
-    float v = part[0][t];
-    for (int j = 1; j < kRouterThreads / 32; ++j) v += part[j][t];
-    logits[t * ld + e] = v;
+  if (threadIdx.x == 0) {  // one thread writes the logits, fences them and takes the ticket
+    for (int t = 0; t < n_tok; ++t) {
+      float v = part[0][t];
+      for (int j = 1; j < kRouterThreads / 32; ++j) v += part[j][t];
+      logits[t * ld + e] = v;
+    }
+    __threadfence();  // this block's logits are visible device-wide before its ticket
+    last = atomicAdd(ticket, 1u) == gridDim.x - 1;
   }
-  __threadfence();  // this block's logits are visible device-wide before its ticket
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();
+  if (warp_route) {  // a warp per token, each reading its logits straight from L2
+    const int w = static_cast<int>(threadIdx.x) >> 5;
+    if (w < n_tok) {
+      float* probs = smem + 2 * n_expert * w;
+      route_row_warp(logits + w * ld, n_expert, n_used, probs, reinterpret_cast<int32_t*>(probs + n_expert),
+                     ids + w * n_used, weights + w * n_used);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) *ticket = 0;
+    return;
+  }
   for (int t = 0; t < n_tok; ++t) {
     float* l = smem + 2 * n_expert;  // the logits, read past L1 (other blocks wrote them)
     for (int e = threadIdx.x; e < n_expert; e += blockDim.x) l[e] = __ldcg(logits + t * ld + e);
@@ -228,11 +388,21 @@ void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok,
     fail_message("moe_route: n_used " + std::to_string(n_used) + " must be in [1, min(n_expert, " +
                  std::to_string(kMaxUsed) + ")]");
   if (n_tok > 0x7fffffff) fail_message("moe_route: " + std::to_string(n_tok) + " tokens exceed the grid limit");
+  if (use_warp_route(static_cast<int>(n_expert), n_used)) {
+    constexpr int64_t per = kThreads / 32;
+    const size_t smem = static_cast<size_t>(per * n_expert) * (sizeof(float) + sizeof(int32_t));
+    launch_pdl(moe_route_warp_kernel, dim3(static_cast<unsigned>((n_tok + per - 1) / per)), dim3(kThreads), smem, s,
+               logits, ld, static_cast<int>(n_expert), n_used, static_cast<int>(n_tok), ids, weights);
+    FT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const size_t smem = static_cast<size_t>(n_expert) * (sizeof(float) + sizeof(int32_t));
   launch_pdl(moe_route_kernel, dim3(static_cast<unsigned>(n_tok)), dim3(kThreads), smem, s, logits,
              ld, static_cast<int>(n_expert), n_used, ids, weights);
   FT_CUDA_CHECK_LAUNCH();
 }
+
+void moe_route_set_warp(int on) { g_warp_route = on; }
 
 bool moe_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes, int64_t n_tok) {
   return (type == GgmlType::F32 || type == GgmlType::BF16 || type == GgmlType::F16) && k > 0 && k % 4 == 0 &&
@@ -252,11 +422,14 @@ void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type,
     fail_message("moe_router_route: n_expert " + std::to_string(n_expert) + " / n_used " + std::to_string(n_used) +
                  " out of range");
   const unsigned grid = static_cast<unsigned>(n_expert);  // one block per expert row
-  const size_t smem = static_cast<size_t>(n_expert) * (2 * sizeof(float) + sizeof(int32_t));
+  const bool warp = use_warp_route(static_cast<int>(n_expert), n_used);
+  // Warp route: probs + order per token's warp; block route: probs, order and the logits.
+  const size_t smem = warp ? static_cast<size_t>(n_tok * n_expert) * (sizeof(float) + sizeof(int32_t))
+                           : static_cast<size_t>(n_expert) * (2 * sizeof(float) + sizeof(int32_t));
   auto go = [&](auto kernel) {
     launch_pdl(kernel, dim3(grid), dim3(kRouterThreads), smem, s, x, ldx, static_cast<int>(n_tok),
                static_cast<const uint8_t*>(w), row_bytes, k, static_cast<int>(n_expert), logits, ld, n_used, ids,
-               weights, ticket);
+               weights, ticket, warp);
   };
   if (type == GgmlType::F32)
     go(router_route_kernel<float>);

@@ -24,6 +24,10 @@ inline constexpr int64_t kMoeRouteMaxExperts = 2048;
 void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok, int n_used, int32_t* ids,
                float* weights, cudaStream_t s);
 
+// Route kernel choice for tests and benchmarks (process-wide, not thread-safe): 1 the warp
+// route where it fits (the default), 0 the block route everywhere, -1 FT_MOE_ROUTE_WARP again.
+void moe_route_set_warp(int on);
+
 // The router GEMV and moe_route in one launch (decode: one kernel fewer per MoE layer):
 // logits[t][e] = sum_i W[e][i] * x[t][i] (fp32 products and sums, like the float GEMV, in
 // some order), written to `logits` (ld apart), then routed exactly as moe_route routes them,

@@ -43,8 +43,8 @@ void check(const std::vector<float>& logits, int64_t n_expert, int64_t n_tok, in
 
 TEST(CudaOpsMoeRoute, RandomLogits) {
   FT_OPS_REQUIRE_GPU();
-  for (int64_t n_expert : {1, 8, 60, 128, 256})
-    for (int n_used : {1, 2, 4, 8}) {
+  for (int64_t n_expert : {1, 8, 60, 128, 256, 300})
+    for (int n_used : {1, 2, 4, 8, 40}) {
       if (n_used > n_expert) continue;
       const int64_t n_tok = 37;
       check(randn(static_cast<size_t>(n_tok * n_expert), static_cast<uint64_t>(n_expert * 10 + n_used), 2.0f), n_expert,
@@ -146,6 +146,69 @@ TEST(CudaOpsMoeRoute, RouterFused) {
   check_fused(GgmlType::F32, 8, 64, 2, 2, false);
   check_fused(GgmlType::BF16, 256, 2048, 5, 8, true);
   check_fused(GgmlType::F32, 1, 32, 1, 1, false);
+}
+
+// The warp route (default up to 256 experts / 32 chosen) and the block route give the same
+// bits: ids and weights of moe_route and of moe_router_route with each, over expert counts
+// around the warp's limits (a partial last group, a partial last lane, exactly 256), random
+// and tied logits; past the limits (300 experts, 40 chosen) both calls take the block route.
+TEST(CudaOpsMoeRoute, WarpEqualsBlock) {
+  FT_OPS_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  struct Reset {
+    ~Reset() { moe_route_set_warp(-1); }
+  } reset;
+  for (int64_t n_expert : {1, 7, 8, 13, 60, 128, 250, 256, 300})
+    for (int n_used : {1, 2, 8, 32, 40}) {
+      if (n_used > n_expert) continue;
+      for (int kind = 0; kind < 2; ++kind) {
+        SCOPED_TRACE("n_expert " + std::to_string(n_expert) + " n_used " + std::to_string(n_used) +
+                     (kind ? " ties" : " random"));
+        const int64_t n_tok = 9, ld = n_expert + 2;
+        std::vector<float> l = randn(static_cast<size_t>(n_tok * ld), static_cast<uint64_t>(n_expert * 7 + n_used), 3.0f);
+        if (kind == 1) {
+          std::uniform_int_distribution<int> pick(0, 3);
+          for (auto& v : l) v = static_cast<float>(pick(rng));
+        }
+        DeviceBuffer dl = to_device(l);
+        std::vector<int32_t> ids[2];
+        std::vector<float> wts[2];
+        for (int warp = 0; warp < 2; ++warp) {
+          moe_route_set_warp(warp);
+          DeviceBuffer di(static_cast<size_t>(n_tok * n_used) * 4), dw(static_cast<size_t>(n_tok * n_used) * 4);
+          moe_route(dl.as<float>(), ld, n_expert, n_tok, n_used, di.as<int32_t>(), dw.as<float>(), nullptr);
+          FT_CUDA_CHECK(cudaDeviceSynchronize());
+          ids[warp] = to_host<int32_t>(di, static_cast<size_t>(n_tok * n_used));
+          wts[warp] = to_host<float>(dw, static_cast<size_t>(n_tok * n_used));
+        }
+        EXPECT_EQ(ids[0], ids[1]);
+        ASSERT_EQ(std::memcmp(wts[0].data(), wts[1].data(), wts[0].size() * 4), 0) << "weights differ";
+        if (n_used > 8) continue;
+        // The fused router's last block, both ways, on the same weights (8 tokens: 8 warps).
+        const int64_t k = 64, fused_tok = 8;
+        const auto wf = randn(static_cast<size_t>(n_expert * k), static_cast<uint64_t>(n_expert + 99), 0.3f);
+        auto x = randn(static_cast<size_t>(fused_tok * k), 3, 1.0f);
+        if (kind == 1)  // integer products: tied logits
+          for (auto& v : x) v = std::round(v);
+        std::vector<float> wr(wf.size());
+        for (size_t i = 0; i < wf.size(); ++i) wr[i] = kind == 1 ? std::round(wf[i] * 4.0f) : wf[i];
+        DeviceBuffer dwt = to_device(wr), dx = to_device(x), dticket = to_device(std::vector<uint32_t>{0});
+        for (int warp = 0; warp < 2; ++warp) {
+          moe_route_set_warp(warp);
+          DeviceBuffer dlog(static_cast<size_t>(fused_tok * n_expert) * 4),
+              di(static_cast<size_t>(fused_tok * n_used) * 4), dw(static_cast<size_t>(fused_tok * n_used) * 4);
+          moe_router_route(dx.as<float>(), k, fused_tok, GgmlType::F32, dwt.get(), k * 4, k, n_expert,
+                           dlog.as<float>(), n_expert, n_used, di.as<int32_t>(), dw.as<float>(),
+                           dticket.as<unsigned>(), nullptr);
+          FT_CUDA_CHECK(cudaDeviceSynchronize());
+          ids[warp] = to_host<int32_t>(di, static_cast<size_t>(fused_tok * n_used));
+          wts[warp] = to_host<float>(dw, static_cast<size_t>(fused_tok * n_used));
+        }
+        EXPECT_EQ(to_host<uint32_t>(dticket, 1)[0], 0u);
+        EXPECT_EQ(ids[0], ids[1]) << "fused router";
+        ASSERT_EQ(std::memcmp(wts[0].data(), wts[1].data(), wts[0].size() * 4), 0) << "fused router weights differ";
+      }
+    }
 }
 
 TEST(CudaOpsMoeRoute, RouterFusedRefusesQuantisedWeights) {
