@@ -12,7 +12,8 @@
 // K and V bytes one launch must read (live keys x kv_dim x 2 x element size); "% read BW"
 // divides it by the streaming-read kernel's rate measured at start-up. Each case runs
 // attention_decode as the engine calls it ("decode"), the dedicated decode kernel alone
-// ("dedicated") and the SIMT split-K kernel + combine ("simt"); --sweep adds the dedicated
+// ("dedicated"; "pipe off" / "pipe on": without / with the next step's K/V loads issued
+// early) and the SIMT split-K kernel + combine ("simt"); --sweep adds the dedicated
 // kernel with other plans (rows per block, blocks per SM, keys per lane group, reduction)
 // and without AttnArgs::ws_zeroed (a ticket memset per call).
 //
@@ -146,10 +147,11 @@ struct Bench {
     bool zeroed;
     int keys_per_slot;  // 0: default
     int scatter = 0;    // 0 default, 1 butterfly, 2 reduce-scatter
+    int pipe = 0;       // 0 default, 1 off, 2 on: next-step K/V loads (kDecodePipe)
   };
 
   void run(const Model& m, int64_t n_ctx, int64_t live, int64_t n_tok, bool decode,
-           const Plan& plan = Plan{"decode", 0, 0, 0, true, 0, 0}) {
+           const Plan& plan = Plan{"decode", 0, 0, 0, true, 0, 0, 0}) {
     const int64_t kv_dim = m.n_head_kv * m.d;
     const size_t layer_bytes = static_cast<size_t>(n_ctx * kv_dim * esize);  // K or V
     int64_t n_layers = static_cast<int64_t>(pool_bytes / (2 * layer_bytes));
@@ -185,7 +187,7 @@ struct Bench {
     a.ldo = width;
     a.round = kv == KvType::kF32 ? Round::kNone : kv == KvType::kF16 ? Round::kF16 : Round::kBF16;
     a.ws_zeroed = plan.zeroed;
-    attention_set_decode_override(plan.mode, plan.rows, plan.per_sm, plan.keys_per_slot, plan.scatter);
+    attention_set_decode_override(plan.mode, plan.rows, plan.per_sm, plan.keys_per_slot, plan.scatter, plan.pipe);
     const float ms = per_launch(n_layers, [&](int64_t l) {
       const uint8_t* base = cache.as<uint8_t>() + 2 * layer_bytes * static_cast<size_t>(l);
       a.k_cache = base;
@@ -253,6 +255,8 @@ int main(int argc, char** argv) {
     // "dedicated": always the dedicated kernel; "simt": the SIMT split-K kernel + combine.
     std::vector<Bench::Plan> plans = {{"decode", 0, 0, 0, true, 0, 0},
                                       {"dedicated", 2, 0, 0, true, 0, 0},
+                                      {"dedicated pipe off", 2, 0, 0, true, 0, 0, 1},
+                                      {"dedicated pipe on", 2, 0, 0, true, 0, 0, 2},
                                       {"simt", 1, 0, 0, true, 0, 0}};
     if (sweep) {
       plans.push_back({"dedicated rows1", 2, 1, 0, true, 0, 0});
@@ -266,6 +270,10 @@ int main(int argc, char** argv) {
       plans.push_back({"dedicated nk8", 2, 0, 0, true, 8, 0});
       plans.push_back({"dedicated rows4 nk2", 2, 4, 0, true, 2, 0});
       plans.push_back({"dedicated scatter", 2, 0, 0, true, 0, 2});
+      plans.push_back({"dedicated rows1 pipe on", 2, 1, 0, true, 0, 0, 2});
+      plans.push_back({"dedicated rows4 pipe on", 2, 4, 0, true, 0, 0, 2});
+      plans.push_back({"dedicated 2/SM pipe on", 2, 0, 2, true, 0, 0, 2});
+      plans.push_back({"dedicated 8/SM pipe on", 2, 0, 8, true, 0, 0, 2});
     }
     struct DecodeCase {
       int64_t n_ctx, live, n_tok;

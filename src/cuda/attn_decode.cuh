@@ -238,8 +238,10 @@ __device__ __forceinline__ void merge_parts(const DecodeParams& p, int64_t g, in
   }
 }
 
-template <class T, int D, int R, int NK, bool kScatter>
-__global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const DecodeParams p) {
+// kPipe: at most 128 registers, so that the 4 blocks per SM the grid plans for fit (151
+// unbounded at bf16 rows 2: 3 blocks, a second partial wave).
+template <class T, int D, int R, int NK, bool kScatter, bool kPipe>
+__global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_kernel(const DecodeParams p) {
   constexpr int L = D / 8;                    // lanes per key
   constexpr int KPW = 32 / L;                 // keys per warp step
   constexpr int S = kDecodeWarps * KPW;       // lane groups (slots) per block
@@ -298,21 +300,33 @@ __global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const Decod
 
   const T* kc = static_cast<const T*>(p.k) + g * D + sub * 8;
   const T* vc = static_cast<const T*>(p.v) + g * D + sub * 8;
-  // The loop bound is warp-uniform (the shuffles need every lane); keys past kend are masked.
-  for (int64_t jw = kbeg + warp * (KPW * NK); jw < kend; jw += KPI) {
-    const int64_t j0 = jw + kslot;
-    KvRaw<T> kr[NK], vr[NK];
+  // K and V of the lane group's NK keys of the step at jw (keys past kend read as zero:
+  // never read past the live keys, NaN there would survive p = 0).
+  auto load_step = [&](int64_t jw, KvRaw<T>(&kr)[NK], KvRaw<T>(&vr)[NK]) {
 #pragma unroll
     for (int u = 0; u < NK; ++u) {
-      const int64_t j = j0 + u * KPW;
+      const int64_t j = jw + kslot + u * KPW;
       if (j < kend) {
         kv_load(kc + j * p.kv_stride, kr[u]);
         kv_load(vc + j * p.kv_stride, vr[u]);
-      } else {  // never read past the live keys (NaN there would survive p = 0)
+      } else {
         kv_zero(kr[u]);
         kv_zero(vr[u]);
       }
     }
+  };
+  // kPipe: the next step's keys are loaded before this step computes (twice the bytes in
+  // flight per lane; the arithmetic and its order do not change).
+  KvRaw<T> kr[NK], vr[NK];
+  if constexpr (kPipe) load_step(kbeg + warp * (KPW * NK), kr, vr);
+  // The loop bound is warp-uniform (the shuffles need every lane); keys past kend are masked.
+  for (int64_t jw = kbeg + warp * (KPW * NK); jw < kend; jw += KPI) {
+    const int64_t j0 = jw + kslot;
+    [[maybe_unused]] KvRaw<T> kn[NK], vn[NK];
+    if constexpr (kPipe)
+      load_step(jw + KPI, kn, vn);  // all zero past kend: no read
+    else
+      load_step(jw, kr, vr);
     float sf[NK * R];  // s[u][r] = sf[u * R + r]
 #pragma unroll
     for (int u = 0; u < NK; ++u) {
@@ -363,6 +377,13 @@ __global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const Decod
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(s[u][r], vf[e], acc[r][e]);
+    }
+    if constexpr (kPipe) {
+#pragma unroll
+      for (int u = 0; u < NK; ++u) {
+        kr[u] = kn[u];
+        vr[u] = vn[u];
+      }
     }
   }
 
@@ -430,20 +451,23 @@ __global__ void __launch_bounds__(kDecodeThreads) attn_decode_kernel(const Decod
                     nullptr, nullptr, 0, 0, s_w, s_lm, s_pm);
 }
 
-template <class T, int D, int R, int NK, bool kScatter = kDecodeScatter>
+template <class T, int D, int R, int NK, bool kScatter = kDecodeScatter, bool kPipe = kDecodePipe<T, R>>
 void launch_decode(const DecodeParams& p, dim3 grid, cudaStream_t s) {
-  launch_pdl(attn_decode_kernel<T, D, R, NK, kScatter>, grid, dim3(kDecodeThreads), 0, s, p);
+  launch_pdl(attn_decode_kernel<T, D, R, NK, kScatter, kPipe>, grid, dim3(kDecodeThreads), 0, s, p);
 }
 
 // Runtime (kv type, head dim, rows per block) -> template instantiation. keys_per_slot
 // (0 = kDecodeKeysPerSlot) overrides NK and scatter (0 default, 1 butterfly, 2 scatter) the
-// lane reduction, for the 16-bit caches at head dim 128 (the shape the benchmark sweeps).
-inline void dispatch_decode(KvType t, int64_t d, int rows, int keys_per_slot, int scatter, const DecodeParams& p,
-                            dim3 grid, cudaStream_t s) {
+// lane reduction, pipe (0 kDecodePipe, 1 off, 2 on) the next step's loads, for the 16-bit
+// caches at head dim 128 (the shape the benchmark sweeps).
+inline void dispatch_decode(KvType t, int64_t d, int rows, int keys_per_slot, int scatter, int pipe,
+                            const DecodeParams& p, dim3 grid, cudaStream_t s) {
   auto by_nk = [&](auto tag, auto dim, auto r) {
     using T = decltype(tag);
     constexpr int D = decltype(dim)::value, R = decltype(r)::value;
     if constexpr (D == 128 && !std::is_same_v<T, float>) {
+      if (pipe == 1) return launch_decode<T, D, R, kDecodeKeysPerSlot<R>, kDecodeScatter, false>(p, grid, s);
+      if (pipe == 2) return launch_decode<T, D, R, kDecodeKeysPerSlot<R>, kDecodeScatter, true>(p, grid, s);
       if (scatter == 0 || keys_per_slot != 0) {
         if (keys_per_slot == 1) return launch_decode<T, D, R, 1>(p, grid, s);
         if (keys_per_slot == 2) return launch_decode<T, D, R, 2>(p, grid, s);

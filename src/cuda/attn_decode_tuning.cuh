@@ -38,6 +38,15 @@ inline constexpr int kDecodeKeysPerSlot = R >= 8 ? 2 : 4;
 // within 1-2% of each other in the 19:20 run (the shuffles are not the limit).
 inline constexpr bool kDecodeScatter = false;
 
+// Whether each lane group loads the next step's NK keys (K and V) before it computes on the
+// current ones (software pipelining: twice the bytes in flight, the same arithmetic in the
+// same order). At depth the kernel streams 14.7 / 50 MB per layer at only 1.4 / 2.75 TB/s
+// (Llama-8B marginal rates between 512 / 4096 / 16384 keys, 19:20 run). It costs 16 registers
+// per key slot (96 -> ~128 at bf16 rows 2: 4 blocks of 128 threads per SM still fit), so only
+// 16-bit caches at rows <= 2 (the default cap) take it; f32 and more rows would lose blocks.
+template <class T, int R>
+inline constexpr bool kDecodePipe = sizeof(T) == 2 && R <= 2;
+
 // Decode chunks are whole multiples of this many keys: small enough that 300 live keys use
 // ten blocks per KV head instead of five, large enough that a block does real work.
 inline constexpr int64_t kDecodeUnit = 32;

@@ -300,8 +300,9 @@ TEST(CudaAttention, PrefillMatchesRef) {
 
 // Sets the decode kernel choice for one scope (tests run in one process).
 struct DecodeOverride {
-  DecodeOverride(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0, int scatter = 0) {
-    attention_set_decode_override(mode, max_rows, blocks_per_sm, keys_per_slot, scatter);
+  DecodeOverride(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0, int scatter = 0,
+                 int pipe = 0) {
+    attention_set_decode_override(mode, max_rows, blocks_per_sm, keys_per_slot, scatter, pipe);
   }
   ~DecodeOverride() { attention_set_decode_override(0); }
 };
@@ -364,6 +365,18 @@ TEST(CudaAttention, DecodeOverrides) {
         run_case({rows % 4 ? KvType::kF16 : KvType::kBF16, 128, 32, 4, 3, live + 2, Path::kDecode}, rng);
         if (::testing::Test::HasFatalFailure()) return;
         run_case({KvType::kF16, 128, 16, 2, 1, live - 1, Path::kDecode}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  // The next-step K/V loads off and on (16-bit caches at head dim 128), every row cap; live
+  // lengths inside one step, across steps and over several merge groups.
+  for (int pipe : {1, 2})
+    for (int rows : {1, 2, 4, 8}) {
+      DecodeOverride o(2, rows, 0, 0, 0, pipe);
+      for (int64_t live : {3, 97, 4100}) {
+        run_case({rows % 4 ? KvType::kBF16 : KvType::kF16, 128, 32, 8, 2, live - 2, Path::kDecode}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+        run_case({KvType::kBF16, 128, 32, 4, 1, live - 1, Path::kDecode, 0}, rng);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }
