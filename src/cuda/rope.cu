@@ -41,6 +41,17 @@ __global__ void qk_norm_rope_kernel(float* x, int64_t ld, int64_t n_head, int64_
   const int64_t row = d_base != nullptr ? static_cast<int64_t>(d_base[t]) + pos : pos;  // K/V cache row
   const float* c = cs + pos * n_rot;
   const int half = n_rot / 2;
+  // This lane's cos/sin pairs (i = lane + 32k), loaded before the heads' norms: they wait on
+  // the position load, and fetched in the rotation loop they added a second L2 round trip
+  // after the norm (the same values for every head of the token).
+  constexpr int kPairs = static_cast<int>(kRopeMaxHeadDim / 64);
+  float co[kPairs], si[kPairs];
+#pragma unroll
+  for (int k = 0; k < kPairs; ++k) {
+    const int i = lane + 32 * k;
+    co[k] = i < half ? c[2 * i] : 0.0f;
+    si[k] = i < half ? c[2 * i + 1] : 0.0f;
+  }
   float* buf = stage[warp];
   for (int64_t h = blockIdx.y * kWarps + warp; h < n_head + n_head_kv; h += static_cast<int64_t>(gridDim.y) * kWarps) {
     float* hp = x + t * ld + h * hd;
@@ -59,12 +70,15 @@ __global__ void qk_norm_rope_kernel(float* x, int64_t ld, int64_t n_head, int64_
       for (int64_t i = lane; i < hd; i += 32) buf[i] = hp[i];
     }
     __syncwarp();
-    for (int i = lane; i < half; i += 32) {
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+      const int i = lane + 32 * k;
+      if (i >= half) break;
       const int ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
-      const float a = buf[ia], b = buf[ib], co = c[2 * i], si = c[2 * i + 1];
+      const float a = buf[ia], b = buf[ib];
       // The first product fused, the second rounded, as engine::rope_apply (ggml-cpu's).
-      hp[ia] = round_to(r, ops::fma_rn(a, co, -ops::mul_rn(b, si)));
-      hp[ib] = round_to(r, ops::fma_rn(a, si, ops::mul_rn(b, co)));
+      hp[ia] = round_to(r, ops::fma_rn(a, co[k], -ops::mul_rn(b, si[k])));
+      hp[ib] = round_to(r, ops::fma_rn(a, si[k], ops::mul_rn(b, co[k])));
     }
     if (w != nullptr)
       for (int64_t i = n_rot + lane; i < hd; i += 32) hp[i] = buf[i];
