@@ -80,9 +80,10 @@ unsigned l2_prefetch_parse(const char* v) {
       case 'e': m |= kL2Experts; break;
       case 'g': m |= kL2Experts | kL2ExpertsGate; break;
       case 'i': m |= kL2ExpertsInGemv; break;
+      case 'A': m |= kL2Ahead | kL2AheadWide; break;
       default:
         fail_message(std::string("FT_L2_PREFETCH='") + v +
-                     "': expected 0, 1 or letters of s (self), a (ahead), e (experts), g (experts' gate too), i (experts by the gate GEMV)");
+                     "': expected 0, 1 or letters of s (self), a (ahead), e (experts), g (experts' gate too), i (experts by the gate GEMV), A (ahead, wider)");
     }
   }
   return m;

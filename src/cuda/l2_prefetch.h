@@ -31,11 +31,12 @@ enum L2Part : unsigned {
   kL2Experts = 4u,
   kL2ExpertsGate = 8u,
   kL2ExpertsInGemv = 16u,
+  kL2AheadWide = 32u,  // kL2Ahead with kL2AheadWideMax bytes instead of kL2AheadMax
 };
 
 // The parts on for this process: FT_L2_PREFETCH ("0" none; "1" or unset the measured
 // default; else letters s = self, a = ahead, e = experts, g = experts' gate too, i = experts
-// by the gate GEMV), 0 below
+// by the gate GEMV, A = ahead with kL2AheadWideMax), 0 below
 // sm_90 or without a device. Cached on first use.
 unsigned l2_prefetch_parts();
 inline bool l2_prefetch_on(unsigned part) { return (l2_prefetch_parts() & part) != 0; }
@@ -51,6 +52,7 @@ inline constexpr int64_t kL2Chunk = 32 << 10;
 // Most bytes a caller should prefetch ahead: the H200's L2 is 50 MB (two ~25 MB partitions);
 // what is prefetched must survive the traffic until it is read.
 inline constexpr int64_t kL2AheadMax = 24 << 20;
+inline constexpr int64_t kL2AheadWideMax = 40 << 20;
 
 inline constexpr int kL2MaxRanges = 4;
 struct L2Range {

@@ -53,7 +53,7 @@ bool use_gemv(int64_t n_tok) { return n_tok <= cuda::kGemvMaxTokens; }
 void l2_ahead(const DevLayer& L, cudaStream_t s) {
   cuda::L2Range r[cuda::kL2MaxRanges];
   int n = 0;
-  int64_t left = cuda::kL2AheadMax;
+  int64_t left = cuda::l2_prefetch_on(cuda::kL2AheadWide) ? cuda::kL2AheadWideMax : cuda::kL2AheadMax;
   auto add = [&](const DevLinear& l) {
     for (const DevMatrix& p : l.parts) {
       if (n == cuda::kL2MaxRanges || left <= 0) return;

@@ -93,6 +93,7 @@ TEST(L2PrefetchPlan, ParsesTheSwitch) {
   EXPECT_EQ(l2_prefetch_parse("saeg"), kAllKernel);
   EXPECT_EQ(l2_prefetch_parse("i"), kL2ExpertsInGemv);
   EXPECT_EQ(l2_prefetch_parse("saegi"), kAll);
+  EXPECT_EQ(l2_prefetch_parse("A"), kL2Ahead | kL2AheadWide);
   EXPECT_THROW(l2_prefetch_parse("sx"), Error);
 }
 
