@@ -1,8 +1,7 @@
 // ft-bench-moe-cpu: the CPU expert executor's decode step (one token, k experts, read from
 // DRAM) in its modes -- the engine's kernels and exact mode (the GPU decode GEMV's
 // summation order, moe_cpu/gpu_dot.h) with each SIMD family the CPU has (AVX2 rows, AVX-512
-// rows), and for A/B runs each row schedule (--sched), prefetch mode (--prefetch) and AVX-512
-// load form (--loads) --
+// rows), and for A/B runs each row schedule (--sched) and prefetch mode (--prefetch) --
 // against the host read bandwidth of the same pool.
 //   ft-bench-moe-cpu --threads 2 --types nvfp4,q8_0 --mib 512 --isas avx2,avx512 --sched items,guided
 // Prints GB/s of expert weights read per call and its share of the measured read bandwidth,
@@ -62,8 +61,7 @@ int main(int argc, char** argv) {
   bool pin = true;
   int64_t mib = 512, read_mib = 0, n_embd = 2048, n_ff = 768, n_expert = 128;
   int n_used = 8;
-  std::string types = "nvfp4,q8_0,mxfp4,bf16", isas = "avx2,avx512", pages = "default", sched_list, pf_list,
-              loads_list;
+  std::string types = "nvfp4,q8_0,mxfp4,bf16", isas = "avx2,avx512", pages = "default", sched_list, pf_list;
   double warm_ms = 50;
   app.add_option("--threads", threads, "pool threads");
   app.add_option("--types", types, "expert types, comma-separated");
@@ -76,11 +74,9 @@ int main(int argc, char** argv) {
                  "page advice for the expert bank: default, 2m (MADV_HUGEPAGE), 4k (MADV_NOHUGEPAGE); the backends' "
                  "banks are cudaHostAlloc'd");
   app.add_option("--sched", sched_list,
-                 "exact mode's row schedules to time, comma-separated (items, guided, ahead); default: FT_MOE_CPU_SCHED's");
+                 "exact mode's row schedules to time, comma-separated (items, guided); default: FT_MOE_CPU_SCHED's");
   app.add_option("--prefetch", pf_list,
                  "exact mode's prefetch modes to time (next, next2, next-128, next-l2, row, none); default: FT_MOE_CPU_PREFETCH's");
-  app.add_option("--loads", loads_list,
-                 "the AVX-512 rows' code-byte loads to time (insert, broadcast); default: FT_MOE_CPU_LOADS's");
   app.add_option("--warm-ms", warm_ms, "warm-up per measurement after the first (which warms 300 ms)");
   app.add_flag("!--no-pin", pin, "leave the threads unpinned (default: one per physical core, as the cpu backend)");
   app.add_option("--n-embd", n_embd);
@@ -120,10 +116,8 @@ int main(int argc, char** argv) {
         scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kItems);
       else if (v == "guided")
         scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kGuided);
-      else if (v == "ahead")
-        scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kAhead);
       else
-        ft::fail("--sched {}: expected items, guided or ahead", v);
+        ft::fail("--sched {}: expected items or guided", v);
     }
     if (scheds.empty()) scheds.emplace_back("env", default_sched);
     std::vector<std::pair<std::string, ft::moe_cpu::detail::Prefetch>> pfs;
@@ -145,17 +139,6 @@ int main(int argc, char** argv) {
       pfs.emplace_back(v, p);
     }
     if (pfs.empty()) pfs.emplace_back("env", default_pf);
-    const ft::moe_cpu::detail::RowLoads default_loads = ft::moe_cpu::detail::gpu_dot_row_loads();
-    std::vector<std::pair<std::string, ft::moe_cpu::detail::RowLoads>> loads;
-    for (const std::string& v : split(loads_list)) {
-      if (v == "insert")
-        loads.emplace_back(v, ft::moe_cpu::detail::RowLoads::kInsert);
-      else if (v == "broadcast")
-        loads.emplace_back(v, ft::moe_cpu::detail::RowLoads::kBroadcast);
-      else
-        ft::fail("--loads {}: expected insert or broadcast", v);
-    }
-    if (loads.empty()) loads.emplace_back("env", default_loads);
     bool first = true;
     for (const std::string& tn : split(types)) {
       const auto t = ft::ggml_type_from_name(tn);
@@ -178,7 +161,6 @@ int main(int argc, char** argv) {
         ft::Isa isa = ft::Isa::kScalar;
         ft::moe_cpu::RowSchedule sched = ft::moe_cpu::RowSchedule::kItems;
         ft::moe_cpu::detail::Prefetch pf = ft::moe_cpu::detail::Prefetch::kNext;
-        ft::moe_cpu::detail::RowLoads loads = ft::moe_cpu::detail::RowLoads::kInsert;
         ft::moe_cpu::GemvBwResult best;
         double mean_us = 0;
         ft::moe_cpu::ExecProfile prof;  // of all rounds
@@ -188,7 +170,6 @@ int main(int argc, char** argv) {
       modes.back().name = "engine order";
       modes.back().sched = default_sched;
       modes.back().pf = default_pf;
-      modes.back().loads = default_loads;
       num.gpu_plan = bench_plan;
       if (!ft::moe_cpu::exact_supported(se.h, num)) {
         fmt::print("  (exact mode does not cover {} experts: the cpu / hybrid backends run them in engine order)\n",
@@ -203,21 +184,16 @@ int main(int argc, char** argv) {
             continue;
           }
           for (const auto& [sn, sv] : scheds)
-            for (const auto& [pn, pv] : pfs)
-              for (const auto& [ln, lv] : loads) {
-                // The AVX2 rows have one way of loading.
-                if (*isa != ft::Isa::kAvx512 && lv != loads.front().second) continue;
-                Mode m;
-                m.name = fmt::format("exact {}", ft::isa_name(*isa));
-                if (scheds.size() > 1 || pfs.size() > 1) m.name += fmt::format(" {} {}", sn, pn);
-                if (loads.size() > 1 && *isa == ft::Isa::kAvx512) m.name += " " + ln;
-                m.exact = true;
-                m.isa = *isa;
-                m.sched = sv;
-                m.pf = pv;
-                m.loads = lv;
-                modes.push_back(m);
-              }
+            for (const auto& [pn, pv] : pfs) {
+              Mode m;
+              m.name = fmt::format("exact {}", ft::isa_name(*isa));
+              if (scheds.size() > 1 || pfs.size() > 1) m.name += fmt::format(" {} {}", sn, pn);
+              m.exact = true;
+              m.isa = *isa;
+              m.sched = sv;
+              m.pf = pv;
+              modes.push_back(m);
+            }
         }
       }
       for (int round = 0; round < rounds; ++round)
@@ -227,7 +203,6 @@ int main(int argc, char** argv) {
           ft::moe_cpu::detail::gpu_dot_set_prefetch(m.pf);
           ex.set_schedule(m.sched);
           ex.reset_profile();
-          ft::moe_cpu::detail::gpu_dot_set_row_loads(m.loads);
           // The first measurement warms the machine for 300 ms (the H200 host's first figure after
           // 8 calls was a third of the next one's); the modes after it run back to back.
           const auto r =
@@ -245,7 +220,6 @@ int main(int argc, char** argv) {
         }
       ft::moe_cpu::gpu_dot_limit_isa(ft::Isa::kAvx512);
       ft::moe_cpu::detail::gpu_dot_set_prefetch(default_pf);
-      ft::moe_cpu::detail::gpu_dot_set_row_loads(default_loads);
       ex.set_schedule(default_sched);
       fmt::print("{}: best of {} rounds (mean us/call after the /), {} threads, bank pages {}\n", g.describe(), rounds,
                  threads, pages);

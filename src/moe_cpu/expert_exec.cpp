@@ -141,10 +141,9 @@ void check_host_experts(const HostExperts& L, const char* layer_name) {
 RowSchedule row_schedule_from_env() {
   const char* e = std::getenv("FT_MOE_CPU_SCHED");
   const std::string v = e ? e : "";
-  if (v.empty() || v == "items") return RowSchedule::kItems;
-  if (v == "guided") return RowSchedule::kGuided;
-  if (v == "ahead") return RowSchedule::kAhead;
-  fail("FT_MOE_CPU_SCHED={}: expected items, guided or ahead", v);
+  if (v.empty() || v == "guided") return RowSchedule::kGuided;
+  if (v == "items") return RowSchedule::kItems;
+  fail("FT_MOE_CPU_SCHED={}: expected items or guided", v);
 }
 
 double ExecProfile::gemv_gbs() const {
@@ -190,55 +189,27 @@ void ExpertExecutor::grow(const HostExperts& L, int64_t n_slots) {
   if (h_.size() < n * L.n_ff) h_.resize(n * L.n_ff);
 }
 
-void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int32_t, int64_t, int64_t)>& f,
-                                     const RowAddr& where) {
+void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int32_t, int64_t, int64_t)>& f) {
   const int64_t n_active = static_cast<int64_t>(active_.size());
   const int n_threads = pool_.size();
-  if ((sched_ == RowSchedule::kGuided || sched_ == RowSchedule::kAhead) && n_threads > 1) {
+  if (sched_ == RowSchedule::kGuided && n_threads > 1) {
     // Groups of 16 rows (the AVX-512 row group) over all active experts in order; a take
     // [g0, g0 + n) is cut at expert ends (and ends at the expert's last row).
     constexpr int64_t kGroup = 16, kMinTake = 1;
     const int64_t per = (rows + kGroup - 1) / kGroup, total = n_active * per;
-    const bool ahead = sched_ == RowSchedule::kAhead;
     std::atomic<int64_t> next{0};
-    auto claim = [&](int64_t& g0, int64_t& n) {
-      g0 = next.load(std::memory_order_relaxed);
-      do {
-        const int64_t left = total - g0;
-        if (left <= 0) return false;
-        n = std::min(left, std::max(kMinTake, left / (2 * int64_t{n_threads})));
-      } while (!next.compare_exchange_weak(g0, g0 + n, std::memory_order_relaxed));
-      return true;
-    };
-    // The first group of take g: its bytes, for the current take's last group to prefetch.
-    auto first_group = [&](int64_t g) {
-      const int64_t e = active_[g / per], r = (g % per) * kGroup;
-      const HostExpertTensor& t = r < where.split ? *where.a : *where.b;
-      const int64_t rt = r < where.split ? r : r - where.split, end = r < where.split ? where.split : rows;
-      return detail::FollowOn{t.expert(e) + rt * t.row_bytes, std::min(kGroup, end - r) * t.row_bytes};
-    };
     pool_.parallel_for(n_threads, 1, [&](int64_t, int64_t, int) {
-      int64_t g0 = 0, n = 0;
-      if (!claim(g0, n)) return;
       for (;;) {
-        int64_t ng0 = 0, nn = 0;
-        bool more = false;
+        int64_t g0 = next.load(std::memory_order_relaxed), n = 0;
+        do {
+          const int64_t left = total - g0;
+          if (left <= 0) return;
+          n = std::min(left, std::max(kMinTake, left / (2 * int64_t{n_threads})));
+        } while (!next.compare_exchange_weak(g0, g0 + n, std::memory_order_relaxed));
         for (int64_t g = g0; g < g0 + n;) {
           const int64_t a = g / per, in = g % per, m = std::min(g0 + n - g, per - in);
-          if (ahead && g + m == g0 + n) {
-            more = claim(ng0, nn);
-            if (more) detail::follow_on() = first_group(ng0);
-          }
           f(active_[a], in * kGroup, std::min(rows, (in + m) * kGroup));
           g += m;
-        }
-        if (ahead) {
-          detail::follow_on() = detail::FollowOn{};  // not taken (e.g. prefetch off): not for a later loop
-          if (!more) return;
-          g0 = ng0;
-          n = nn;
-        } else if (!claim(g0, n)) {
-          return;
         }
       }
     });
@@ -323,13 +294,10 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
     exact_down(L, num, n_tok, n_used, n_routes);
     phase(3);
   } else if (!active_.empty()) {
-    for_expert_rows(
-        2 * n_ff,
-        [&](int32_t e, int64_t r0, int64_t r1) {
-          gate_up_rows<false>(L, e, xg_.data() + start_[e] * n_embd, n_embd, count_[e],
-                              gu_.data() + start_[e] * 2 * n_ff, r0, r1, num);
-        },
-        gate_up_addr(L));
+    for_expert_rows(2 * n_ff, [&](int32_t e, int64_t r0, int64_t r1) {
+      gate_up_rows<false>(L, e, xg_.data() + start_[e] * n_embd, n_embd, count_[e], gu_.data() + start_[e] * 2 * n_ff,
+                          r0, r1, num);
+    });
     phase(1);
     if (L.glu == engine::Glu::kGelu)
       engine::geglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
@@ -337,14 +305,11 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
       engine::swiglu(ex, gu_.data(), 2 * n_ff, n_ff, n_routes, h_.data(), n_ff);
     engine::round_act(num.round_inputs, h_.data(), n_routes * n_ff);
     phase(2);
-    for_expert_rows(
-        n_embd,
-        [&](int32_t e, int64_t r0, int64_t r1) {
-          quant::matmul(expert_args(L.down, e, h_.data() + start_[e] * n_ff, n_ff, count_[e],
-                                    yd_.data() + start_[e] * n_embd, n_embd, bank_at(L, e, 2), num),
-                        r0, r1);
-        },
-        RowAddr{&L.down, &L.down, n_embd});
+    for_expert_rows(n_embd, [&](int32_t e, int64_t r0, int64_t r1) {
+      quant::matmul(expert_args(L.down, e, h_.data() + start_[e] * n_ff, n_ff, count_[e],
+                                yd_.data() + start_[e] * n_embd, n_embd, bank_at(L, e, 2), num),
+                    r0, r1);
+    });
     phase(3);
   }
   if (num.slot_out) {  // per route, no combine (hybrid: the GPU sums the ranks in order)

@@ -90,15 +90,16 @@ bool exact_supported(const HostExperts& L, const ExpertNumerics& num);
 // Whether exact mode's gate / up read the fp32 x (the float path) and not only its Q8 rows.
 bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num);
 
-// How the GEMV phases hand (expert, rows) work to the pool's threads. kItems: fixed items of
-// about 1/12 of a thread's share each (FT_MOE_CPU_ITEMS), taken in turn; kGuided: each take
-// is 1/(2 threads) of the 16-row groups left (at least one, across experts), so a thread
+// How the GEMV phases hand (expert, rows) work to the pool's threads. kGuided (default): each
+// take is 1/(2 threads) of the 16-row groups left (at least one, across experts), so a thread
 // streams long runs at first (fewer cold starts: the first group of a take is not
 // prefetched) and the last takes are one group (a short tail: a Qwen3-30B-A3B NVFP4 gate|up
-// item of 80 rows is ~16 us at 15 threads, a group 3 us); kAhead: kGuided with the next take
-// claimed before the current one's last piece, whose last group prefetches the next take's
-// first group (gpu_dot.h FollowOn). FT_MOE_CPU_SCHED=items|guided|ahead.
-enum class RowSchedule { kItems, kGuided, kAhead };
+// item of 80 rows is ~16 us at 15 threads, a group 3 us); kItems (session 6): fixed items of
+// about 1/12 of a thread's share each (FT_MOE_CPU_ITEMS), taken in turn.
+// FT_MOE_CPU_SCHED=guided|items. H200 host, cpu backend on the Qwen3-30B-A3B-shaped NVFP4
+// file, one call: items 509 us of CPU expert work per layer task, tg32 53.6 tok/s; guided
+// 355 us, 57.4 tok/s (benches/h200.md, session 7).
+enum class RowSchedule { kItems, kGuided };
 RowSchedule row_schedule_from_env();
 
 // FT_MOE_CPU_PROFILE's figures: mean microseconds per call of each phase.
@@ -140,19 +141,8 @@ class ExpertExecutor {
                      int n_used, int64_t n_routes);
   void exact_glu(const HostExperts& L, const ExpertNumerics& num, int64_t n_routes);
   void exact_down(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used, int64_t n_routes);
-  // Where the loop's rows lie (kAhead's prefetch): rows [0, split) of expert e in a, the rest
-  // in b (r - split).
-  struct RowAddr {
-    const HostExpertTensor* a;
-    const HostExpertTensor* b;
-    int64_t split;
-  };
-  static RowAddr gate_up_addr(const HostExperts& L) {
-    return L.gate_up ? RowAddr{&L.gate_up, &L.gate_up, 2 * L.n_ff} : RowAddr{&L.gate, &L.up, L.n_ff};
-  }
   // Parallel loop over (active expert, row range) pieces of `rows` rows per expert, as sched_.
-  void for_expert_rows(int64_t rows, const std::function<void(int32_t e, int64_t r0, int64_t r1)>& f,
-                       const RowAddr& where);
+  void for_expert_rows(int64_t rows, const std::function<void(int32_t e, int64_t r0, int64_t r1)>& f);
 
   ThreadPool& pool_;
   std::vector<int64_t> count_, start_, slot_of_;

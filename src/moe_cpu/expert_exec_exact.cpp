@@ -100,28 +100,21 @@ void ExpertExecutor::exact_gate_up(const HostExperts& L, const ExpertNumerics& n
   float* gu = gu_.data();
   if (L.gate_up) {
     const ExactRows a = rows_of(L.gate_up);
-    for_expert_rows(
-        2 * n_ff,
-        [&](int32_t e, int64_t r0, int64_t r1) {
-          exact_rows(a, num, e, in, start_[e], start_[e] + count_[e], r0, r1, gu, 2 * n_ff);
-        },
-        gate_up_addr(L));
+    for_expert_rows(2 * n_ff, [&](int32_t e, int64_t r0, int64_t r1) {
+      exact_rows(a, num, e, in, start_[e], start_[e] + count_[e], r0, r1, gu, 2 * n_ff);
+    });
     return;
   }
   const ExactRows ag = rows_of(L.gate), au = rows_of(L.up);
-  for_expert_rows(
-      2 * n_ff,
-      [&](int32_t e, int64_t r0, int64_t r1) {
-        const int64_t g0 = start_[e], g1 = g0 + count_[e];
-        ExactRows a = ag;
-        a.scale = bank_at(L, e, 0);
-        if (r0 < n_ff) exact_rows(a, num, e, in, g0, g1, r0, std::min(r1, n_ff), gu, 2 * n_ff);
-        a = au;
-        a.scale = bank_at(L, e, 1);
-        if (r1 > n_ff)
-          exact_rows(a, num, e, in_up, g0, g1, std::max(r0, n_ff) - n_ff, r1 - n_ff, gu + n_ff, 2 * n_ff);
-      },
-      gate_up_addr(L));
+  for_expert_rows(2 * n_ff, [&](int32_t e, int64_t r0, int64_t r1) {
+    const int64_t g0 = start_[e], g1 = g0 + count_[e];
+    ExactRows a = ag;
+    a.scale = bank_at(L, e, 0);
+    if (r0 < n_ff) exact_rows(a, num, e, in, g0, g1, r0, std::min(r1, n_ff), gu, 2 * n_ff);
+    a = au;
+    a.scale = bank_at(L, e, 1);
+    if (r1 > n_ff) exact_rows(a, num, e, in_up, g0, g1, std::max(r0, n_ff) - n_ff, r1 - n_ff, gu + n_ff, 2 * n_ff);
+  });
 }
 
 void ExpertExecutor::exact_glu(const HostExperts& L, const ExpertNumerics& num, int64_t n_routes) {
@@ -167,14 +160,11 @@ void ExpertExecutor::exact_down(const HostExperts& L, const ExpertNumerics& num,
   }
   const ExactIn in{h_.data(), xq_.data(), xqd_.data(), aux_.data(), iota_.data()};
   float* yd = yd_.data();
-  for_expert_rows(
-      n_embd,
-      [&](int32_t e, int64_t r0, int64_t r1) {
-        ExactRows a = a0;
-        a.scale = bank_at(L, e, 2);
-        exact_rows(a, num, e, in, start_[e], start_[e] + count_[e], r0, r1, yd, n_embd);
-      },
-      RowAddr{&L.down, &L.down, n_embd});
+  for_expert_rows(n_embd, [&](int32_t e, int64_t r0, int64_t r1) {
+    ExactRows a = a0;
+    a.scale = bank_at(L, e, 2);
+    exact_rows(a, num, e, in, start_[e], start_[e] + count_[e], r0, r1, yd, n_embd);
+  });
 }
 
 void expert_exec_gpu_ref(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx,

@@ -248,36 +248,8 @@ detail::Prefetch detail::gpu_dot_prefetch() {
   return static_cast<Prefetch>(p);
 }
 
-detail::FollowOn& detail::follow_on() {
-  thread_local FollowOn f;
-  return f;
-}
-
 void detail::gpu_dot_set_prefetch(Prefetch p) { g_prefetch.store(static_cast<int>(p), std::memory_order_relaxed); }
 
-namespace {
-std::atomic<int> g_row_loads{-1};  // -1: FT_MOE_CPU_LOADS not read yet
-}
-
-detail::RowLoads detail::gpu_dot_row_loads() {
-  int v = g_row_loads.load(std::memory_order_relaxed);
-  if (v < 0) {
-    static const int from_env = [] {
-      const char* e = std::getenv("FT_MOE_CPU_LOADS");
-      const std::string s = e ? e : "insert";
-      if (s == "broadcast") return static_cast<int>(RowLoads::kBroadcast);
-      // Read inside the pool's workers, where a throw would end the process: warn instead.
-      if (s != "insert") log::warn("FT_MOE_CPU_LOADS={}: expected insert or broadcast; using insert", s);
-      return static_cast<int>(RowLoads::kInsert);
-    }();
-    int expected = -1;
-    g_row_loads.compare_exchange_strong(expected, from_env, std::memory_order_relaxed);
-    v = g_row_loads.load(std::memory_order_relaxed);
-  }
-  return static_cast<RowLoads>(v);
-}
-
-void detail::gpu_dot_set_row_loads(RowLoads l) { g_row_loads.store(static_cast<int>(l), std::memory_order_relaxed); }
 
 void gpu_dot_limit_isa(Isa max) { g_isa_limit.store(static_cast<int>(max), std::memory_order_relaxed); }
 

@@ -114,14 +114,6 @@ void gpu_dot_set_prefetch(Prefetch p);
 // kNext / kNextL2 / kNext128 / kNext2: the rows [g0 + group, g0 + 2 group) (kNext2: [g0 + 2 group,
 // g0 + 3 group), from g0 + group when g0 == 0), clipped to n_rows, their bytes prefetched in
 // `steps` equal parts, step(c) at the current group's step c.
-// The "ahead" row schedule's hand-over (expert_exec.h): the first rows of the thread's next
-// take, which its rows prefetch during their last group (where kNext has nothing to fetch).
-// Set by the executor; taken (cleared) by the first NextGroup that finds no next group.
-struct FollowOn {
-  const uint8_t* p = nullptr;
-  int64_t bytes = 0;
-};
-FollowOn& follow_on();  // this thread's
 struct NextGroup {
   const char* p = nullptr;
   int64_t per_step = 0, bytes = 0, stride = 64;
@@ -131,16 +123,9 @@ struct NextGroup {
     if (m == Prefetch::kNone || m == Prefetch::kRow || steps < 1) return;
     const int64_t r0 = g0 + (m == Prefetch::kNext2 && g0 > 0 ? 2 : 1) * group;
     const int64_t r1 = std::min(n_rows, g0 + (m == Prefetch::kNext2 ? 3 : 2) * group);
-    if (r0 < r1) {
-      p = reinterpret_cast<const char*>(w + r0 * row_bytes);
-      bytes = (r1 - r0) * row_bytes;
-    } else {
-      FollowOn& fo = follow_on();
-      if (fo.p == nullptr) return;
-      p = reinterpret_cast<const char*>(fo.p);
-      bytes = fo.bytes;
-      fo = FollowOn{};
-    }
+    if (r0 >= r1) return;
+    p = reinterpret_cast<const char*>(w + r0 * row_bytes);
+    bytes = (r1 - r0) * row_bytes;
     stride = m == Prefetch::kNext128 ? 128 : 64;
     per_step = ((bytes + steps - 1) / steps + stride - 1) / stride * stride;
     l2 = m == Prefetch::kNextL2;
@@ -155,14 +140,6 @@ struct NextGroup {
         __builtin_prefetch(p + o, 0, 3);
   }
 };
-// How the AVX-512 integer rows put two (NVFP4, Q8_0) or four (MXFP4) rows' code bytes into one
-// zmm (FT_MOE_CPU_LOADS, read once; for A/B runs): kInsert (default): a load and vinserti
-// per further row (port 5 only on Intel, where the nibble shuffles and the cross-row
-// permutes also run); kBroadcast: a merge-masked broadcast load per further row (ports 0 or
-// 5). The same bytes in the same lanes either way.
-enum class RowLoads { kInsert, kBroadcast };
-RowLoads gpu_dot_row_loads();
-void gpu_dot_set_row_loads(RowLoads l);
 // The float path's piece at element e (e % 8 == 0): raw values q[8] and scale d, w = d q
 // (E2M1 formats: q = code * 2^-126, gemv_formats.cuh).
 void gpu_float_piece(GgmlType type, const uint8_t* row, int64_t e, float* q, float& d);

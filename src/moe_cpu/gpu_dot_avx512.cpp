@@ -160,24 +160,9 @@ struct Folder16 {
   }
 };
 
-// 32 bytes at a in the low half, 32 at b in the high half (RowLoads, gpu_dot.h).
-template <bool kBcast>
 inline __m512i load_2x256(const uint8_t* a, const uint8_t* b) {
-  const __m512i lo = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
-  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
-  if constexpr (kBcast)
-    return _mm512_mask_broadcast_i64x4(lo, 0xF0, hi);
-  else
-    return _mm512_inserti64x4(lo, hi, 1);
-}
-// 16 bytes at p into 128-bit chunk c (1..3) of v.
-template <bool kBcast, int c>
-inline __m512i put_128(__m512i v, const uint8_t* p) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (kBcast)
-    return _mm512_mask_broadcast_i32x4(v, static_cast<__mmask16>(0xF << (4 * c)), b);
-  else
-    return _mm512_inserti32x4(v, b, c);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)), 1);
 }
 inline __m512i bcast_256(const int8_t* p) {
   return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -188,7 +173,6 @@ inline __m512i e2m1_lut12() {
 }
 
 // NVFP4 terms of 16 rows (physical row r at w + offs[r]; lane l is row rows[l]).
-template <bool kBcast>
 void terms_nvfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActAux& xp, int64_t nb,
                     Folder16& f, const NextGroup& ng) {
   const __m512i lut = e2m1_lut12(), m4 = _mm512_set1_epi8(0x0F);
@@ -204,7 +188,7 @@ void terms_nvfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, con
         _mm_prefetch(reinterpret_cast<const char*>(b0 + 36 * 16), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(b1 + 36 * 16), _MM_HINT_T0);
       }
-      const __m512i v = load_2x256<kBcast>(b0 + 4, b1 + 4);
+      const __m512i v = load_2x256(b0 + 4, b1 + 4);
       const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
       const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
       z[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xl), hi, xh);
@@ -223,7 +207,6 @@ void terms_nvfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, con
 
 // Q8_0 terms (one per 32-element block) of 16 rows: codes made unsigned by + 128 (xor 0x80),
 // 128 sum(x) taken off; two rows per zmm.
-template <bool kBcast>
 void terms_q8_0_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActQ8& x, const int32_t* xsum,
                    int64_t n32, Folder16& f, const NextGroup& ng) {
   constexpr int bb = 34;
@@ -240,7 +223,7 @@ void terms_q8_0_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, cons
         _mm_prefetch(reinterpret_cast<const char*>(b0 + bb * 16), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(b1 + bb * 16), _MM_HINT_T0);
       }
-      z[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(load_2x256<kBcast>(b0 + 2, b1 + 2), flip), xv);
+      z[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(load_2x256(b0 + 2, b1 + 2), flip), xv);
     }
     const __m512i sum = _mm512_sub_epi32(reduce_rows8(z), _mm512_set1_epi32(128 * xsum[j]));
     const __m512i words = _mm512_i32gather_epi32(lane_off, w + bb * j, 1);
@@ -256,7 +239,6 @@ void terms_q8_0_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, cons
 // place took 8 pshufb, 16 inserts / qword permutes and 14 cross-lane permutes (counted from
 // the source; MXFP4 was the slowest format on the H200 host, 55% of read, so possibly bound
 // by these port-5 operations; not measured there yet).
-template <bool kBcast>
 void terms_mxfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActQ8& x, const int32_t* xsum,
                     int64_t n32, Folder16& f, const NextGroup& ng) {
   constexpr int bb = 17;
@@ -274,9 +256,9 @@ void terms_mxfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, con
         if (pf_row) _mm_prefetch(reinterpret_cast<const char*>(b[c] + bb * 16), _MM_HINT_T0);
       }
       __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0])));
-      v = put_128<kBcast, 1>(v, b[1]);
-      v = put_128<kBcast, 2>(v, b[2]);
-      v = put_128<kBcast, 3>(v, b[3]);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1])), 1);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[2])), 2);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[3])), 3);
       const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
       const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
       z[k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
@@ -304,20 +286,12 @@ struct Avx512Rows {
     alignas(64) int32_t loffs[kG];  // lane l
     for (int l = 0; l < kG; ++l) loffs[l] = offs[rows[l]];
     const __m512i lane_off = _mm512_load_si512(loffs);
-    if (gpu_dot_row_loads() == RowLoads::kBroadcast)
-      terms<true>(type, w, offs, lane_off, x, *aux, k, f, ng);
-    else
-      terms<false>(type, w, offs, lane_off, x, *aux, k, f, ng);
-  }
-  template <bool kBcast>
-  static void terms(GgmlType type, const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActQ8& x,
-                    const GpuActAux& aux, int64_t k, Folder& f, const NextGroup& ng) {
     if (type == GgmlType::NVFP4)
-      terms_nvfp4_16<kBcast>(w, offs, lane_off, aux, k / 64, f, ng);
+      terms_nvfp4_16(w, offs, lane_off, *aux, k / 64, f, ng);
     else if (type == GgmlType::MXFP4)
-      terms_mxfp4_16<kBcast>(w, offs, lane_off, x, aux.sum.data(), k / 32, f, ng);
+      terms_mxfp4_16(w, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
     else
-      terms_q8_0_16<kBcast>(w, offs, lane_off, x, aux.sum.data(), k / 32, f, ng);
+      terms_q8_0_16(w, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
   }
 };
 

@@ -2,7 +2,7 @@
 // directly, whatever gpu_dot_isa() picks, against the scalar mirror bit for bit: every plan,
 // row counts on and off the row group (8, 16), row lengths with partial units / slabs / last
 // float groups, odd scale bytes, all-zero activation blocks, with and without the caller's
-// aux, the AVX-512 rows' insert and broadcast loads. A family the CPU lacks is skipped (AVX-512 needs F/BW/VL/VNNI: the H200 host has it,
+// aux. A family the CPU lacks is skipped (AVX-512 needs F/BW/VL/VNNI: the H200 host has it,
 // the dev host and CI do not). Also the AVX2 activation quantiser against its scalar twin.
 #include <gtest/gtest.h>
 
@@ -37,11 +37,6 @@ const Family kFamilies[] = {
 class GpuDotSimd : public ::testing::TestWithParam<int> {
  protected:
   const Family& fam() const { return kFamilies[GetParam()]; }
-  // The AVX-512 rows' two ways of loading code bytes (FT_MOE_CPU_LOADS); AVX2 has one.
-  std::vector<detail::RowLoads> row_loads() const {
-    if (GetParam() == 0) return {detail::RowLoads::kInsert};
-    return {detail::RowLoads::kInsert, detail::RowLoads::kBroadcast};
-  }
   void SetUp() override {
     if (!fam().supported()) GTEST_SKIP() << "this CPU has no " << fam().name << " (exact-mode rows not run)";
   }
@@ -69,23 +64,20 @@ TEST_P(GpuDotSimd, Q8RowsMatchScalarMirror) {
         for (GpuDotPlan p : {GpuDotPlan{GpuDot::kNvfp4Packed, 32}, GpuDotPlan{GpuDot::kNvfp4Slab, 32},
                              GpuDotPlan{GpuDot::kQ8Generic, 4}, GpuDotPlan{GpuDot::kQ8Generic, 8},
                              GpuDotPlan{GpuDot::kQ8Generic, 16}, GpuDotPlan{GpuDot::kQ8Generic, 32}})
-          for (bool with_aux : {false, true})
-            for (detail::RowLoads loads : row_loads()) {
-              detail::gpu_dot_set_row_loads(loads);
-              const GpuActQ8 xq{qs.data(), d.data(), with_aux ? &aux : nullptr};
-              std::vector<float> got(rows, 12345.0f);
-              ASSERT_TRUE(fam().q8(p, t, wb.data(), rb, rows, xq, k, got.data())) << fam().name << " refused";
-              for (int64_t r = 0; r < rows; ++r) {
-                const float ref = gpu_dot_q8(p, t, wb.data() + r * rb, xq, k);
-                ++compared;
-                EXPECT_EQ(std::memcmp(&got[r], &ref, 4), 0)
-                    << fam().name << " " << type_name(t) << " k " << k << " rows " << rows << " kind "
-                    << static_cast<int>(p.kind) << " lanes " << p.lanes << " aux " << with_aux << " loads "
-                    << static_cast<int>(loads) << " row " << r << ": " << got[r] << " vs " << ref;
-              }
+          for (bool with_aux : {false, true}) {
+            const GpuActQ8 xq{qs.data(), d.data(), with_aux ? &aux : nullptr};
+            std::vector<float> got(rows, 12345.0f);
+            ASSERT_TRUE(fam().q8(p, t, wb.data(), rb, rows, xq, k, got.data())) << fam().name << " refused";
+            for (int64_t r = 0; r < rows; ++r) {
+              const float ref = gpu_dot_q8(p, t, wb.data() + r * rb, xq, k);
+              ++compared;
+              EXPECT_EQ(std::memcmp(&got[r], &ref, 4), 0)
+                  << fam().name << " " << type_name(t) << " k " << k << " rows " << rows << " kind "
+                  << static_cast<int>(p.kind) << " lanes " << p.lanes << " aux " << with_aux << " row " << r << ": "
+                  << got[r] << " vs " << ref;
             }
+          }
       }
-  detail::gpu_dot_set_row_loads(detail::RowLoads::kInsert);
   EXPECT_GT(compared, 9000);
 }
 
@@ -107,20 +99,16 @@ TEST_P(GpuDotSimd, Nvfp4EveryScaleByte) {
   std::vector<float> d(k / 32);
   gpu_quantize_act_q8_ref(x.data(), k, qs.data(), d.data());
   const GpuActQ8 xq{qs.data(), d.data()};
-  for (detail::RowLoads loads : row_loads())
-    for (GpuDotPlan p : {GpuDotPlan{GpuDot::kNvfp4Packed, 32}, GpuDotPlan{GpuDot::kNvfp4Slab, 32},
-                         GpuDotPlan{GpuDot::kQ8Generic, 8}}) {
-      detail::gpu_dot_set_row_loads(loads);
-      std::vector<float> got(rows);
-      ASSERT_TRUE(fam().q8(p, GgmlType::NVFP4, wb.data(), rb, rows, xq, k, got.data()));
-      for (int64_t r = 0; r < rows; ++r) {
-        const float ref = gpu_dot_q8(p, GgmlType::NVFP4, wb.data() + r * rb, xq, k);
-        EXPECT_EQ(std::memcmp(&got[r], &ref, 4), 0) << fam().name << " kind " << static_cast<int>(p.kind) << " loads "
-                                                    << static_cast<int>(loads) << " row " << r << ": " << got[r]
-                                                    << " vs " << ref;
-      }
+  for (GpuDotPlan p : {GpuDotPlan{GpuDot::kNvfp4Packed, 32}, GpuDotPlan{GpuDot::kNvfp4Slab, 32},
+                       GpuDotPlan{GpuDot::kQ8Generic, 8}}) {
+    std::vector<float> got(rows);
+    ASSERT_TRUE(fam().q8(p, GgmlType::NVFP4, wb.data(), rb, rows, xq, k, got.data()));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float ref = gpu_dot_q8(p, GgmlType::NVFP4, wb.data() + r * rb, xq, k);
+      EXPECT_EQ(std::memcmp(&got[r], &ref, 4), 0)
+          << fam().name << " kind " << static_cast<int>(p.kind) << " row " << r << ": " << got[r] << " vs " << ref;
     }
-  detail::gpu_dot_set_row_loads(detail::RowLoads::kInsert);
+  }
 }
 
 TEST_P(GpuDotSimd, BF16FloatRowsMatchScalarMirror) {
