@@ -96,9 +96,12 @@ bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num);
 // prefetched) and the last takes are one group (a short tail: a Qwen3-30B-A3B NVFP4 gate|up
 // item of 80 rows is ~16 us at 15 threads, a group 3 us); kItems (session 6): fixed items of
 // about 1/12 of a thread's share each (FT_MOE_CPU_ITEMS), taken in turn.
-// FT_MOE_CPU_SCHED=guided|items. H200 host, cpu backend on the Qwen3-30B-A3B-shaped NVFP4
-// file, one call: items 509 us of CPU expert work per layer task, tg32 53.6 tok/s; guided
-// 355 us, 57.4 tok/s (benches/h200.md, session 7).
+// FT_MOE_CPU_SCHED=guided|items. H200 host (benches/h200.md, session 7), in one call:
+// ft-bench-moe-cpu's exact AVX-512 rows, best of 6 runs each, guided vs items: NVFP4 71.2
+// vs 65.9 GB/s, Q8_0 81.7 vs 76.6, MXFP4 72.8 vs 73.3; the cpu backend on the
+// Qwen3-30B-A3B-shaped NVFP4 file: guided tg32 57.4 tok/s vs items 53.6, but the items run's
+// GLU phase, which no schedule touches, was also 2.7x slower (74.5 vs 27.4 us): that pair is
+// not a clean A/B. A short tail matters there: one slow worker (a shared core) holds a phase.
 enum class RowSchedule { kItems, kGuided };
 RowSchedule row_schedule_from_env();
 
