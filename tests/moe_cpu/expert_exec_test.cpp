@@ -192,6 +192,38 @@ TEST(ExpertExec, ThreadCountInvariant) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
 }
 
+// The phase clocks (FT_MOE_CPU_PROFILE, ft-bench-moe-cpu's per-mode phases): off, nothing is
+// counted; on, every call is, with the weight bytes of its active experts, and the GEMV
+// phases take time; reset zeroes them.
+TEST(ExpertExec, ProfileCountsCallsAndBytes) {
+  const int64_t E = 8, n_embd = 128, n_ff = 64;
+  const int n_used = 3;
+  Layer L;
+  make_layer(L, GgmlType::Q8_0, E, n_embd, n_ff, false);
+  const auto x = test::randn(n_embd, 12);
+  const Routes r = make_routes(1, n_used, E);
+  std::vector<float> out(n_embd);
+  ThreadPool pool(2);
+  ExpertExecutor ex(pool);
+  const ExpertNumerics num{ActType::kF32, quant::ActQuant::kQ8};
+  ex.set_profile(false);
+  ex.reset_profile();
+  ex.run(L.h, num, x.data(), n_embd, 1, r.ids.data(), r.wts.data(), n_used, out.data(), n_embd);
+  EXPECT_EQ(ex.profile().calls, 0);
+  ex.set_profile(true);
+  for (int i = 0; i < 3; ++i)
+    ex.run(L.h, num, x.data(), n_embd, 1, r.ids.data(), r.wts.data(), n_used, out.data(), n_embd);
+  const ExecProfile p = ex.profile();
+  EXPECT_EQ(p.calls, 3);
+  EXPECT_EQ(p.bytes, 3 * ex.last_bytes());
+  EXPECT_GT(ex.last_bytes(), 0);
+  EXPECT_GT(p.us[1] + p.us[3], 0.0);
+  EXPECT_GT(p.gemv_gbs(), 0.0);
+  ex.reset_profile();
+  EXPECT_EQ(ex.profile().calls, 0);
+  EXPECT_EQ(ex.profile().us[1], 0.0);
+}
+
 TEST(ExpertExec, RefusesBadShapes) {
   Layer L;
   make_layer(L, GgmlType::Q8_0, 4, 64, 64, false);
