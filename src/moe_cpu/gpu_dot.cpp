@@ -250,7 +250,6 @@ detail::Prefetch detail::gpu_dot_prefetch() {
 
 void detail::gpu_dot_set_prefetch(Prefetch p) { g_prefetch.store(static_cast<int>(p), std::memory_order_relaxed); }
 
-
 void gpu_dot_limit_isa(Isa max) { g_isa_limit.store(static_cast<int>(max), std::memory_order_relaxed); }
 
 float gpu_lane_tree(float* v, int lanes) {
