@@ -107,7 +107,7 @@ namespace detail {
 // line (the L2's adjacent-line prefetcher brings the pair: half the fill buffers per byte,
 // which bound one core's software prefetches); kRow: each row 16 blocks ahead (the earlier
 // scheme); kNone. H200 host, exact AVX-512, guided rows, one process (session 7): next2 and
-// next-128 within -2..+10% of next across NVFP4 / MXFP4 / Q8_0, inside the runs' spread.
+// next-128 within -4..+11% of next across NVFP4 / MXFP4 / Q8_0, inside the runs' spread.
 enum class Prefetch { kNone, kRow, kNext, kNextL2, kNext2, kNext128 };
 Prefetch gpu_dot_prefetch();
 // Overrides FT_MOE_CPU_PREFETCH for the whole process (tests, A/B timing).
