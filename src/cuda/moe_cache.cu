@@ -106,8 +106,9 @@ __device__ int select_victims(const u64* last_use, int64_t n_slot, u64 step, int
 
 // select_victims with each thread's keys read once into registers (S <= kEnsureThreads *
 // kRegChunk): the rounds then cost two block reductions and no L2 reads (select_victims reads
-// last_use three times a round). Same victims, same order. Not yet run on a GPU: opt-in
-// (moe_cache_set_ensure_variant(1) / FT_MOE_ENSURE_REGS=1) until a device run checks it.
+// last_use three times a round). Same victims, same order. The default since session 7's H200
+// run: 10.9 vs 11.8 us a call alone, 8.61 vs 9.24 us in a 48-call graph (S = 3072), offload
+// decode 68.1 vs 67.1 tok/s; FT_MOE_ENSURE_REGS=0 / moe_cache_set_ensure_variant(0) go back.
 constexpr int kRegChunk = 4;
 __device__ int select_victims_regs(const u64* last_use, int64_t n_slot, u64 step, int k, EnsureShared& sh) {
   const int64_t chunk = (n_slot + kEnsureThreads - 1) / kEnsureThreads;
@@ -319,7 +320,8 @@ __global__ void __launch_bounds__(kEnsureThreads)
 // the call's actual misses (at most bytes / 4 KiB): a layer with few misses still keeps many
 // SMs loading over PCIe. Four 16-byte loads in flight per thread before the stores: PCIe reads
 // of mapped memory need many outstanding requests.
-// U 16-byte loads in flight per thread (FT_MOE_GATHER_INFLIGHT: 4 by default, 8 for A/B).
+// U 16-byte loads in flight per thread. 8 measured the same as 4 on the H200 (session 7,
+// ft-bench-moe-cache: 1..32 misses within 0.5%): PCIe, not the requests in flight, limits it.
 template <int U>
 __global__ void gather_kernel(GatherPlan p, CacheMisses m, int max_part) {
   const int n_miss = *m.n_miss;
@@ -406,7 +408,7 @@ int moe_cache_ensure_variant() {
   int v = g_ensure_variant.load();
   if (v < 0) {
     const char* e = std::getenv("FT_MOE_ENSURE_REGS");
-    v = e && e[0] == '1' ? 1 : 0;
+    v = e && e[0] == '0' ? 0 : 1;
     g_ensure_variant.store(v);
   }
   return v;
@@ -472,14 +474,7 @@ void moe_cache_gather(const GatherPlan& p, const CacheMisses& m, int64_t max_mis
     grid = per_miss * max_miss;
     max_part = per_miss;
   }
-  static const int inflight = [] {
-    const char* v = std::getenv("FT_MOE_GATHER_INFLIGHT");
-    return v && std::atoi(v) == 8 ? 8 : 4;
-  }();
-  if (inflight == 8)
-    gather_kernel<8><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
-  else
-    gather_kernel<4><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
+  gather_kernel<4><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -300,8 +300,12 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
   overlap_ = ov && ov[0] == '1';
   const char* pg = std::getenv("FT_MOE_PREGATE");
   pregate_ = pg && pg[0] == '1';
+  // Speculative fetches by default (2 a layer): on the H200's Qwen3-30B-A3B-shaped file
+  // (benches/h200.md, session 7) the next layer's router on this layer's FFN input picks 83%
+  // of its real routes, and 2 guessed experts a layer took offload at half the experts cached
+  // from 67.1 to 78.8 tok/s (1 guess: 76.1); FT_MOE_SPEC=K sets K, 0 turns them off.
+  spec_ = 2;
   if (const char* sp = std::getenv("FT_MOE_SPEC")) spec_ = std::max(0, std::atoi(sp));
-  if (spec_ > 0) overlap_ = true;
   int64_t n_embd = 0;
   for (const HostLayerBank& B : hb_->layers) n_embd = std::max(n_embd, B.n_embd);
   auto alloc = [&](cuda::DeviceBuffer& b, size_t bytes) {
@@ -309,13 +313,6 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
     FT_CUDA_CHECK(cudaMemset(b.get(), 0, bytes));
     extra_bytes_ += bytes;
   };
-  if (overlap_ || pregate_) alloc(split_, static_cast<size_t>(3 * max_routes) * sizeof(int32_t));
-  if (overlap_) {
-    alloc(y_miss_, static_cast<size_t>(max_routes * n_embd) * sizeof(float));
-    FT_CUDA_CHECK(cudaStreamCreateWithFlags(&gather_s_, cudaStreamNonBlocking));
-    FT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-    FT_CUDA_CHECK(cudaEventCreateWithFlags(&gathered_, cudaEventDisableTiming));
-  }
   if (pregate_ || spec_ > 0) {
     // The plain router (one fp32-logit GEMV + top-k in one launch) over the FFN norm: the
     // qwen3moe layer. Other layouts keep their routers to themselves.
@@ -333,30 +330,42 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
            cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, cuda::kGemvMaxTokens);
     }
     if (!ok) {
-      log::warn("FT_MOE_PREGATE / FT_MOE_SPEC: off ({} layers or their routers are not the plain qwen3moe kind)",
-                m_.hp.arch);
+      if (pregate_ || std::getenv("FT_MOE_SPEC"))
+        log::warn("FT_MOE_PREGATE / FT_MOE_SPEC: off ({} layers or their routers are not the plain qwen3moe kind)",
+                  m_.hp.arch);
       pregate_ = false;
       spec_ = 0;
-    } else if (spec_ > 0) {
-      alloc(spec_pred_, static_cast<size_t>(max_routes) * sizeof(int32_t));
-      alloc(spec_logits_, static_cast<size_t>(cuda::kGemvMaxTokens * m_.hp.n_expert) * sizeof(float));
-      alloc(spec_wts_, static_cast<size_t>(max_routes) * sizeof(float));
-      alloc(spec_ticket_, sizeof(unsigned));
-      alloc(spec_miss_, static_cast<size_t>(1 + 2 * max_routes) * sizeof(int32_t));
-      alloc(spec_count_, sizeof(unsigned long long));
-      int32_t* p = spec_miss_.as<int32_t>();
-      spec_m_ = {p, p + 1, p + 1 + max_routes};
-      FT_CUDA_CHECK(cudaEventCreateWithFlags(&spec_begin_, cudaEventDisableTiming));
-      FT_CUDA_CHECK(cudaEventCreateWithFlags(&spec_done_, cudaEventDisableTiming));
     }
-    if (pregate_) {
-      alloc(pred_, static_cast<size_t>(L * 2 * max_routes) * sizeof(int32_t));
-      alloc(logits_, static_cast<size_t>(cuda::kGemvMaxTokens * m_.hp.n_expert) * sizeof(float));
-      alloc(pwts_, static_cast<size_t>(max_routes) * sizeof(float));
-      alloc(ticket_, sizeof(unsigned));
-      alloc(hnorm_, static_cast<size_t>(cuda::kGemvMaxTokens * n_embd) * sizeof(float));
-      alloc(pcount_, 6 * sizeof(unsigned long long));
-    }
+  }
+  // The speculative copies run on the overlap's gather stream (moe_offload.h).
+  if (spec_ > 0) overlap_ = true;
+  if (overlap_ || pregate_) alloc(split_, static_cast<size_t>(3 * max_routes) * sizeof(int32_t));
+  if (overlap_) {
+    alloc(y_miss_, static_cast<size_t>(max_routes * n_embd) * sizeof(float));
+    FT_CUDA_CHECK(cudaStreamCreateWithFlags(&gather_s_, cudaStreamNonBlocking));
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&gathered_, cudaEventDisableTiming));
+  }
+  if (spec_ > 0) {
+    alloc(spec_pred_, static_cast<size_t>(max_routes) * sizeof(int32_t));
+    alloc(spec_logits_, static_cast<size_t>(cuda::kGemvMaxTokens * m_.hp.n_expert) * sizeof(float));
+    alloc(spec_wts_, static_cast<size_t>(max_routes) * sizeof(float));
+    alloc(spec_ticket_, sizeof(unsigned));
+    alloc(spec_miss_, static_cast<size_t>(1 + 2 * max_routes) * sizeof(int32_t));
+    alloc(spec_count_, sizeof(unsigned long long));
+    int32_t* p = spec_miss_.as<int32_t>();
+    spec_m_ = {p, p + 1, p + 1 + max_routes};
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&spec_begin_, cudaEventDisableTiming));
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&spec_done_, cudaEventDisableTiming));
+  }
+  if (pregate_) {
+    const int64_t L = static_cast<int64_t>(w_.layers.size());
+    alloc(pred_, static_cast<size_t>(L * 2 * max_routes) * sizeof(int32_t));
+    alloc(logits_, static_cast<size_t>(cuda::kGemvMaxTokens * m_.hp.n_expert) * sizeof(float));
+    alloc(pwts_, static_cast<size_t>(max_routes) * sizeof(float));
+    alloc(ticket_, sizeof(unsigned));
+    alloc(hnorm_, static_cast<size_t>(cuda::kGemvMaxTokens * n_embd) * sizeof(float));
+    alloc(pcount_, 6 * sizeof(unsigned long long));
   }
 }
 

@@ -612,19 +612,20 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       bool per_bank;
       bool overlap = false;  // FT_MOE_OFFLOAD_OVERLAP=1: hits during the gather
       bool pregate = false;  // FT_MOE_PREGATE=1: the measurement must not change a bit
-      int spec = 0;          // FT_MOE_SPEC: speculative fetches change the cache, not a bit
+      int spec = 0;  // FT_MOE_SPEC (-1: unset, the default 2): speculation changes the cache, not a bit
     };
     for (const Variant v : {Variant{0.25, true, false}, Variant{0.25, false, false}, Variant{0.25, true, true},
                             Variant{0.5, true, false}, Variant{0.25, true, false, true},
                             Variant{0.25, false, false, true}, Variant{0.5, true, true, true, true},
-                            Variant{0.25, true, false, true, false, 2}, Variant{0.25, false, false, true, true, 1}}) {
+                            Variant{0.25, true, false, true, false, 2}, Variant{0.25, false, false, true, true, 1},
+                            Variant{0.5, true, false, false, false, -1}}) {
       if (v.per_bank)
         setenv("FT_MOE_COPY", "per_bank", 1);
       else
         unsetenv("FT_MOE_COPY");
       if (v.overlap) setenv("FT_MOE_OFFLOAD_OVERLAP", "1", 1);
       if (v.pregate) setenv("FT_MOE_PREGATE", "1", 1);
-      if (v.spec > 0) setenv("FT_MOE_SPEC", std::to_string(v.spec).c_str(), 1);
+      if (v.spec >= 0) setenv("FT_MOE_SPEC", std::to_string(v.spec).c_str(), 1);
       ft::gpu::GpuSessionOptions o = go;
       o.moe.name = "offload";
       o.moe.cache_rate = v.rate;
@@ -637,9 +638,11 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       const std::string where = c.name + " " + dtype + " rate " + std::to_string(v.rate) +
                                 (v.graphs ? " graphs" : " no graphs") + (v.per_bank ? " per-bank" : "") +
                                 (v.overlap ? " overlap" : "") + (v.pregate ? " pregate" : "") +
-                                (v.spec > 0 ? " spec " + std::to_string(v.spec) : "");
-      if (v.spec > 0) {
-        EXPECT_GT(got.stats.spec_fetched, 0u) << where;
+                                (v.spec != 0 ? " spec " + std::to_string(v.spec) : "");
+      if (v.spec != 0) {
+        EXPECT_GT(got.stats.spec_fetched, 0u) << where;  // the default (-1) speculates too
+      } else {
+        EXPECT_EQ(got.stats.spec_fetched, 0u) << where;
       }
       if (v.pregate) {
         // 3 of 4 layers are compared, 2 ranks, 270 decode tokens.
