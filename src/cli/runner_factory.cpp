@@ -27,6 +27,10 @@ void add_runner_options(CLI::App& sub, RunnerOptions& o, const std::string& help
                  p + "KV cache type (GPU): auto (default: the --dtype's; f16 in auto, fp32 for gemma4 to round as "
                      "llama.cpp's CPU build), f32, f16 (half of fp32's memory), bf16")
       ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}));
+  sub.add_option("--ubatch-size", o.n_ubatch,
+                 p + "prompt micro-batch in tokens (default: 512; 4096 on the GPU when the experts live in host RAM, "
+                     "where each micro-batch streams them over PCIe)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub.add_option("--moe-backend", o.moe_backend,
                  p + "MoE experts: auto (default), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
   sub.add_option("--moe-cache-size", o.moe_cache_size, p + "offload/hybrid: GPU expert slots (default: from free VRAM)");
@@ -77,6 +81,7 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
     if (!act) fail("--dtype '{}' is not one of auto, float32, bfloat16, float16", o.dtype);
     engine::SessionOptions so;
     so.n_ctx = o.n_ctx;
+    if (o.n_ubatch > 0) so.n_ubatch = o.n_ubatch;
     so.n_threads = o.threads;
     so.act = *act;
     so.act_quant = dtype_auto ? quant::ActQuant::kQ8 : quant::ActQuant::kNone;
@@ -92,6 +97,8 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
   go.moe.hybrid_max_fetch = o.moe_hybrid_max_fetch;
   go.moe.threads = o.threads;
   go.n_ctx = o.n_ctx;
+  go.ubatch_auto = o.n_ubatch <= 0;
+  if (o.n_ubatch > 0) go.n_ubatch = o.n_ubatch;
   go.dtype = o.dtype;
   go.kv_type = o.kv_type;
   go.progress = o.progress;

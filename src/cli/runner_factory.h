@@ -30,6 +30,7 @@ struct RunnerOptions {
   std::string dtype = "auto";
   std::string kv_type = "auto";      // auto | f32 | f16 | bf16 (cuda; the CPU keeps its KV in the dtype)
   int64_t n_ctx = 0;
+  int64_t n_ubatch = 0;              // prompt micro-batch in tokens (0: auto, 512; 4096 with experts in host RAM)
   int threads = 0;
   std::function<void(uint64_t, uint64_t)> progress;  // weight upload (cuda)
 };

@@ -92,8 +92,15 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   w_ = std::make_unique<DeviceWeights>(m, o.progress, /*upload_experts=*/backend == "fused");
   // FT_CUDA_UBATCH: prompt micro-batch size (a diagnostic: <= 8 runs prompts through the
   // decode GEMVs and their Q8 activations instead of the prefill GEMMs).
-  int64_t n_ubatch = o.n_ubatch;
+  // Experts in host banks: each prompt micro-batch streams all of them over PCIe again (15.5 GB
+  // on the Qwen3-30B-A3B-shaped file), so the micro-batch size sets the prefill speed. H200,
+  // pp8192, cpu backend: 1,727 tok/s at 512 against 10,877 in one 8192-token micro-batch
+  // (benches/h200.md, "Session 7: offload overlap and pp8192"). 4096 halves the passes of 8192
+  // and keeps the buffers near 1 GB there.
+  constexpr int64_t kHostBankUbatch = 4096;
+  int64_t n_ubatch = o.ubatch_auto && backend != "fused" ? std::max<int64_t>(o.n_ubatch, kHostBankUbatch) : o.n_ubatch;
   if (const char* e = std::getenv("FT_CUDA_UBATCH"); e && std::atoll(e) > 0) n_ubatch = std::atoll(e);
+  if (n_ubatch != o.n_ubatch) log::info("prompt micro-batch: {} tokens (experts stream from host RAM once per micro-batch)", n_ubatch);
   // gemma4 in auto: llama.cpp's CPU numerics (the parity oracle's, and the CPU engine's auto):
   // an fp32 KV cache and Q8 inputs to the prefill GEMMs of Q8_0-dot weights (state.h). The tiny
   // gemma4 models amplify rounding: the CPU engine with its KV stored as f16 leaves llama.cpp

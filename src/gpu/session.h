@@ -37,6 +37,9 @@ struct GpuSessionOptions {
   std::string dtype = "auto";  // auto | float32 | bfloat16 | float16 (gpu/state.h)
   std::string kv_type = "auto";  // --kv-type: auto (the dtype's, gpu_numerics) | f32 | f16 | bf16
   int64_t n_ubatch = 512;
+  // n_ubatch chosen by the MoE backend (the CLI's default): 512 where the experts live on the
+  // GPU; kHostBankUbatch where prompts stream every expert from host RAM once per micro-batch.
+  bool ubatch_auto = false;
   bool graphs = true;
   std::function<void(uint64_t, uint64_t)> progress;  // weight upload
   MoeBackendOptions moe;  // --moe-backend, --moe-cache-size/-rate (gpu/moe_backend.h)

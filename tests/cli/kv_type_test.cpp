@@ -1,4 +1,4 @@
-// --kv-type (cli/runner_factory.h): a name outside auto|f32|f16|bf16 is refused by the option
+// --kv-type and --ubatch-size (cli/runner_factory.h): a name outside auto|f32|f16|bf16 is refused by the option
 // parser, a forced type on the CPU engine (whose KV cache follows --dtype) is refused naming
 // the option, and auto there changes nothing. The GPU side (gemma4 auto with an f16 cache) is
 // tests/cuda/gemma4_session_test.cpp's Gemma4KvType.
@@ -69,4 +69,23 @@ TEST(CliKvType, AutoOnTheCpuIsTheDefault) {
   const auto ta = nlohmann::json::parse(a.out)["tokens"], tb = nlohmann::json::parse(b.out)["tokens"];
   EXPECT_EQ(ta.size(), 4u);
   EXPECT_EQ(ta, tb);
+}
+
+// --ubatch-size (same runner options): a prompt split into micro-batches of 2 tokens gives the
+// tokens of one pass; a negative size is refused naming the option.
+TEST(CliUbatch, MicroBatchesGiveTheTokensOfOnePass) {
+  const std::string cmd = "generate --model " + model() +
+                          " --device cpu --json --threads 1 --prompt-tokens 1,2,3,4,5,6,7 --max-tokens 4 "
+                          "--temperature 0 --ignore-eos ";
+  const auto a = ft_run(cmd + "--ubatch-size 2");
+  const auto b = ft_run(cmd);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["tokens"], nlohmann::json::parse(b.out)["tokens"]);
+}
+
+TEST(CliUbatch, NegativeSizeIsRefusedNamingTheOption) {
+  const auto r = ft_run(generate("--ubatch-size -5"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--ubatch-size"), std::string::npos) << r.err;
 }

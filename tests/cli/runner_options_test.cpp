@@ -17,7 +17,7 @@ TEST(CliRunnerOptions, EveryRunnerCommandTakesThem) {
     const auto r = ft::test::run_command(std::string(FT_BINARY_DIR) + "/ft " + cmd + " --help",
                                          (dir / ("runner-options-" + cmd + "-" + std::to_string(::getpid()))).string());
     ASSERT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
-    for (const char* opt : {"--device", "--dtype", "--kv-type", "--moe-backend", "--moe-cache-size", "--moe-cache-rate",
+    for (const char* opt : {"--device", "--dtype", "--kv-type", "--ubatch-size", "--moe-backend", "--moe-cache-size", "--moe-cache-rate",
                             "--moe-hybrid-max-fetch"})
       EXPECT_NE(r.out.find(opt), std::string::npos) << "ft " << cmd << " has no " << opt;
   }
