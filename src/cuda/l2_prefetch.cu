@@ -11,8 +11,12 @@
 namespace ft::cuda {
 namespace {
 
-// The default parts: all of them until the H200 says otherwise (benches/h200.md, run 12).
-constexpr unsigned kL2Default = kL2Self | kL2Ahead | kL2Experts;
+// FT_L2_PREFETCH=1: the self, ahead and experts parts. Not the default: every part measured
+// slower on the H200 (benches/h200.md, "Decode GEMV, Run 12"): tg128 Llama-8B 394.6 tok/s off,
+// 347.2 with these parts, 356.2 self alone; Qwen3-30B-A3B 387.1 off, 361.6 / 382.9; the dense
+// GEMVs 10-25% slower with their rows prefetched (14336x4096 after a dependent kernel 14.70 ->
+// 18.38 us).
+constexpr unsigned kL2One = kL2Self | kL2Ahead | kL2Experts;
 
 int g_parts_override = -1;
 
@@ -70,8 +74,8 @@ __global__ void __launch_bounds__(32) l2_prefetch_experts_kernel(const ExpertArg
 }  // namespace
 
 unsigned l2_prefetch_parse(const char* v) {
-  if (v == nullptr || *v == '\0' || std::string(v) == "1") return kL2Default;
-  if (std::string(v) == "0") return 0;
+  if (v == nullptr || *v == '\0' || std::string(v) == "0") return 0;
+  if (std::string(v) == "1") return kL2One;
   unsigned m = 0;
   for (const char* c = v; *c != '\0'; ++c) {
     switch (*c) {

@@ -6,7 +6,10 @@
 // are hints: they never change a computed bit (tests/cuda/l2_prefetch_test.cpp compares
 // decode logits with them on and off bit for bit).
 //
-// Three parts, each switchable (FT_L2_PREFETCH, docs/env.md):
+// OFF by default: on the H200 every part below made decode slower (benches/h200.md, "Decode
+// GEMV, Run 12": Llama-8B tg128 394.6 -> 347.2 tok/s, Qwen3-30B-A3B 387.1 -> 361.6; a dense
+// GEMV whose rows were bulk-prefetched ran 10-25% slower, not faster). Kept switchable for
+// experiments on other GPUs and placements. Parts (FT_L2_PREFETCH, docs/env.md):
 //   kL2Self    the dense NVFP4 GEMV kernels (gemv_nvfp4.cu, gemv_mma.cu) prefetch the rows
 //              each CTA will read before their pdl_wait, i.e. while the previous kernel runs;
 //   kL2Ahead   l2_prefetch(): a tiny kernel the forward pass places after a small kernel,
@@ -34,8 +37,8 @@ enum L2Part : unsigned {
   kL2AheadWide = 32u,  // kL2Ahead with kL2AheadWideMax bytes instead of kL2AheadMax
 };
 
-// The parts on for this process: FT_L2_PREFETCH ("0" none; "1" or unset the measured
-// default; else letters s = self, a = ahead, e = experts, g = experts' gate too, i = experts
+// The parts on for this process: FT_L2_PREFETCH (unset or "0" none, the default; "1" self +
+// ahead + experts; else letters s = self, a = ahead, e = experts, g = experts' gate too, i = experts
 // by the gate GEMV, A = ahead with kL2AheadWideMax), 0 below
 // sm_90 or without a device. Cached on first use.
 unsigned l2_prefetch_parts();
