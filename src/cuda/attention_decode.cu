@@ -12,8 +12,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "cuda/act_q8.h"
@@ -38,18 +36,6 @@ constexpr int64_t kSimtBlocksPerSm = 4;
 int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0, g_decode_scatter = 0,
     g_decode_pipe = 0;
 
-// FT_ATTN_DECODE_PIPE=0 / 1 turns the next-step loads (kDecodePipe) off / on for the 16-bit
-// caches at head dim 128 (A/B; unset: the tuning default); the override wins.
-int decode_pipe() {
-  if (g_decode_pipe != 0) return g_decode_pipe;
-  static const int env = [] {
-    const char* v = std::getenv("FT_ATTN_DECODE_PIPE");
-    if (v == nullptr || *v == 0) return 0;
-    return std::strcmp(v, "0") == 0 ? 1 : 2;
-  }();
-  return env;
-}
-
 // One block per (token, head) row, one thread per output column (combine_column).
 __global__ void attn_combine_kernel(const CombineParams p) {
   for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) combine_column(p, blockIdx.x, c);
@@ -64,16 +50,6 @@ int decode_rows(int64_t n_rows) {
   int r = 1;
   while (r < n_rows && r < cap) r *= 2;
   return r;
-}
-
-// FT_ATTN_Q8_EPILOGUE=0: the decode kernel leaves out_q8 to a quantize_act_q8 launch after
-// it, as before the epilogue (A/B of the launch it saves).
-bool q8_epilogue() {
-  static const bool on = [] {
-    const char* v = std::getenv("FT_ATTN_Q8_EPILOGUE");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
 }
 
 // AttnArgs::out_q8 on the paths without the Q8 epilogue: quantise out after the kernel.
@@ -132,7 +108,6 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
     return quantize_out_q8(a, s);
   }
   fast_decode(a, tickets, parts, s);
-  if (!q8_epilogue()) quantize_out_q8(a, s);
 }
 
 namespace attn_detail {
@@ -217,10 +192,10 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
   p.row_blocks = row_blocks;
   p.scale_log2 = a.scale * 1.4426950408889634f;
   p.round = a.round;
-  p.out_q8 = q8_epilogue() ? static_cast<uint8_t*>(a.out_q8) : nullptr;  // the kernel's epilogue writes it
+  p.out_q8 = static_cast<uint8_t*>(a.out_q8);  // the kernel's epilogue writes it
   p.q8_k = a.n_head * d;
   p.q8_row_bytes = act_q8_row_bytes(p.q8_k);
-  dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, g_decode_scatter, decode_pipe(), p,
+  dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, g_decode_scatter, g_decode_pipe, p,
                   dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(splits),
                        static_cast<unsigned>(a.n_head_kv)),
                   s);

@@ -40,12 +40,13 @@ inline constexpr bool kDecodeScatter = false;
 
 // Whether each lane group loads the next step's NK keys (K and V) before it computes on the
 // current ones (software pipelining: twice the bytes in flight, the same arithmetic in the
-// same order). At depth the kernel streams 14.7 / 50 MB per layer at only 1.4 / 2.75 TB/s
-// (Llama-8B marginal rates between 512 / 4096 / 16384 keys, 19:20 run). It costs 16 registers
-// per key slot (96 -> ~128 at bf16 rows 2: 4 blocks of 128 threads per SM still fit), so only
-// 16-bit caches at rows <= 2 (the default cap) take it; f32 and more rows would lose blocks.
+// same order; 128 registers at bf16 rows 2 under launch bounds of 4 blocks per SM). Off: on
+// the H200 (session 7, ft-bench-small-cuda, bf16, 8 layers of 16k-row caches) it was slower
+// at every depth, Llama-8B 11.29 / 19.64 / 36.99 us off vs 11.70 / 20.05 / 37.29 on at
+// 512 / 4k / 16k keys, Qwen3-30B-A3B 11.27 / 19.09 / 35.53 vs 11.64 / 19.77 / 36.77: the
+// loads in flight are not the limit. Kept for the override (pipe = 2) and the benchmark.
 template <class T, int R>
-inline constexpr bool kDecodePipe = sizeof(T) == 2 && R <= 2;
+inline constexpr bool kDecodePipe = false;
 
 // Decode chunks are whole multiples of this many keys: small enough that 300 live keys use
 // ten blocks per KV head instead of five, large enough that a block does real work.

@@ -25,7 +25,7 @@ void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok,
                float* weights, cudaStream_t s);
 
 // Route kernel choice for tests and benchmarks (process-wide, not thread-safe): 1 the warp
-// route where it fits (the default), 0 the block route everywhere, -1 FT_MOE_ROUTE_WARP again.
+// route where it fits (the default; also -1), 0 the block route everywhere.
 void moe_route_set_warp(int on);
 
 // The router GEMV and moe_route in one launch (decode: one kernel fewer per MoE layer):
