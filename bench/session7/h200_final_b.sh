@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 7 final device call B: llama.cpp's CUDA llama-bench (pruned v0.5.0 tree, arch 90)
+# Session 7 final device call B (the first; call A follows on the warm machine): all
+# gpu-labelled tests while llama.cpp's CUDA llama-bench (pruned v0.5.0 tree, arch 90)
 # built here, beside ft on the same files in the same call: Llama-8B and Qwen3-30B-A3B NVFP4
 # (pp512, tg128 at depth 0 / 4k / 16k), and the experts in host RAM (llama.cpp -ncmoe 48 / 24
 # beside ft's cpu / hybrid / offload).
@@ -16,6 +17,9 @@ W=/tmp/ft-llama; mkdir -p $W
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
     -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF >$W/cfg.log 2>&1 && \
   nice -n 10 ninja -C build -j 14 llama-bench >$W/build.log 2>&1; echo rc=$? >$W/done ) &
+log test_cuda
+(cd $B && timeout 200 ./test_cuda --gtest_brief=1 > $R/test_cuda.txt 2>&1; echo "test_cuda rc=$?")
+grep -E "^\[  (FAILED|PASSED) |tests? ran|FAILED TEST" $R/test_cuda.txt | sort -u | tail -25
 M=/dev/shm/m; mkdir -p $M
 for p in llama8b-nvfp4 qwen3moe-30b-nvfp4; do
   [ -f $M/$p.gguf ] || timeout 120 "$B/ft-bigmodel" --preset $p -o $M/$p.gguf -q > $M/$p.info 2>&1
