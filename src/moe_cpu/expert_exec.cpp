@@ -141,8 +141,8 @@ void check_host_experts(const HostExperts& L, const char* layer_name) {
 RowSchedule row_schedule_from_env() {
   const char* e = std::getenv("FT_MOE_CPU_SCHED");
   const std::string v = e ? e : "";
-  if (v.empty() || v == "guided") return RowSchedule::kGuided;
-  if (v == "items") return RowSchedule::kItems;
+  if (v.empty() || v == "items") return RowSchedule::kItems;
+  if (v == "guided") return RowSchedule::kGuided;
   fail("FT_MOE_CPU_SCHED={}: expected items or guided", v);
 }
 

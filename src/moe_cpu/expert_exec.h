@@ -90,12 +90,14 @@ bool exact_supported(const HostExperts& L, const ExpertNumerics& num);
 // Whether exact mode's gate / up read the fp32 x (the float path) and not only its Q8 rows.
 bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num);
 
-// How the GEMV phases hand (expert, rows) work to the pool's threads. kGuided (default): each
+// How the GEMV phases hand (expert, rows) work to the pool's threads. kGuided: each
 // take is 1/(2 threads) of the 16-row groups left (at least one, across experts), so a thread
 // streams long runs at first (fewer cold starts: the first group of a take is not
 // prefetched) and the last takes are one group (a short tail: a Qwen3-30B-A3B NVFP4 gate|up
 // item of 80 rows is ~16 us at 15 threads, a group 3 us); kItems (session 6): fixed items of
-// about 1/12 of a thread's share each (FT_MOE_CPU_ITEMS), taken in turn.
+// about 1/12 of a thread's share each (FT_MOE_CPU_ITEMS), taken in turn: the default, since
+// the lead's final call of session 7 timed the cpu backend's decode back to back in one
+// process: items tg32 54.44 tok/s, guided 48.51 (bench/session7/h200_final_a.sh).
 // FT_MOE_CPU_SCHED=guided|items. H200 host (benches/h200.md, session 7), in one call:
 // ft-bench-moe-cpu's exact AVX-512 rows, best of 6 runs each, guided vs items: NVFP4 71.2
 // vs 65.9 GB/s, Q8_0 81.7 vs 76.6, MXFP4 72.8 vs 73.3; the cpu backend on the
