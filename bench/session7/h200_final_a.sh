@@ -35,6 +35,10 @@ for k in 3 4; do
     --max-tokens 128 --ignore-eos --temperature 0 --stats > $R/gen_offload_spec$k.txt 2>&1
   grep -v "^\[info\] load" $R/gen_offload_spec$k.txt | grep -iE "decode|fetch|spec|tok/s" | head -6
 done
+for sch in guided items; do
+  log "cpu backend tg32, FT_MOE_CPU_SCHED=$sch"
+  FT_MOE_CPU_SCHED=$sch timeout 60 "$B/ft" bench -m $Q --device cuda --moe-backend cpu -p 0 -n 32 -r 1 2>/dev/null | tail -1 | sed "s/^.*| tg32/[$sch] tg32/" | tee -a $R/moe.md
+done
 log "pp8192 with the experts in host RAM"
 timeout 60 "$B/ft" bench -m $Q --device cuda --moe-backend cpu -p 512,8192 -n 0 -r 1 2>$R/pp8k.err | tail -2 | tee -a $R/moe.md
 timeout 60 "$B/ft" bench -m $Q --device cuda --moe-backend offload --moe-cache-rate 0.5 -p 8192 -n 0 -r 1 2>>$R/pp8k.err | tail -1 | tee -a $R/moe.md
