@@ -30,6 +30,7 @@ MappedFile MappedFile::open(const std::string& path) {
     void* m = ::mmap(nullptr, static_cast<size_t>(f.size_), PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) fail("{}: cannot mmap {} bytes: {}", path, f.size_, std::strerror(errno));
     f.data_ = static_cast<uint8_t*>(m);
+    f.file_backed_ = true;
   }
   return f;
 }
@@ -52,7 +53,8 @@ MappedFile::MappedFile(MappedFile&& o) noexcept
     : path_(std::move(o.path_)),
       data_(std::exchange(o.data_, nullptr)),
       size_(std::exchange(o.size_, 0)),
-      writable_(std::exchange(o.writable_, false)) {}
+      writable_(std::exchange(o.writable_, false)),
+      file_backed_(std::exchange(o.file_backed_, false)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
@@ -61,6 +63,7 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     writable_ = std::exchange(o.writable_, false);
+    file_backed_ = std::exchange(o.file_backed_, false);
   }
   return *this;
 }
@@ -71,6 +74,7 @@ void MappedFile::release() {
   if (data_) ::munmap(data_, static_cast<size_t>(size_));
   data_ = nullptr;
   size_ = 0;
+  file_backed_ = false;
 }
 
 uint8_t* MappedFile::mutable_data() {
@@ -82,6 +86,20 @@ void MappedFile::seal() {
   if (writable_ && data_ && ::mprotect(data_, static_cast<size_t>(size_), PROT_READ) != 0)
     fail("{}: cannot make the mapping read-only: {}", path_, std::strerror(errno));
   writable_ = false;
+}
+
+uint64_t MappedFile::drop_pages(const void* p, uint64_t n) const {
+  if (!file_backed_ || !data_ || !p || n == 0) return 0;
+  const auto lo = reinterpret_cast<uintptr_t>(data_), hi = lo + size_;
+  auto a = reinterpret_cast<uintptr_t>(p), b = a + n;
+  if (a < lo || b > hi) return 0;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  a = (a + page - 1) / page * page;
+  b = b / page * page;
+  if (b <= a) return 0;
+  // Advice only: a failure leaves the pages mapped, which costs memory, not correctness.
+  if (::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED) != 0) return 0;
+  return b - a;
 }
 
 }  // namespace ft

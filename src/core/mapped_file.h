@@ -33,6 +33,13 @@ class MappedFile {
   uint8_t* mutable_data();
   // Makes an anonymous mapping read-only.
   void seal();
+  // Gives back this process's pages of [p, p + n) (the whole pages inside it) once their
+  // bytes have been copied elsewhere, e.g. into pinned expert banks or GPU memory: the
+  // model's RSS then counts each byte once. A file mapping only (MAP_SHARED, read-only):
+  // the bytes stay readable, a later read faults them in again from the page cache. A no-op
+  // for anonymous memory (dropping would zero it) and for ranges outside the mapping.
+  // Returns the bytes given back.
+  uint64_t drop_pages(const void* p, uint64_t n) const;
 
  private:
   void release();
@@ -41,6 +48,7 @@ class MappedFile {
   uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
   bool writable_ = false;
+  bool file_backed_ = false;
 };
 
 }  // namespace ft

@@ -101,6 +101,9 @@ class File {
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return size_; }
   const uint8_t* base() const { return base_; }
+  // Gives back this process's pages of tensor bytes already copied to where they run
+  // (MappedFile::drop_pages); a no-op for files held in memory. Returns the bytes given back.
+  uint64_t drop_pages(const void* p, uint64_t n) const { return map_.drop_pages(p, n); }
 
   const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
   const Value* find(std::string_view key) const;
