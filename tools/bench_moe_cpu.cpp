@@ -24,6 +24,7 @@
 #include "moe_cpu/expert_exec.h"
 #include "moe_cpu/gemv_bw.h"
 #include "moe_cpu/host_bw.h"
+#include "moe_cpu/huge_pages.h"
 
 namespace {
 
@@ -71,8 +72,8 @@ int main(int argc, char** argv) {
   app.add_option("--iters", iters, "timed calls per mode and round");
   app.add_option("--rounds", rounds, "alternating rounds (best of each mode)");
   app.add_option("--bank-pages", pages,
-                 "page advice for the expert bank: default, 2m (MADV_HUGEPAGE), 4k (MADV_NOHUGEPAGE); the backends' "
-                 "banks are cudaHostAlloc'd");
+                 "pages of the expert bank: default, 2m (2 MiB aligned + MADV_HUGEPAGE, as the backends' banks), "
+                 "4k (MADV_NOHUGEPAGE, as cudaHostAlloc'd banks)");
   app.add_option("--sched", sched_list,
                  "exact mode's row schedules to time, comma-separated (items, guided); default: FT_MOE_CPU_SCHED's");
   app.add_option("--prefetch", pf_list,
@@ -221,8 +222,12 @@ int main(int argc, char** argv) {
       ft::moe_cpu::gpu_dot_limit_isa(ft::Isa::kAvx512);
       ft::moe_cpu::detail::gpu_dot_set_prefetch(default_pf);
       ex.set_schedule(default_sched);
-      fmt::print("{}: best of {} rounds (mean us/call after the /), {} threads, bank pages {}\n", g.describe(), rounds,
-                 threads, pages);
+      const size_t bank_bytes = se.gate.size() + se.up.size() + se.down.size();
+      const size_t huge = se.gate.huge_bytes() + se.up.huge_bytes() + se.down.huge_bytes();
+      fmt::print("{}: best of {} rounds (mean us/call after the /), {} threads, bank pages {} ({:.0f} of {:.0f} MiB on "
+                 "huge pages; {})\n",
+                 g.describe(), rounds, threads, pages, static_cast<double>(huge) / (1 << 20),
+                 static_cast<double>(bank_bytes) / (1 << 20), ft::moe_cpu::thp_settings());
       const double base_us = modes[0].best.us_per_call;
       for (const Mode& m : modes) {
         fmt::print("  {:24s} {:7.2f} GB/s ({:3.0f}% of read, {:6.0f} / {:6.0f} us/call", m.name, m.best.gbs,

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/time_calls.h"
+#include "moe_cpu/huge_pages.h"
 #include "quant/quantize.h"
 
 namespace ft::moe_cpu {
@@ -31,14 +32,21 @@ void HostBytes::alloc(size_t n, BankPages pages) {
   if (p_ != nullptr) munmap(p_, n_);
   p_ = nullptr;
   n_ = 0;
+  if (pages == BankPages::kHuge) {
+    // As the backends' banks (host_bank.cpp): 2 MiB aligned, MADV_HUGEPAGE before the first
+    // touch. Advice only: huge_bytes() says whether THP took it.
+    p_ = static_cast<uint8_t*>(map_huge(n, &n_));
+    return;
+  }
   void* m = mmap(nullptr, std::max<size_t>(n, 1), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) fail("bench: cannot map {:.1f} MiB for a synthetic expert bank", static_cast<double>(n) / (1 << 20));
   p_ = static_cast<uint8_t*>(m);
   n_ = std::max<size_t>(n, 1);
-  // Advice only: a kernel without THP ignores it (the figure then says so by not moving).
-  if (pages == BankPages::kHuge) madvise(p_, n_, MADV_HUGEPAGE);
+  // 4 KiB pages as cudaHostAlloc's (the backends' banks before session 8).
   if (pages == BankPages::kSmall) madvise(p_, n_, MADV_NOHUGEPAGE);
 }
+
+size_t HostBytes::huge_bytes() const { return p_ != nullptr ? anon_huge_bytes(p_, n_) : 0; }
 
 void make_synthetic_experts(const ExpertGeometry& g, int64_t max_bytes, SyntheticExperts& out, BankPages pages) {
   if (!quant::has_ref_quant(g.type)) fail("bench: no quantiser for {} experts", type_name(g.type));

@@ -20,8 +20,9 @@ struct ExpertGeometry {
   int64_t expert_bytes() const;  // gate + up + down
 };
 
-// Page advice for the synthetic banks (madvise before the first touch): the backends' banks
-// are cudaHostAlloc'd, the bench's are heap memory, and the TLB cost differs with page size.
+// Pages of the synthetic banks: the system's default for an anonymous mapping, 2 MiB
+// (map_huge: aligned, MADV_HUGEPAGE, as the backends' banks since session 8), or 4 KiB
+// (MADV_NOHUGEPAGE, as cudaHostAlloc'd banks). The TLB cost differs with page size.
 enum class BankPages { kDefault, kHuge, kSmall };
 
 // Anonymous mapped bytes with a page advice (RAII).
@@ -34,6 +35,7 @@ class HostBytes {
   void alloc(size_t n, BankPages pages);  // throws ft::Error when the mapping fails
   uint8_t* data() { return p_; }
   size_t size() const { return n_; }
+  size_t huge_bytes() const;  // bytes on transparent huge pages (/proc/self/smaps)
 
  private:
   uint8_t* p_ = nullptr;

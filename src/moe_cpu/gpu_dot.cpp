@@ -175,19 +175,28 @@ void gpu_quantize_act_q8_ref(const float* x, int64_t k, int8_t* qs, float* d) {
   }
 }
 
-void gpu_act_aux(GgmlType type, const GpuActQ8& x, int64_t k, GpuActAux& aux) {
+void gpu_act_aux_size(GgmlType type, int64_t k, GpuActAux& aux) {
   const int span = type == GgmlType::NVFP4 ? 16 : 32;
   aux.sum.resize(static_cast<size_t>(k / span));
-  for (int64_t j = 0; j < k / span; ++j) {
+  if (type != GgmlType::NVFP4) return;
+  aux.nv_ab.resize(static_cast<size_t>(64 * (k / 64)));
+  aux.dxh.resize(static_cast<size_t>(2 * (k / 64)));
+}
+
+void gpu_act_aux(GgmlType type, const GpuActQ8& x, int64_t k, GpuActAux& aux) {
+  gpu_act_aux_size(type, k, aux);
+  gpu_act_aux_part(type, x, 0, k, aux);
+}
+
+void gpu_act_aux_part(GgmlType type, const GpuActQ8& x, int64_t k0, int64_t k1, GpuActAux& aux) {
+  const int span = type == GgmlType::NVFP4 ? 16 : 32;
+  for (int64_t j = k0 / span; j < k1 / span; ++j) {
     int32_t sum = 0;
     for (int i = 0; i < span; ++i) sum += x.qs[span * j + i];
     aux.sum[j] = sum;
   }
   if (type != GgmlType::NVFP4) return;
-  const int64_t nb = k / 64;
-  aux.nv_ab.resize(static_cast<size_t>(64 * nb));
-  aux.dxh.resize(static_cast<size_t>(2 * nb));
-  for (int64_t c = 0; c < nb; ++c) {
+  for (int64_t c = k0 / 64; c < k1 / 64; ++c) {
     // Byte 8s + j of a block's codes holds element 16s + j (low nibble) and 16s + 8 + j
     // (high nibble).
     int8_t* xl = aux.nv_ab.data() + 64 * c;

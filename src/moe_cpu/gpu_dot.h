@@ -76,6 +76,10 @@ struct GpuActQ8 {
 void gpu_quantize_act_q8(const float* x, int64_t k, int8_t* qs, float* d);
 void gpu_quantize_act_q8_ref(const float* x, int64_t k, int8_t* qs, float* d);
 void gpu_act_aux(GgmlType type, const GpuActQ8& x, int64_t k, GpuActAux& aux);
+// gpu_act_aux in parts (the GLU phase spreads a route's row over threads): size aux for k
+// values, then fill the entries of values [k0, k1) (multiples of 64 for NVFP4, 32 else).
+void gpu_act_aux_size(GgmlType type, int64_t k, GpuActAux& aux);
+void gpu_act_aux_part(GgmlType type, const GpuActQ8& x, int64_t k0, int64_t k1, GpuActAux& aux);
 
 // The kernel family of the rows below: active_isa() (FT_ISA), AVX-512 only with BW, VL and
 // VNNI; gpu_dot_limit_isa lowers it (never raises it) for A/B timing in one process.
