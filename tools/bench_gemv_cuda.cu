@@ -9,8 +9,7 @@
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
 // --dense: those dense one-token cases only (routed plan and mma instances; for ncu).
 // --experts: the MoE expert gate (slab) and down + combine (packed) cases, and the dense
-// one-token shapes routed vs slab, with the L2 self-prefetch (cuda/l2_prefetch.h) off and on
-// ("+l2"); each once back to back and once after a dependent quantize_act_q8 ("dep", as in a
+// one-token shapes routed, slab and mma; each once back to back and once after a dependent quantize_act_q8 ("dep", as in a
 // decode step, where PDL cannot overlap one GEMV's weight stream with another's; the
 // quantiser's time alone is subtracted).
 //
@@ -40,7 +39,6 @@
 #include "cuda/device.h"
 #include "cuda/gemv.h"
 #include "cuda/gemv_tuning.h"
-#include "cuda/l2_prefetch.h"
 
 using namespace ft;
 using namespace ft::cuda;
@@ -136,8 +134,6 @@ struct Case {
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
   int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
   int nv_mma_w = 0, nv_mma_s = 0;               // gemv_set_nvfp4_mma
-  // L2 prefetch parts during this case (l2_prefetch.h; -1: FT_L2_PREFETCH's).
-  int l2 = -1;
   // Each launch after quantize_act_q8 of its input, as in a decode step (the GEMV depends on the
   // kernel before it: PDL cannot overlap two GEMVs' weight streams as it does back to back);
   // the quantiser's own time, measured alone, is subtracted.
@@ -190,7 +186,6 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
-  l2_prefetch_set_parts(c.l2);
   const int64_t mma_before = gemv_nvfp4_mma_launches();
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
@@ -234,8 +229,6 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_variant(0, 0);
   gemv_set_nvfp4_mma(0, 0);
-  const unsigned l2_parts = l2_prefetch_parts();
-  l2_prefetch_set_parts(-1);
   const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
   const double gbs = bytes / t * 1e-9;
@@ -270,7 +263,6 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
              std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : pl.mma_warps) + "/" +
              std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : pl.mma_stages);
   }
-  if (!grouped && (l2_parts & kL2Self) != 0) plan += "+l2";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
@@ -360,9 +352,8 @@ int main(int argc, char** argv) {
     };
     if (experts_only) {
       // The expert gate (slab) and down + combine (packed) and the dense one-token shapes of
-      // Llama-8B / Qwen3-30B-A3B (routed plan), each once back to back
-      // and once after a dependent quantize_act_q8 ("dep", as in a decode step); the dense
-      // ones with the L2 self-prefetch (l2_prefetch.h, kL2Self: "+l2") off and on.
+      // Llama-8B / Qwen3-30B-A3B (routed plan, slab and mma forced), each once back to back
+      // and once after a dependent quantize_act_q8 ("dep", as in a decode step).
       Case gate{"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true};
       gate.q8 = true;
       Case down{"qwen3moe down+combine", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false};
@@ -375,9 +366,9 @@ int main(int argc, char** argv) {
           cases.push_back(c);
         }
         for (const auto& d : dense)
-          for (int l2 : {0, static_cast<int>(kL2Self)}) {
+          for (int kern : {-1, 1, 3}) {
             Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
-            r.q8 = true, r.dep = dep, r.l2 = l2;
+            r.q8 = true, r.dep = dep, r.nv_kernel = kern;
             cases.push_back(r);
           }
       }

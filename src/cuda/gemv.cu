@@ -15,7 +15,6 @@
 #include "cuda/check.h"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_tuning.h"
-#include "cuda/l2_prefetch.h"
 
 namespace ft::cuda {
 namespace {
@@ -162,14 +161,6 @@ Params checked_params(const GemvArgs& a) {
   p.slot_w = a.slot_w;
   p.n_used = a.slot_w != nullptr ? a.n_used : 1;
   p.accumulate = a.accumulate ? 1 : 0;
-  p.l2_self = !grouped && l2_prefetch_on(kL2Self) ? 1 : 0;
-  for (const L2ExpertSpan& t : a.l2_next) {
-    if (!grouped || t.w == nullptr || t.bytes <= 0) continue;
-    p.l2_w[p.l2_n] = static_cast<const uint8_t*>(t.w);
-    p.l2_eb[p.l2_n] = t.expert_bytes;
-    p.l2_bytes[p.l2_n] = t.bytes;
-    ++p.l2_n;
-  }
   return p;
 }
 

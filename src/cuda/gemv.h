@@ -37,7 +37,6 @@
 
 #include <cstdint>
 
-#include "cuda/l2_prefetch.h"
 #include "cuda/round.h"
 #include "format/ggml_type.h"
 
@@ -81,11 +80,6 @@ struct GemvArgs {
   // or gemv_set_nvfp4_override), as those knobs but for this call only (thread-safe).
   int plan_lanes = 0;
   int plan_nvfp4_kernel = -1;
-  // Grouped mode: the same experts' spans of up to two more stacked tensors to stream into L2
-  // while this launch runs (cuda/l2_prefetch.h: the gate GEMV starts the up and down rows on
-  // their way); each work item of the NVFP4 slab kernel takes its share. Other kernels ignore
-  // it (a hint: never a changed bit).
-  L2ExpertSpan l2_next[2];
 };
 
 bool gemv_supported(GgmlType t);

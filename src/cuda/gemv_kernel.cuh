@@ -45,15 +45,6 @@ struct Params {
   const float* slot_w;
   int n_used;
   int accumulate;
-  // Dense NVFP4 kernels: prefetch this CTA's rows into L2 before pdl_wait (cuda/l2_prefetch.h,
-  // kL2Self), i.e. while the previous kernel still runs.
-  int l2_self;
-  // Grouped launches: stacked tensors of the same experts whose spans stream into L2 while this
-  // launch runs (GemvArgs::l2_next); work item i of slot s prefetches share i of expert ids[s].
-  const uint8_t* l2_w[2];
-  int64_t l2_eb[2], l2_bytes[2];
-  int64_t l2_share[2];  // bytes per row group, a multiple of 16 (set at launch, with n_rg)
-  int l2_n;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

@@ -41,7 +41,6 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
-#include "cuda/l2_prefetch.cuh"
 #include "cuda/pdl.cuh"
 
 namespace ft::cuda::gemv_detail {
@@ -93,8 +92,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // the wait; the activations only after it.
 #pragma unroll
   for (int i = 0; i < NS - 1; ++i) issue(i);
-  // ... and the CTA's whole 16 rows stream into L2 meanwhile (l2_prefetch.h, kL2Self).
-  if (p.l2_self && threadIdx.x == 0) l2_prefetch_span(wbase, (last + 1) * p.row_bytes);
   pdl_wait();
   pdl_trigger();
 

@@ -39,7 +39,6 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
-#include "cuda/l2_prefetch.cuh"
 #include "cuda/pdl.cuh"
 
 namespace ft::cuda::gemv_detail {
@@ -297,29 +296,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   Step m = ahead;
   Vec b0[kV] = {};
   if (n_steps > 0) issue(b0, ahead), advance(ahead);
-  if (p.ids == nullptr && p.l2_self && lane == 0) {
-    // While the previous kernel runs, every row this warp will read streams into L2 (one bulk
-    // prefetch per item: R rows are contiguous), behind the first step's loads. Dense: one out
-    // row, so item = row group.
-    for (int64_t it = gw; it < n_items; it += n_w) {
-      const int64_t row0 = it * R, nr = p.rows - row0 < R ? p.rows - row0 : R;
-      l2_prefetch_span(p.w + row0 * p.row_bytes, nr * p.row_bytes);
-    }
-  }
   if (p.ids == nullptr) pdl_wait(), pdl_trigger();
-  if (p.l2_n > 0 && !combine && lane == 0) {
-    // Grouped: item (slot, row group rg) streams share rg of its expert's span of each
-    // GemvArgs::l2_next tensor into L2, behind its own first loads.
-    for (int64_t it = gw; it < n_items; it += n_w) {
-      const uint32_t o = static_cast<uint32_t>(it) / static_cast<uint32_t>(p.n_rg);
-      const int64_t rg = it - static_cast<int64_t>(o) * p.n_rg, e = p.ids[o];
-      if (e < 0) continue;
-      for (int t = 0; t < p.l2_n; ++t) {
-        const int64_t off = rg * p.l2_share[t], left = p.l2_bytes[t] - off;
-        if (left > 0) l2_prefetch_span(p.l2_w[t] + e * p.l2_eb[t] + off, left < p.l2_share[t] ? left : p.l2_share[t]);
-      }
-    }
-  }
   if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);  // while the first slab loads
   for (int s = 0; s < n_steps; ++s) {
     __syncwarp();  // every lane is done with the previous step's stage
@@ -504,7 +481,6 @@ void launch_slab(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
   auto kernel = slab_kernel<NT, R, XS, VB, PN, MINB>;
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  for (int t = 0; t < p.l2_n; ++t) p.l2_share[t] = ((p.l2_bytes[t] + p.n_rg - 1) / p.n_rg + 15) & ~int64_t{15};
   const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes + (XS ? static_cast<size_t>(g.xs_rows) * g.xs_row : 0);
   static std::atomic<uint64_t> cache{0};
   const int ctas = ctas_per_sm(kernel, smem, cache);

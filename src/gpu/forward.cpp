@@ -10,7 +10,6 @@
 #include "cuda/gemv.h"
 #include "cuda/gemv_half.h"
 #include "cuda/glu.h"
-#include "cuda/l2_prefetch.h"
 #include "cuda/moe_combine.h"
 #include "cuda/norm.h"
 #include "cuda/rope.h"
@@ -46,26 +45,6 @@ void fill_common(A& a, const DevMatrix& p, const DevLinear& l, const float* x, i
 
 // Decode sizes run the GEMV family; larger batches the tensor-core GEMM.
 bool use_gemv(int64_t n_tok) { return n_tok <= cuda::kGemvMaxTokens; }
-
-// Decode: while rope + attention run, the attention output projection's weights and what fits
-// of the FFN's first GEMV (the router of a MoE layer) within cuda::kL2AheadMax stream into L2
-// (cuda/l2_prefetch.h; nothing is launched when off or below sm_90).
-void l2_ahead(const DevLayer& L, cudaStream_t s) {
-  cuda::L2Range r[cuda::kL2MaxRanges];
-  int n = 0;
-  int64_t left = cuda::l2_prefetch_on(cuda::kL2AheadWide) ? cuda::kL2AheadWideMax : cuda::kL2AheadMax;
-  auto add = [&](const DevLinear& l) {
-    for (const DevMatrix& p : l.parts) {
-      if (n == cuda::kL2MaxRanges || left <= 0) return;
-      const int64_t b = std::min(p.rows * p.row_bytes, left);
-      r[n++] = cuda::L2Range{p.w, b};
-      left -= b;
-    }
-  };
-  add(L.wo);
-  add(L.moe ? L.router : L.gate_up);
-  cuda::l2_prefetch(r, n, s);
-}
 
 }  // namespace
 
@@ -155,7 +134,6 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   kv.v_head_dim = hp.head_dim_v;
   cuda::qk_norm_rope_store(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps, b_.rope_cs.as<float>(),
                            hp.rope.n_rot, hp.rope.type == model::RopeType::kNeox, pos, num_.round, kv, s);
-  if (use_gemv(n_tok)) l2_ahead(L, s);
   cuda::AttnArgs a;
   a.n_head = nh;
   a.n_head_kv = nkv;

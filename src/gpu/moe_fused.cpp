@@ -10,7 +10,6 @@
 #include "cuda/gemv_tuning.h"
 #include "cuda/geglu.h"
 #include "cuda/glu.h"
-#include "cuda/l2_prefetch.h"
 #include "cuda/moe_combine.h"
 #include "gpu/moe_backend.h"
 #include "quant/act_quant.h"
@@ -118,30 +117,11 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, 
     a.xq = q8 ? b.xq.get() : nullptr;
     return a;
   };
-  // The chosen experts' up and down rows into L2 while the gate GEMV runs: the expert GEMVs
-  // are latency-bound (22-28% of the H200's bandwidth, run 11), so the HBM has room
-  // (cuda/l2_prefetch.h; nothing when off or below sm_90). By a kernel of their own after the
-  // router (with the gate rows too for kL2ExpertsGate), or by the gate GEMV's work items.
-  auto span = [](const DevExpertTensor& t) { return cuda::L2ExpertSpan{t.w, t.expert_bytes, t.rows * t.row_bytes}; };
-  cuda::L2ExpertSpan l2_next[2];
-  if (!E.gate_up) l2_next[0] = span(E.up);
-  l2_next[1] = span(E.down);
-  const bool l2_in_gemv = cuda::l2_prefetch_on(cuda::kL2ExpertsInGemv);
-  if (!l2_in_gemv) {
-    const cuda::L2ExpertSpan sp[3] = {cuda::l2_prefetch_on(cuda::kL2ExpertsGate) ? span(E.gate_up ? E.gate_up : E.gate)
-                                                                                  : cuda::L2ExpertSpan{},
-                                      l2_next[0], l2_next[1]};
-    cuda::l2_prefetch_experts(sp, 3, ids, static_cast<int>(n_slots), E.n_expert, s);
-  }
   const float* h = st.h;
   if (E.gate_up) {
-    cuda::GemvArgs a = grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, !st.xq_ready);
-    if (l2_in_gemv) a.l2_next[0] = l2_next[1];
-    cuda::gemv(a, s);
+    cuda::gemv(grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, !st.xq_ready), s);
   } else {
-    cuda::GemvArgs a = grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready);
-    if (l2_in_gemv) a.l2_next[0] = l2_next[0], a.l2_next[1] = l2_next[1];
-    cuda::gemv(a, s);
+    cuda::gemv(grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready), s);
     cuda::gemv(grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, !cuda::gemv_q8_supported(E.gate.type)), s);
   }
   const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
