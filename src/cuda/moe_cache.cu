@@ -316,6 +316,12 @@ __global__ void __launch_bounds__(kEnsureThreads)
   }
 }
 
+__device__ u64 globaltimer_ns() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // CTA b: miss b / P, part b % P of every kind's bytes, P = CTAs per miss = the grid shared by
 // the call's actual misses (at most bytes / 4 KiB): a layer with few misses still keeps many
 // SMs loading over PCIe. Four 16-byte loads in flight per thread before the stores: PCIe reads
@@ -330,6 +336,10 @@ __global__ void gather_kernel(GatherPlan p, CacheMisses m, int max_part) {
   P = P < 1 ? 1 : (P > max_part ? max_part : P);
   const int mi = static_cast<int>(blockIdx.x) / P, part = static_cast<int>(blockIdx.x) % P;
   if (mi >= n_miss) return;
+  if (p.clock != nullptr && threadIdx.x == 0) {
+    atomicMin(&p.clock[0], globaltimer_ns());
+    if (blockIdx.x == 0) p.clock[2] = static_cast<u64>(n_miss);
+  }
   const int64_t slot = m.miss_slot[mi], e = m.miss_expert[mi];
   const int64_t stride = static_cast<int64_t>(P) * blockDim.x;
   const int64_t t0 = static_cast<int64_t>(part) * blockDim.x + threadIdx.x;
@@ -353,6 +363,68 @@ __global__ void gather_kernel(GatherPlan p, CacheMisses m, int max_part) {
     } else {
       for (int64_t i = t0; i < g.bytes; i += stride) dst[i] = src[i];
     }
+  }
+  if (p.clock != nullptr) {
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMin(&p.clock[1], ~globaltimer_ns());
+  }
+}
+
+// The same copy with every kind of a miss in one index space of 16-byte units (all kinds'
+// bytes and strides multiples of 16): a thread keeps U loads in flight across the kind
+// boundaries instead of finishing gate before it starts up, so a gather of one or two
+// experts (2.65 MB: fewer 16-byte units per kind than the grid has threads) is not a chain
+// of three short waves. Opt-in (FT_MOE_GATHER_FLAT=1, moe_cache_set_gather_flat) until measured.
+template <int U>
+__global__ void gather_flat_kernel(GatherPlan p, CacheMisses m, int max_part) {
+  const int n_miss = *m.n_miss;
+  if (n_miss <= 0) return;
+  int P = static_cast<int>(gridDim.x) / n_miss;
+  P = P < 1 ? 1 : (P > max_part ? max_part : P);
+  const int mi = static_cast<int>(blockIdx.x) / P, part = static_cast<int>(blockIdx.x) % P;
+  if (mi >= n_miss) return;
+  if (p.clock != nullptr && threadIdx.x == 0) {
+    atomicMin(&p.clock[0], globaltimer_ns());
+    if (blockIdx.x == 0) p.clock[2] = static_cast<u64>(n_miss);
+  }
+  const int64_t slot = m.miss_slot[mi], e = m.miss_expert[mi];
+  const uint4* src[kCacheMaxKinds];
+  uint4* dst[kCacheMaxKinds];
+  int64_t end[kCacheMaxKinds];  // exclusive end of kind k in the index space
+  int64_t n = 0;
+  for (int k = 0; k < p.n_kind; ++k) {
+    const GatherKind& g = p.kind[k];
+    src[k] = reinterpret_cast<const uint4*>(g.src + e * g.bytes);
+    dst[k] = reinterpret_cast<uint4*>(g.dst + slot * (g.dst_stride > 0 ? g.dst_stride : g.bytes));
+    n += g.bytes / 16;
+    end[k] = n;
+  }
+  auto at = [&](int64_t i, int& k) -> int64_t {  // kind of unit i and its index there
+    k = 0;
+    while (i >= end[k]) ++k;
+    return i - (k > 0 ? end[k - 1] : 0);
+  };
+  const int64_t stride = static_cast<int64_t>(P) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(part) * blockDim.x + threadIdx.x; i < n; i += U * stride) {
+    uint4 v[U];
+    int kk[U];
+    int64_t jj[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t iu = i + u * stride;
+      kk[u] = -1;
+      if (iu < n) {
+        jj[u] = at(iu, kk[u]);
+        v[u] = src[kk[u]][jj[u]];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (kk[u] >= 0) dst[kk[u]][jj[u]] = v[u];
+  }
+  if (p.clock != nullptr) {
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMin(&p.clock[1], ~globaltimer_ns());
   }
 }
 
@@ -401,6 +473,20 @@ void check_routes(int64_t n_routes) {
 }
 
 }  // namespace
+
+std::atomic<int> g_gather_flat{-1};  // -1: not read from the environment yet
+
+void moe_cache_set_gather_flat(bool on) { g_gather_flat.store(on ? 1 : 0); }
+
+bool moe_cache_gather_flat() {
+  int v = g_gather_flat.load();
+  if (v < 0) {
+    const char* e = std::getenv("FT_MOE_GATHER_FLAT");
+    v = e && e[0] == '1' ? 1 : 0;
+    g_gather_flat.store(v);
+  }
+  return v == 1;
+}
 
 void moe_cache_set_ensure_variant(int v) { g_ensure_variant.store(v == 1 ? 1 : 0); }
 
@@ -474,7 +560,12 @@ void moe_cache_gather(const GatherPlan& p, const CacheMisses& m, int64_t max_mis
     grid = per_miss * max_miss;
     max_part = per_miss;
   }
-  gather_kernel<4><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
+  bool flat = moe_cache_gather_flat();
+  for (int k = 0; k < p.n_kind; ++k) flat = flat && p.kind[k].bytes % 16 == 0 && p.kind[k].dst_stride % 16 == 0;
+  if (flat)
+    gather_flat_kernel<4><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
+  else
+    gather_kernel<4><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -127,8 +127,19 @@ struct GatherKind {
 struct GatherPlan {
   GatherKind kind[kCacheMaxKinds];
   int n_kind = 0;
+  // Optional diagnostic (FT_MOE_GATHER_CLOCK, gpu/moe_offload.cpp's timeline), device
+  // uint64 [4]: [0] = min over the working CTAs of %globaltimer at their start, [1] = min of
+  // ~(%globaltimer at their end) (so one reset to all-ones serves both), [2] = *n_miss. A
+  // launch with no miss leaves it untouched.
+  unsigned long long* clock = nullptr;
 };
 void moe_cache_gather(const GatherPlan& p, const CacheMisses& m, int64_t max_miss, cudaStream_t s);
+
+// The gather's loop: false (default) copies kind after kind per miss; true walks all kinds of
+// a miss as one index space, U loads in flight across kind boundaries (16-byte kinds only;
+// FT_MOE_GATHER_FLAT=1). Same bytes. Process-wide, read at launch.
+void moe_cache_set_gather_flat(bool on);
+bool moe_cache_gather_flat();
 
 // The ensure kernels' victim search: 1 (default) holds each thread's keys in registers (S <=
 // 4096, else 0's loop; H200, S = 3072: 10.9 us a call, 8.6 in a graph); 0 re-reads last_use

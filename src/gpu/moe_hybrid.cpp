@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/log.h"
+#include "cuda/check.h"
 #include "cuda/gemv.h"
 #include "cuda/moe_cache.h"
 #include "cuda/moe_combine_split.h"
@@ -23,15 +25,23 @@ namespace {
 // figures (ft bench-bw 22:36: gather 47.5 GB/s beside CPU GEMV 51.1 GB/s -> 0.48);
 // FT_MOE_HYBRID_Q overrides it. At the measured cap of 1 and rate 0.5 the CPU took 200 us a
 // layer (about 3 experts) while 2 fetched experts cost 121 us of gather: 2 is the balance.
-int default_max_fetch(const MoeFactoryArgs& a, std::string* why) {
+//
+// With speculative fetches (moe_spec.h) k guessed experts a layer are resident before the
+// layer's ensure, and a right guess is a miss that neither side pays for: the expected misses
+// drop by k x the guesses' hit rate (83% of routes on the H200's random 30B file, pre-gating
+// (a) in benches/h200.md session 7), and q applies to the rest.
+int default_max_fetch(const MoeFactoryArgs& a, int spec_k, std::string* why) {
   double q = 0.48;
   if (const char* e = std::getenv("FT_MOE_HYBRID_Q")) q = std::clamp(std::atof(e), 0.0, 1.0);
   int64_t total = 0;
   for (const HostLayerBank& b : a.hb->layers) total += b.n_expert;
   const double n_used = static_cast<double>(a.max_routes) / cuda::kGemvMaxTokens;
-  const double miss = total > 0 ? n_used * std::max(0.0, 1.0 - static_cast<double>(a.n_slot) / total) : 0.0;
+  double miss = total > 0 ? n_used * std::max(0.0, 1.0 - static_cast<double>(a.n_slot) / total) : 0.0;
+  const double guessed = std::min(miss, 0.83 * spec_k);
+  miss -= guessed;
   const int f = std::max(1, static_cast<int>(std::lround(q * miss)));
-  *why = fmt::format("q {:.2f} x {:.1f} expected misses", q, miss);
+  *why = spec_k > 0 ? fmt::format("q {:.2f} x {:.1f} expected misses after {:.1f} right guesses", q, miss, guessed)
+                    : fmt::format("q {:.2f} x {:.1f} expected misses", q, miss);
   return f;
 }
 
@@ -41,7 +51,8 @@ MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
     : hb_(a.hb),
       cache_(*a.m, *a.w, *a.hb, a.n_slot, a.max_routes),
       svc_(*a.m, a.hb, a.o.threads, cuda::kGemvMaxTokens, a.max_routes / cuda::kGemvMaxTokens, /*slot_out=*/true),
-      max_fetch_(static_cast<int>(a.o.hybrid_max_fetch)) {
+      max_fetch_(static_cast<int>(a.o.hybrid_max_fetch)),
+      spec_(*a.m, *a.w, a.max_routes, MoeSpec::k_from_env(2)) {
   fetch_why_ = "--moe-hybrid-max-fetch";
   if (a.o.hybrid_max_fetch < 0) {
     // FT_MOE_HYBRID_MAX_FETCH sets it when the option is unset (A/B runs from scripts).
@@ -49,7 +60,7 @@ MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
       max_fetch_ = std::max(0, std::atoi(e));
       fetch_why_ = "FT_MOE_HYBRID_MAX_FETCH";
     } else {
-      max_fetch_ = default_max_fetch(a, &fetch_why_);
+      max_fetch_ = default_max_fetch(a, spec_.k(), &fetch_why_);
     }
   }
   const int64_t max_routes = a.max_routes;
@@ -60,7 +71,18 @@ MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
   gpu_wts_ = cuda::DeviceBuffer(nb);
   cpu_ids_ = cuda::DeviceBuffer(nb);
   cpu_wts_ = cuda::DeviceBuffer(nb);
-  extra_bytes_ = 3 * nb;
+  extra_bytes_ = 3 * nb + spec_.device_bytes();
+  if (spec_.k() > 0) {
+    FT_CUDA_CHECK(cudaStreamCreateWithFlags(&gather_s_, cudaStreamNonBlocking));
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    FT_CUDA_CHECK(cudaEventCreateWithFlags(&gathered_, cudaEventDisableTiming));
+  }
+}
+
+MoeHybrid::~MoeHybrid() {
+  if (fork_) cudaEventDestroy(fork_);
+  if (gathered_) cudaEventDestroy(gathered_);
+  if (gather_s_) cudaStreamDestroy(gather_s_);
 }
 
 void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
@@ -68,11 +90,26 @@ void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
   float* gpu_wts = gpu_wts_.as<float>();
   int32_t* cpu_ids = cpu_ids_.as<int32_t>();
   float* cpu_wts = cpu_wts_.as<float>();
+  if (st.layer == spec_.first_moe()) cache_.clock_reset(s);
+  spec_.wait_booked(s);  // the guesses made for this layer hold their slots (moe_spec.h)
   cuda::moe_cache_ensure_hybrid(cache_.state(), st.layer, st.ids, st.wts, n, max_fetch_, cache_.slot_ids(), gpu_wts,
                                 cpu_ids, cpu_wts, cache_.misses(), cache_.counters(), s);
   // The CPU starts first: its GEMVs overlap the fetch and the GPU's grouped GEMVs.
   svc_.enqueue_submit(st, cpu_ids, cpu_wts, s);
-  cache_.gather(st.layer, n, s);
+  if (spec_.k() > 0) {
+    FT_CUDA_CHECK(cudaEventRecord(fork_, s));
+    FT_CUDA_CHECK(cudaStreamWaitEvent(gather_s_, fork_, 0));
+    cache_.gather(st.layer, n, gather_s_);
+    FT_CUDA_CHECK(cudaEventRecord(gathered_, gather_s_));
+    if (!spec_.from_output()) {
+      spec_.guess(st, s);
+      spec_.fetch(cache_, st, gather_s_);
+    }
+    spec_.wait_copies(s);
+    FT_CUDA_CHECK(cudaStreamWaitEvent(s, gathered_, 0));
+  } else {
+    cache_.gather(st.layer, n, s);
+  }
   // Per route on both sides, then the ranks summed in order (moe_hybrid.h). b.ysort is the
   // prefill's [slots][n_embd] scratch, idle during decode.
   float* yg = st.b->ysort.as<float>();
@@ -80,20 +117,30 @@ void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
   svc_.enqueue_finish(st, s);
   cuda::moe_combine_split(yg, svc_.out_dev(), cpu_ids, st.wts, st.n_tok, st.n_used, hb_->layers[st.layer].n_embd,
                           st.x, hb_->layers[st.layer].n_embd, st.num->round, s);
+  if (spec_.from_output()) {
+    spec_.guess(st, s);
+    spec_.fetch(cache_, st, gather_s_);
+  }
 }
 
 std::string MoeHybrid::describe() const {
   const int64_t sb = SlotCache::slot_bytes(*hb_);
   return fmt::format("hybrid ({} GPU slots of {:.2f} MiB, at most {} misses fetched per layer and step ({}), the "
-                     "rest on the CPU; {})",
+                     "rest on the CPU{}; {})",
                      cache_.n_slot(), static_cast<double>(sb) / (1024.0 * 1024.0), max_fetch_, fetch_why_,
-                     svc_.describe());
+                     spec_.k() > 0 ? "; " + spec_.describe() : std::string(), svc_.describe());
 }
 
-MoeStats MoeHybrid::stats() const { return cache_.stats(); }
+MoeStats MoeHybrid::stats() const {
+  MoeStats r = cache_.stats();
+  r.spec_fetched = spec_.fetched();
+  if (cache_.clock_on()) log::info("{}", cache_.timeline());
+  return r;
+}
 
 void MoeHybrid::reset_stats() {
   cache_.reset_stats();
+  spec_.reset_stats();
   svc_.reset_stats();
 }
 

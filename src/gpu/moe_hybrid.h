@@ -12,6 +12,12 @@
 // and the ranks summed in order, x gets the fused backend's bits: splitting the sum into a
 // GPU part and a CPU part added one after the other would not (fp32 addition is not
 // associative). Prefill streams whole layers through the SlotCache like offload.
+//
+// Speculative fetches (gpu/moe_spec.h, as offload; FT_MOE_SPEC=K, default 2, 0 off; plain
+// routers only): the fetched misses are gathered on a second stream, and behind them up to K
+// guessed experts of the next MoE layer, so that fewer of its misses go to the CPU. The GPU
+// GEMVs wait for both copies (this layer's misses, the guesses made for it); the CPU task
+// is submitted before either, as without speculation.
 #pragma once
 
 #include <memory>
@@ -30,6 +36,7 @@ class MoeHybrid : public MoeBackend {
   // a.n_slot GPU slots; a.o.hybrid_max_fetch < 0: FT_MOE_HYBRID_MAX_FETCH, else the share
   // q of the expected misses that balances gather and CPU time (moe_hybrid.cpp).
   explicit MoeHybrid(const MoeFactoryArgs& a);
+  ~MoeHybrid() override;
   void decode(const MoeStep& st, cudaStream_t s) override;
   void prefill(const MoeStep& st, cudaStream_t s) override { cache_.prefill(st, s); }
   std::string describe() const override;
@@ -47,6 +54,9 @@ class MoeHybrid : public MoeBackend {
   std::string fetch_why_;
   cuda::DeviceBuffer gpu_wts_, cpu_ids_, cpu_wts_;
   size_t extra_bytes_ = 0;
+  MoeSpec spec_;
+  cudaStream_t gather_s_ = nullptr;  // with speculation: the fetches and the guessed copies
+  cudaEvent_t fork_ = nullptr, gathered_ = nullptr;
 };
 
 }  // namespace ft::gpu

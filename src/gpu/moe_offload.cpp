@@ -143,6 +143,59 @@ SlotCache::SlotCache(const model::Model& m, const DeviceWeights& /*w*/, const Ho
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&release_[i], cudaEventDisableTiming));
   }
   FT_CUDA_CHECK(cudaEventCreateWithFlags(&begin_, cudaEventDisableTiming));
+  if (const char* c = std::getenv("FT_MOE_GATHER_CLOCK"); c && c[0] == '1') {
+    alloc(clock_, static_cast<size_t>(L * 2 * 4) * sizeof(u64));
+    FT_CUDA_CHECK(cudaMemset(clock_.get(), 0xff, clock_.bytes()));
+  }
+}
+
+void SlotCache::clock_reset(cudaStream_t s) const {
+  if (clock_on()) FT_CUDA_CHECK(cudaMemsetAsync(clock_.get(), 0xff, clock_.bytes(), s));
+}
+
+// The last decode step's gathers in start order: per layer its own misses (demand) and the
+// guesses copied for it (spec). PCIe counts as busy while any gather runs; the rest of the
+// span from the first start to the last end is idle. A gap is charged to the gather it
+// precedes, so "before demand" is the time PCIe waited for a layer's ensure.
+std::string SlotCache::timeline() const {
+  if (!clock_on()) return "";
+  using u64 = unsigned long long;
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<u64> c = cuda::to_host<u64>(clock_, static_cast<size_t>(st_.n_layer * 2 * 4));
+  struct Span {
+    u64 t0, t1, n;
+    int kind;
+  };
+  std::vector<Span> v;
+  for (int64_t l = 0; l < st_.n_layer; ++l)
+    for (int k = 0; k < 2; ++k) {
+      const u64* r = &c[static_cast<size_t>((l * 2 + k) * 4)];
+      if (r[0] == ~0ull || r[1] == ~0ull) continue;  // no miss copied
+      v.push_back({r[0], ~r[1], r[2], k});
+    }
+  if (v.empty()) return "gather timeline: no copy in the last decode step\n";
+  std::sort(v.begin(), v.end(), [](const Span& a, const Span& b) { return a.t0 < b.t0; });
+  double busy = 0, gap[2] = {0, 0}, span[2] = {0, 0}, n[2] = {0, 0}, cnt[2] = {0, 0};
+  u64 end = v[0].t0;
+  for (const Span& x : v) {
+    if (x.t0 > end) gap[x.kind] += static_cast<double>(x.t0 - end);
+    const u64 from = x.t0 > end ? x.t0 : end;
+    if (x.t1 > from) busy += static_cast<double>(x.t1 - from);
+    end = x.t1 > end ? x.t1 : end;
+    span[x.kind] += static_cast<double>(x.t1 - x.t0);
+    n[x.kind] += static_cast<double>(x.n);
+    cnt[x.kind] += 1;
+  }
+  const double total = static_cast<double>(end - v[0].t0);
+  const double eb = static_cast<double>(slot_bytes(hb_));
+  auto gbs = [&](int k) { return span[k] > 0 ? n[k] * eb / span[k] : 0.0; };  // bytes per ns = GB/s
+  return fmt::format(
+      "gather timeline (last decode step, FT_MOE_GATHER_CLOCK): {:.1f} us from the first copy to the last, PCIe busy "
+      "{:.1f} us ({:.1f}%); demand gathers {:.0f} ({:.0f} experts, {:.1f} us, {:.1f} GB/s while running, idle "
+      "before them {:.1f} us); speculative {:.0f} ({:.0f} experts, {:.1f} us, {:.1f} GB/s, idle before them {:.1f} "
+      "us)\n",
+      total / 1e3, busy / 1e3, total > 0 ? 100.0 * busy / total : 0.0, cnt[0], n[0], span[0] / 1e3, gbs(0),
+      gap[0] / 1e3, cnt[1], n[1], span[1] / 1e3, gbs(1), gap[1] / 1e3);
 }
 
 SlotCache::~SlotCache() {
@@ -177,11 +230,15 @@ ExpertView SlotCache::view(int64_t layer, int64_t first, int64_t n) const {
   return v;
 }
 
-void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s) const { gather(layer, max_miss, s, miss_); }
+void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s) const {
+  gather(layer, max_miss, s, miss_, kClockDemand);
+}
 
-void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s, const cuda::CacheMisses& miss) const {
+void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s, const cuda::CacheMisses& miss,
+                       int clock) const {
   const HostLayerBank& B = hb_.layers[layer];
   cuda::GatherPlan all;
+  if (clock_on() && clock >= 0) all.clock = clock_.as<unsigned long long>() + (layer * 2 + clock) * 4;
   for (int k = 0; k < kKinds; ++k) {
     const HostExpertTensor& t = kind_of(B, k);
     if (!t) continue;
@@ -197,6 +254,7 @@ void SlotCache::gather(int64_t layer, int64_t max_miss, cudaStream_t s, const cu
     cuda::GatherPlan one;
     one.kind[0] = all.kind[k];
     one.n_kind = 1;
+    one.clock = all.clock;
     cuda::moe_cache_gather(one, miss, max_miss, s);
   }
 }
@@ -295,17 +353,27 @@ void SlotCache::reset_stats() {
 
 MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::shared_ptr<const HostBanks> hb,
                        int64_t n_slot, int64_t max_routes)
-    : m_(m), w_(w), hb_(std::move(hb)), cache_(m, w, *hb_, n_slot, max_routes), max_routes_(max_routes) {
+    : m_(m),
+      w_(w),
+      hb_(std::move(hb)),
+      cache_(m, w, *hb_, n_slot, max_routes),
+      // Speculative fetches by default (2 a layer): on the H200's Qwen3-30B-A3B-shaped file
+      // (benches/h200.md, session 7) the next layer's router on this layer's FFN input picks 83%
+      // of its real routes, and 2 guessed experts a layer took offload at half the experts cached
+      // from 67.1 to 78.8 tok/s (1 guess: 76.1; 3 and 4: 72.2 and 71.3 in the final call).
+      spec_(m, w, max_routes, MoeSpec::k_from_env(2)),
+      max_routes_(max_routes) {
   const char* ov = std::getenv("FT_MOE_OFFLOAD_OVERLAP");
   overlap_ = ov && ov[0] == '1';
   const char* pg = std::getenv("FT_MOE_PREGATE");
   pregate_ = pg && pg[0] == '1';
-  // Speculative fetches by default (2 a layer): on the H200's Qwen3-30B-A3B-shaped file
-  // (benches/h200.md, session 7) the next layer's router on this layer's FFN input picks 83%
-  // of its real routes, and 2 guessed experts a layer took offload at half the experts cached
-  // from 67.1 to 78.8 tok/s (1 guess: 76.1); FT_MOE_SPEC=K sets K, 0 turns them off.
-  spec_ = 2;
-  if (const char* sp = std::getenv("FT_MOE_SPEC")) spec_ = std::max(0, std::atoi(sp));
+  if (pregate_) {
+    std::string why;
+    if (!MoeSpec::plain_routers(m_, w_, &why)) {
+      log::warn("FT_MOE_PREGATE: off ({}: {})", m_.hp.arch, why);
+      pregate_ = false;
+    }
+  }
   int64_t n_embd = 0;
   for (const HostLayerBank& B : hb_->layers) n_embd = std::max(n_embd, B.n_embd);
   auto alloc = [&](cuda::DeviceBuffer& b, size_t bytes) {
@@ -313,50 +381,15 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
     FT_CUDA_CHECK(cudaMemset(b.get(), 0, bytes));
     extra_bytes_ += bytes;
   };
-  if (pregate_ || spec_ > 0) {
-    // The plain router (one fp32-logit GEMV + top-k in one launch) over the FFN norm: the
-    // qwen3moe layer. Other layouts keep their routers to themselves.
-    const int64_t L = static_cast<int64_t>(w_.layers.size());
-    next_moe_.assign(static_cast<size_t>(L), -1);
-    bool ok = m_.hp.arch == "qwen3moe";
-    int64_t next = -1;
-    for (int64_t l = L - 1; l >= 0; --l) {
-      next_moe_[static_cast<size_t>(l)] = next;
-      const DevLayer& D = w_.layers[static_cast<size_t>(l)];
-      if (!D.moe) continue;
-      next = l;
-      const DevMatrix& r0 = D.router.parts.empty() ? DevMatrix{} : D.router.parts[0];
-      ok = ok && D.router.parts.size() == 1 && D.router.row_scale == nullptr && r0.scale == 1.0f &&
-           cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, cuda::kGemvMaxTokens);
-    }
-    if (!ok) {
-      if (pregate_ || std::getenv("FT_MOE_SPEC"))
-        log::warn("FT_MOE_PREGATE / FT_MOE_SPEC: off ({} layers or their routers are not the plain qwen3moe kind)",
-                  m_.hp.arch);
-      pregate_ = false;
-      spec_ = 0;
-    }
-  }
+  extra_bytes_ += spec_.device_bytes();
   // The speculative copies run on the overlap's gather stream (moe_offload.h).
-  if (spec_ > 0) overlap_ = true;
+  if (spec_.k() > 0) overlap_ = true;
   if (overlap_ || pregate_) alloc(split_, static_cast<size_t>(3 * max_routes) * sizeof(int32_t));
   if (overlap_) {
     alloc(y_miss_, static_cast<size_t>(max_routes * n_embd) * sizeof(float));
     FT_CUDA_CHECK(cudaStreamCreateWithFlags(&gather_s_, cudaStreamNonBlocking));
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&gathered_, cudaEventDisableTiming));
-  }
-  if (spec_ > 0) {
-    alloc(spec_pred_, static_cast<size_t>(max_routes) * sizeof(int32_t));
-    alloc(spec_logits_, static_cast<size_t>(cuda::kGemvMaxTokens * m_.hp.n_expert) * sizeof(float));
-    alloc(spec_wts_, static_cast<size_t>(max_routes) * sizeof(float));
-    alloc(spec_ticket_, sizeof(unsigned));
-    alloc(spec_miss_, static_cast<size_t>(1 + 2 * max_routes) * sizeof(int32_t));
-    alloc(spec_count_, sizeof(unsigned long long));
-    int32_t* p = spec_miss_.as<int32_t>();
-    spec_m_ = {p, p + 1, p + 1 + max_routes};
-    FT_CUDA_CHECK(cudaEventCreateWithFlags(&spec_begin_, cudaEventDisableTiming));
-    FT_CUDA_CHECK(cudaEventCreateWithFlags(&spec_done_, cudaEventDisableTiming));
   }
   if (pregate_) {
     const int64_t L = static_cast<int64_t>(w_.layers.size());
@@ -370,8 +403,6 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
 }
 
 MoeOffload::~MoeOffload() {
-  if (spec_begin_) cudaEventDestroy(spec_begin_);
-  if (spec_done_) cudaEventDestroy(spec_done_);
   if (fork_) cudaEventDestroy(fork_);
   if (gathered_) cudaEventDestroy(gathered_);
   if (gather_s_) cudaStreamDestroy(gather_s_);
@@ -384,29 +415,14 @@ void MoeOffload::decode(const MoeStep& st, cudaStream_t s) {
     int32_t* p = split_.as<int32_t>();
     split = {p, p + max_routes_, p + 2 * max_routes_, cache_.dummy_slot()};
   }
-  if (spec_pending_) {  // the speculative copy issued at the previous MoE layer must be in
-    FT_CUDA_CHECK(cudaStreamWaitEvent(s, spec_done_, 0));
-    spec_pending_ = false;
-  }
-  const int64_t next_spec = spec_ > 0 ? next_moe_[static_cast<size_t>(st.layer)] : -1;
-  if (next_spec >= 0) {
-    // The next layer's routes guessed from this layer's FFN input, on the gather stream beside
-    // the ensure (st.h stays unchanged until the join after this layer's gather).
-    FT_CUDA_CHECK(cudaEventRecord(spec_begin_, s));
-    FT_CUDA_CHECK(cudaStreamWaitEvent(gather_s_, spec_begin_, 0));
-    const DevMatrix& r0 = w_.layers[static_cast<size_t>(next_spec)].router.parts[0];
-    cuda::moe_router_route(st.h, m_.hp.n_embd, st.n_tok, r0.type, r0.w, r0.row_bytes, r0.k, m_.hp.n_expert,
-                           spec_logits_.as<float>(), m_.hp.n_expert, st.n_used, spec_pred_.as<int32_t>(),
-                           spec_wts_.as<float>(), spec_ticket_.as<unsigned>(), gather_s_);
-  }
+  if (st.layer == spec_.first_moe()) cache_.clock_reset(s);
+  spec_.wait_booked(s);  // the guesses made for this layer hold their slots (moe_spec.h)
   cuda::moe_cache_ensure(cache_.state(), st.layer, st.ids, n, cache_.slot_ids(), cache_.misses(), cache_.counters(),
                          s, split);
-  const int64_t next = pregate_ ? next_moe_[static_cast<size_t>(st.layer)] : -1;
+  const int64_t next = pregate_ ? spec_.next_moe(st.layer) : -1;
   if (pregate_) {
     // This layer's routes against what the layer before predicted (none for the first).
-    bool first = true;
-    for (int64_t l = 0; l < st.layer; ++l) first = first && !w_.layers[static_cast<size_t>(l)].moe;
-    if (!first) {
+    if (st.layer != spec_.first_moe()) {
       const int32_t* p = pred_.as<int32_t>() + st.layer * 2 * max_routes_;
       cuda::moe_route_overlap(st.ids, p, p + max_routes_, split.miss_mark, n, st.n_used,
                               pcount_.as<unsigned long long>(), s);
@@ -414,7 +430,7 @@ void MoeOffload::decode(const MoeStep& st, cudaStream_t s) {
     if (next >= 0) pregate_predict(st, next, /*after=*/false, s);
   }
   if (overlap_) {
-    decode_overlap(st, next_spec, s);
+    decode_overlap(st, s);
   } else {
     cache_.gather(st.layer, n, s);
     moe_experts_decode(cache_.view(st.layer, 0, cache_.n_slot()), cache_.slot_ids(), st, s);
@@ -422,8 +438,9 @@ void MoeOffload::decode(const MoeStep& st, cudaStream_t s) {
   if (next >= 0) pregate_predict(st, next, /*after=*/true, s);
 }
 
-// The hit routes' GEMVs on s while the gather runs on gather_s_ (moe_offload.h).
-void MoeOffload::decode_overlap(const MoeStep& st, int64_t next_spec, cudaStream_t s) {
+// The hit routes' GEMVs on s while the gather runs on gather_s_ (moe_offload.h); the
+// guessed experts of the next layer follow this layer's misses on gather_s_ (moe_spec.h).
+void MoeOffload::decode_overlap(const MoeStep& st, cudaStream_t s) {
   const int64_t n = st.n_slots();
   const int32_t* hit_ids = split_.as<int32_t>();
   const int32_t* miss_ids = hit_ids + max_routes_;
@@ -432,14 +449,11 @@ void MoeOffload::decode_overlap(const MoeStep& st, int64_t next_spec, cudaStream
   FT_CUDA_CHECK(cudaStreamWaitEvent(gather_s_, fork_, 0));
   cache_.gather(st.layer, n, gather_s_);
   FT_CUDA_CHECK(cudaEventRecord(gathered_, gather_s_));
-  if (next_spec >= 0) {
-    // PCIe is free now: up to spec_ guessed experts of the next layer while this one computes.
-    cuda::moe_cache_prefetch(cache_.state(), next_spec, spec_pred_.as<int32_t>(), n, spec_, spec_m_,
-                             spec_count_.as<unsigned long long>(), gather_s_);
-    cache_.gather(next_spec, spec_, gather_s_, spec_m_);
-    FT_CUDA_CHECK(cudaEventRecord(spec_done_, gather_s_));
-    spec_pending_ = true;
+  if (!spec_.from_output()) {
+    spec_.guess(st, s);
+    spec_.fetch(cache_, st, gather_s_);
   }
+  spec_.wait_copies(s);  // this layer's hits include the experts guessed for it
   // The dummy slot is a position of the view (n_slot + 1 of them).
   const ExpertView v = cache_.view(st.layer, 0, cache_.n_slot() + 1);
   float* y_hit = st.b->ysort.as<float>();  // the prefill's [slots][n_embd] scratch, idle in decode
@@ -452,6 +466,10 @@ void MoeOffload::decode_overlap(const MoeStep& st, int64_t next_spec, cudaStream
   const int64_t n_embd = hb_->layers[static_cast<size_t>(st.layer)].n_embd;
   cuda::moe_combine_split(y_hit, y_miss_.as<float>(), miss_mark, st.wts, st.n_tok, st.n_used, n_embd, st.x, n_embd,
                           st.num->round, s);
+  if (spec_.from_output()) {
+    spec_.guess(st, s);
+    spec_.fetch(cache_, st, gather_s_);
+  }
 }
 
 // The next MoE layer's routes predicted from this layer's FFN input (st.h) or, after the
@@ -477,14 +495,15 @@ MoeStats MoeOffload::stats() const {
     const std::vector<unsigned long long> c = cuda::to_host<unsigned long long>(pcount_, 6);
     for (int i = 0; i < 6; ++i) r.pregate[i] = c[static_cast<size_t>(i)];
   }
-  if (spec_ > 0) r.spec_fetched = cuda::to_host<unsigned long long>(spec_count_, 1)[0];
+  r.spec_fetched = spec_.fetched();
+  if (cache_.clock_on()) log::info("{}", cache_.timeline());
   return r;
 }
 
 void MoeOffload::reset_stats() {
   cache_.reset_stats();
   if (pregate_) FT_CUDA_CHECK(cudaMemset(pcount_.get(), 0, pcount_.bytes()));
-  if (spec_ > 0) FT_CUDA_CHECK(cudaMemset(spec_count_.get(), 0, spec_count_.bytes()));
+  spec_.reset_stats();
 }
 
 std::string MoeOffload::describe() const {
@@ -494,8 +513,7 @@ std::string MoeOffload::describe() const {
                      cache_.n_slot(), sb / kMiB, static_cast<double>(cache_.n_slot() * sb) / kMiB,
                      cache_.n_prefill_buffers(), cache_.per_bank() ? "per-bank" : "fused gather",
                      overlap_ ? ", hits computed during the gather" : "",
-                     spec_ > 0 ? fmt::format(", up to {} speculative fetches a layer", spec_)
-                               : std::string(pregate_ ? ", pre-gating measured" : ""),
+                     spec_.k() > 0 ? ", " + spec_.describe() : std::string(pregate_ ? ", pre-gating measured" : ""),
                      static_cast<double>(hb_->bytes()) / kMiB);
 }
 

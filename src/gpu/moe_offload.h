@@ -26,14 +26,15 @@
 // misses), printed by `ft generate --stats`. H200, Qwen3-30B-A3B-shaped random file: (a) 83.2%,
 // (b) 97.6% of the routes (chance: 8/128 = 6%); the tiny test models 57-60% / 90-93%.
 //
-// Speculative fetches (qwen3moe; default K = 2, FT_MOE_SPEC=K, 0 off; implies the overlap,
-// whose gather stream carries them): PCIe idles while a layer computes, so at
-// layer l the next MoE layer's router also runs on l's FFN input (on the gather stream, beside
-// l's ensure), and after l's own misses are in, up to K of its predicted experts that are not
-// resident are fetched into LRU slots (cuda::moe_cache_prefetch: inside the step, so nothing
-// layer l uses is evicted) while l computes; the next layer's ensure waits for that copy. A
-// right guess turns a miss into a hit; a wrong one costs PCIe time that was idle (and an LRU
-// slot), or delays the next layer when the copy outlasts this layer's compute.
+// Speculative fetches (gpu/moe_spec.h; default K = 2, FT_MOE_SPEC=K, 0 off; plain routers
+// only; implies the overlap, whose gather stream carries them): the next MoE layer's router
+// guesses its experts from this layer's hidden state, and up to K absent ones are copied into
+// LRU slots right behind this layer's misses while it computes. The next layer's ensure waits
+// only for that bookkeeping, its hit GEMVs for the bytes, so its own misses queue on the
+// gather stream behind the guesses without PCIe idling through the ensure.
+//
+// FT_MOE_GATHER_CLOCK=1 (a diagnostic): every decode gather stamps its start and end
+// (%globaltimer), and `ft generate --stats` logs the last step's PCIe busy and idle time.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -47,6 +48,7 @@
 #include "cuda/moe_cache.h"
 #include "gpu/host_bank.h"
 #include "gpu/moe_backend.h"
+#include "gpu/moe_spec.h"
 
 namespace ft::gpu {
 
@@ -89,8 +91,17 @@ class SlotCache {
 
   MoeStats stats() const;
   void reset_stats();
-  // The same from another staging list (the speculative fetches').
-  void gather(int64_t layer, int64_t max_miss, cudaStream_t s, const cuda::CacheMisses& m) const;
+  // The same from another staging list (the speculative fetches'). clock: the timeline
+  // record the launch stamps (kClockDemand / kClockSpec, for the layer it copies; -1 none).
+  void gather(int64_t layer, int64_t max_miss, cudaStream_t s, const cuda::CacheMisses& m, int clock = -1) const;
+  // The gather timeline (FT_MOE_GATHER_CLOCK=1, a diagnostic): each decode gather stamps its
+  // layer's record with its first CTA's start and last CTA's end (cuda::GatherPlan::clock);
+  // clock_reset (stream work, at the step's first MoE layer) clears them, timeline() reads
+  // the last step's records back and sums where PCIe was busy and where it idled.
+  static constexpr int kClockDemand = 0, kClockSpec = 1;
+  bool clock_on() const { return clock_.get() != nullptr; }
+  void clock_reset(cudaStream_t s) const;
+  std::string timeline() const;
   // Occupancy and decode counters since load (MoeBackend::cache_gauges' contract).
   MoeCacheGauges gauges() const;
   size_t device_bytes() const { return device_bytes_; }
@@ -110,6 +121,7 @@ class SlotCache {
   int64_t stride_[kKinds] = {0, 0, 0, 0};
   cuda::DeviceBuffer slot_of_, expert_of_slot_, last_use_, step_, recency_;
   cuda::DeviceBuffer n_miss_, miss_slot_, miss_expert_, slot_ids_, counters_;
+  cuda::DeviceBuffer clock_;  // [n_layer][2][4] uint64 (FT_MOE_GATHER_CLOCK)
   cuda::CacheState st_;
   cuda::CacheMisses miss_;
   size_t device_bytes_ = 0;
@@ -143,27 +155,21 @@ class MoeOffload : public MoeBackend {
   void reset_stats() override;
 
  private:
-  void decode_overlap(const MoeStep& st, int64_t next_spec, cudaStream_t s);
+  void decode_overlap(const MoeStep& st, cudaStream_t s);
   void pregate_predict(const MoeStep& st, int64_t next, bool after, cudaStream_t s);
 
   const model::Model& m_;
   const DeviceWeights& w_;
   std::shared_ptr<const HostBanks> hb_;
   SlotCache cache_;
+  MoeSpec spec_;  // speculative fetches (gpu/moe_spec.h); k() == 0: off
   bool overlap_ = false, pregate_ = false;
-  int spec_ = 0;              // FT_MOE_SPEC: speculative fetches per layer and step
-  bool spec_pending_ = false;  // a speculative copy was issued at the previous MoE layer
-  cudaEvent_t spec_begin_ = nullptr, spec_done_ = nullptr;
-  cuda::DeviceBuffer spec_pred_, spec_logits_, spec_wts_, spec_ticket_, spec_miss_, spec_count_;
-  cuda::CacheMisses spec_m_;
   cuda::DeviceBuffer split_;   // [3][max_routes] int32: hit ids, miss ids, miss marks
   cuda::DeviceBuffer y_miss_;  // [max_routes][n_embd] fp32: the misses' per-route rows
   cudaStream_t gather_s_ = nullptr;
   cudaEvent_t fork_ = nullptr, gathered_ = nullptr;
   int64_t max_routes_ = 0;
-  // Pre-gating: next MoE layer of each layer (-1: none), predictions [L][2][max_routes],
-  // router scratch, counters [6].
-  std::vector<int64_t> next_moe_;
+  // Pre-gating: predictions [L][2][max_routes], router scratch, counters [6].
   cuda::DeviceBuffer pred_, logits_, pwts_, ticket_, hnorm_, pcount_;
   size_t extra_bytes_ = 0;
 };

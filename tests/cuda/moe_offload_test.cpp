@@ -7,7 +7,9 @@
 //     MXFP4, BF16): offload with a quarter (and a half) of the experts cached gives bit-identical
 //     logits and the same greedy tokens as fused over a prompt (prefill), a 6-token decode
 //     batch, 256 greedy steps and a second prefill -- graphs on and off, fused and per-bank
-//     gather -- while really missing (fetched experts counted).
+//     gather, speculative fetches (from the FFN input or the output, early or late) --
+//     while really missing (fetched experts counted);
+//   * hybrid with and without speculative fetches: the same logits as fused, bit for bit.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -20,6 +22,7 @@
 #include <set>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -27,6 +30,7 @@
 #include "cuda/device.h"
 #include "cuda/moe_cache.h"
 #include "engine/sampler.h"
+#include "gpu/moe_cpu_backend.h"
 #include "gpu/moe_offload.h"
 #include "gpu/session.h"
 #include "model/model.h"
@@ -505,7 +509,11 @@ TEST(MoeCache, GatherSharesTheGridAmongFewMisses) {
     pool.emplace_back(static_cast<size_t>(S * sizes[k]));
     plan.kind[plan.n_kind++] = {static_cast<const uint8_t*>(dev), pool.back().as<uint8_t>(), sizes[k], 0};
   }
-  for (const int n_miss : {1, 2, 5}) {
+  // Both loops: kind after kind, and all kinds of a miss in one index space (FT_MOE_GATHER_FLAT).
+  const bool flat_was = ft::cuda::moe_cache_gather_flat();
+  for (const auto& [flat, n_miss] : {std::pair{false, 1}, std::pair{false, 2}, std::pair{false, 5},
+                                     std::pair{true, 1}, std::pair{true, 2}, std::pair{true, 5}}) {
+    ft::cuda::moe_cache_set_gather_flat(flat);
     for (auto& b : pool) ASSERT_EQ(cudaMemset(b.get(), 0, b.bytes()), cudaSuccess);
     Staging st(8);
     st.n = n_miss;
@@ -525,11 +533,12 @@ TEST(MoeCache, GatherSharesTheGridAmongFewMisses) {
         for (int64_t b = 0; b < sizes[k]; ++b) {
           const uint8_t want = e >= 0 ? host[k][e * sizes[k] + b] : 0;
           ASSERT_EQ(got[static_cast<size_t>(s * sizes[k] + b)], want)
-              << n_miss << " misses, kind " << k << " slot " << s << " byte " << b;
+              << n_miss << " misses, kind " << k << " slot " << s << " byte " << b << (flat ? " flat" : "");
         }
       }
     }
   }
+  ft::cuda::moe_cache_set_gather_flat(flat_was);
   for (uint8_t* p : host) cudaFreeHost(p);
 }
 
@@ -613,12 +622,18 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       bool overlap = false;  // FT_MOE_OFFLOAD_OVERLAP=1: hits during the gather
       bool pregate = false;  // FT_MOE_PREGATE=1: the measurement must not change a bit
       int spec = 0;  // FT_MOE_SPEC (-1: unset, the default 2): speculation changes the cache, not a bit
+      const char* spec_from = nullptr;  // FT_MOE_SPEC_FROM (out: guesses from the layer's output)
+      bool late = false;                // FT_MOE_SPEC_EARLY=0: the ensure waits for the guessed copies
+      bool clock = false;               // FT_MOE_GATHER_CLOCK=1: the timeline must not change a bit
     };
     for (const Variant v : {Variant{0.25, true, false}, Variant{0.25, false, false}, Variant{0.25, true, true},
                             Variant{0.5, true, false}, Variant{0.25, true, false, true},
                             Variant{0.25, false, false, true}, Variant{0.5, true, true, true, true},
                             Variant{0.25, true, false, true, false, 2}, Variant{0.25, false, false, true, true, 1},
-                            Variant{0.5, true, false, false, false, -1}}) {
+                            Variant{0.5, true, false, false, false, -1},
+                            Variant{0.25, true, false, false, false, 2, "out", false, true},
+                            Variant{0.25, true, true, false, false, 3, nullptr, true},
+                            Variant{0.25, false, false, false, false, 2, "out", true, true}}) {
       if (v.per_bank)
         setenv("FT_MOE_COPY", "per_bank", 1);
       else
@@ -626,6 +641,9 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       if (v.overlap) setenv("FT_MOE_OFFLOAD_OVERLAP", "1", 1);
       if (v.pregate) setenv("FT_MOE_PREGATE", "1", 1);
       if (v.spec >= 0) setenv("FT_MOE_SPEC", std::to_string(v.spec).c_str(), 1);
+      if (v.spec_from) setenv("FT_MOE_SPEC_FROM", v.spec_from, 1);
+      if (v.late) setenv("FT_MOE_SPEC_EARLY", "0", 1);
+      if (v.clock) setenv("FT_MOE_GATHER_CLOCK", "1", 1);
       ft::gpu::GpuSessionOptions o = go;
       o.moe.name = "offload";
       o.moe.cache_rate = v.rate;
@@ -635,10 +653,15 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       unsetenv("FT_MOE_OFFLOAD_OVERLAP");
       unsetenv("FT_MOE_PREGATE");
       unsetenv("FT_MOE_SPEC");
+      unsetenv("FT_MOE_SPEC_FROM");
+      unsetenv("FT_MOE_SPEC_EARLY");
+      unsetenv("FT_MOE_GATHER_CLOCK");
       const std::string where = c.name + " " + dtype + " rate " + std::to_string(v.rate) +
                                 (v.graphs ? " graphs" : " no graphs") + (v.per_bank ? " per-bank" : "") +
                                 (v.overlap ? " overlap" : "") + (v.pregate ? " pregate" : "") +
-                                (v.spec != 0 ? " spec " + std::to_string(v.spec) : "");
+                                (v.spec != 0 ? " spec " + std::to_string(v.spec) : "") +
+                                (v.spec_from ? std::string(" from ") + v.spec_from : "") +
+                                (v.late ? " late" : "") + (v.clock ? " clock" : "");
       if (v.spec != 0) {
         EXPECT_GT(got.stats.spec_fetched, 0u) << where;  // the default (-1) speculates too
       } else {
@@ -691,6 +714,84 @@ INSTANTIATE_TEST_SUITE_P(Tiny, OffloadVsFused,
                                            ModelCase{"qwen3moe_q8_0", GgmlType::Q8_0},
                                            ModelCase{"qwen3moe_mxfp4", GgmlType::MXFP4},
                                            ModelCase{"qwen3moe_bf16", GgmlType::BF16}),
+                         [](const auto& i) { return i.param.name; });
+
+// hybrid with speculative fetches (gpu/moe_spec.h): the guesses only decide which experts
+// are resident, i.e. which routes the GPU and which the CPU computes; with the CPU in exact
+// mode and the ranks summed in order every logit stays fused's, bit for bit. Also without
+// speculation, from the layer's output, with the ensure waiting for the copies.
+class HybridVsFused : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(HybridVsFused, SpeculationKeepsLogits) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  ft::gpu::register_moe_cpu_backends();
+  const ModelCase& c = GetParam();
+  const fs::path dir = fs::temp_directory_path() / ("ft-moe-hybrid-spec-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / (c.name + ".gguf")).string();
+  ft::testgen::generate_model(moe_spec(c.experts), path);
+  auto m = ft::model::load_model(path);
+  const int64_t V = m->hp.n_vocab;
+  ft::gpu::GpuSessionOptions go;
+  go.n_ctx = 320;
+  go.moe.name = "fused";
+  const Trace ref = run(*m, go, V);
+  struct Variant {
+    int spec;  // FT_MOE_SPEC (-1: unset, the default 2)
+    int max_fetch;
+    bool graphs;
+    const char* from = nullptr;  // FT_MOE_SPEC_FROM
+    bool late = false;           // FT_MOE_SPEC_EARLY=0
+  };
+  uint64_t cpu_without = 0, cpu_with = 0;
+  for (const Variant v : {Variant{0, 1, true}, Variant{-1, 1, true}, Variant{2, 0, false}, Variant{3, 2, true, "out"},
+                          Variant{2, 1, true, nullptr, true}}) {
+    if (v.spec >= 0) setenv("FT_MOE_SPEC", std::to_string(v.spec).c_str(), 1);
+    if (v.from) setenv("FT_MOE_SPEC_FROM", v.from, 1);
+    if (v.late) setenv("FT_MOE_SPEC_EARLY", "0", 1);
+    ft::gpu::GpuSessionOptions o = go;
+    o.moe.name = "hybrid";
+    o.moe.cache_rate = 0.25;
+    o.moe.hybrid_max_fetch = v.max_fetch;
+    o.moe.threads = 2;
+    o.graphs = v.graphs;
+    const Trace got = run(*m, o, V);
+    unsetenv("FT_MOE_SPEC");
+    unsetenv("FT_MOE_SPEC_FROM");
+    unsetenv("FT_MOE_SPEC_EARLY");
+    const std::string where = c.name + " spec " + std::to_string(v.spec) + " max-fetch " +
+                              std::to_string(v.max_fetch) + (v.graphs ? " graphs" : " no graphs") +
+                              (v.from ? std::string(" from ") + v.from : "") + (v.late ? " late" : "");
+    const ft::gpu::MoeLayerStats tot = got.stats.total();
+    if (v.spec != 0)
+      EXPECT_GT(got.stats.spec_fetched, 0u) << where;
+    else
+      EXPECT_EQ(got.stats.spec_fetched, 0u) << where;
+    EXPECT_EQ(tot.routes, 4u * 2u * 270u) << where;
+    EXPECT_GT(tot.misses_cpu, 0u) << where << ": a quarter of the experts cached, some routes go to the CPU";
+    if (v.max_fetch == 1 && !v.from && !v.late) (v.spec == 0 ? cpu_without : cpu_with) = tot.misses_cpu;
+    EXPECT_EQ(got.tokens, ref.tokens) << where;
+    ASSERT_EQ(got.logits.size(), ref.logits.size());
+    int first_diff = -1;
+    for (size_t i = 0; i < ref.logits.size() && first_diff < 0; ++i)
+      if (std::memcmp(got.logits[i].data(), ref.logits[i].data(), ref.logits[i].size() * 4) != 0)
+        first_diff = static_cast<int>(i);
+    EXPECT_EQ(first_diff, -1) << where << ": logits differ from eval " << first_diff;
+    std::printf("HYBRID %s: %d tokens identical, %llu of %llu routes on the CPU, %llu fetched, %llu guessed\n",
+                where.c_str(), static_cast<int>(got.tokens.size()), static_cast<unsigned long long>(tot.misses_cpu),
+                static_cast<unsigned long long>(tot.routes), static_cast<unsigned long long>(tot.misses_fetched),
+                static_cast<unsigned long long>(got.stats.spec_fetched));
+  }
+  // The guesses must move routes from the CPU to the GPU (the tiny models' routers on the
+  // layer before pick 57-60% of the routes).
+  EXPECT_LT(cpu_with, cpu_without) << c.name;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, HybridVsFused,
+                         ::testing::Values(ModelCase{"qwen3moe_nvfp4", GgmlType::NVFP4},
+                                           ModelCase{"qwen3moe_q8_0", GgmlType::Q8_0}),
                          [](const auto& i) { return i.param.name; });
 
 // Slot sizing: explicit sizes, rates, the clamp to one layer's experts and the error when
