@@ -3,9 +3,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -13,6 +17,7 @@
 #include "cuda/gemv.h"
 #include "engine/moe.h"
 #include "model/model.h"
+#include "moe_cpu/huge_pages.h"
 #include "quant/dequant.h"
 
 namespace ft::gpu {
@@ -49,7 +54,7 @@ size_t HostBanks::expert_bytes(const model::Model& m) {
   return total;
 }
 
-HostBanks::HostBanks(const model::Model& m, const Progress& progress) {
+HostBanks::HostBanks(const model::Model& m, const Progress& progress) : use_huge_(huge_pages_requested()) {
   layers.resize(m.layers.size());
   const uint64_t total = expert_bytes(m);
   uint64_t done = 0;
@@ -72,19 +77,12 @@ HostBanks::HostBanks(const model::Model& m, const Progress& progress) {
     }
     const int64_t scale_off = size;
     size += align_up(B.n_expert * 4 * static_cast<int64_t>(sizeof(float)));
-    void* block = nullptr;
-    const cudaError_t e = cudaHostAlloc(&block, static_cast<size_t>(size), cudaHostAllocMapped | cudaHostAllocPortable);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      fail("{}: cannot pin {:.1f} MiB of host memory for the experts of layer {} ({}); {:.1f} GiB pinned so far",
-           m.file->path(), static_cast<double>(size) / (1 << 20), il, cudaGetErrorString(e),
-           static_cast<double>(bytes_) / (1 << 30));
-    }
-    blocks_.push_back(block);
-    bytes_ += static_cast<size_t>(size);
-    auto* base = static_cast<uint8_t*>(block);
+    Block blk = alloc_block(static_cast<size_t>(size), m.file->path(), il);
+    auto* base = static_cast<uint8_t*>(blk.p);
     void* dev_base = nullptr;
-    FT_CUDA_CHECK(cudaHostGetDevicePointer(&dev_base, block, 0));
+    FT_CUDA_CHECK(cudaHostGetDevicePointer(&dev_base, blk.p, 0));
+    blocks_.push_back(blk);
+    bytes_ += static_cast<size_t>(size);
     auto* dbase = static_cast<const uint8_t*>(dev_base);
     for (int k = 0; k < 4; ++k) {
       if (!*src[k]) continue;
@@ -115,6 +113,7 @@ HostBanks::HostBanks(const model::Model& m, const Progress& progress) {
             });
           std::memcpy(d.host + b, t.data + b, static_cast<size_t>(std::min(part, n)));
           for (std::thread& th : pool) th.join();
+          m.file->drop_pages(t.data + b, static_cast<uint64_t>(n));  // the bank holds these bytes now
           done += static_cast<uint64_t>(n);
           if (progress) progress(done, total);
         }
@@ -136,10 +135,60 @@ HostBanks::HostBanks(const model::Model& m, const Progress& progress) {
     }
   }
   if (progress) progress(total, total);
+  size_t huge = 0, mapped = 0;
+  for (const Block& b : blocks_)
+    if (b.mapped > 0) huge += moe_cpu::anon_huge_bytes(b.p, b.mapped), mapped += b.mapped;
+  if (mapped > 0)
+    log::info("host banks: {:.0f} of {:.0f} MiB on 2 MiB pages (mapped, then cudaHostRegister'ed; {}){}",
+              static_cast<double>(huge) / (1 << 20), static_cast<double>(mapped) / (1 << 20), moe_cpu::thp_settings(),
+              huge < mapped / 2 ? ": THP did not back them, FT_MOE_HOST_PAGES=pinned is the same" : "");
+  else
+    log::info("host banks: cudaHostAlloc'd ({}; 4 KiB pages)", huge_fallback_.empty() ? "FT_MOE_HOST_PAGES=pinned" : huge_fallback_);
+}
+
+HostBanks::Block HostBanks::alloc_block(size_t size, const std::string& file, size_t layer) {
+  Block b;
+  if (use_huge_) {
+    b.p = moe_cpu::map_huge(size, &b.mapped);
+    // Fault the pages in now, in parallel (huge ones where THP takes the advice), so the
+    // registration below pins them as they are instead of faulting them one by one.
+    moe_cpu::touch_pages(b.p, size, static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 8u)));
+    const cudaError_t e = cudaHostRegister(b.p, b.mapped, cudaHostRegisterMapped | cudaHostRegisterPortable);
+    if (e == cudaSuccess) return b;
+    cudaGetLastError();
+    moe_cpu::unmap_huge(b.p, b.mapped);
+    huge_fallback_ = fmt::format("cudaHostRegister of {:.1f} MiB failed: {}", static_cast<double>(size) / (1 << 20),
+                                 cudaGetErrorString(e));
+    log::info("host banks: {}; layer {} on: cudaHostAlloc (4 KiB pages)", huge_fallback_, layer);
+    use_huge_ = false;
+    // Layers already registered stay so; the rest are cudaHostAlloc'd.
+  }
+  b = Block{};
+  const cudaError_t e = cudaHostAlloc(&b.p, size, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fail("{}: cannot pin {:.1f} MiB of host memory for the experts of layer {} ({}); {:.1f} GiB pinned so far", file,
+         static_cast<double>(size) / (1 << 20), layer, cudaGetErrorString(e), static_cast<double>(bytes_) / (1 << 30));
+  }
+  return b;
+}
+
+bool HostBanks::huge_pages_requested() {
+  const char* e = std::getenv("FT_MOE_HOST_PAGES");
+  if (e == nullptr || std::strcmp(e, "huge") == 0) return true;
+  if (std::strcmp(e, "pinned") == 0) return false;
+  fail("FT_MOE_HOST_PAGES={}: expected huge or pinned", e);
 }
 
 HostBanks::~HostBanks() {
-  for (void* b : blocks_) cudaFreeHost(b);
+  for (const Block& b : blocks_) {
+    if (b.mapped > 0) {
+      cudaHostUnregister(b.p);
+      moe_cpu::unmap_huge(b.p, b.mapped);
+    } else {
+      cudaFreeHost(b.p);
+    }
+  }
 }
 
 }  // namespace ft::gpu

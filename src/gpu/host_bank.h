@@ -2,7 +2,7 @@
 // (offload, cpu, hybrid): per layer, each expert tensor (gate, up or the merged gate_up, down)
 // in the file's 3-D layout [n_expert][rows][row bytes] and the [n_expert][4] fp32 scale bank
 // (gate, up, down, 1), all in page-locked memory that is also mapped into the device's
-// address space (cudaHostAllocMapped | Portable), so
+// address space (mapped | portable), so
 //   * GPU kernels read experts straight over PCIe (cuda/moe_cache.h's gather: no host-side
 //     memcpy, hence capturable), and async copies run at full pinned bandwidth;
 //   * the CPU expert executor reads the same bytes (the `host` pointers).
@@ -12,11 +12,19 @@
 // there is no second full copy of the file in RAM. Types without GPU kernels are stored as
 // F32 rows (as DeviceWeights uploads them), so a slot holds exactly what the fused backend's
 // arena holds.
+//
+// Pages: by default each layer's block is an anonymous 2 MiB-aligned mapping advised
+// MADV_HUGEPAGE (moe_cpu/huge_pages.h), faulted in by several threads, then
+// cudaHostRegister'ed (mapped, portable): on 4 KiB pages (cudaHostAlloc, which THP never
+// backs) the CPU executor's page walks over 15.5 GB of banks miss the caches.
+// FT_MOE_HOST_PAGES=pinned takes cudaHostAlloc; a failed registration falls back to it with a
+// log line. The pages THP actually gave are logged at load.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "format/ggml_type.h"
@@ -69,7 +77,17 @@ class HostBanks {
   static size_t expert_bytes(const model::Model& m);
 
  private:
-  std::vector<void*> blocks_;
+  struct Block {
+    void* p = nullptr;
+    size_t mapped = 0;  // > 0: map_huge'd and registered (unregister + unmap); 0: cudaHostAlloc'd
+  };
+  // FT_MOE_HOST_PAGES: huge (default) or pinned; throws ft::Error naming the variable otherwise.
+  static bool huge_pages_requested();
+  Block alloc_block(size_t size, const std::string& file, size_t layer);
+
+  bool use_huge_ = true;
+  std::string huge_fallback_;  // why registration failed, if it did
+  std::vector<Block> blocks_;
   size_t bytes_ = 0;
 };
 

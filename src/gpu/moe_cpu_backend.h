@@ -32,6 +32,7 @@
 #include "gpu/host_bank.h"
 #include "gpu/moe_backend.h"
 #include "moe_cpu/cpu_pool.h"
+#include "moe_cpu/cpu_topology.h"
 #include "moe_cpu/expert_exec.h"
 
 namespace ft::gpu {
@@ -95,6 +96,11 @@ class CpuExpertService {
   std::unique_ptr<std::atomic<uint64_t>[]> routes_;
   std::atomic<uint64_t> steps_{0};
   int64_t n_layer_ = 0, n_embd_ = 0, first_moe_ = -1;
+  // The thread that enqueues (drives the GPU) is pinned off the pool's cores at its first
+  // submit (FT_MOE_CPU_PIN_DRIVER=0: not), so it never shares a core with a pinned worker.
+  std::vector<int> driver_cpus_;
+  moe_cpu::ThreadPin driver_pin_;
+  bool driver_pin_tried_ = false;
   std::unique_ptr<CpuHandshake> hs_;  // last: its thread uses everything above
 };
 

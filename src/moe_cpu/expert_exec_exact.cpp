@@ -4,6 +4,8 @@
 // executor's own (engine::swiglu and the rank-order combine are already the GPU's
 // operations: ops::silu is engine::silu step for step, the combine has no FMA).
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/error.h"
 #include "engine/ffn.h"
@@ -132,8 +134,13 @@ void ExpertExecutor::exact_glu(const HostExperts& L, const ExpertNumerics& num, 
   // Pieces rather than routes: with one route per thread 8 of the pool's 15 threads worked
   // and each ran 768 expf (session 7: this phase 14 us in the bench, 27 in the backend).
   // GeGLU (gemma4) keeps whole routes: engine::geglu's table and its x <= -10 rule stay its own.
+  // FT_MOE_CPU_GLU=routes: one route per item (session 7's split), for A/B runs.
+  static const bool by_route = [] {
+    const char* e = std::getenv("FT_MOE_CPU_GLU");
+    return e != nullptr && std::strcmp(e, "routes") == 0;
+  }();
   const bool gelu = L.glu == engine::Glu::kGelu;
-  const int64_t piece = !gelu && n_ff % 64 == 0 ? 64 : n_ff;
+  const int64_t piece = !gelu && !by_route && n_ff % 64 == 0 ? 64 : n_ff;
   const int64_t per_route = n_ff / piece, n_items = n_routes * per_route;
   if (q8)
     for (int64_t g = 0; g < n_routes; ++g) gpu_act_aux_size(L.down.type, n_ff, aux_[g]);
