@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/model.h"
 
 namespace ft::engine {
@@ -35,13 +36,17 @@ const float* Session::eval(const int32_t* tokens, int64_t n, bool all_logits) {
     if (tokens[i] < 0 || tokens[i] >= V) fail("token id {} is out of range [0, {})", tokens[i], V);
   const size_t need = static_cast<size_t>((all_logits ? n : 1) * V);
   if (logits_.size() < need) logits_.resize(need);
+  int64_t n_pass = 0;
   for (int64_t i0 = 0; i0 < n; i0 += st_->n_ubatch) {
     const int64_t nb = std::min(st_->n_ubatch, n - i0);
     // Without all_logits only the last batch's last row is wanted.
     float* out = all_logits ? logits_.data() + i0 * V : (i0 + nb == n ? logits_.data() : nullptr);
     m_.forward(*st_, tokens + i0, nb, n_past_, out, all_logits);
     n_past_ += nb;
+    ++n_pass;
   }
+  // What --ubatch-size did to a prompt (tests/cli/kv_type_test.cpp reads it under FT_LOG_LEVEL=debug).
+  if (n > 1) log::debug("cpu eval: {} tokens, micro-batch {}, forward passes {}", n, st_->n_ubatch, n_pass);
   return logits_.data();
 }
 

@@ -24,9 +24,10 @@ std::string dir() {
   return d.string();
 }
 
-ft::test::RunResult ft_run(const std::string& args) {
+// env: assignments put before the command ("FT_LOG_LEVEL=debug ").
+ft::test::RunResult ft_run(const std::string& args, const std::string& env = "") {
   static int n = 0;
-  return ft::test::run_command(kFt + " " + args, dir() + "/run-" + std::to_string(n++));
+  return ft::test::run_command(env + kFt + " " + args, dir() + "/run-" + std::to_string(n++));
 }
 
 const std::string& model() {
@@ -71,16 +72,20 @@ TEST(CliKvType, AutoOnTheCpuIsTheDefault) {
   EXPECT_EQ(ta, tb);
 }
 
-// --ubatch-size (same runner options): a prompt split into micro-batches of 2 tokens gives the
-// tokens of one pass; a negative size is refused naming the option.
+// --ubatch-size (same runner options): a 7-token prompt takes 4 forward passes of up to 2 tokens
+// with --ubatch-size 2 and one pass by default (the CPU engine's debug line, engine/session.cpp),
+// and the micro-batches give the tokens of one pass; a negative size is refused naming the option.
 TEST(CliUbatch, MicroBatchesGiveTheTokensOfOnePass) {
   const std::string cmd = "generate --model " + model() +
                           " --device cpu --json --threads 1 --prompt-tokens 1,2,3,4,5,6,7 --max-tokens 4 "
                           "--temperature 0 --ignore-eos ";
-  const auto a = ft_run(cmd + "--ubatch-size 2");
-  const auto b = ft_run(cmd);
+  const auto a = ft_run(cmd + "--ubatch-size 2", "FT_LOG_LEVEL=debug ");
+  const auto b = ft_run(cmd, "FT_LOG_LEVEL=debug ");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(a.err.find("cpu eval: 7 tokens, micro-batch 2, forward passes 4"), std::string::npos) << a.err;
+  // One pass by default (the micro-batch there is min(512, the context: 256 on the tiny model)).
+  EXPECT_NE(b.err.find("cpu eval: 7 tokens, micro-batch 256, forward passes 1"), std::string::npos) << b.err;
   EXPECT_EQ(nlohmann::json::parse(a.out)["tokens"], nlohmann::json::parse(b.out)["tokens"]);
 }
 
