@@ -18,6 +18,8 @@ namespace ft::model {
 namespace {
 
 using engine::ActType;
+using test::max_diff;
+using test::spread;
 using testgen::Arch;
 using testgen::ModelSpec;
 using testgen::Role;
@@ -63,30 +65,7 @@ std::vector<float> run(const Model& m, bool batch, int64_t ubatch = 512, int thr
   o.act = act;
   o.n_ubatch = ubatch;
   engine::Session s(m, o);
-  const int64_t V = m.hp.n_vocab, n = static_cast<int64_t>(kPrompt.size());
-  std::vector<float> out(n * V);
-  if (batch) {
-    const float* l = s.eval(kPrompt.data(), n, true);
-    std::copy(l, l + n * V, out.begin());
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const float* l = s.eval(&kPrompt[i], 1);
-      std::copy(l, l + V, out.begin() + i * V);
-    }
-  }
-  return out;
-}
-
-float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  float m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-float spread(const std::vector<float>& a) {
-  float lo = a[0], hi = a[0];
-  for (float x : a) lo = std::min(lo, x), hi = std::max(hi, x);
-  return hi - lo;
+  return test::all_logits(s, kPrompt, batch);
 }
 
 class Gemma4Test : public ::testing::TestWithParam<std::string> {};

@@ -16,6 +16,8 @@ namespace ft::model {
 namespace {
 
 using engine::ActType;
+using test::all_logits;
+using test::max_diff;
 using testgen::Arch;
 using testgen::Role;
 
@@ -43,29 +45,6 @@ engine::SessionOptions opts(int64_t ubatch, int threads = 2) {
   o.n_threads = threads;
   o.n_ubatch = ubatch;
   return o;
-}
-
-// Logits after every token: the prompt as one eval (in micro-batches of `ubatch`), or
-// token by token.
-std::vector<float> all_logits(engine::Session& s, const std::vector<int32_t>& p, bool batch) {
-  const int64_t V = s.n_vocab(), n = static_cast<int64_t>(p.size());
-  std::vector<float> out(n * V);
-  if (batch) {
-    const float* l = s.eval(p.data(), n, true);
-    std::copy(l, l + n * V, out.begin());
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const float* l = s.eval(&p[i], 1);
-      std::copy(l, l + V, out.begin() + i * V);
-    }
-  }
-  return out;
-}
-
-float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
 }
 
 class Qwen35Test : public ::testing::TestWithParam<Arch> {};
