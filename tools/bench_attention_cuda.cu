@@ -36,6 +36,7 @@
 #include "cuda/buffer.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
+#include "graph_timer.cuh"
 
 using namespace ft;
 using namespace ft::cuda;
@@ -73,42 +74,13 @@ __global__ void read_stream(const uint4* p, size_t n, uint32_t* out) {
   if (acc == 0x9E3779B9u) out[0] = acc;
 }
 
-// Median of 7 replays of `graph`, in ms per replay.
-float time_graph(cudaGraphExec_t exec, cudaStream_t s) {
-  cudaEvent_t a, b;
-  FT_CUDA_CHECK(cudaEventCreate(&a));
-  FT_CUDA_CHECK(cudaEventCreate(&b));
-  FT_CUDA_CHECK(cudaGraphLaunch(exec, s));  // warm-up
-  std::vector<float> ms;
-  for (int r = 0; r < 7; ++r) {
-    FT_CUDA_CHECK(cudaEventRecord(a, s));
-    FT_CUDA_CHECK(cudaGraphLaunch(exec, s));
-    FT_CUDA_CHECK(cudaEventRecord(b, s));
-    FT_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    FT_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  FT_CUDA_CHECK(cudaEventDestroy(a));
-  FT_CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[3];
-}
-
 double read_bandwidth(cudaStream_t s) {
   const size_t bytes = size_t{2} << 30;
   DeviceBuffer buf(bytes), out(4);
   fill_cache<<<4096, 256, 0, s>>>(nullptr, buf.as<float>(), bytes / 4, 1, 0);
   FT_CUDA_CHECK_LAUNCH();
-  cudaGraph_t g;
-  cudaGraphExec_t e;
-  FT_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  read_stream<<<132 * 8, 512, 0, s>>>(buf.as<uint4>(), bytes / 16, out.as<uint32_t>());
-  FT_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-  FT_CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
-  const float ms = time_graph(e, s);
-  FT_CUDA_CHECK(cudaGraphExecDestroy(e));
-  FT_CUDA_CHECK(cudaGraphDestroy(g));
+  const float ms = tools::capture_median_ms(
+      s, [&] { read_stream<<<132 * 8, 512, 0, s>>>(buf.as<uint4>(), bytes / 16, out.as<uint32_t>()); });
   return static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
 }
 
@@ -127,15 +99,9 @@ struct Bench {
   // Captures `n_layers` launches, each on its own layer cache, and returns ms per launch.
   template <class F>
   float per_launch(int64_t n_layers, F&& launch_layer) {
-    cudaGraph_t g;
-    cudaGraphExec_t e;
-    FT_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int64_t l = 0; l < n_layers; ++l) launch_layer(l);
-    FT_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    FT_CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
-    const float ms = time_graph(e, s);
-    FT_CUDA_CHECK(cudaGraphExecDestroy(e));
-    FT_CUDA_CHECK(cudaGraphDestroy(g));
+    const float ms = tools::capture_median_ms(s, [&] {
+      for (int64_t l = 0; l < n_layers; ++l) launch_layer(l);
+    });
     return ms / static_cast<float>(n_layers);
   }
 

@@ -29,6 +29,7 @@
 #include "cuda/moe_route.h"
 #include "cuda/norm.h"
 #include "cuda/rope.h"
+#include "graph_timer.cuh"
 
 using namespace ft;
 using namespace ft::cuda;
@@ -56,35 +57,35 @@ DeviceBuffer random_floats(size_t n, uint32_t seed, float scale = 2.0f) {
 // Microseconds per launch: n launches of f(i) captured in one graph, median of 7 replays.
 template <class F>
 double us_per_launch(int n, cudaStream_t s, F&& f) {
-  cudaGraph_t g;
-  cudaGraphExec_t e;
-  FT_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < n; ++i) f(i);
-  FT_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-  FT_CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
-  cudaEvent_t a, b;
-  FT_CUDA_CHECK(cudaEventCreate(&a));
-  FT_CUDA_CHECK(cudaEventCreate(&b));
-  FT_CUDA_CHECK(cudaGraphLaunch(e, s));
-  std::vector<float> ms;
-  for (int r = 0; r < 7; ++r) {
-    FT_CUDA_CHECK(cudaEventRecord(a, s));
-    FT_CUDA_CHECK(cudaGraphLaunch(e, s));
-    FT_CUDA_CHECK(cudaEventRecord(b, s));
-    FT_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    FT_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  FT_CUDA_CHECK(cudaEventDestroy(a));
-  FT_CUDA_CHECK(cudaEventDestroy(b));
-  FT_CUDA_CHECK(cudaGraphExecDestroy(e));
-  FT_CUDA_CHECK(cudaGraphDestroy(g));
-  std::sort(ms.begin(), ms.end());
-  return 1e3 * ms[3] / n;
+  const float ms = tools::capture_median_ms(s, [&] {
+    for (int i = 0; i < n; ++i) f(i);
+  });
+  return 1e3 * ms / n;
 }
 
 void report(const char* what, double us) { std::printf("%-58s %8.2f us\n", what, us); }
+
+// One query token's decode attention over a bf16 cache of n_ctx rows (the caches are the
+// caller's), as a decode step calls it: position from the device, bf16-rounded output.
+AttnArgs decode_args(int64_t nh, int64_t nkv, int64_t hd, int64_t n_ctx, const DeviceBuffer& q,
+                     const DeviceBuffer& pos, DeviceBuffer& out) {
+  AttnArgs a;
+  a.n_head = nh;
+  a.n_head_kv = nkv;
+  a.head_dim_k = a.head_dim_v = hd;
+  a.scale = 0.088f;
+  a.q = q.as<float>();
+  a.ldq = nh * hd;
+  a.n_tok = 1;
+  a.d_pos = pos.as<int32_t>();
+  a.n_ctx = n_ctx;
+  a.kv_type = KvType::kBF16;
+  a.out = out.as<float>();
+  a.ldo = nh * hd;
+  a.round = Round::kBF16;
+  a.ws_zeroed = true;
+  return a;
+}
 
 }  // namespace
 
@@ -193,23 +194,9 @@ int main(int argc, char** argv) {
       for (int32_t live : {8, 4096}) {
         const int32_t p = live - 1;
         pos.upload(&p, 4);
-        AttnArgs a;
-        a.n_head = nh;
-        a.n_head_kv = nkv;
-        a.head_dim_k = a.head_dim_v = hd;
-        a.scale = 0.088f;
-        a.q = q.as<float>();
-        a.ldq = k;
-        a.n_tok = 1;
-        a.d_pos = pos.as<int32_t>();
-        a.n_ctx = n_ctx;
-        a.kv_type = KvType::kBF16;
+        AttnArgs a = decode_args(nh, nkv, hd, n_ctx, q, pos, out);
         a.k_cache = kc.get();
         a.v_cache = vc.get();
-        a.out = out.as<float>();
-        a.ldo = k;
-        a.round = Round::kBF16;
-        a.ws_zeroed = true;
         const double plain = us_per_launch(reps, s, [&](int) { attention(a, ws.get(), s); });
         const double sep = us_per_launch(reps, s, [&](int) {
           attention(a, ws.get(), s);
@@ -240,21 +227,7 @@ int main(int argc, char** argv) {
         pos.upload(&p, 4);
         for (int pipe : {1, 2}) {
           attention_set_decode_override(0, 0, 0, 0, 0, pipe);
-          AttnArgs a;
-          a.n_head = nh;
-          a.n_head_kv = nkv;
-          a.head_dim_k = a.head_dim_v = hd;
-          a.scale = 0.088f;
-          a.q = q.as<float>();
-          a.ldq = k;
-          a.n_tok = 1;
-          a.d_pos = pos.as<int32_t>();
-          a.n_ctx = n_ctx;
-          a.kv_type = KvType::kBF16;
-          a.out = out.as<float>();
-          a.ldo = k;
-          a.round = Round::kBF16;
-          a.ws_zeroed = true;
+          AttnArgs a = decode_args(nh, nkv, hd, n_ctx, q, pos, out);
           const double us = us_per_launch(reps, s, [&](int i) {
             const uint8_t* base = cache.as<uint8_t>() + 2 * layer * static_cast<size_t>(i % layers);
             a.k_cache = base;
