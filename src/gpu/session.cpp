@@ -7,13 +7,13 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/proc_mem.h"
 #include "cuda/check.h"
 #include "cuda/deltanet.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
 #include "engine/sampler.h"
 #include "gpu/moe_offload.h"
-#include "gpu/state_gemma4.h"
 #include "model/model.h"
 
 namespace ft::gpu {
@@ -25,7 +25,8 @@ namespace {
 // against 1.3-3.7e-6 S2 for an fp32 FMA chain, where 2 parts reach 6.5-7.3e-6 S2 and bf16 x
 // 4.5-5.8e-3 S2); 3 parts cost 1.5x the tensor-core work of 2. H200, Gemma-4-26B-A4B-shaped
 // NVFP4, pp512 (benches/h200.md, session 6): x3 6,135, x2 6,604, f32 3,254 tok/s (bf16
-// operands, FT_GEMMA4_AUTO=cuda: 7,546); x2 has not been through the parity suite.
+// operands, FT_GEMMA4_AUTO=cuda: 7,546); x2 against x3 and the CPU engine: Gemma4Q8Prefill
+// (tests/cuda/gemma4_session_test.cpp).
 // FT_GEMMA4_Q8_PREFILL=f32 keeps the fp32 GEMM (cuBLAS SGEMM / the fp32 grouped kernel), =x2
 // the 2-part split: fallback and speed A/B.
 cuda::GemmPrec gemma4_exact_prec() {
@@ -47,7 +48,7 @@ std::optional<cuda::KvType> kv_type_option(const std::string& name) {
 
 }  // namespace
 
-GpuNumerics gpu_numerics(const std::string& dtype) {
+GpuNumerics gpu_numerics(const std::string& dtype, const std::string& arch) {
   GpuNumerics n;
   if (dtype == "float32") {
     n = {cuda::Round::kNone, cuda::KvType::kF32, cuda::GemmPrec::kF32, false};
@@ -60,6 +61,20 @@ GpuNumerics gpu_numerics(const std::string& dtype) {
   } else {
     fail("--dtype '{}' is not one of auto, float32, bfloat16, float16", dtype);
   }
+  // gemma4 in auto: llama.cpp's CPU numerics (the parity oracle's, and the CPU engine's auto):
+  // an fp32 KV cache and Q8 inputs to the prefill GEMMs of Q8_0-dot weights (state.h). The tiny
+  // gemma4 models amplify rounding: the CPU engine with its KV stored as f16 leaves llama.cpp
+  // at a top-2 margin of 0.47 on parity's moe-bf16; with bf16 operands in those prefill GEMMs
+  // its prompt logits move by 2.1 on gemma4_session_test's moe_nvfp4 (0 and 0 as is).
+  // FT_GEMMA4_AUTO=cuda keeps llama.cpp CUDA's numerics there (f16 KV, bf16 prefill operands,
+  // fp32 inputs to BF16 matmuls): the speed A/B of that choice.
+  const char* g4_auto = std::getenv("FT_GEMMA4_AUTO");
+  if (dtype == "auto" && arch == "gemma4" && !(g4_auto && std::strcmp(g4_auto, "cuda") == 0)) {
+    n.kv = cuda::KvType::kF32;
+    n.q8_prefill = true;
+    n.half_inputs = true;
+    n.exact_prec = gemma4_exact_prec();
+  }
   return n;
 }
 
@@ -70,7 +85,7 @@ bool gpu_supports(const model::Model& m) {
 }
 
 GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
-    : m_(m), dtype_(o.dtype), num_(gpu_numerics(o.dtype)), graphs_(o.graphs) {
+    : m_(m), dtype_(o.dtype), num_(gpu_numerics(o.dtype, m.arch->name)), graphs_(o.graphs) {
   if (!cuda::has_device()) fail("--device cuda: no CUDA device is available (driver and GPU needed)");
   if (!gpu_supports(m))
     fail("{}: the CUDA backend does not run architecture '{}' yet; use --device cpu", m.file->path(), m.arch->name);
@@ -90,6 +105,12 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
               static_cast<double>(host_banks_->bytes()) / (1024.0 * 1024.0), m.hp.n_layer);
   }
   w_ = std::make_unique<DeviceWeights>(m, o.progress, /*upload_experts=*/backend == "fused");
+  // What the process holds in host RAM once the weights are where they run (the file's pages
+  // are given back as they are copied): issue 4 wants it within 5% of the host banks plus the
+  // non-expert weights.
+  if (const ProcMem pm = read_proc_mem(); pm.ok)
+    log::info("host memory after load: {}; host banks {:.0f} MiB", ft::describe(pm),
+              host_banks_ ? static_cast<double>(host_banks_->bytes()) / (1024.0 * 1024.0) : 0.0);
   // FT_CUDA_UBATCH: prompt micro-batch size (a diagnostic: <= 8 runs prompts through the
   // decode GEMVs and their Q8 activations instead of the prefill GEMMs).
   // Experts in host banks: each prompt micro-batch streams all of them over PCIe again (15.5 GB
@@ -101,21 +122,7 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   int64_t n_ubatch = o.ubatch_auto && backend != "fused" ? std::max<int64_t>(o.n_ubatch, kHostBankUbatch) : o.n_ubatch;
   if (const char* e = std::getenv("FT_CUDA_UBATCH"); e && std::atoll(e) > 0) n_ubatch = std::atoll(e);
   if (n_ubatch != o.n_ubatch) log::info("prompt micro-batch: {} tokens (experts stream from host RAM once per micro-batch)", n_ubatch);
-  // gemma4 in auto: llama.cpp's CPU numerics (the parity oracle's, and the CPU engine's auto):
-  // an fp32 KV cache and Q8 inputs to the prefill GEMMs of Q8_0-dot weights (state.h). The tiny
-  // gemma4 models amplify rounding: the CPU engine with its KV stored as f16 leaves llama.cpp
-  // at a top-2 margin of 0.47 on parity's moe-bf16; with bf16 operands in those prefill GEMMs
-  // its prompt logits move by 2.1 on gemma4_session_test's moe_nvfp4 (0 and 0 as is).
-  // FT_GEMMA4_AUTO=cuda keeps llama.cpp CUDA's numerics there (f16 KV, bf16 prefill operands,
-  // fp32 inputs to BF16 matmuls): the speed A/B of that choice.
-  const char* g4_auto = std::getenv("FT_GEMMA4_AUTO");
-  if (dtype_ == "auto" && is_gemma4(m) && !(g4_auto && std::strcmp(g4_auto, "cuda") == 0)) {
-    num_.kv = cuda::KvType::kF32;
-    num_.q8_prefill = true;
-    num_.half_inputs = true;
-    num_.exact_prec = gemma4_exact_prec();
-  }
-  // --kv-type over the choice above: gemma4's auto keeps fp32 to round as llama.cpp's CPU build
+  // --kv-type over gpu_numerics' choice: gemma4's auto keeps fp32 to round as llama.cpp's CPU build
   // does; f16 halves the cache for users who prefer the memory (every KV kernel takes all three).
   if (kv_forced) {
     num_.kv = *kv_forced;

@@ -57,8 +57,9 @@ struct GpuMemoryReport {
 // qwen35, qwen35moe).
 bool gpu_supports(const model::Model& m);
 
-// Resolves --dtype for the GPU; throws on an unknown name.
-GpuNumerics gpu_numerics(const std::string& dtype);
+// Resolves --dtype for the GPU on an architecture (its GGUF name: gemma4's auto takes llama.cpp's
+// CPU numerics, FT_GEMMA4_AUTO / FT_GEMMA4_Q8_PREFILL); throws on an unknown name.
+GpuNumerics gpu_numerics(const std::string& dtype, const std::string& arch = "");
 
 class GpuSession : public engine::Runner {
  public:
