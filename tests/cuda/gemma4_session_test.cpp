@@ -11,20 +11,25 @@
 //     the same prompt logits within tolerance and the same greedy tokens as one batch;
 //   * graphs on and off bit-identical; eval_argmax == argmax(eval).
 // And the MoE backends: offload (a quarter of the experts cached), cpu, hybrid (max-fetch 0
-// and 2) give fused's 256 greedy tokens on the MoE models.
+// and 2) give fused's 256 greedy tokens on the MoE models. --kv-type on gemma4's auto
+// (Gemma4KvType*); gemma4's auto in gpu_numerics (Gemma4Numerics, host only) and
+// FT_GEMMA4_Q8_PREFILL=x2 against x3 and the CPU engine (Gemma4Q8Prefill).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "cuda/attention.h"
 #include "cuda/device.h"
+#include "cuda/gemv.h"
 #include "core/error.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -44,6 +49,7 @@ namespace {
 
 using ft::gpu_test::all;
 using ft::gpu_test::cpu_options;
+using ft::gpu_test::greedy_tokens;
 using ft::gpu_test::max_abs_diff;
 using ft::gpu_test::same_prefix;
 using ft::gpu_test::top2_margin;
@@ -240,23 +246,6 @@ INSTANTIATE_TEST_SUITE_P(Models, Gemma4GpuVsCpu, ::testing::ValuesIn(params()),
 
 // ---- MoE backends: the same greedy tokens as fused ----
 
-std::vector<int32_t> greedy(const ft::model::Model& m, const std::string& dtype, const ft::gpu::MoeBackendOptions& mo,
-                            const std::vector<int32_t>& prompt, int n, std::string* describe) {
-  ft::gpu::GpuSessionOptions go;
-  go.n_ctx = 320;
-  go.dtype = dtype;
-  go.moe = mo;
-  ft::gpu::GpuSession s(m, go);
-  if (describe) *describe = s.moe().describe();
-  std::vector<int32_t> out;
-  int32_t t = s.eval_argmax(prompt.data(), static_cast<int64_t>(prompt.size()));
-  for (int i = 0; i < n; ++i) {
-    out.push_back(t);
-    if (i + 1 < n) t = s.eval_argmax(&t, 1);
-  }
-  return out;
-}
-
 class Gemma4MoeBackends : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(Gemma4MoeBackends, SameGreedyTokensAsFused) {
@@ -280,12 +269,12 @@ TEST_P(Gemma4MoeBackends, SameGreedyTokensAsFused) {
   const int n = 256;
   ft::gpu::MoeBackendOptions fo;
   fo.name = "fused";
-  const auto ref = greedy(*m, dtype, fo, prompt, n, nullptr);
+  const auto ref = greedy_tokens(*m, dtype, fo, prompt, n);
   EXPECT_GE(std::set<int32_t>(ref.begin(), ref.end()).size(), 4u) << "the greedy run barely varies";
 
   for (const auto& [label, vo] : ft::gpu_test::moe_backend_variants()) {
     std::string desc;
-    const auto got = greedy(*m, dtype, vo, prompt, n, &desc);
+    const auto got = greedy_tokens(*m, dtype, vo, prompt, n, &desc);
     const int same = same_prefix(ref, got);
     std::printf("MOE-TOKENS gemma4 %s %s %s: %d/%d identical to fused [%s]\n", experts.c_str(), dtype.c_str(),
                 label.c_str(), same, n, desc.c_str());
@@ -413,4 +402,164 @@ TEST(Gemma4KvTypeOptions, F32IsAutoBf16RunsBadNamesAreRefused) {
   }
   fs::remove_all(dir);
 }
+
+// ---- gemma4's auto numerics (gpu_numerics) and FT_GEMMA4_Q8_PREFILL=x2 ----
+
+// Sets an environment variable for a scope (nullptr: unsets it) and puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+bool same_numerics(const ft::gpu::GpuNumerics& a, const ft::gpu::GpuNumerics& b) {
+  return a.round == b.round && a.kv == b.kv && a.prec == b.prec && a.q8 == b.q8 && a.q8_prefill == b.q8_prefill &&
+         a.half_inputs == b.half_inputs && a.exact_prec == b.exact_prec;
+}
+
+// Host only (runs without a device): gemma4's auto is decided in gpu_numerics with the other
+// dtype decisions: llama.cpp's CPU numerics (fp32 KV, Q8 prefill inputs at x3, bf16/f16 inputs
+// to half matmuls); FT_GEMMA4_AUTO=cuda gives every other architecture's auto;
+// FT_GEMMA4_Q8_PREFILL picks the exact GEMMs' precision and a bad value is refused naming it;
+// the explicit dtypes and the other architectures are not touched.
+TEST(Gemma4Numerics, AutoIsDecidedInGpuNumerics) {
+  using ft::cuda::GemmPrec;
+  const ScopedEnv no_auto("FT_GEMMA4_AUTO", nullptr);
+  const ScopedEnv no_prec("FT_GEMMA4_Q8_PREFILL", nullptr);
+  const auto g = ft::gpu::gpu_numerics("auto", "gemma4");
+  const auto l = ft::gpu::gpu_numerics("auto", "llama");
+  EXPECT_EQ(g.kv, ft::cuda::KvType::kF32);
+  EXPECT_TRUE(g.q8_prefill);
+  EXPECT_TRUE(g.half_inputs);
+  EXPECT_EQ(g.exact_prec, GemmPrec::kBF16x3);
+  EXPECT_EQ(g.prec, l.prec);
+  EXPECT_EQ(l.kv, ft::cuda::KvType::kF16);
+  EXPECT_FALSE(l.q8_prefill);
+  EXPECT_FALSE(l.half_inputs);
+  EXPECT_EQ(l.exact_prec, GemmPrec::kF32);
+  EXPECT_TRUE(same_numerics(l, ft::gpu::gpu_numerics("auto")));
+  for (const char* arch : {"qwen3", "qwen3moe", "qwen35", "qwen35moe"})
+    EXPECT_TRUE(same_numerics(l, ft::gpu::gpu_numerics("auto", arch))) << arch;
+  for (const char* d : {"float32", "bfloat16", "float16"})
+    EXPECT_TRUE(same_numerics(ft::gpu::gpu_numerics(d, "gemma4"), ft::gpu::gpu_numerics(d, "llama"))) << d;
+  {
+    const ScopedEnv e("FT_GEMMA4_AUTO", "cuda");
+    EXPECT_TRUE(same_numerics(ft::gpu::gpu_numerics("auto", "gemma4"), l)) << "FT_GEMMA4_AUTO=cuda";
+  }
+  for (const auto& [v, want] : {std::pair{"x3", GemmPrec::kBF16x3}, std::pair{"x2", GemmPrec::kBF16x2},
+                                std::pair{"f32", GemmPrec::kF32}}) {
+    const ScopedEnv e("FT_GEMMA4_Q8_PREFILL", v);
+    EXPECT_EQ(ft::gpu::gpu_numerics("auto", "gemma4").exact_prec, want) << v;
+    EXPECT_EQ(ft::gpu::gpu_numerics("auto", "llama").exact_prec, GemmPrec::kF32) << v;
+  }
+  const ScopedEnv bad("FT_GEMMA4_Q8_PREFILL", "x4");
+  try {
+    ft::gpu::gpu_numerics("auto", "gemma4");
+    ADD_FAILURE() << "FT_GEMMA4_Q8_PREFILL=x4 was accepted";
+  } catch (const ft::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FT_GEMMA4_Q8_PREFILL"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(ft::gpu::gpu_numerics("float32", "gemma4")) << "read for gemma4's auto only";
+}
+
+// FT_GEMMA4_Q8_PREFILL=x2 (the 2-part bf16 split of the Q8-input prefill GEMMs: 6,604 against
+// x3's 6,135 tok/s on the 26B-A4B shapes, gpu/session.cpp) against the default x3 and the CPU
+// engine in auto, on the cases whose weights take Q8_0 inputs (NVFP4 / MXFP4) under prompts
+// longer than a GEMV batch: prompt logits within tol("auto") of both; 24 decode steps
+// teacher-forced with x3's greedy tokens give x3's argmax but for near ties (near_tie("auto"),
+// as Gemma4GpuVsCpu holds auto); decode logits within tol("auto") on the dense models (MoE:
+// route flips, moe_flips). x2 must also differ from x3 somewhere: its 2 parts drop the low 8
+// bits of a Q8 input's 24 (an fp32 scale times an int8), so bit-identical logits would mean the
+// variable never reached the GEMMs.
+class Gemma4Q8Prefill : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Gemma4Q8Prefill, X2AgreesWithX3AndTheCpu) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const Case& c = GetParam();
+  const ScopedEnv no_auto("FT_GEMMA4_AUTO", nullptr);
+  const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-q8p-" + std::to_string(::getpid()));
+  auto m = load_case(c, dir);
+  const int64_t V = m->hp.n_vocab;
+  ft::gpu::GpuSessionOptions go;
+  go.n_ctx = 128;
+  go.dtype = "auto";
+  auto session_at = [&](const char* prec) {
+    const ScopedEnv e("FT_GEMMA4_Q8_PREFILL", prec);
+    return std::make_unique<ft::gpu::GpuSession>(*m, go);
+  };
+  const auto x3 = session_at("x3");
+  const auto x2 = session_at("x2");
+  ASSERT_EQ(x3->numerics().exact_prec, ft::cuda::GemmPrec::kBF16x3);
+  ASSERT_EQ(x2->numerics().exact_prec, ft::cuda::GemmPrec::kBF16x2);
+  ft::engine::Session cpu(*m, cpu_options("auto"));
+
+  const std::vector<int32_t> prompt = ft::gpu_test::make_prompt(c.prompt_len, V);
+  ASSERT_GT(c.prompt_len, ft::cuda::kGemvMaxTokens) << "the prompt must take the prefill GEMMs";
+  auto copy = [V](const float* x) { return std::vector<float>(x, x + V); };
+  const std::vector<float> l3 = copy(x3->eval(prompt.data(), c.prompt_len));
+  const std::vector<float> l2 = copy(x2->eval(prompt.data(), c.prompt_len));
+  const std::vector<float> lc = copy(cpu.eval(prompt.data(), c.prompt_len));
+  const float d23 = max_abs_diff(l2.data(), l3.data(), V), d2c = max_abs_diff(l2.data(), lc.data(), V);
+  EXPECT_LE(d23, tol("auto")) << "prompt logits, x2 vs x3";
+  EXPECT_LE(d2c, tol("auto")) << "prompt logits, x2 vs the CPU engine";
+  EXPECT_GT(d23, 0.0f) << "x2 gave x3's prompt logits bit for bit: the 2-part split did not run";
+
+  const bool moe = c.spec.n_expert > 0;
+  int32_t next = ft::engine::argmax(l3.data(), static_cast<int32_t>(V));
+  float dmax = 0;
+  int agree = 0;
+  const int steps = 24;
+  for (int i = 0; i < steps; ++i) {
+    const std::vector<float> a = copy(x3->eval(&next, 1));
+    const std::vector<float> b = copy(x2->eval(&next, 1));
+    dmax = std::max(dmax, max_abs_diff(a.data(), b.data(), V));
+    const int32_t a3 = ft::engine::argmax(a.data(), static_cast<int32_t>(V));
+    const int32_t a2 = ft::engine::argmax(b.data(), static_cast<int32_t>(V));
+    agree += a3 == a2;
+    EXPECT_TRUE(a3 == a2 || top2_margin(a.data(), V) < near_tie("auto"))
+        << "step " << i << ": x3 " << a3 << ", x2 " << a2 << " (x3 margin " << top2_margin(a.data(), V) << ")";
+    next = a3;
+  }
+  if (!moe) {
+    EXPECT_LE(dmax, tol("auto")) << "decode logits, x2 vs x3";
+  }
+  std::printf("Q8-PREFILL gemma4 %s x2 vs x3: prompt max|dlogit| %.3g (x2 vs cpu %.3g), decode max|dlogit| %.3g, "
+              "argmax agree %d/%d\n",
+              c.name.c_str(), d23, d2c, dmax, agree, steps);
+  fs::remove_all(dir);
+}
+
+// The cases with Q8_0-input weights (NVFP4 / MXFP4); the BF16 ones never take the split.
+std::vector<Case> q8_prefill_cases() {
+  std::vector<Case> v;
+  for (const Case& c : cases())
+    if (c.name == "dense_nvfp4" || c.name == "moe_mxfp4" || c.name == "moe_nvfp4" || c.name == "wide_heads_moe_nvfp4")
+      v.push_back(c);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Gemma4Q8Prefill, ::testing::ValuesIn(q8_prefill_cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 }  // namespace

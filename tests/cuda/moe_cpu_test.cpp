@@ -38,6 +38,7 @@
 #include "gpu/state.h"
 #include "gpu/weights.h"
 #include "model/model.h"
+#include "session_test_util.h"
 #include "testgen/model_gen.h"
 
 namespace fs = std::filesystem;
@@ -144,28 +145,13 @@ struct ModelCase {
 
 class MoeBackendTokens : public ::testing::TestWithParam<std::tuple<ModelCase, std::string>> {};
 
+// Greedy tokens on backend `mo`; the backends other than fused print their counters.
 std::vector<int32_t> greedy(const ft::model::Model& m, const std::string& dtype, const ft::gpu::MoeBackendOptions& mo,
                             const std::vector<int32_t>& prompt, int n, std::string* describe) {
-  ft::gpu::GpuSessionOptions go;
-  go.n_ctx = 320;
-  go.dtype = dtype;
-  go.moe = mo;
-  ft::gpu::GpuSession s(m, go);
-  if (describe) *describe = s.moe().describe();
-  std::vector<int32_t> out;
-  int32_t t = s.eval_argmax(prompt.data(), static_cast<int64_t>(prompt.size()));
-  for (int i = 0; i < n; ++i) {
-    out.push_back(t);
-    if (i + 1 < n) t = s.eval_argmax(&t, 1);
-  }
-  if (mo.name != "fused") std::printf("%s", ft::gpu::format_moe_stats(s.moe().stats()).c_str());
+  std::string stats;
+  auto out = ft::gpu_test::greedy_tokens(m, dtype, mo, prompt, n, describe, mo.name != "fused" ? &stats : nullptr);
+  std::printf("%s", stats.c_str());
   return out;
-}
-
-int same_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  int i = 0;
-  while (i < static_cast<int>(a.size()) && i < static_cast<int>(b.size()) && a[i] == b[i]) ++i;
-  return i;
 }
 
 TEST_P(MoeBackendTokens, SameGreedyTokensAsFused) {
@@ -225,7 +211,7 @@ TEST_P(MoeBackendTokens, SameGreedyTokensAsFused) {
     const auto got = greedy(*m, dtype, v.o, prompt, n, &desc);
     unsetenv("FT_MOE_CPU_PREFILL");
     unsetenv("FT_MOE_CPU_EXACT");
-    const int same = same_prefix(ref, got);
+    const int same = ft::gpu_test::same_prefix(ref, got);
     std::printf("MOE-TOKENS %s %s %s: %d/%d identical to fused [%s]\n", mc.name.c_str(), dtype.c_str(),
                 v.label.c_str(), same, n, desc.c_str());
     // The decode paths are the fused backend's bits (exact mode; hybrid's rank-order

@@ -1,7 +1,8 @@
 // Helpers of the whole-model GPU tests against the CPU engine (gpu_session_test.cpp,
 // qwen35_session_test.cpp, gpu_batch_test.cpp): generated model specs and their files,
 // the dtype sweep, CPU options per --dtype, logit comparisons, and the prompt + teacher-forced
-// decode comparison of a GpuSession with an engine::Session.
+// decode comparison of a GpuSession with an engine::Session; the greedy tokens of a MoE backend
+// (gemma4_session_test.cpp, moe_cpu_test.cpp).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -212,6 +213,27 @@ inline std::vector<BackendVariant> moe_backend_variants() {
     vs.push_back({"hybrid max-fetch " + std::to_string(k), o});
   }
   return vs;
+}
+
+// n greedy tokens after `prompt` on a GpuSession (n_ctx 320) whose experts run on the MoE backend
+// `mo`; describe / stats, when given: the backend's line and its counters (format_moe_stats).
+inline std::vector<int32_t> greedy_tokens(const model::Model& m, const std::string& dtype,
+                                          const gpu::MoeBackendOptions& mo, const std::vector<int32_t>& prompt, int n,
+                                          std::string* describe = nullptr, std::string* stats = nullptr) {
+  gpu::GpuSessionOptions go;
+  go.n_ctx = 320;
+  go.dtype = dtype;
+  go.moe = mo;
+  gpu::GpuSession s(m, go);
+  if (describe) *describe = s.moe().describe();
+  std::vector<int32_t> out;
+  int32_t t = s.eval_argmax(prompt.data(), static_cast<int64_t>(prompt.size()));
+  for (int i = 0; i < n; ++i) {
+    out.push_back(t);
+    if (i + 1 < n) t = s.eval_argmax(&t, 1);
+  }
+  if (stats) *stats = gpu::format_moe_stats(s.moe().stats());
+  return out;
 }
 
 // How many leading tokens two runs share.
