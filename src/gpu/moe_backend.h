@@ -45,6 +45,10 @@ struct MoeStep {
   int n_used = 0;          // ranks (experts) per token
   const float* h = nullptr;      // [n_tok][n_embd] fp32, the normed FFN input
   bool xq_ready = false;         // decode: b->xq already holds the Q8 copy of h (k = n_embd)
+  // decode: where the SwiGLU writes the down GEMV's Q8 input (act_q8_bytes(n_ff, n_slots));
+  // nullptr: b->xq, over h's Q8 copy. A backend that runs two passes over the same h (offload's
+  // hit/miss split) gives the first its own buffer, so the second finds h's copy still there.
+  void* xq_mid = nullptr;
   const int32_t* ids = nullptr;  // [n_tok][n_used] raw expert ids (routing output, rank order)
   const float* wts = nullptr;    // [n_tok][n_used] routing weights
   float* x = nullptr;            // [n_tok][n_embd] residual stream: the result is added here

@@ -125,13 +125,15 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, 
     cuda::gemv(grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, !cuda::gemv_q8_supported(E.gate.type)), s);
   }
   const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
+  void* xq_mid = st.xq_mid ? st.xq_mid : b.xq.get();
   if (E.gelu)  // gemma4's GeGLU experts
-    cuda::geglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, q8_mid ? b.xq.get() : nullptr, s);
+    cuda::geglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, q8_mid ? xq_mid : nullptr, s);
   else if (q8_mid)
-    cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, b.xq.get(), s);
+    cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, xq_mid, s);
   else
     cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
   cuda::GemvArgs down = grouped(E.down, hh, n_ff, 1, y_slots ? y_slots : st.x, n_embd, 2, !q8_mid);
+  if (q8_mid) down.xq = xq_mid;
   if (y_slots == nullptr) {
     down.slot_w = st.wts;
     down.n_used = n_used;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "cuda/act_q8.h"
 #include "cuda/check.h"
 #include "cuda/gemv.h"
 #include "cuda/moe_combine_split.h"
@@ -387,6 +388,9 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
   if (overlap_ || pregate_) alloc(split_, static_cast<size_t>(3 * max_routes) * sizeof(int32_t));
   if (overlap_) {
     alloc(y_miss_, static_cast<size_t>(max_routes * n_embd) * sizeof(float));
+    int64_t n_ff = 0;
+    for (const HostLayerBank& B : hb_->layers) n_ff = std::max(n_ff, B.n_ff);
+    if (n_ff % 32 == 0) alloc(xq_mid_, cuda::act_q8_bytes(n_ff, max_routes));
     FT_CUDA_CHECK(cudaStreamCreateWithFlags(&gather_s_, cudaStreamNonBlocking));
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&gathered_, cudaEventDisableTiming));
@@ -457,13 +461,19 @@ void MoeOffload::decode_overlap(const MoeStep& st, cudaStream_t s) {
   // The dummy slot is a position of the view (n_slot + 1 of them).
   const ExpertView v = cache_.view(st.layer, 0, cache_.n_slot() + 1);
   float* y_hit = st.b->ysort.as<float>();  // the prefill's [slots][n_embd] scratch, idle in decode
-  moe_experts_decode_slots(v, hit_ids, st, y_hit, s);
+  // The hit pass's SwiGLU writes its Q8 rows to xq_mid_, so b.xq keeps h's Q8 copy (made
+  // by the hit pass's gate GEMV when it was not ready) for the miss pass: one quantise launch
+  // a layer fewer than quantising h again.
+  const HostLayerBank& B = hb_->layers[static_cast<size_t>(st.layer)];
+  const bool keep_xq = xq_mid_.get() != nullptr && B.n_ff % 32 == 0;  // else the down GEMV quantises into b.xq
+  MoeStep hits = st;
+  if (keep_xq) hits.xq_mid = xq_mid_.get();
+  moe_experts_decode_slots(v, hit_ids, hits, y_hit, s);
   FT_CUDA_CHECK(cudaStreamWaitEvent(s, gathered_, 0));
-  // The hit pass's SwiGLU overwrote b.xq (the Q8 copy of h) with its own: quantise h again.
   MoeStep again = st;
-  again.xq_ready = false;
+  again.xq_ready = keep_xq;
   moe_experts_decode_slots(v, miss_ids, again, y_miss_.as<float>(), s);
-  const int64_t n_embd = hb_->layers[static_cast<size_t>(st.layer)].n_embd;
+  const int64_t n_embd = B.n_embd;
   cuda::moe_combine_split(y_hit, y_miss_.as<float>(), miss_mark, st.wts, st.n_tok, st.n_used, n_embd, st.x, n_embd,
                           st.num->round, s);
   if (spec_.from_output()) {

@@ -166,6 +166,7 @@ class MoeOffload : public MoeBackend {
   bool overlap_ = false, pregate_ = false;
   cuda::DeviceBuffer split_;   // [3][max_routes] int32: hit ids, miss ids, miss marks
   cuda::DeviceBuffer y_miss_;  // [max_routes][n_embd] fp32: the misses' per-route rows
+  cuda::DeviceBuffer xq_mid_;  // the hit pass's SwiGLU Q8 rows (MoeStep::xq_mid); empty: n_ff % 32
   cudaStream_t gather_s_ = nullptr;
   cudaEvent_t fork_ = nullptr, gathered_ = nullptr;
   int64_t max_routes_ = 0;
