@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
                  "pages of the expert bank: default, 2m (2 MiB aligned + MADV_HUGEPAGE, as the backends' banks), "
                  "4k (MADV_NOHUGEPAGE, as cudaHostAlloc'd banks)");
   app.add_option("--sched", sched_list,
-                 "exact mode's row schedules to time, comma-separated (items, guided); default: FT_MOE_CPU_SCHED's");
+                 "exact mode's row schedules to time, comma-separated (items, guided, flow); default: FT_MOE_CPU_SCHED's");
   app.add_option("--prefetch", pf_list,
                  "exact mode's prefetch modes to time (next, next2, next-128, next-l2, row, none); default: FT_MOE_CPU_PREFETCH's");
   app.add_option("--warm-ms", warm_ms, "warm-up per measurement after the first (which warms 300 ms)");
@@ -117,8 +117,10 @@ int main(int argc, char** argv) {
         scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kItems);
       else if (v == "guided")
         scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kGuided);
+      else if (v == "flow")
+        scheds.emplace_back(v, ft::moe_cpu::RowSchedule::kFlow);
       else
-        ft::fail("--sched {}: expected items or guided", v);
+        ft::fail("--sched {}: expected items, guided or flow", v);
     }
     if (scheds.empty()) scheds.emplace_back("env", default_sched);
     std::vector<std::pair<std::string, ft::moe_cpu::detail::Prefetch>> pfs;

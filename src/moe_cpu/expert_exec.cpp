@@ -143,7 +143,8 @@ RowSchedule row_schedule_from_env() {
   const std::string v = e ? e : "";
   if (v.empty() || v == "items") return RowSchedule::kItems;
   if (v == "guided") return RowSchedule::kGuided;
-  fail("FT_MOE_CPU_SCHED={}: expected items or guided", v);
+  if (v == "flow") return RowSchedule::kFlow;
+  fail("FT_MOE_CPU_SCHED={}: expected items, guided or flow", v);
 }
 
 double ExecProfile::gemv_gbs() const {
@@ -189,6 +190,17 @@ void ExpertExecutor::grow(const HostExperts& L, int64_t n_slots) {
   if (h_.size() < n * L.n_ff) h_.resize(n * L.n_ff);
 }
 
+int64_t ExpertExecutor::item_rows(int64_t rows) const {
+  static const int64_t per_thread = [] {
+    const char* e = std::getenv("FT_MOE_CPU_ITEMS");
+    return e && std::atoi(e) > 0 ? int64_t{std::atoi(e)} : int64_t{12};
+  }();
+  const int64_t n_active = static_cast<int64_t>(active_.size());
+  const int64_t n_threads = pool_.size();
+  const int64_t c = (rows * n_active + per_thread * n_threads - 1) / (per_thread * n_threads);
+  return std::min(rows, std::max<int64_t>(32, (c + 15) / 16 * 16));
+}
+
 void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int32_t, int64_t, int64_t)>& f) {
   const int64_t n_active = static_cast<int64_t>(active_.size());
   const int n_threads = pool_.size();
@@ -221,12 +233,7 @@ void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int3
   // threads that draw a fifth item finish 1/4 later than the rest. Chunks stay multiples
   // of 16 rows (the AVX-512 row group) and at least 32.
   // FT_MOE_CPU_ITEMS overrides the 12 (read once; for A/B runs).
-  static const int64_t per_thread = [] {
-    const char* e = std::getenv("FT_MOE_CPU_ITEMS");
-    return e && std::atoi(e) > 0 ? int64_t{std::atoi(e)} : int64_t{12};
-  }();
-  int64_t c = (rows * n_active + per_thread * n_threads - 1) / (per_thread * n_threads);
-  c = std::min(rows, std::max<int64_t>(32, (c + 15) / 16 * 16));
+  const int64_t c = item_rows(rows);
   const int64_t per = (rows + c - 1) / c;
   pool_.parallel_for(n_active * per, 1, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {
@@ -286,7 +293,10 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
     ++prof_calls_;
     prof_bytes_ += last_bytes_;
   }
-  if (!active_.empty() && exact) {
+  if (!active_.empty() && exact && sched_ == RowSchedule::kFlow) {
+    exact_flow(L, num, x, ldx, n_tok, n_used, n_routes);  // one phase: its time counts as gate|up's
+    phase(1);
+  } else if (!active_.empty() && exact) {
     exact_gate_up(L, num, x, ldx, n_tok, n_used, n_routes);
     phase(1);
     exact_glu(L, num, n_routes);

@@ -17,6 +17,8 @@
 // items on the pool (one thread per physical core, cpu_pool.h).
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -104,7 +106,10 @@ bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num);
 // Qwen3-30B-A3B-shaped NVFP4 file: guided tg32 57.4 tok/s vs items 53.6, but the items run's
 // GLU phase, which no schedule touches, was also 2.7x slower (74.5 vs 27.4 us): that pair is
 // not a clean A/B. A short tail matters there: one slow worker (a shared core) holds a phase.
-enum class RowSchedule { kItems, kGuided };
+// kFlow (FT_MOE_CPU_SCHED=flow, session 8): the items of gate|up and down in one loop, each
+// expert's GLU run by whoever finishes its gate|up, down items waiting for their expert
+// (expert_exec_exact.cpp; exact mode only, the engine order runs kItems).
+enum class RowSchedule { kItems, kGuided, kFlow };
 RowSchedule row_schedule_from_env();
 
 // FT_MOE_CPU_PROFILE's figures: mean microseconds per call of each phase.
@@ -144,6 +149,16 @@ class ExpertExecutor {
   // (expert_exec_exact.cpp).
   void exact_gate_up(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
                      int n_used, int64_t n_routes);
+  // x's Q8 rows and aux, and the gate / up / gate_up plans (gu_plan_) for n_out outputs.
+  void exact_x_q8(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
+                  int64_t n_out);
+  void exact_gate_up_rows(const HostExperts& L, const ExpertNumerics& num, int32_t e, int64_t r0, int64_t r1);
+  GpuDotPlan gu_plan_[3] = {};  // gate, up, gate_up
+  // RowSchedule::kFlow: the three phases in one loop with per-expert readiness.
+  void exact_flow(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
+                  int n_used, int64_t n_routes);
+  // Rows per item of the items schedule for a tensor of `rows` rows per expert.
+  int64_t item_rows(int64_t rows) const;
   void exact_glu(const HostExperts& L, const ExpertNumerics& num, int64_t n_routes);
   void exact_down(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used, int64_t n_routes);
   // Parallel loop over (active expert, row range) pieces of `rows` rows per expert, as sched_.
@@ -157,6 +172,11 @@ class ExpertExecutor {
   std::vector<int8_t> xq_;   // exact mode: Q8 codes of xg_ / h_ rows (GPU layout)
   std::vector<float> xqd_;   // ... and their scales
   std::vector<GpuActAux> aux_;  // ... and what the SIMD rows derive from them
+  std::vector<int8_t> hq_;      // kFlow: h_'s Q8 rows apart from x's (both live at once)
+  std::vector<float> hqd_;
+  std::vector<GpuActAux> haux_;
+  std::vector<std::atomic<int64_t>> flow_left_;   // kFlow: gate|up items left per active expert
+  std::vector<std::atomic<int32_t>> flow_ready_;  // kFlow: the expert's GLU is done
   int64_t last_routes_ = 0, last_bytes_ = 0;
   RowSchedule sched_;
   // FT_MOE_CPU_PROFILE: calls, weight bytes and ns per phase (prep, gate|up, glu, down, combine).

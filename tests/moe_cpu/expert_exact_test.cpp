@@ -108,6 +108,14 @@ TEST_P(ExpertExact, ExecutorMatchesMirrorBits) {
           expert_exec_gpu_ref(L.h, num, x.data(), c.n_embd, n_tok, ids.data(), wts.data(), n_used, ref.data(),
                               c.n_embd);
           ASSERT_GT(test::max_abs(ref), 0.0f);
+          {  // the flow schedule (one loop, per-expert readiness) on a fresh executor
+            ExpertExecutor flow(pool);
+            flow.set_schedule(RowSchedule::kFlow);
+            std::vector<float> fo(out.size(), 5.0f);
+            flow.run(L.h, num, x.data(), c.n_embd, n_tok, ids.data(), wts.data(), n_used, fo.data(), c.n_embd);
+            EXPECT_TRUE(same_bits(fo, ref)) << "flow " << type_name(c.type) << " n_tok " << n_tok << " slot_out "
+                                            << slot_out << " max diff " << test::max_abs_diff(fo, ref);
+          }
           EXPECT_TRUE(same_bits(out, ref)) << type_name(c.type) << " n_tok " << n_tok << " q8 "
                                            << (aq == quant::ActQuant::kQ8) << " bf16 " << (act == ActType::kBF16)
                                            << " slot_out " << slot_out << " max diff "
@@ -148,8 +156,8 @@ INSTANTIATE_TEST_SUITE_P(Types, ExpertExact,
                          });
 
 // The A/B knobs change who computes which rows and what is prefetched, never a bit: every
-// (row schedule, prefetch mode) pair, on a fresh executor each (a row left out would stay
-// zero), equals the scalar mirror; the layer has enough experts and rows that guided takes
+// (row schedule, prefetch mode) pair (flow: phases merged, per-expert readiness), on a fresh
+// executor each (a row left out would stay zero), equals the scalar mirror; the layer has enough experts and rows that guided takes
 // cross experts (12 groups of 16 rows per expert tensor, 2 to 5 threads).
 TEST(ExpertExactKnobs, ScheduleAndPrefetchKeepTheBits) {
   const int64_t E = 12, n_embd = 192, n_ff = 192, n_tok = 2;
@@ -171,7 +179,7 @@ TEST(ExpertExactKnobs, ScheduleAndPrefetchKeepTheBits) {
     std::vector<float> ref(n_tok * n_embd);
     expert_exec_gpu_ref(L.h, num, x.data(), n_embd, n_tok, ids.data(), wts.data(), n_used, ref.data(), n_embd);
     ASSERT_GT(test::max_abs(ref), 0.0f);
-    for (RowSchedule sched : {RowSchedule::kItems, RowSchedule::kGuided})
+    for (RowSchedule sched : {RowSchedule::kItems, RowSchedule::kGuided, RowSchedule::kFlow})
       for (detail::Prefetch pf : {detail::Prefetch::kNext, detail::Prefetch::kNext2, detail::Prefetch::kNext128,
                                   detail::Prefetch::kRow, detail::Prefetch::kNone}) {
         detail::gpu_dot_set_prefetch(pf);
