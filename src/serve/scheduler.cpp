@@ -420,18 +420,7 @@ void Scheduler::run_job(Job& job) {
   const GenRequest& r = job.req_;
   const double t0 = now_s();
   auto finish = [&](Finish f, double t_first, double t_last, int64_t n_gen) {
-    {
-      std::lock_guard<std::mutex> lk(job.mu_);
-      job.stats_.n_generated = n_gen;
-      job.stats_.decode_s = n_gen > 0 ? t_last - t_first : 0.0;
-    }
-    metrics_.add_generated_tokens(n_gen);
-    if (f == Finish::kCancelled) metrics_.count_cancelled();
-    metrics_.observe_request_seconds(now_s() - job.t_submit_);
-    JobEvent ev;
-    ev.done = true;
-    ev.finish = f;
-    job.push(std::move(ev));
+    end_job(job, f, t_first, t_last, n_gen);
   };
   {
     std::lock_guard<std::mutex> lk(job.mu_);
