@@ -1,0 +1,44 @@
+# Sourced by the device-call scripts (bench/session8/h200_*.sh and later): the preamble every
+# call repeated until session 7. Sets OUT (comes back), R (this call's logs, tarred into
+# $OUT by finish), B (our binaries, unpacked from .devcarry/pack/bin.tar.xz once), M (models in
+# /dev/shm), T0, log(), and the library paths for the parity oracle.
+#   R=/tmp/resX source bench/device_common.sh; ...; finish resX
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+R=${R:-/tmp/res}
+mkdir -p "$R" "$OUT"
+ROOT=$PWD
+T0=$(date +%s)
+log() { echo "[$(date -u +%T) +$(($(date +%s) - T0))s] $*" | tee -a "$R/log.txt"; }
+[ -x .devcarry/bin/ft ] || tar xJf .devcarry/pack/bin.tar.xz -C .devcarry
+B=$ROOT/.devcarry/bin
+export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64 PATH=/usr/local/cuda/bin:$PATH
+export FT_LLAMA_LIB_DIR=$B FT_BIN_DIR=$B
+M=/dev/shm/m
+mkdir -p "$M"
+
+# model PRESET: writes $M/PRESET.gguf with ft-bigmodel unless it exists; prints bytes_per_token.
+model() {
+  [ -f "$M/$1.gguf" ] || timeout 120 "$B/ft-bigmodel" --preset "$1" -o "$M/$1.gguf" -q > "$M/$1.info" 2>&1
+  grep bytes_per_token "$M/$1.info"
+}
+
+# llama_build_bg: builds llama.cpp's CUDA llama-bench (pruned v0.5.0 tree, arch 90) in the
+# background into $W; llama_wait SECONDS waits for it until T0 + SECONDS, then sets LB.
+W=/tmp/ft-llama
+llama_build_bg() {
+  mkdir -p $W
+  ( tar -C $W -xJf "$ROOT/.devcarry/pack/llama-src.tar.xz" && cd $W/llama.cpp &&
+    cmake -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON \
+      -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
+      -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF > $W/cfg.log 2>&1 &&
+    nice -n 10 ninja -C build -j 14 llama-bench > $W/build.log 2>&1; echo rc=$? > $W/done ) &
+}
+llama_wait() {
+  while [ ! -f $W/done ] && [ $(($(date +%s) - T0)) -lt "$1" ]; do sleep 2; done
+  log "llama build: $(cat $W/done 2>/dev/null || echo 'not done') | $(tail -1 $W/build.log 2>/dev/null | head -c 200)"
+  LB=$W/llama.cpp/build/bin/llama-bench
+  export LD_LIBRARY_PATH=$W/llama.cpp/build/bin:$LD_LIBRARY_PATH
+}
+
+finish() { tar czf "$OUT/$1.tgz" -C "$(dirname "$R")" "$(basename "$R")"; log done; }
