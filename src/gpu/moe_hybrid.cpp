@@ -101,11 +101,10 @@ void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
     FT_CUDA_CHECK(cudaStreamWaitEvent(gather_s_, fork_, 0));
     cache_.gather(st.layer, n, gather_s_);
     FT_CUDA_CHECK(cudaEventRecord(gathered_, gather_s_));
-    if (!spec_.from_output()) {
-      spec_.guess(st, s);
-      spec_.fetch(cache_, st, gather_s_);
-    }
+    // wait_copies before fetch(): a wait binds the event's latest record (moe_spec.h).
+    if (!spec_.from_output()) spec_.guess(st, s);
     spec_.wait_copies(s);
+    if (!spec_.from_output()) spec_.fetch(cache_, st, gather_s_);
     FT_CUDA_CHECK(cudaStreamWaitEvent(s, gathered_, 0));
   } else {
     cache_.gather(st.layer, n, s);

@@ -453,11 +453,11 @@ void MoeOffload::decode_overlap(const MoeStep& st, cudaStream_t s) {
   FT_CUDA_CHECK(cudaStreamWaitEvent(gather_s_, fork_, 0));
   cache_.gather(st.layer, n, gather_s_);
   FT_CUDA_CHECK(cudaEventRecord(gathered_, gather_s_));
-  if (!spec_.from_output()) {
-    spec_.guess(st, s);
-    spec_.fetch(cache_, st, gather_s_);
-  }
-  spec_.wait_copies(s);  // this layer's hits include the experts guessed for it
+  // This layer's hits include the experts guessed for it: s waits for those copies BEFORE
+  // fetch() records the event again for the next layer's (a wait binds the latest record).
+  if (!spec_.from_output()) spec_.guess(st, s);
+  spec_.wait_copies(s);
+  if (!spec_.from_output()) spec_.fetch(cache_, st, gather_s_);
   // The dummy slot is a position of the view (n_slot + 1 of them).
   const ExpertView v = cache_.view(st.layer, 0, cache_.n_slot() + 1);
   float* y_hit = st.b->ysort.as<float>();  // the prefill's [slots][n_embd] scratch, idle in decode

@@ -71,7 +71,9 @@ class MoeSpec {
   // Gather stream g, behind the layer's own gather: up to k guesses booked (prefetch, on a
   // stream of its own) and gathered.
   void fetch(const SlotCache& c, const MoeStep& st, cudaStream_t g);
-  // Main stream, before GEMVs that read the layer's resident slots.
+  // Main stream, before GEMVs that read the layer's resident slots, and before this layer's
+  // fetch(): cudaStreamWaitEvent binds the event's latest record, and fetch() records it
+  // again for the next layer's copies.
   void wait_copies(cudaStream_t s);
 
   uint64_t fetched() const;  // experts fetched on a guess since the last reset (synchronises)
