@@ -26,23 +26,28 @@ namespace {
 // FT_MOE_HYBRID_Q overrides it. At the measured cap of 1 and rate 0.5 the CPU took 200 us a
 // layer (about 3 experts) while 2 fetched experts cost 121 us of gather: 2 is the balance.
 //
-// With speculative fetches (moe_spec.h) k guessed experts a layer are resident before the
-// layer's ensure, and a right guess is a miss that neither side pays for: the expected misses
-// drop by k x the guesses' hit rate (83% of routes on the H200's random 30B file, pre-gating
-// (a) in benches/h200.md session 7), and q applies to the rest.
+// With speculative fetches (moe_spec.h) about k guessed experts a layer cross PCIe too (the
+// prefetch takes k absent ones of the 8 guessed routes: 1.97 a layer at k = 2 on the H200's
+// random 30B file, session 7), and a right guess (83% of them there) is a miss neither side
+// pays for. Balancing (f + k) PCIe copies against (misses - 0.83 k - f) CPU experts with
+// q = cpu / (gather + cpu) gives f = q (misses - 0.83 k) - (1 - q) k: at rate 0.5 and k = 2,
+// 0.08, i.e. every miss the guesses leave goes to the CPU.
 int default_max_fetch(const MoeFactoryArgs& a, int spec_k, std::string* why) {
   double q = 0.48;
   if (const char* e = std::getenv("FT_MOE_HYBRID_Q")) q = std::clamp(std::atof(e), 0.0, 1.0);
   int64_t total = 0;
   for (const HostLayerBank& b : a.hb->layers) total += b.n_expert;
   const double n_used = static_cast<double>(a.max_routes) / cuda::kGemvMaxTokens;
-  double miss = total > 0 ? n_used * std::max(0.0, 1.0 - static_cast<double>(a.n_slot) / total) : 0.0;
-  const double guessed = std::min(miss, 0.83 * spec_k);
-  miss -= guessed;
-  const int f = std::max(1, static_cast<int>(std::lround(q * miss)));
-  *why = spec_k > 0 ? fmt::format("q {:.2f} x {:.1f} expected misses after {:.1f} right guesses", q, miss, guessed)
-                    : fmt::format("q {:.2f} x {:.1f} expected misses", q, miss);
-  return f;
+  const double miss = total > 0 ? n_used * std::max(0.0, 1.0 - static_cast<double>(a.n_slot) / total) : 0.0;
+  if (spec_k <= 0) {
+    *why = fmt::format("q {:.2f} x {:.1f} expected misses", q, miss);
+    return std::max(1, static_cast<int>(std::lround(q * miss)));
+  }
+  const double k = std::min(miss, static_cast<double>(spec_k));
+  const double f = q * std::max(0.0, miss - 0.83 * k) - (1.0 - q) * k;
+  *why = fmt::format("q {:.2f} x ({:.1f} expected misses - {:.1f} right guesses) - {:.2f} x {:.0f} guessed copies", q,
+                     miss, 0.83 * k, 1.0 - q, k);
+  return std::max(0, static_cast<int>(std::lround(f)));
 }
 
 }  // namespace
