@@ -90,18 +90,7 @@ class SerialBatchRunner : public BatchRunner {
   int64_t max_sequences() const override { return max_seqs_; }
   int64_t max_step_tokens() const override { return n_ubatch_; }
   // Pages here are accounting only: each slot is a whole context of ceil(n_ctx / page) pages.
-  KvPageStats kv_stats() const override {
-    KvPageStats s;
-    s.page_size = ps_;
-    const int64_t per_slot = (n_ctx_ + ps_ - 1) / ps_;
-    s.total = max_seqs_ * per_slot;
-    for (const Slot& sl : slots_) {
-      const int64_t held = (static_cast<int64_t>(sl.tokens.size()) + ps_ - 1) / ps_;
-      (sl.live ? s.used : s.cached) += held;
-    }
-    s.free = s.total - s.used;
-    return s;
-  }
+  KvPageStats kv_stats() const override { return whole_slot_kv_stats(ps_, n_ctx_, max_seqs_, slots_); }
   std::string describe() const override {
     return fmt::format("{}; batched: {} sequences, one KV cache each (serial)", sess_.describe(), max_seqs_);
   }

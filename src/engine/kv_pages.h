@@ -28,6 +28,23 @@ struct KvPageStats {
   int64_t cached = 0;     // free pages still published (reusable as a prefix until handed out)
 };
 
+// Pages as accounting only, for the runners whose every slot is a whole context of
+// ceil(n_ctx / page_size) pages (engine/batch_serial.cpp, gpu/batch_runner_gpu.cpp): a slot
+// holds the pages its tokens fill, used while its sequence lives and cached after.
+template <class Slots>
+KvPageStats whole_slot_kv_stats(int64_t page_size, int64_t n_ctx, int64_t max_seqs, const Slots& slots) {
+  KvPageStats s;
+  s.page_size = page_size;
+  const int64_t per_slot = (n_ctx + page_size - 1) / page_size;
+  s.total = max_seqs * per_slot;
+  for (const auto& sl : slots) {
+    const int64_t held = (static_cast<int64_t>(sl.tokens.size()) + page_size - 1) / page_size;
+    (sl.live ? s.used : s.cached) += held;
+  }
+  s.free = s.total - s.used;
+  return s;
+}
+
 class KvPages {
  public:
   KvPages(int64_t n_pages, int64_t page_size);

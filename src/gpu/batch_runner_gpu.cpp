@@ -181,18 +181,7 @@ class GpuBatchRunner : public engine::BatchRunner {
   int64_t max_sequences() const override { return max_seqs_; }
   int64_t max_step_tokens() const override { return b_->n_ubatch; }
   // Pages are accounting only here: each slot is a whole context of ceil(n_ctx / page) pages.
-  engine::KvPageStats kv_stats() const override {
-    engine::KvPageStats s;
-    s.page_size = ps_;
-    const int64_t per_slot = (n_ctx_ + ps_ - 1) / ps_;
-    s.total = max_seqs_ * per_slot;
-    for (const Slot& sl : slots_) {
-      const int64_t held = (static_cast<int64_t>(sl.tokens.size()) + ps_ - 1) / ps_;
-      (sl.live ? s.used : s.cached) += held;
-    }
-    s.free = s.total - s.used;
-    return s;
-  }
+  engine::KvPageStats kv_stats() const override { return engine::whole_slot_kv_stats(ps_, n_ctx_, max_seqs_, slots_); }
   std::string describe() const override {
     return fmt::format("{}; batched on the GPU: {} sequences, one KV slot of {} tokens each{}", sess_.describe(),
                        max_seqs_, n_ctx_, graphs_on_ ? ", graphs per batch size" : "");
