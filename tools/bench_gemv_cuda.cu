@@ -3,7 +3,7 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts]
+//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist]
 //
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
@@ -12,6 +12,15 @@
 // one-token shapes routed, slab and mma; each once back to back and once after a dependent quantize_act_q8 ("dep", as in a
 // decode step, where PDL cannot overlap one GEMV's weight stream with another's; the
 // quantiser's time alone is subtracted).
+//
+// --sol: speed of light per benchmark shape: a plain streaming-read kernel (16-byte loads, 4 in
+// flight per thread, an XOR reduction written once per CTA) over exactly the bytes the GEMV
+// reads (weights + scales; experts: the 8 chosen experts' matrices), back to back and after the
+// dependent quantiser (dep; it waits for it before its first load, as a GEMV must before it can
+// finish anything), beside the routed GEMV's time in the same mode.
+// --persist: the dense one-token shapes (and NVFP4 output heads) in the dep mode: session 7's
+// plan (persistent kernel off), the routed plan, slab and mma forced, and every instance of the
+// persistent mma kernel (gemv_mma_persist.cu: fold warps / groups per CTA / stages).
 //
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
@@ -26,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +49,7 @@
 #include "cuda/device.h"
 #include "cuda/gemv.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/pdl.cuh"
 
 using namespace ft;
 using namespace ft::cuda;
@@ -73,6 +84,40 @@ __global__ void read_stream(const uint4* p, size_t n, uint32_t* out) {
     acc ^= a.x ^ a.y ^ a.z ^ a.w;
   }
   if (acc == 0x9E3779B9u) out[0] = acc;  // keeps the loads; practically never taken
+}
+
+// Speed of light of one launch: blockIdx.y = span (an expert's matrix, or the dense one),
+// grid-stride 16-byte loads, 4 in flight per thread, XOR-folded and written once per CTA (so
+// nothing is optimised away). Waits for the previous kernel (PDL) before its first load.
+struct SolSpans {
+  const uint4* p[8];
+  int64_t n;  // 16-byte vectors per span
+};
+__global__ void __launch_bounds__(512) sol_read(const SolSpans s, uint32_t* out) {
+  pdl_wait();
+  pdl_trigger();
+  const uint4* p = s.p[blockIdx.y];
+  uint32_t acc = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < s.n; i += 4 * stride) {
+    const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
+                d = __ldcs(p + i + 3 * stride);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < s.n; i += stride) {
+    const uint4 a = __ldcs(p + i);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xFFFFFFFFu, acc, o);
+  __shared__ uint32_t red[16];
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t v = 0;
+    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) v ^= red[w];
+    out[blockIdx.y * gridDim.x + blockIdx.x] = v;
+  }
 }
 
 void randomize(DeviceBuffer& b, uint32_t seed) {
@@ -134,6 +179,8 @@ struct Case {
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
   int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
   int nv_mma_w = 0, nv_mma_s = 0;               // gemv_set_nvfp4_mma
+  int nv_pg = 0, nv_ps = 0;                     // gemv_set_nvfp4_persist (nv_pg -1: persistent off)
+  bool sol = false;  // the speed-of-light read of the same bytes instead of the GEMV
   // Each launch after quantize_act_q8 of its input, as in a decode step (the GEMV depends on the
   // kernel before it: PDL cannot overlap two GEMVs' weight streams as it does back to back);
   // the quantiser's own time, measured alone, is subtracted.
@@ -141,8 +188,10 @@ struct Case {
 };
 
 double g_read_bw = 0;  // bytes/s
+int g_sms = 0;
 
-void run_case(const Case& c, size_t pool_bytes, int launches) {
+// Seconds per launch (dep: minus the quantiser's own time); prints a table row when `print`.
+double run_case(const Case& c, size_t pool_bytes, int launches, bool print = true) {
   const int64_t rb = row_bytes(c.type, c.k);
   const bool grouped = c.n_expert > 0;
   const int64_t matrix_bytes = rb * c.rows * (grouped ? c.n_expert : 1);
@@ -186,7 +235,9 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
-  const int64_t mma_before = gemv_nvfp4_mma_launches();
+  gemv_set_nvfp4_persist(c.nv_pg, c.nv_ps);
+  const int64_t mma_before = gemv_nvfp4_mma_launches(), persist_before = gemv_nvfp4_persist_launches();
+  DeviceBuffer sol_out(static_cast<size_t>(g_sms) * 4 * 8 * 4);
   auto body = [&](int i, cudaStream_t s) {
     GemvArgs a;
     a.type = c.type;
@@ -215,7 +266,20 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
       a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
     }
     if (c.dep) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), s);
-    gemv(a, s);
+    if (c.sol) {  // the bytes this launch's GEMV reads: the matrix, or its n_slot experts'
+      SolSpans sp{};
+      const int n_sp = grouped ? static_cast<int>(n_slot) : 1;
+      sp.n = rb * c.rows / 16;
+      for (int j = 0; j < n_sp; ++j) {
+        const int64_t e = grouped ? (static_cast<int64_t>(i) * n_slot + j) % c.n_expert : 0;
+        sp.p[j] = reinterpret_cast<const uint4*>(a.w + e * a.expert_bytes);
+      }
+      // 4 CTAs of 512 threads per SM in all, split over the spans.
+      const unsigned gx = static_cast<unsigned>(std::max(1, g_sms * 4 / n_sp));
+      launch_pdl(sol_read, dim3(gx, static_cast<unsigned>(n_sp)), dim3(512), 0, s, sp, sol_out.as<uint32_t>());
+    } else {
+      gemv(a, s);
+    }
   };
   double t = time_graph(launches, body);
   double t_quant = 0;
@@ -229,7 +293,9 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_variant(0, 0);
   gemv_set_nvfp4_mma(0, 0);
+  gemv_set_nvfp4_persist(0, 0);
   const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
+  const bool ran_persist = gemv_nvfp4_persist_launches() > persist_before;
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
   const double gbs = bytes / t * 1e-9;
   char shape[64];
@@ -262,17 +328,26 @@ void run_case(const Case& c, size_t pool_bytes, int launches) {
       plan = std::string(c.nv_kernel == 3 || c.nv_mma_w > 0 ? "N" : "n") + "3/" +
              std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : pl.mma_warps) + "/" +
              std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : pl.mma_stages);
+    if (ran_persist)  // the persistent mma kernel: fold / groups per CTA / stages
+      plan = std::string(c.nv_kernel == 4 || c.nv_pg > 0 ? "N" : "n") + "4/" +
+             std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : pl.mma_warps) + "/" +
+             std::to_string(c.nv_pg > 0 ? c.nv_pg : pl.persist_groups) + "/" +
+             std::to_string(c.nv_ps > 0 ? c.nv_ps : pl.persist_stages);
+    if (c.nv_pg < 0) plan += "-p";
   }
+  if (c.sol) plan = "sol";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
     plan = f(c.lanes, 0) + "/" + f(c.rows_per_lane, 0) + "/" + f(c.stages, -1);
   }
+  if (!print) return t;
   std::printf("| %-22s | %-5s | %-5s | %-18s | %4lld | %-9s | %8.2f | %8.2f | %7.0f | %5.1f%% |\n", c.name.c_str(),
               std::string(type_name(c.type)).c_str(), c.q8 ? (c.combine ? "q8+c" : "q8") : (c.combine ? "f32+c" : "f32"),
               shape, static_cast<long long>(c.n_tok), plan.c_str(), bytes * 1e-6, t * 1e6, gbs,
               100.0 * bytes / t / g_read_bw);
   std::fflush(stdout);
+  return t;
 }
 
 }  // namespace
@@ -281,6 +356,7 @@ int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
   bool quick = false, sweep = true, nvfp4_only = false, variants_only = false, dense_only = false, experts_only = false;
+  bool sol_only = false, persist_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
@@ -291,8 +367,10 @@ int main(int argc, char** argv) {
     else if (a == "--variants") nvfp4_only = variants_only = true;
     else if (a == "--dense") nvfp4_only = variants_only = dense_only = true;
     else if (a == "--experts") experts_only = true;
+    else if (a == "--sol") sol_only = true;
+    else if (a == "--persist") persist_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist]\n");
       return 2;
     }
   }
@@ -311,6 +389,7 @@ int main(int argc, char** argv) {
       DeviceBuffer out(16);
       int sms = 0;
       FT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      g_sms = sms;
       const size_t n = buf.bytes() / 16;
       const double t = time_graph(5, [&](int, cudaStream_t s) {
         read_stream<<<sms * 8, 512, 0, s>>>(buf.as<uint4>(), n, out.as<uint32_t>());
@@ -350,6 +429,74 @@ int main(int argc, char** argv) {
       for (Case& c : v) c.q8 = q8;
       return v;
     };
+    const int64_t dense_shapes[][2] = {{14336, 4096}, {28672, 4096}, {6144, 4096}, {4096, 4096},
+                                       {4096, 14336}, {5120, 2048},  {2048, 4096}};
+    if (sol_only) {
+      // Per shape and mode: the routed GEMV and the pure read of the same bytes.
+      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL |\n");
+      std::printf("|---|---|---|---|---|---|---|---|\n");
+      std::vector<std::pair<std::string, Case>> v;
+      for (const auto& d : dense_shapes) {
+        Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
+        r.q8 = true;
+        v.push_back({std::to_string(d[0]) + "x" + std::to_string(d[1]), r});
+      }
+      Case gate{"qwen3moe expert gate", GgmlType::NVFP4, 768, 2048, 1, 128, 8, true};
+      gate.q8 = true;
+      Case down{"qwen3moe down+combine", GgmlType::NVFP4, 2048, 768, 1, 128, 8, false};
+      down.q8 = true, down.combine = true;
+      v.push_back({"expert gate 768x2048 x8", gate});
+      v.push_back({"expert down+comb 2048x768 x8", down});
+      for (bool dep : {false, true})
+        for (auto& [name, c0] : v) {
+          Case c = c0;
+          c.dep = dep;
+          const double tg = run_case(c, pool, launches, false);
+          c.sol = true;
+          const double ts = run_case(c, pool, launches, false);
+          const double bytes = static_cast<double>(row_bytes(c.type, c.k) * c.rows * (c.n_expert > 0 ? c.n_used : 1));
+          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f |\n", name.c_str(), dep ? "dep" : "b2b",
+                      bytes * 1e-6, tg * 1e6, 100.0 * bytes / tg / g_read_bw, ts * 1e6, 100.0 * bytes / ts / g_read_bw,
+                      tg / ts);
+          std::fflush(stdout);
+        }
+      return 0;
+    }
+    if (persist_only) {
+      // Dep mode (as in a decode step): session 7's plan, the routed plan, slab, mma, and the
+      // persistent kernel's instances; plus NVFP4 output heads (Qwen3.6's is NVFP4; Llama-8B's
+      // and Qwen3-30B-A3B's are BF16 in our presets, so theirs are "if it were").
+      struct Pi {
+        int f, g, s;
+      };
+      const Pi inst[] = {{4, 1, 2}, {4, 1, 3}, {4, 2, 2}, {4, 2, 3}, {4, 2, 4}, {4, 4, 2}, {8, 1, 2},
+                         {8, 1, 3}, {8, 1, 4}, {8, 1, 6}, {8, 2, 3}, {16, 1, 2}, {16, 1, 3}};
+      std::vector<std::array<int64_t, 2>> shapes;
+      for (const auto& d : dense_shapes) shapes.push_back({d[0], d[1]});
+      shapes.push_back({248320, 2048});
+      shapes.push_back({128256, 4096});
+      for (const auto& d : shapes) {
+        Case base{"dense", GgmlType::NVFP4, d[0], d[1], 1};
+        base.q8 = true, base.dep = true;
+        if (d[0] > 100000) base.name = "head";
+        Case old = base;
+        old.nv_pg = -1;
+        cases.push_back(old);
+        cases.push_back(base);
+        for (int kern : {1, 3}) {
+          Case c = base;
+          c.nv_kernel = kern;
+          cases.push_back(c);
+        }
+        for (const Pi& pi : inst) {
+          Case c = base;
+          c.nv_kernel = 4, c.nv_mma_w = pi.f, c.nv_pg = pi.g, c.nv_ps = pi.s;
+          cases.push_back(c);
+        }
+      }
+      for (const Case& c : cases) run_case(c, pool, launches);
+      return 0;
+    }
     if (experts_only) {
       // The expert gate (slab) and down + combine (packed) and the dense one-token shapes of
       // Llama-8B / Qwen3-30B-A3B (routed plan, slab and mma forced), each once back to back

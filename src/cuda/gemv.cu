@@ -108,6 +108,29 @@ void gemv_set_nvfp4_mma(int warps, int stages) {
   g_nvfp4_override.mma_stages = stages;
 }
 
+// FT_GEMV_NVFP4_PERSIST=0 takes the plan without the persistent kernel (session 7's routing);
+// =1 (or F,G,S: fold warps, groups per CTA, stages) sends every shape it takes to it.
+const bool g_env_persist = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_PERSIST");
+  if (e == nullptr || *e == '\0') return false;
+  if (*e == '0') {
+    g_nvfp4_override.persist_off = true;
+    return true;
+  }
+  g_nvfp4_override.kernel = 4;
+  int f = 0, gr = 0, st = 0;
+  if (std::sscanf(e, "%d,%d,%d", &f, &gr, &st) == 3 && f > 1)
+    g_nvfp4_override.mma_warps = f, g_nvfp4_override.persist_groups = gr, g_nvfp4_override.persist_stages = st;
+  return true;
+}();
+
+void gemv_set_nvfp4_persist(int groups, int stages) {
+  static const bool env_off = g_nvfp4_override.persist_off;  // FT_GEMV_NVFP4_PERSIST=0
+  g_nvfp4_override.persist_off = groups < 0 || (groups == 0 && env_off);
+  g_nvfp4_override.persist_groups = groups > 0 ? groups : 0;
+  g_nvfp4_override.persist_stages = stages;
+}
+
 namespace {
 
 // Checks a's arguments (throws ft::Error) and makes the kernels' Params.

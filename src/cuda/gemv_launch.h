@@ -27,6 +27,8 @@ struct Nvfp4Override {
   int decode = 0, minb = 0;  // gemv_set_nvfp4_variant
   int mma_warps = 0, mma_stages = 0;  // gemv_set_nvfp4_mma
   bool mma_off = false;               // FT_GEMV_NVFP4_MMA=0: the plan's mma launches take the slab kernel
+  int persist_groups = 0, persist_stages = 0;  // gemv_set_nvfp4_persist
+  bool persist_off = false;  // FT_GEMV_NVFP4_PERSIST=0: the plan without the persistent kernel
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -103,5 +105,9 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
 // The tensor-core kernel (gemv_mma.cu): one token, dense, k % 256 == 0, 16-byte aligned rows;
 // false (nothing launched) for other shapes or when its shared memory does not fit.
 bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream);
+// The persistent tensor-core kernel (gemv_mma_persist.cu): the same shapes and the same bits as
+// gemv_nvfp4_mma at warps = fold; CTAs of `groups` x fold warps walk the 16-row tiles.
+bool gemv_nvfp4_mma_persist(const Params& p, int64_t n_tok, bool grouped, int fold, int groups, int stages,
+                            cudaStream_t stream);
 
 }  // namespace ft::cuda::gemv_detail

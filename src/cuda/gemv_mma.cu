@@ -115,40 +115,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
     issue(i + NS - 1);
     const uint8_t* st = stages + (i % NS) * kStageBytes;
-    const int step = warp + NW * i;
-#pragma unroll
-    for (int gh = 0; gh < 2; ++gh) {
-      const int grp = 2 * step + gh;
-      // Positive and negative magnitudes in two accumulators: two chains of 8 dependent mma
-      // instead of one of 16 (the n chain's B holds -x, so the sum is cp + cn).
-      int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
-        const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
-        uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
-        e2m1x8_pn(lds32(st + g * kRowStep + off), tab, p0l, p0h, n0l, n0h);
-        e2m1x8_pn(lds32(st + (g + 8) * kRowStep + off), tab, p8l, p8h, n8l, n8h);
-        mma_s8_16816(cp, p0l, p8l, bx[t].x);
-        mma_s8_16816(cn, n0l, n8l, bx[t].z);
-        mma_s8_16816(cp, p0h, p8h, bx[t].y);
-        mma_s8_16816(cn, n0h, n8h, bx[t].w);
-      }
-      int cc[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) cc[j] = cp[j] + cn[j];
-      // Lane (g, c): tile c = block 2 gh + (c >> 1), half h = c & 1: sub-blocks 2h, 2h + 1,
-      // activation block 2 (block) + h.
-      const int bb = 2 * gh + (c >> 1), h = c & 1;
-      const float dx = xd[2 * (kStepBlocks * step + bb) + h];
-      float s0a, s0b, s8a, s8b;
-      nvfp4_scales2(lds32(st + g * kRowStep + 36 * bb) >> (16 * h), s0a, s0b);
-      nvfp4_scales2(lds32(st + (g + 8) * kRowStep + 36 * bb) >> (16 * h), s8a, s8b);
-      acc0 = fmaf(static_cast<float>(cc[0]), s0a * dx, acc0);
-      acc0 = fmaf(static_cast<float>(cc[1]), s0b * dx, acc0);
-      acc8 = fmaf(static_cast<float>(cc[2]), s8a * dx, acc8);
-      acc8 = fmaf(static_cast<float>(cc[3]), s8b * dx, acc8);
-    }
+    mma_step_acc(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
   cp_async_wait(0);
 

@@ -1,5 +1,5 @@
-// Pieces of the NVFP4 tensor-core GEMV kernel (gemv_mma.cu: dense one token; run 11's expert
-// kernels shared them until session 7 removed them). See
+// Pieces of the NVFP4 tensor-core GEMV kernels (gemv_mma.cu: dense one token, a CTA per
+// 16-row tile; gemv_mma_persist.cu: the same sums with CTAs that walk tiles). See
 // gemv_mma.cu for the layout: a CTA owns 16 rows, a step is 4 NVFP4 blocks (144 bytes) of each
 // row, lane (g, c) decodes word c of a 16-byte tile of rows g and g + 8, and the activations
 // sit in B fragments {x, -x} built once per CTA in shared memory (x_frag). CUDA only.
@@ -92,6 +92,50 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
   if (threadIdx.x == 0) {
     reinterpret_cast<uint32_t*>(smem)[0] = q8_detail::kMag0;
     reinterpret_cast<uint32_t*>(smem)[1] = q8_detail::kMag1;
+  }
+}
+
+// One staged step (16 rows x 4 blocks at st, kMmaRowStep apart) of the dense kernels
+// (gemv_mma.cu, gemv_mma_persist.cu) into a warp's row sums: lane (g, c) adds its sub-blocks
+// of rows g, g + 8 to acc0, acc8 in the fixed order (gh 0 then 1; sub-block a then b), so any
+// kernel that feeds a warp the same steps in the same order sums the same bits.
+// bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
+__device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
+                                             const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,
+                                             int c, float& acc0, float& acc8) {
+  using namespace q8_detail;
+#pragma unroll
+  for (int gh = 0; gh < 2; ++gh) {
+    const int grp = 2 * step + gh;
+    // Positive and negative magnitudes in two accumulators: two chains of 8 dependent mma
+    // instead of one of 16 (the n chain's B holds -x, so the sum is cp + cn).
+    int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
+      const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
+      uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
+      e2m1x8_pn(lds32(st + g * kMmaRowStep + off), tab, p0l, p0h, n0l, n0h);
+      e2m1x8_pn(lds32(st + (g + 8) * kMmaRowStep + off), tab, p8l, p8h, n8l, n8h);
+      mma_s8_16816(cp, p0l, p8l, bx[t].x);
+      mma_s8_16816(cn, n0l, n8l, bx[t].z);
+      mma_s8_16816(cp, p0h, p8h, bx[t].y);
+      mma_s8_16816(cn, n0h, n8h, bx[t].w);
+    }
+    int cc[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) cc[j] = cp[j] + cn[j];
+    // Lane (g, c): tile c = block 2 gh + (c >> 1), half h = c & 1: sub-blocks 2h, 2h + 1,
+    // activation block 2 (block) + h.
+    const int bb = 2 * gh + (c >> 1), h = c & 1;
+    const float dx = xd[2 * (kMmaStepBlocks * step + bb) + h];
+    float s0a, s0b, s8a, s8b;
+    nvfp4_scales2(lds32(st + g * kMmaRowStep + 36 * bb) >> (16 * h), s0a, s0b);
+    nvfp4_scales2(lds32(st + (g + 8) * kMmaRowStep + 36 * bb) >> (16 * h), s8a, s8b);
+    acc0 = fmaf(static_cast<float>(cc[0]), s0a * dx, acc0);
+    acc0 = fmaf(static_cast<float>(cc[1]), s0b * dx, acc0);
+    acc8 = fmaf(static_cast<float>(cc[2]), s8a * dx, acc8);
+    acc8 = fmaf(static_cast<float>(cc[3]), s8b * dx, acc8);
   }
 }
 

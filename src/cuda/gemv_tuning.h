@@ -108,6 +108,10 @@ struct GemvNvfp4Plan {
   int minb = 4;
   // mma kernel: warps per 16-row CTA (4, 8, 16) and cp.async stages per warp (2..4).
   int mma_warps = 8, mma_stages = 3;
+  // The persistent mma kernel (gemv_mma_persist.cu) instead of kernel 3 / the slab: same sums
+  // as kernel 3 at mma_warps (its fold); CTAs of persist_groups x mma_warps warps, stages.
+  bool persist = false;
+  int persist_groups = 1, persist_stages = 2;
 };
 // The mma kernel (gemv_mma.cu) takes dense one-token launches with k % 256 == 0 (whole
 // 4-block steps; 16-byte aligned rows, checked at launch) and at least this many rows (run 10:
@@ -147,6 +151,19 @@ inline void gemv_nvfp4_mma_shape(int64_t rows, int64_t k, int& warps, int& stage
   while (warps > 4 && steps / warps < 2) warps /= 2;
   stages = warps == 4 && steps / warps >= 4 ? 2 : 3;
 }
+// The persistent kernel (gemv_mma_persist.cu; H200 run 13, benches/h200.md): where the mma
+// kernel is routed (the rows of kNvfp4MmaMinRows and more), at its fold and stages; one group of
+// warps per CTA. Before run 13's measurements this is a guess: with at most one resident wave
+// of tiles it runs the mma kernel's work with the same CTA count, and beyond (28672x4096: 1792
+// tiles) every CTA walks the same number of tiles.
+inline void gemv_nvfp4_persist_shape(int64_t rows, int64_t k, const GemvNvfp4Plan& pl, bool& on, int& groups,
+                                     int& stages) {
+  (void)k;
+  on = pl.kernel == 3 && rows >= kNvfp4MmaMinRows;
+  groups = 1;
+  stages = pl.mma_stages;
+}
+
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
 // decoder (H200 run 5); with the sign-split decoder the dense one-token shapes gain (run 8:
 // 14336x4096 14.04 vs 15.46 us, 4096x14336 14.58 vs 14.56) and the expert ones still lose
@@ -208,11 +225,12 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   if (grouped && n_tok == 1 && (rows + 1) / 2 * n_out <= kNvfp4OneWaveWarps) pl.rows = 2, pl.minb = 6;
   if (!grouped && n_tok == 1 && nb % 4 == 0 && rows >= kNvfp4MmaMinRows) pl.kernel = 3;
   gemv_nvfp4_mma_shape(rows, k, pl.mma_warps, pl.mma_stages);
+  gemv_nvfp4_persist_shape(rows, k, pl, pl.persist, pl.persist_groups, pl.persist_stages);
   return pl;
 }
 
 // Forces the NVFP4 plan (tests, benchmarks; process-wide, not thread-safe): kernel -1 = the
-// plan's, 0/1/2/3 as above (a kernel that cannot take the shape falls back to the generic one);
+// plan's, 0/1/2/3 as above, 4 the persistent mma kernel (a kernel that cannot take the shape falls back to the generic one);
 // rows 0 = the plan's; x_smem 0 = the plan's, 1 = activations from global memory, 2 = from
 // shared memory where they fit. Defined in gemv.cu.
 void gemv_set_nvfp4_override(int kernel, int rows, int x_smem);
@@ -221,8 +239,14 @@ void gemv_set_nvfp4_override(int kernel, int rows, int x_smem);
 void gemv_set_nvfp4_variant(int decode, int minb);
 // Forces the mma kernel's warps per CTA (4, 8, 16) and stages (2..4; 0 = the plan's).
 void gemv_set_nvfp4_mma(int warps, int stages);
+// Forces the persistent kernel's groups per CTA (1, 2, 4; 0 = the plan's, -1 = the plan with the
+// persistent kernel off) and stages (2..6; 0 = the plan's); its fold is the mma warps
+// (gemv_set_nvfp4_mma). Kernel 4 in gemv_set_nvfp4_override forces it.
+void gemv_set_nvfp4_persist(int groups, int stages);
 // Launches of the mma kernel so far (tests and benchmarks check that it ran).
 int64_t gemv_nvfp4_mma_launches();
+// Launches of the persistent mma kernel so far.
+int64_t gemv_nvfp4_persist_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.
