@@ -330,7 +330,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
              std::to_string(c.nv_mma_s > 0 ? c.nv_mma_s : pl.mma_stages);
     if (ran_persist)  // the persistent mma kernel: fold / groups per CTA / stages
       plan = std::string(c.nv_kernel == 4 || c.nv_pg > 0 ? "N" : "n") + "4/" +
-             std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : pl.mma_warps) + "/" +
+             std::to_string(c.nv_mma_w > 0 ? c.nv_mma_w : pl.persist_fold) + "/" +
              std::to_string(c.nv_pg > 0 ? c.nv_pg : pl.persist_groups) + "/" +
              std::to_string(c.nv_ps > 0 ? c.nv_ps : pl.persist_stages);
     if (c.nv_pg < 0) plan += "-p";
@@ -494,7 +494,14 @@ int main(int argc, char** argv) {
           cases.push_back(c);
         }
       }
-      for (const Case& c : cases) run_case(c, pool, launches);
+      for (const Case& c : cases) {
+        try {  // an instance that cannot launch (shared memory) says so and the sweep goes on
+          run_case(c, pool, launches);
+        } catch (const std::exception& e) {
+          std::printf("| %s %lldx%lld N4/%d/%d/%d | error: %s |\n", c.name.c_str(), static_cast<long long>(c.rows),
+                      static_cast<long long>(c.k), c.nv_mma_w, c.nv_pg, c.nv_ps, e.what());
+        }
+      }
       return 0;
     }
     if (experts_only) {

@@ -550,13 +550,13 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   const int64_t nt = grouped ? 1 : n_tok;
   const int64_t nb = p.k / 64;
   GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, nt, n_out, n_sub, grouped);
-  if (over.mma_warps > 0) pl.mma_warps = over.mma_warps;
+  if (over.mma_warps > 0) pl.mma_warps = pl.persist_fold = over.mma_warps;
   if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;
   if (over.persist_groups > 0) pl.persist_groups = over.persist_groups;
   if (over.persist_stages > 0) pl.persist_stages = over.persist_stages;
   // The persistent mma kernel, planned or forced (fold = the mma kernel's warps: the same bits).
   if ((pl.persist && over.kernel < 0 && !over.persist_off && !over.mma_off) || over.kernel == 4) {
-    if (gemv_nvfp4_mma_persist(p, nt, grouped, pl.mma_warps, pl.persist_groups, pl.persist_stages, stream))
+    if (gemv_nvfp4_mma_persist(p, nt, grouped, pl.persist_fold, pl.persist_groups, pl.persist_stages, stream))
       return true;
   }
   // The mma kernel, planned or forced; where it declines the shape, the other kernels' plan.

@@ -108,10 +108,10 @@ struct GemvNvfp4Plan {
   int minb = 4;
   // mma kernel: warps per 16-row CTA (4, 8, 16) and cp.async stages per warp (2..4).
   int mma_warps = 8, mma_stages = 3;
-  // The persistent mma kernel (gemv_mma_persist.cu) instead of kernel 3 / the slab: same sums
-  // as kernel 3 at mma_warps (its fold); CTAs of persist_groups x mma_warps warps, stages.
+  // The persistent mma kernel (gemv_mma_persist.cu) instead of kernel 3 / the slab: the sums of
+  // kernel 3 at persist_fold warps; CTAs of persist_groups x persist_fold warps, stages.
   bool persist = false;
-  int persist_groups = 1, persist_stages = 2;
+  int persist_fold = 4, persist_groups = 1, persist_stages = 2;
 };
 // The mma kernel (gemv_mma.cu) takes dense one-token launches with k % 256 == 0 (whole
 // 4-block steps; 16-byte aligned rows, checked at launch) and at least this many rows (run 10:
@@ -156,12 +156,25 @@ inline void gemv_nvfp4_mma_shape(int64_t rows, int64_t k, int& warps, int& stage
 // warps per CTA. Before run 13's measurements this is a guess: with at most one resident wave
 // of tiles it runs the mma kernel's work with the same CTA count, and beyond (28672x4096: 1792
 // tiles) every CTA walks the same number of tiles.
-inline void gemv_nvfp4_persist_shape(int64_t rows, int64_t k, const GemvNvfp4Plan& pl, bool& on, int& groups,
-                                     int& stages) {
-  (void)k;
-  on = pl.kernel == 3 && rows >= kNvfp4MmaMinRows;
-  groups = 1;
-  stages = pl.mma_stages;
+struct GemvNvfp4PersistMeasured {
+  int64_t rows, k;
+  int fold, groups, stages;  // fold 0: not the persistent kernel
+};
+inline constexpr GemvNvfp4PersistMeasured kNvfp4PersistMeasured[] = {
+    {0, 0, 0, 0, 0},  // (placeholder until run 13)
+};
+inline void gemv_nvfp4_persist_shape(int64_t rows, int64_t k, GemvNvfp4Plan& pl) {
+  for (const GemvNvfp4PersistMeasured& m : kNvfp4PersistMeasured) {
+    if (m.rows == rows && m.k == k) {
+      pl.persist = m.fold > 0;
+      pl.persist_fold = m.fold, pl.persist_groups = m.groups, pl.persist_stages = m.stages;
+      return;
+    }
+  }
+  pl.persist = pl.kernel == 3 && rows >= kNvfp4MmaMinRows;
+  pl.persist_fold = pl.mma_warps;
+  pl.persist_groups = 1;
+  pl.persist_stages = pl.mma_stages;
 }
 
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
@@ -225,7 +238,7 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   if (grouped && n_tok == 1 && (rows + 1) / 2 * n_out <= kNvfp4OneWaveWarps) pl.rows = 2, pl.minb = 6;
   if (!grouped && n_tok == 1 && nb % 4 == 0 && rows >= kNvfp4MmaMinRows) pl.kernel = 3;
   gemv_nvfp4_mma_shape(rows, k, pl.mma_warps, pl.mma_stages);
-  gemv_nvfp4_persist_shape(rows, k, pl, pl.persist, pl.persist_groups, pl.persist_stages);
+  if (!grouped && n_tok == 1 && nb % 4 == 0) gemv_nvfp4_persist_shape(rows, k, pl);
   return pl;
 }
 
