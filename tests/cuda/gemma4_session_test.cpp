@@ -490,9 +490,9 @@ TEST(Gemma4Numerics, AutoIsDecidedInGpuNumerics) {
 // longer than a GEMV batch: prompt logits within tol("auto") of both; 24 decode steps
 // teacher-forced with x3's greedy tokens give x3's argmax but for near ties (near_tie("auto"),
 // as Gemma4GpuVsCpu holds auto); decode logits within tol("auto") on the dense models (MoE:
-// route flips, moe_flips). x2 must also differ from x3 somewhere: its 2 parts drop the low 8
-// bits of a Q8 input's 24 (an fp32 scale times an int8), so bit-identical logits would mean the
-// variable never reached the GEMMs.
+// route flips, moe_flips). x2 must also differ from x3 somewhere: its 2 bf16 parts keep 16 of
+// the up to 18 significant bits of a Q8 input (an fp16 scale times an int8: cuda/act_q8.h), so
+// bit-identical logits would mean the variable never reached the GEMMs.
 class Gemma4Q8Prefill : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Gemma4Q8Prefill, X2AgreesWithX3AndTheCpu) {
