@@ -493,6 +493,15 @@ int main(int argc, char** argv) {
           c.nv_kernel = 4, c.nv_mma_w = pi.f, c.nv_pg = pi.g, c.nv_ps = pi.s;
           cases.push_back(c);
         }
+        // gemv_mma.cu's kernel at the one-group instances' warps / stages (the instances it has):
+        // with at most one resident wave of tiles the same work and CTA count, so the difference
+        // is the prologue (x staged by cp.async) and the register cap.
+        for (const Pi& pi : inst) {
+          if (pi.g != 1 || pi.f * 10 + pi.s == 86 || pi.f * 10 + pi.s == 163) continue;
+          Case c = base;
+          c.nv_kernel = 3, c.nv_mma_w = pi.f, c.nv_mma_s = pi.s;
+          cases.push_back(c);
+        }
       }
       for (const Case& c : cases) {
         try {  // an instance that cannot launch (shared memory) says so and the sweep goes on
