@@ -16,8 +16,9 @@
 // --sol: speed of light per benchmark shape: a plain streaming-read kernel (16-byte loads, 4 in
 // flight per thread, an XOR reduction written once per CTA) over exactly the bytes the GEMV
 // reads (weights + scales; experts: the 8 chosen experts' matrices), back to back and after the
-// dependent quantiser (dep; it waits for it before its first load, as a GEMV must before it can
-// finish anything), beside the routed GEMV's time in the same mode.
+// dependent quantiser (dep), beside the routed GEMV's time in the same mode. "SOL" waits for
+// the previous kernel before its first load; "SOL-pre" loads first and waits only to store
+// (a kernel that streamed all its weights while the previous one runs).
 // --persist: the dense one-token shapes (and NVFP4 output heads) in the dep mode: session 7's
 // plan (persistent kernel off), the routed plan, slab and mma forced, and every instance of the
 // persistent mma kernel (gemv_mma_persist.cu: fold warps / groups per CTA / stages).
@@ -93,9 +94,11 @@ struct SolSpans {
   const uint4* p[8];
   int64_t n;  // 16-byte vectors per span
 };
+// PRE: the loads before the wait (only the result's store after it): what a kernel that could
+// issue all its weight loads while the previous kernel runs would take.
+template <bool PRE>
 __global__ void __launch_bounds__(512) sol_read(const SolSpans s, uint32_t* out) {
-  pdl_wait();
-  pdl_trigger();
+  if (!PRE) pdl_wait(), pdl_trigger();
   const uint4* p = s.p[blockIdx.y];
   uint32_t acc = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -110,6 +113,7 @@ __global__ void __launch_bounds__(512) sol_read(const SolSpans s, uint32_t* out)
     acc ^= a.x ^ a.y ^ a.z ^ a.w;
   }
   for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xFFFFFFFFu, acc, o);
+  if (PRE) pdl_wait(), pdl_trigger();
   __shared__ uint32_t red[16];
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
   __syncthreads();
@@ -180,7 +184,7 @@ struct Case {
   int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
   int nv_mma_w = 0, nv_mma_s = 0;               // gemv_set_nvfp4_mma
   int nv_pg = 0, nv_ps = 0;                     // gemv_set_nvfp4_persist (nv_pg -1: persistent off)
-  bool sol = false;  // the speed-of-light read of the same bytes instead of the GEMV
+  int sol = 0;  // the speed-of-light read of the same bytes instead of the GEMV: 1 wait first, 2 loads first
   // Each launch after quantize_act_q8 of its input, as in a decode step (the GEMV depends on the
   // kernel before it: PDL cannot overlap two GEMVs' weight streams as it does back to back);
   // the quantiser's own time, measured alone, is subtracted.
@@ -276,7 +280,8 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
       }
       // 4 CTAs of 512 threads per SM in all, split over the spans.
       const unsigned gx = static_cast<unsigned>(std::max(1, g_sms * 4 / n_sp));
-      launch_pdl(sol_read, dim3(gx, static_cast<unsigned>(n_sp)), dim3(512), 0, s, sp, sol_out.as<uint32_t>());
+      launch_pdl(c.sol == 2 ? sol_read<true> : sol_read<false>, dim3(gx, static_cast<unsigned>(n_sp)), dim3(512), 0, s,
+                 sp, sol_out.as<uint32_t>());
     } else {
       gemv(a, s);
     }
@@ -335,7 +340,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
              std::to_string(c.nv_ps > 0 ? c.nv_ps : pl.persist_stages);
     if (c.nv_pg < 0) plan += "-p";
   }
-  if (c.sol) plan = "sol";
+  if (c.sol) plan = c.sol == 2 ? "sol-pre" : "sol";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
@@ -433,8 +438,8 @@ int main(int argc, char** argv) {
                                        {4096, 14336}, {5120, 2048},  {2048, 4096}};
     if (sol_only) {
       // Per shape and mode: the routed GEMV and the pure read of the same bytes.
-      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL |\n");
-      std::printf("|---|---|---|---|---|---|---|---|\n");
+      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
       std::vector<std::pair<std::string, Case>> v;
       for (const auto& d : dense_shapes) {
         Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
@@ -452,12 +457,14 @@ int main(int argc, char** argv) {
           Case c = c0;
           c.dep = dep;
           const double tg = run_case(c, pool, launches, false);
-          c.sol = true;
+          c.sol = 1;
           const double ts = run_case(c, pool, launches, false);
+          c.sol = 2;
+          const double tp = run_case(c, pool, launches, false);
           const double bytes = static_cast<double>(row_bytes(c.type, c.k) * c.rows * (c.n_expert > 0 ? c.n_used : 1));
-          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f |\n", name.c_str(), dep ? "dep" : "b2b",
-                      bytes * 1e-6, tg * 1e6, 100.0 * bytes / tg / g_read_bw, ts * 1e6, 100.0 * bytes / ts / g_read_bw,
-                      tg / ts);
+          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %.1f%% |\n", name.c_str(),
+                      dep ? "dep" : "b2b", bytes * 1e-6, tg * 1e6, 100.0 * bytes / tg / g_read_bw, ts * 1e6,
+                      100.0 * bytes / ts / g_read_bw, tg / ts, tp * 1e6, 100.0 * bytes / tp / g_read_bw);
           std::fflush(stdout);
         }
       return 0;
