@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -103,6 +104,22 @@ struct ModelSpec {
 // Presets: "tiny" (the arch spec's tiny test config), "default" (a few-MB qwen3moe
 // with a byte-BPE vocab, the README's default model). Throws on unknown names.
 ModelSpec preset(std::string_view name, Arch arch);
+
+// For the tables of test models (tests/oracle, tests/cuda): a preset with a given seed, every
+// role in type t, the given roles in type t.
+inline ModelSpec preset_seeded(std::string_view name, Arch arch, uint64_t seed) {
+  ModelSpec s = preset(name, arch);
+  s.seed = seed;
+  return s;
+}
+inline ModelSpec with_all_types(ModelSpec s, GgmlType t) {
+  for (auto& r : s.role_type) r = t;
+  return s;
+}
+inline ModelSpec with_types(ModelSpec s, std::initializer_list<Role> roles, GgmlType t) {
+  for (Role r : roles) s.set_type(r, t);
+  return s;
+}
 
 struct GenerateResult {
   int64_t n_tensors = 0;         // in the model file (incl. .scale)

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -32,21 +33,11 @@ struct Case {
   testgen::ModelSpec spec;
 };
 
-// The tiny preset of an architecture with a fixed seed.
-inline testgen::ModelSpec base(testgen::Arch a, uint64_t seed) {
-  auto s = testgen::preset("tiny", a);
-  s.seed = seed;
-  return s;
-}
-// Every role in type t.
-inline testgen::ModelSpec all(testgen::ModelSpec s, GgmlType t) {
-  for (auto& r : s.role_type) r = t;
-  return s;
-}
-// The given roles in type t.
+// The tiny preset of an architecture with a fixed seed; every role / the given roles in type t.
+inline testgen::ModelSpec base(testgen::Arch a, uint64_t seed) { return testgen::preset_seeded("tiny", a, seed); }
+inline testgen::ModelSpec all(testgen::ModelSpec s, GgmlType t) { return testgen::with_all_types(std::move(s), t); }
 inline testgen::ModelSpec with(testgen::ModelSpec s, std::initializer_list<testgen::Role> roles, GgmlType t) {
-  for (testgen::Role r : roles) s.set_type(r, t);
-  return s;
+  return testgen::with_types(std::move(s), roles, t);
 }
 
 // A case in one --dtype (the parameter of the TEST_Ps).

@@ -541,19 +541,9 @@ struct Probe {
 };
 
 std::vector<Probe> probes() {
-  auto base = [](Arch a) {
-    auto s = ft::testgen::preset("tiny", a);
-    s.seed = 7;
-    return s;
-  };
-  auto all = [](ModelSpec s, GgmlType t) {
-    for (auto& r : s.role_type) r = t;
-    return s;
-  };
-  auto with = [](ModelSpec s, std::initializer_list<Role> roles, GgmlType t) {
-    for (Role r : roles) s.set_type(r, t);
-    return s;
-  };
+  auto base = [](Arch a) { return ft::testgen::preset_seeded("tiny", a, 7); };
+  const auto all = &ft::testgen::with_all_types;
+  const auto with = &ft::testgen::with_types;
   std::vector<Probe> out;
   out.push_back({"qwen35_nvfp4",
                  with(all(base(Arch::kQwen35), GgmlType::BF16), {Role::kAttn, Role::kMlp, Role::kOutput},

@@ -117,19 +117,9 @@ Ours run_ours(const std::string& model, const std::vector<int>& prompt, const st
 
 std::vector<Config> configs() {
   std::vector<Config> out;
-  auto base = [](Arch a) {
-    auto s = ft::testgen::preset("tiny", a);
-    s.seed = 7;
-    return s;
-  };
-  auto all = [](ModelSpec s, GgmlType t) {
-    for (auto& r : s.role_type) r = t;
-    return s;
-  };
-  auto with = [](ModelSpec s, std::initializer_list<Role> roles, GgmlType t) {
-    for (Role r : roles) s.set_type(r, t);
-    return s;
-  };
+  auto base = [](Arch a) { return ft::testgen::preset_seeded("tiny", a, 7); };
+  const auto all = &ft::testgen::with_all_types;
+  const auto with = &ft::testgen::with_types;
   // ---- llama ----
   out.push_back({"f32", base(Arch::kLlama)});
   out.push_back({"bf16", all(base(Arch::kLlama), GgmlType::BF16)});
