@@ -52,8 +52,11 @@ using ft::gpu_test::cpu_options;
 using ft::gpu_test::greedy_tokens;
 using ft::gpu_test::max_abs_diff;
 using ft::gpu_test::same_prefix;
+using ft::gpu_test::test_dir;
+using ft::gpu_test::TestModel;
 using ft::gpu_test::top2_margin;
 using ft::gpu_test::with;
+using ft::gpu_test::write_model;
 
 struct Case {
   std::string name;
@@ -154,11 +157,9 @@ class Gemma4GpuVsCpu : public ::testing::TestWithParam<Param> {};
 TEST_P(Gemma4GpuVsCpu, Matches) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const Param& p = GetParam();
-  const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-gpu-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / (p.c.name + ".gguf")).string();
-  const auto gen = ft::testgen::generate_model(p.c.spec, path);
-  auto m = ft::model::load_model(path);
+  const TestModel tm = write_model(p.c.spec, test_dir("ft-gemma4-gpu-"), p.c.name);
+  const auto& m = tm.m;
+  const auto& gen = tm.gen;
   ASSERT_TRUE(ft::gpu::gpu_supports(*m));
   const int64_t V = m->hp.n_vocab;
   const int P = p.c.prompt_len;
@@ -233,7 +234,7 @@ TEST_P(Gemma4GpuVsCpu, Matches) {
   ft::gpu::GpuSession g3(*m, go);
   EXPECT_EQ(g3.eval_argmax(prompt.data(), P), ft::engine::argmax(lg.data(), static_cast<int32_t>(V)));
   std::error_code ec;
-  fs::remove(path, ec);
+  fs::remove(tm.path, ec);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Gemma4GpuVsCpu, ::testing::ValuesIn(params()),
@@ -259,11 +260,10 @@ TEST_P(Gemma4MoeBackends, SameGreedyTokensAsFused) {
   spec.n_ctx_train = 512;
   if (experts == "mxfp4") spec.set_type(Role::kExperts, GgmlType::MXFP4);
   if (experts == "nvfp4") spec = with(spec, {Role::kAttn, Role::kExperts}, GgmlType::NVFP4);
-  const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-moe-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / (experts + ".gguf")).string();
-  const auto gen = ft::testgen::generate_model(spec, path);
-  auto m = ft::model::load_model(path);
+  const fs::path dir = test_dir("ft-gemma4-moe-");
+  const TestModel tm = write_model(spec, dir, experts);
+  const auto& m = tm.m;
+  const auto& gen = tm.gen;
   std::vector<int32_t> prompt;
   for (int i = 0; i < 24; ++i) prompt.push_back(static_cast<int32_t>((37 * i + 5) % gen.n_vocab));
   const int n = 256;
@@ -294,12 +294,9 @@ INSTANTIATE_TEST_SUITE_P(Tiny, Gemma4MoeBackends,
 
 // ---- --kv-type: auto keeps gemma4's KV in fp32 (llama.cpp's CPU rounding); f16 halves it ----
 
-// A case's model written under dir and loaded.
+// A case's model written under dir (test_dir) and loaded.
 std::unique_ptr<ft::model::Model> load_case(const Case& c, const fs::path& dir) {
-  fs::create_directories(dir);
-  const std::string path = (dir / (c.name + ".gguf")).string();
-  ft::testgen::generate_model(c.spec, path);
-  return ft::model::load_model(path);
+  return write_model(c.spec, dir, c.name).m;
 }
 
 // --dtype auto with a --kv-type.
@@ -321,7 +318,7 @@ class Gemma4KvType : public ::testing::TestWithParam<Case> {};
 TEST_P(Gemma4KvType, F16AgreesWithAutoOnTeacherForcedTokens) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const Case& c = GetParam();
-  const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-kv-" + std::to_string(::getpid()));
+  const fs::path dir = test_dir("ft-gemma4-kv-");
   auto m = load_case(c, dir);
   const int64_t V = m->hp.n_vocab;
   ft::gpu::GpuSession a(*m, auto_with_kv("auto")), h(*m, auto_with_kv("f16"));
@@ -373,7 +370,7 @@ INSTANTIATE_TEST_SUITE_P(Models, Gemma4KvType, ::testing::ValuesIn(cases()),
 TEST(Gemma4KvTypeOptions, F32IsAutoBf16RunsBadNamesAreRefused) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const Case c = cases().front();
-  const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-kv32-" + std::to_string(::getpid()));
+  const fs::path dir = test_dir("ft-gemma4-kv32-");
   auto m = load_case(c, dir);
   const int64_t V = m->hp.n_vocab;
   const std::vector<int32_t> prompt = ft::gpu_test::make_prompt(c.prompt_len, V);
@@ -499,7 +496,7 @@ TEST_P(Gemma4Q8Prefill, X2AgreesWithX3AndTheCpu) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const Case& c = GetParam();
   const ScopedEnv no_auto("FT_GEMMA4_AUTO", nullptr);
-  const fs::path dir = fs::temp_directory_path() / ("ft-gemma4-q8p-" + std::to_string(::getpid()));
+  const fs::path dir = test_dir("ft-gemma4-q8p-");
   auto m = load_case(c, dir);
   const int64_t V = m->hp.n_vocab;
   ft::gpu::GpuSessionOptions go;
