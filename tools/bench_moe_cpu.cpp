@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
   app.add_option("--iters", iters, "timed calls per mode and round");
   app.add_option("--rounds", rounds, "alternating rounds (best of each mode)");
   app.add_option("--bank-pages", pages,
-                 "pages of the expert bank: default, 2m (2 MiB aligned + MADV_HUGEPAGE, as the backends' banks), "
-                 "4k (MADV_NOHUGEPAGE, as cudaHostAlloc'd banks)");
+                 "pages of the expert bank: default, 2m (2 MiB aligned + MADV_HUGEPAGE, as FT_MOE_HOST_PAGES=huge "
+                 "banks), 4k (MADV_NOHUGEPAGE, as the backends' cudaHostAlloc'd banks)");
   app.add_option("--sched", sched_list,
                  "exact mode's row schedules to time, comma-separated (items, guided, flow); default: FT_MOE_CPU_SCHED's");
   app.add_option("--prefetch", pf_list,

@@ -13,12 +13,12 @@
 // F32 rows (as DeviceWeights uploads them), so a slot holds exactly what the fused backend's
 // arena holds.
 //
-// Pages: by default each layer's block is an anonymous 2 MiB-aligned mapping advised
-// MADV_HUGEPAGE (moe_cpu/huge_pages.h), faulted in by several threads, then
-// cudaHostRegister'ed (mapped, portable): on 4 KiB pages (cudaHostAlloc, which THP never
-// backs) the CPU executor's page walks over 15.5 GB of banks miss the caches.
-// FT_MOE_HOST_PAGES=pinned takes cudaHostAlloc; a failed registration falls back to it with a
-// log line. The pages THP actually gave are logged at load.
+// Pages: cudaHostAlloc (4 KiB pages, which THP never backs) by default. FT_MOE_HOST_PAGES=huge
+// maps each layer's block 2 MiB-aligned, advised MADV_HUGEPAGE (moe_cpu/huge_pages.h),
+// faulted in by several threads, then cudaHostRegister'ed (mapped, portable); a failed
+// registration falls back to cudaHostAlloc with a log line, and the pages THP gave are
+// logged at load. Session 8 measured it on the H200 host (all 15.6 GB on THP): no gain for
+// the cpu backend, so the page walks over 15.5 GB of banks are not the footprint's cost.
 #pragma once
 
 #include <cstddef>
@@ -81,11 +81,11 @@ class HostBanks {
     void* p = nullptr;
     size_t mapped = 0;  // > 0: map_huge'd and registered (unregister + unmap); 0: cudaHostAlloc'd
   };
-  // FT_MOE_HOST_PAGES: huge (default) or pinned; throws ft::Error naming the variable otherwise.
+  // FT_MOE_HOST_PAGES: pinned (default) or huge; throws ft::Error naming the variable otherwise.
   static bool huge_pages_requested();
   Block alloc_block(size_t size, const std::string& file, size_t layer);
 
-  bool use_huge_ = true;
+  bool use_huge_ = false;
   std::string huge_fallback_;  // why registration failed, if it did
   std::vector<Block> blocks_;
   size_t bytes_ = 0;

@@ -141,9 +141,9 @@ void check_host_experts(const HostExperts& L, const char* layer_name) {
 RowSchedule row_schedule_from_env() {
   const char* e = std::getenv("FT_MOE_CPU_SCHED");
   const std::string v = e ? e : "";
-  if (v.empty() || v == "items") return RowSchedule::kItems;
+  if (v.empty() || v == "flow") return RowSchedule::kFlow;
+  if (v == "items") return RowSchedule::kItems;
   if (v == "guided") return RowSchedule::kGuided;
-  if (v == "flow") return RowSchedule::kFlow;
   fail("FT_MOE_CPU_SCHED={}: expected items, guided or flow", v);
 }
 
@@ -190,11 +190,12 @@ void ExpertExecutor::grow(const HostExperts& L, int64_t n_slots) {
   if (h_.size() < n * L.n_ff) h_.resize(n * L.n_ff);
 }
 
-int64_t ExpertExecutor::item_rows(int64_t rows) const {
-  static const int64_t per_thread = [] {
+int64_t ExpertExecutor::item_rows(int64_t rows, int64_t default_per_thread) const {
+  static const int64_t env_per_thread = [] {
     const char* e = std::getenv("FT_MOE_CPU_ITEMS");
-    return e && std::atoi(e) > 0 ? int64_t{std::atoi(e)} : int64_t{12};
+    return e && std::atoi(e) > 0 ? int64_t{std::atoi(e)} : int64_t{0};
   }();
+  const int64_t per_thread = env_per_thread > 0 ? env_per_thread : default_per_thread;
   const int64_t n_active = static_cast<int64_t>(active_.size());
   const int64_t n_threads = pool_.size();
   const int64_t c = (rows * n_active + per_thread * n_threads - 1) / (per_thread * n_threads);
@@ -233,7 +234,7 @@ void ExpertExecutor::for_expert_rows(int64_t rows, const std::function<void(int3
   // threads that draw a fifth item finish 1/4 later than the rest. Chunks stay multiples
   // of 16 rows (the AVX-512 row group) and at least 32.
   // FT_MOE_CPU_ITEMS overrides the 12 (read once; for A/B runs).
-  const int64_t c = item_rows(rows);
+  const int64_t c = item_rows(rows, 12);
   const int64_t per = (rows + c - 1) / c;
   pool_.parallel_for(n_active * per, 1, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {

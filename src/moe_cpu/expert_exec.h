@@ -97,7 +97,7 @@ bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num);
 // streams long runs at first (fewer cold starts: the first group of a take is not
 // prefetched) and the last takes are one group (a short tail: a Qwen3-30B-A3B NVFP4 gate|up
 // item of 80 rows is ~16 us at 15 threads, a group 3 us); kItems (session 6): fixed items of
-// about 1/12 of a thread's share each (FT_MOE_CPU_ITEMS), taken in turn: the default, since
+// about 1/12 of a thread's share each (FT_MOE_CPU_ITEMS), taken in turn: the default before kFlow, since
 // the lead's final call of session 7 timed the cpu backend's decode back to back in one
 // process: items tg32 54.44 tok/s, guided 48.51 (bench/session7/h200_final_a.sh).
 // FT_MOE_CPU_SCHED=guided|items. H200 host (benches/h200.md, session 7), in one call:
@@ -106,9 +106,13 @@ bool exact_reads_float_x(const HostExperts& L, const ExpertNumerics& num);
 // Qwen3-30B-A3B-shaped NVFP4 file: guided tg32 57.4 tok/s vs items 53.6, but the items run's
 // GLU phase, which no schedule touches, was also 2.7x slower (74.5 vs 27.4 us): that pair is
 // not a clean A/B. A short tail matters there: one slow worker (a shared core) holds a phase.
-// kFlow (FT_MOE_CPU_SCHED=flow, session 8): the items of gate|up and down in one loop, each
-// expert's GLU run by whoever finishes its gate|up, down items waiting for their expert
-// (expert_exec_exact.cpp; exact mode only, the engine order runs kItems).
+// kFlow (the default since session 8; FT_MOE_CPU_SCHED=flow): the items of gate|up and down
+// in one loop, each expert's GLU run by whoever finishes its gate|up, down items waiting for
+// their expert, 8 items per thread (expert_exec_exact.cpp; exact mode only, the engine order
+// runs kItems). H200 host, one call, cpu backend tg32 on the Qwen3-30B-A3B-shaped NVFP4 file:
+// flow with 8 items 68.24 tok/s (263 us of CPU work per layer), flow with 12 59.27 (287 us),
+// items 58.2-61.8 (279-297 us); ft-bench-moe-cpu at the backend's footprint (6144 experts):
+// flow 81.4 GB/s, items 65.3-78.5, guided 74.8-78.1.
 enum class RowSchedule { kItems, kGuided, kFlow };
 RowSchedule row_schedule_from_env();
 
@@ -157,8 +161,9 @@ class ExpertExecutor {
   // RowSchedule::kFlow: the three phases in one loop with per-expert readiness.
   void exact_flow(const HostExperts& L, const ExpertNumerics& num, const float* x, int64_t ldx, int64_t n_tok,
                   int n_used, int64_t n_routes);
-  // Rows per item of the items schedule for a tensor of `rows` rows per expert.
-  int64_t item_rows(int64_t rows) const;
+  // Rows per item for a tensor of `rows` rows per expert: about default_per_thread items per
+  // thread over the active experts (FT_MOE_CPU_ITEMS overrides), multiples of 16, >= 32.
+  int64_t item_rows(int64_t rows, int64_t default_per_thread) const;
   void exact_glu(const HostExperts& L, const ExpertNumerics& num, int64_t n_routes);
   void exact_down(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used, int64_t n_routes);
   // Parallel loop over (active expert, row range) pieces of `rows` rows per expert, as sched_.

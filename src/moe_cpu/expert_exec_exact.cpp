@@ -236,8 +236,10 @@ void ExpertExecutor::exact_flow(const HostExperts& L, const ExpertNumerics& num,
     flow_left_ = std::vector<std::atomic<int64_t>>(static_cast<size_t>(n_active));
     flow_ready_ = std::vector<std::atomic<int32_t>>(static_cast<size_t>(n_active));
   }
-  const int64_t c_gu = item_rows(2 * n_ff), per_gu = (2 * n_ff + c_gu - 1) / c_gu;
-  const int64_t c_dn = item_rows(n_embd), per_dn = (n_embd + c_dn - 1) / c_dn;
+  // 8 items per thread (the items schedule's 12 cut finer than flow needs: without the phase
+  // ends there is no tail to even out; H200 host tg32 68.24 vs 59.27 tok/s with 12, one call).
+  const int64_t c_gu = item_rows(2 * n_ff, 8), per_gu = (2 * n_ff + c_gu - 1) / c_gu;
+  const int64_t c_dn = item_rows(n_embd, 8), per_dn = (n_embd + c_dn - 1) / c_dn;
   for (int64_t a = 0; a < n_active; ++a) {
     flow_left_[a].store(per_gu, std::memory_order_relaxed);
     flow_ready_[a].store(0, std::memory_order_relaxed);

@@ -1,12 +1,14 @@
 // Host memory on 2 MiB pages for the expert banks, and what the kernel actually gave.
 //
 // Why: the cpu backend's executor reads every layer's experts (15.5 GB for Qwen3-30B-A3B).
-// On 4 KiB pages that is 31 MB of page-table entries, more than the caches hold, so a TLB
-// miss walks to DRAM; on 2 MiB pages the tables are 62 KB. cudaHostAlloc'd memory is never
-// backed by transparent huge pages, so the banks are mapped here (2 MiB aligned,
-// MADV_HUGEPAGE) and then registered with CUDA (gpu/host_bank.cpp). Whether THP honours the
-// advice depends on /sys/kernel/mm/transparent_hugepage/enabled (never / madvise / always),
-// so the bytes actually on huge pages are read back from /proc/self/smaps and logged.
+// On 4 KiB pages that is 31 MB of page-table entries, more than the caches hold; on 2 MiB
+// pages 62 KB. cudaHostAlloc'd memory is never backed by transparent huge pages, so with
+// FT_MOE_HOST_PAGES=huge the banks are mapped here (2 MiB aligned, MADV_HUGEPAGE) and then
+// registered with CUDA (gpu/host_bank.cpp). Session 8 measured it on the H200 host with every
+// bank byte on THP: no gain (the page walks are not the footprint's cost), so it is opt-in.
+// Whether THP honours the advice depends on /sys/kernel/mm/transparent_hugepage/enabled
+// (never / madvise / always), so the bytes actually on huge pages are read back from
+// /proc/self/smaps and logged.
 #pragma once
 
 #include <cstddef>
