@@ -31,7 +31,10 @@ namespace {
 // random 30B file, session 7), and a right guess (83% of them there) is a miss neither side
 // pays for. Balancing (f + k) PCIe copies against (misses - 0.83 k - f) CPU experts with
 // q = cpu / (gather + cpu) gives f = q (misses - 0.83 k) - (1 - q) k: at rate 0.5 and k = 2,
-// 0.08, i.e. every miss the guesses leave goes to the CPU.
+// 0.08, i.e. every miss the guesses leave goes to the CPU. H200, session 8 (benches/h200.md):
+// cap 0 / 1 / 2 with 2 guesses gave 108.8 / 96.2 / 86.6 tok/s in `ft bench` tg32 (no
+// speculation, cap 2: 100.1), but 75.6 / 77.2 / - in `ft generate` (no speculation: 80.4): the
+// harnesses disagree; the default follows the formula (and bench) until more runs settle it.
 int default_max_fetch(const MoeFactoryArgs& a, int spec_k, std::string* why) {
   double q = 0.48;
   if (const char* e = std::getenv("FT_MOE_HYBRID_Q")) q = std::clamp(std::atof(e), 0.0, 1.0);

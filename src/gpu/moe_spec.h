@@ -13,7 +13,8 @@
 //        layer's routes on the H200's Qwen3-30B-A3B-shaped random file);
 //   out: on rmsnorm(l's output) with the next layer's FFN norm -- 97.6% right, but known only
 //        after l's experts, so PCIe idles for l's miss GEMVs and the combine first. Only where
-//        st.x is the residual (no shared expert added after the routed ones).
+//        st.x is the residual (no shared expert added after the routed ones). H200, offload at
+//        rate 0.5: 71.8 tok/s against 78.0 from the FFN input (benches/h200.md, session 8).
 //
 // Ordering (the cache state is touched by ensure on the main stream and prefetch on the
 // gather stream, always in this order: ensure(l), prefetch(l+1), ensure(l+1), ...):
@@ -21,7 +22,9 @@
 //                   FT_MOE_SPEC_EARLY=0 (session 7's order) it waits for the copies too,
 //                   which leaves PCIe idle during the ensure and the fork;
 //   wait_copies(s)  before GEMVs that read l+1's resident slots: the guessed bytes landed.
-// So l+1's own misses queue on the gather stream behind the guessed copies with no gap.
+// So l+1's own misses queue on the gather stream behind the guessed copies with no gap
+// (H200, session 8: 78.0 vs 77.1 tok/s for session 7's order; PCIe busy 94% of a step's copy
+// window, 7-8 us idle before each gather; FT_MOE_GATHER_CLOCK=1 shows it).
 //
 // Only for plain routers: every MoE layer's router one fp32-logit GEMV + top-k launch
 // (cuda::moe_router_route) over the FFN norm's output (no row scale, no router input scale
