@@ -374,7 +374,9 @@ __global__ void gather_kernel(GatherPlan p, CacheMisses m, int max_part) {
 // bytes and strides multiples of 16): a thread keeps U loads in flight across the kind
 // boundaries instead of finishing gate before it starts up, so a gather of one or two
 // experts (2.65 MB: fewer 16-byte units per kind than the grid has threads) is not a chain
-// of three short waves. Opt-in (FT_MOE_GATHER_FLAT=1, moe_cache_set_gather_flat) until measured.
+// of three short waves. Opt-in (FT_MOE_GATHER_FLAT=1, moe_cache_set_gather_flat): on the H200
+// (session 8) one miss went from 29.8 to 41.9 GB/s and 2-32 misses stayed within 1%, but
+// offload decode fell from 78.0 to 67.8 tok/s with it.
 template <int U>
 __global__ void gather_flat_kernel(GatherPlan p, CacheMisses m, int max_part) {
   const int n_miss = *m.n_miss;
