@@ -151,19 +151,26 @@ inline void gemv_nvfp4_mma_shape(int64_t rows, int64_t k, int& warps, int& stage
   while (warps > 4 && steps / warps < 2) warps /= 2;
   stages = warps == 4 && steps / warps >= 4 ? 2 : 3;
 }
-// The persistent kernel (gemv_mma_persist.cu; H200 run 13, benches/h200.md): where the mma
-// kernel is routed (the rows of kNvfp4MmaMinRows and more), at its fold and stages; one group of
-// warps per CTA. Before run 13's measurements this is a guess: with at most one resident wave
-// of tiles it runs the mma kernel's work with the same CTA count, and beyond (28672x4096: 1792
-// tiles) every CTA walks the same number of tiles.
+// The persistent kernel (gemv_mma_persist.cu; H200 run 13, benches/h200.md, dep mode = after a
+// dependent quantiser, us): it LOSES on every dense decode shape of Llama-8B / Qwen3-30B-A3B at
+// the plan's fold/stages -- 14336x4096 16.95 vs mma 14.82, 28672x4096 31.24 vs 24.87, 6144x4096
+// 10.49 vs 8.42, 5120x2048 6.51 vs 5.09 -- and its best instance stays behind the plan at
+// 2048x4096 (16/1/3 4.88 vs slab 4.77); end to end with it routed there Llama-8B tg128 351.1 vs
+// 394.3 tok/s, Qwen3-30B-A3B 374.6 vs 384.8 (same call). So it is routed only where it won: an
+// NVFP4 output head of 248320 x 2048 (Qwen3.6's), 4 warps x 4 groups x 2 stages 95.62 us vs the
+// mma kernel's 103.90 (the 128256x4096 head: 96.71 vs 94.86, not routed).
 struct GemvNvfp4PersistMeasured {
   int64_t rows, k;
   int fold, groups, stages;  // fold 0: not the persistent kernel
 };
 inline constexpr GemvNvfp4PersistMeasured kNvfp4PersistMeasured[] = {
-    {0, 0, 0, 0, 0},  // (placeholder until run 13)
+    {248320, 2048, 4, 4, 2},
 };
 inline void gemv_nvfp4_persist_shape(int64_t rows, int64_t k, GemvNvfp4Plan& pl) {
+  pl.persist = false;
+  pl.persist_fold = pl.mma_warps;
+  pl.persist_groups = 1;
+  pl.persist_stages = pl.mma_stages;
   for (const GemvNvfp4PersistMeasured& m : kNvfp4PersistMeasured) {
     if (m.rows == rows && m.k == k) {
       pl.persist = m.fold > 0;
@@ -171,10 +178,6 @@ inline void gemv_nvfp4_persist_shape(int64_t rows, int64_t k, GemvNvfp4Plan& pl)
       return;
     }
   }
-  pl.persist = pl.kernel == 3 && rows >= kNvfp4MmaMinRows;
-  pl.persist_fold = pl.mma_warps;
-  pl.persist_groups = 1;
-  pl.persist_stages = pl.mma_stages;
 }
 
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
