@@ -8,6 +8,11 @@
 // instances lost 1.5-2.3 us there (H200 run 11). Here x_frag is built once per CTA, and every
 // warp streams all its (tile, step) pairs through one cp.async ring that never drains between
 // tiles: only the first stages wait on the previous kernel.
+// Measured (H200 run 13, benches/h200.md): slower than the mma / slab plan on every dense decode
+// shape after a dependent kernel (14336x4096 16.95 vs 14.82 us) and end to end (Llama-8B tg128
+// 351.1 vs 394.3 tok/s); faster only on a 248320x2048 head (95.6 vs 103.9 us), the one shape the
+// plan gives it. Suspects, unmeasured: the register cap (64, small spills), and the x staging's
+// wait_group 0, which also waits for the ring's first weight stages before x_frag is built.
 //
 // Layout. A CTA holds NG groups of F warps; a group owns one tile at a time and its warp w takes
 // steps w, w + F, ... of the tile into its own row sums, exactly as warp w of gemv_mma.cu's
