@@ -15,7 +15,7 @@ log test_moe_cpu
 (cd $B && timeout 60 ./test_moe_cpu --gtest_brief=1 > $R/test_moe_cpu.txt 2>&1; echo "test_moe_cpu rc=$?"; grep -E "tests? ran|PASSED|FAILED" $R/test_moe_cpu.txt | tail -4)
 model qwen3moe-30b-nvfp4; Q=$M/qwen3moe-30b-nvfp4.gguf
 P=$(seq -s, 1000 1511)
-for be in offload hybrid cpu; do
+for be in offload hybrid; do
   log "ft generate --stats $be 0.5 (512-token prompt, 128 tokens)"
   timeout 80 "$B/ft" generate --model $Q --device cuda --moe-backend $be --moe-cache-rate 0.5 --prompt-tokens $P \
     --max-tokens 128 --ignore-eos --temperature 0 --stats > $R/gen_$be.txt 2>&1
