@@ -10,7 +10,8 @@ mkdir -p "$R" "$OUT"
 ROOT=$PWD
 T0=$(date +%s)
 log() { echo "[$(date -u +%T) +$(($(date +%s) - T0))s] $*" | tee -a "$R/log.txt"; }
-[ -x .devcarry/bin/ft ] || tar xJf .devcarry/pack/bin.tar.xz -C .devcarry
+# Unpacked afresh each call: a warm machine keeps an earlier call's ignored folders.
+rm -rf .devcarry/bin && tar xJf .devcarry/pack/bin.tar.xz -C .devcarry
 B=$ROOT/.devcarry/bin
 export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64 PATH=/usr/local/cuda/bin:$PATH
 export FT_LLAMA_LIB_DIR=$B FT_BIN_DIR=$B
