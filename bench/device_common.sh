@@ -2,7 +2,7 @@
 # call repeated until session 7. Sets OUT (comes back), R (this call's logs, tarred into
 # $OUT by finish), B (our binaries, unpacked from .devcarry/pack/bin.tar.xz once), M (models in
 # /dev/shm), T0, log(), and the library paths for the parity oracle.
-#   R=/tmp/resX source bench/device_common.sh; ...; finish resX
+#   R=/tmp/resX; source bench/device_common.sh; ...; finish resX
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 R=${R:-/tmp/res}

@@ -3,7 +3,8 @@
 # (fresh test_parity, 10 configs at a time), test_moe_cpu on the Xeon host, offload / hybrid /
 # cpu decode with a 512-token prompt and --stats (the cost model's copies), host memory at
 # load against the banks + non-expert weights, pp8192 with the experts in host RAM.
-R=/tmp/resA source bench/device_common.sh
+R=/tmp/resA
+source bench/device_common.sh
 nvidia-smi -L
 log parity
 mkdir -p $R/parity

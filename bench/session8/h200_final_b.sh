@@ -4,7 +4,8 @@
 # Llama-8B and Qwen3-30B-A3B NVFP4 (pp512, tg128 at depth 0 / 4k / 16k), and the experts in
 # host RAM (llama.cpp -ncmoe 48 / 24 beside ft's cpu / hybrid / offload), with the load
 # reports of GPU and host memory.
-R=/tmp/resB source bench/device_common.sh
+R=/tmp/resB
+source bench/device_common.sh
 llama_build_bg
 log test_cuda
 (cd $B && timeout 330 ./test_cuda --gtest_brief=1 > $R/test_cuda.txt 2>&1; echo "test_cuda rc=$?")
