@@ -481,15 +481,15 @@ TEST(Gemma4Numerics, AutoIsDecidedInGpuNumerics) {
   EXPECT_NO_THROW(ft::gpu::gpu_numerics("float32", "gemma4")) << "read for gemma4's auto only";
 }
 
-// FT_GEMMA4_Q8_PREFILL=x2 (the 2-part bf16 split of the Q8-input prefill GEMMs: 6,604 against
-// x3's 6,135 tok/s on the 26B-A4B shapes, gpu/session.cpp) against the default x3 and the CPU
-// engine in auto, on the cases whose weights take Q8_0 inputs (NVFP4 / MXFP4) under prompts
-// longer than a GEMV batch: prompt logits within tol("auto") of both; 24 decode steps
-// teacher-forced with x3's greedy tokens give x3's argmax but for near ties (near_tie("auto"),
-// as Gemma4GpuVsCpu holds auto); decode logits within tol("auto") on the dense models (MoE:
-// route flips, moe_flips). x2 must also differ from x3 somewhere: its 2 bf16 parts keep 16 of
-// the up to 18 significant bits of a Q8 input (an fp16 scale times an int8: cuda/act_q8.h), so
-// bit-identical logits would mean the variable never reached the GEMMs.
+// FT_GEMMA4_Q8_PREFILL=x2 (the 2-part bf16 split of the Q8-input prefill GEMMs: 6,604 against x3's
+// 6,135 tok/s on the 26B-A4B shapes, gpu/session.cpp) against the default x3 and the CPU engine in
+// auto, on the cases whose weights take Q8_0 inputs (NVFP4 / MXFP4) under prompts longer than a
+// GEMV batch: prompt logits within tol("auto") of both; 24 decode steps teacher-forced with x3's
+// greedy tokens give x3's argmax but for near ties (dense: near_tie("auto"), as Gemma4GpuVsCpu
+// holds auto; MoE: kMoeNearTie16, as Gemma4KvType); decode logits within tol("auto") on the dense
+// models (MoE: route flips, moe_flips). x2 must also differ from x3 somewhere: its 2 bf16 parts
+// keep 16 of the up to 18 significant bits of a Q8 input (an fp16 scale times an int8:
+// cuda/act_q8.h), so bit-identical logits would mean the variable never reached the GEMMs.
 class Gemma4Q8Prefill : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Gemma4Q8Prefill, X2AgreesWithX3AndTheCpu) {
@@ -524,6 +524,11 @@ TEST_P(Gemma4Q8Prefill, X2AgreesWithX3AndTheCpu) {
   EXPECT_GT(d23, 0.0f) << "x2 gave x3's prompt logits bit for bit: the 2-part split did not run";
 
   const bool moe = c.spec.n_expert > 0;
+  // MoE: x2's prompt leaves other rounding in the KV cache, which moves tokens across router
+  // near ties as an f16 cache does (Gemma4KvType): H200 2026-11-30, near_tie("auto") failed
+  // at x3 margins 0.26-0.99 on moe_nvfp4 / wide_heads_moe_nvfp4 (decode max|dlogit| 3.6 / 5.0)
+  // with the prompt logits within tol("auto").
+  const float near = moe ? kMoeNearTie16 : near_tie("auto");
   int32_t next = ft::engine::argmax(l3.data(), static_cast<int32_t>(V));
   float dmax = 0;
   int agree = 0;
@@ -535,7 +540,7 @@ TEST_P(Gemma4Q8Prefill, X2AgreesWithX3AndTheCpu) {
     const int32_t a3 = ft::engine::argmax(a.data(), static_cast<int32_t>(V));
     const int32_t a2 = ft::engine::argmax(b.data(), static_cast<int32_t>(V));
     agree += a3 == a2;
-    EXPECT_TRUE(a3 == a2 || top2_margin(a.data(), V) < near_tie("auto"))
+    EXPECT_TRUE(a3 == a2 || top2_margin(a.data(), V) < near)
         << "step " << i << ": x3 " << a3 << ", x2 " << a2 << " (x3 margin " << top2_margin(a.data(), V) << ")";
     next = a3;
   }
