@@ -36,6 +36,16 @@ __global__ void pack_kernel(const float* h, int64_t ldh, int64_t n_embd, int n_t
   }
 }
 
+__global__ void hint_kernel(const int32_t* ids, int n, int32_t layer, uint8_t* hint) {
+  auto* hd = reinterpret_cast<MoeCpuHintHeader*>(hint);
+  int32_t* dst = reinterpret_cast<int32_t*>(hint + sizeof(MoeCpuHintHeader));
+  for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = ids[i];
+  if (threadIdx.x == 0) hd->n = n;
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == 0) *reinterpret_cast<volatile int32_t*>(&hd->tag) = layer;
+}
+
 __global__ void add_kernel(const float* out, int64_t n_embd, float* x, int64_t ldx) {
   const int t = blockIdx.y;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -64,6 +74,12 @@ void moe_cpu_pack(const MoeCpuTaskLayout& lay, const float* h, int64_t ldh, int6
   pack_kernel<<<static_cast<unsigned>(n_tok), kThreads, 0, s>>>(h, ldh, lay.n_embd, static_cast<int>(n_tok), ids, wts,
                                                                  n_used, layer, task, lay.h_off, lay.ids_off,
                                                                  lay.wts_off);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+void moe_cpu_hint(const int32_t* ids, int n, int32_t layer, uint8_t* hint, cudaStream_t s) {
+  if (n <= 0) return;
+  hint_kernel<<<1, 32, 0, s>>>(ids, n, layer, hint);
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -34,6 +34,15 @@ MoeCpuTaskLayout moe_cpu_task_layout(int64_t n_embd, int64_t max_tok, int64_t n_
 void moe_cpu_pack(const MoeCpuTaskLayout& lay, const float* h, int64_t ldh, int64_t n_tok, const int32_t* ids,
                   const float* wts, int n_used, int32_t layer, uint8_t* task, cudaStream_t s);
 
+// The next MoE layer's guessed routes for the CPU's warm-up (gpu/moe_cpu_backend.cpp), in
+// mapped memory: {tag, n, ids[n]}. moe_cpu_hint copies ids[0..n) there, fences them to the
+// system, then sets tag = layer: a CPU that reads the tag (acquire) reads these ids.
+struct MoeCpuHintHeader {
+  int32_t tag;
+  int32_t n;
+};
+void moe_cpu_hint(const int32_t* ids, int n, int32_t layer, uint8_t* hint, cudaStream_t s);
+
 // x[t][i] += out[t][i] for t < n_tok, i < n_embd (out: device view of mapped memory).
 void moe_cpu_add(const float* out, int64_t n_tok, int64_t n_embd, float* x, int64_t ldx, cudaStream_t s);
 

@@ -52,8 +52,8 @@ MappedHostBuffer::~MappedHostBuffer() {
   if (host_) cudaFreeHost(host_);
 }
 
-CpuHandshake::CpuHandshake(const CpuHandshakeOptions& o, Handler handler)
-    : o_(o), handler_(std::move(handler)) {
+CpuHandshake::CpuHandshake(const CpuHandshakeOptions& o, Handler handler, Handler after)
+    : o_(o), handler_(std::move(handler)), after_(std::move(after)) {
   if (o_.n_slots < 1) fail("CpuHandshake: {} flag slots (need at least 1)", o_.n_slots);
   // Slot n_slots is the self-test's.
   flags_ = MappedHostBuffer(static_cast<size_t>(o_.n_slots + 1) * 2 * kFlagStride);
@@ -232,6 +232,7 @@ void CpuHandshake::coordinator() {
                          std::memory_order_relaxed);
       tasks_.fetch_add(1, std::memory_order_relaxed);
       cursor = (slot + 1) % n;
+      if (after_) after_(slot);
       last_task = t1;
       found = true;
       break;

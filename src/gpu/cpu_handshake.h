@@ -77,7 +77,9 @@ class CpuHandshake {
   // handler(slot) runs on the coordinator thread for every submitted task; it must not call
   // CUDA (the stream may be inside a capture, and it may run from a CUDA callback).
   using Handler = std::function<void(int slot)>;
-  CpuHandshake(const CpuHandshakeOptions& o, Handler handler);
+  // after(slot), if given, runs on the coordinator right after task `slot`'s done flag is
+  // raised (the stream goes on meanwhile): work for the gap before the next task.
+  CpuHandshake(const CpuHandshakeOptions& o, Handler handler, Handler after = nullptr);
   ~CpuHandshake();
   CpuHandshake(const CpuHandshake&) = delete;
   CpuHandshake& operator=(const CpuHandshake&) = delete;
@@ -86,6 +88,10 @@ class CpuHandshake {
   void submit(int slot, cudaStream_t s);
   // ... and make the work after it wait for the CPU to finish that task.
   void wait(int slot, cudaStream_t s);
+
+  // Task `slot`'s ready flag as the coordinator sees it (non-zero: submitted, not yet taken):
+  // lets after() stop early when the next task arrives.
+  const volatile uint32_t* ready_flag(int slot) const { return ready_host(slot); }
 
   bool stream_mem_ops() const { return mem_ops_; }
   // "stream memory ops (write/wait value, graph-capturable)" or the fallback and why.
@@ -112,7 +118,7 @@ class CpuHandshake {
   void coordinator();
 
   CpuHandshakeOptions o_;
-  Handler handler_;
+  Handler handler_, after_;
   MappedHostBuffer flags_;
   std::vector<HostFuncCtx> ctx_;
   bool mem_ops_ = false;

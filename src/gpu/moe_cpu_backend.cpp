@@ -1,5 +1,7 @@
 #include "gpu/moe_cpu_backend.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,6 +15,7 @@
 #include "cuda/gemv_tuning.h"
 #include "gpu/moe_hybrid.h"
 #include "gpu/moe_offload.h"
+#include "gpu/moe_spec.h"
 #include "model/model.h"
 
 namespace ft::gpu {
@@ -114,7 +117,19 @@ CpuExpertService::CpuExpertService(const model::Model& m, std::shared_ptr<const 
     if (first_moe_ < 0) first_moe_ = il;
   }
   if (n_embd_ == 0) fail("{}: the cpu / hybrid MoE backends need a model with routed experts", m.file->path());
+  next_moe_.assign(static_cast<size_t>(n_layer_), -1);
+  for (int64_t il = n_layer_ - 1, nx = -1; il >= 0; --il) {
+    next_moe_[static_cast<size_t>(il)] = nx;
+    if (hb_->layers[il].moe()) nx = il;
+  }
+  // 768 KiB a thread: the top 6 of 8 guesses of a Qwen3-30B-A3B NVFP4 layer at 15 threads
+  // (7 items of 112 gate|up rows a thread); the gap between two layers' tasks moves about
+  // 50 us x 9 GB/s = 450 KB a thread, and the prefetch stops when the next task arrives.
+  warm_kib_ = 768;
+  if (const char* e = std::getenv("FT_MOE_CPU_WARM_KIB")) warm_kib_ = std::max(0, std::atoi(e));
   lay_ = cuda::moe_cpu_task_layout(n_embd_, max_tok, n_used);
+  hint_ = MappedHostBuffer(sizeof(cuda::MoeCpuHintHeader) + sizeof(int32_t) * static_cast<size_t>(max_tok * n_used));
+  reinterpret_cast<cuda::MoeCpuHintHeader*>(hint_.host())->tag = -1;
   task_ = MappedHostBuffer(lay_.bytes);
   out_ = MappedHostBuffer(sizeof(float) * static_cast<size_t>(max_tok * (slot_out_ ? n_used : 1) * n_embd_));
   routes_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n_layer_));
@@ -124,7 +139,7 @@ CpuExpertService::CpuExpertService(const model::Model& m, std::shared_ptr<const 
   CpuHandshakeOptions ho;
   ho.n_slots = static_cast<int>(n_layer_);
   ho.coordinator_cpu = pool_.caller_cpu();
-  hs_ = std::make_unique<CpuHandshake>(ho, [this](int layer) { handle(layer); });
+  hs_ = std::make_unique<CpuHandshake>(ho, [this](int layer) { handle(layer); }, [this](int layer) { warm(layer); });
 }
 
 CpuExpertService::~CpuExpertService() {
@@ -132,6 +147,12 @@ CpuExpertService::~CpuExpertService() {
   if (n > 0)
     log::info("moe cpu: {} tasks, {:.1f} us of CPU expert work per task (coordinator + {} workers)", n,
               hs_->busy_seconds() / static_cast<double>(n) * 1e6, pool_.size() - 1);
+  const moe_cpu::ExpertExecutor::WarmStats w = exec_.warm_stats();
+  if (w.guessed > 0)
+    log::info("moe cpu: warm-up: {} guessed experts prefetched, {} of them used ({:.1f}%); {} of their {} gate|up "
+              "items taken by the thread that prefetched them",
+              w.guessed, w.used, 100.0 * static_cast<double>(w.used) / static_cast<double>(w.guessed), w.items_owner,
+              w.items);
   hs_.reset();  // joins the coordinator before the pool and the buffers go
 }
 
@@ -159,6 +180,39 @@ void CpuExpertService::handle(int layer) {
     log::error("moe cpu: layer {}: {}", layer, e.what());
     std::memset(out, 0, out_.bytes());
   }
+  // The next layer's guess, taken before this task's done flag: the GPU writes the next
+  // hint only after that flag, so reading and clearing it here cannot race with the write.
+  hint_for_ = -1;
+  if (warm_kib_ > 0) {
+    auto* hh = reinterpret_cast<cuda::MoeCpuHintHeader*>(hint_.host());
+    std::atomic_ref<int32_t> tag(hh->tag);
+    const int32_t t = tag.load(std::memory_order_acquire);
+    const int64_t next = next_moe_[static_cast<size_t>(layer)];
+    if (t >= 0 && t == next && hh->n > 0 && hh->n <= lay_.max_tok * lay_.n_used) {
+      const auto* g = reinterpret_cast<const int32_t*>(hint_.host() + sizeof(cuda::MoeCpuHintHeader));
+      hint_ids_.assign(g, g + hh->n);
+      hint_for_ = next;
+    }
+    if (t >= 0) tag.store(-1, std::memory_order_relaxed);
+  }
+}
+
+void CpuExpertService::warm(int layer) {
+  const int64_t next = hint_for_;
+  if (next < 0 || next != next_moe_[static_cast<size_t>(layer)]) return;
+  hint_for_ = -1;
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  try {
+    exec_.prefetch_next(layers_[next], num_, hint_ids_.data(), static_cast<int>(hint_ids_.size()),
+                        static_cast<int>(lay_.n_used), warm_kib_, hs_->ready_flag(static_cast<int>(next)));
+  } catch (const std::exception& e) {  // a guess never matters for the result: log and go on
+    log::warn("moe cpu: warm-up for layer {}: {}", next, e.what());
+  }
+}
+
+void CpuExpertService::enqueue_hint(const int32_t* ids, int n, int64_t next, cudaStream_t s) {
+  if (warm_kib_ <= 0 || next < 0 || n <= 0 || n > lay_.max_tok * lay_.n_used) return;
+  cuda::moe_cpu_hint(ids, n, static_cast<int32_t>(next), hint_.dev(), s);
 }
 
 void CpuExpertService::enqueue_submit(const MoeStep& st, const int32_t* ids, const float* wts, cudaStream_t s) {
@@ -235,6 +289,12 @@ MoeCpu::MoeCpu(const MoeFactoryArgs& a)
   const model::Model& m = *a.m;
   const HostBanks* hb = a.hb.get();
   const int64_t n_used = a.max_routes / cuda::kGemvMaxTokens;
+  // The warm-up's guesses: the next MoE layer's router on this layer's FFN input (moe_spec.h;
+  // plain routers only, else MoeSpec turns itself off), run while the GPU waits for the CPU.
+  if (svc_.warm_kib() > 0 && moe_cpu_exact_enabled()) {
+    spec_ = std::make_unique<MoeSpec>(m, *a.w, a.max_routes, 1);
+    if (spec_->k() == 0) spec_.reset();
+  }
   const char* env = std::getenv("FT_MOE_CPU_PREFILL");
   if (env != nullptr && std::strcmp(env, "cpu") == 0) {
     prefill_how_ = "prefill on the CPU (FT_MOE_CPU_PREFILL=cpu)";
@@ -265,6 +325,10 @@ MoeCpu::~MoeCpu() = default;
 
 void MoeCpu::decode(const MoeStep& st, cudaStream_t s) {
   svc_.enqueue_submit(st, st.ids, st.wts, s);
+  if (spec_ && st.n_tok == 1 && spec_->next_moe(st.layer) >= 0) {
+    spec_->guess(st, s);
+    svc_.enqueue_hint(spec_->pred(), static_cast<int>(st.n_slots()), spec_->next_moe(st.layer), s);
+  }
   svc_.enqueue_finish(st, s);
 }
 
@@ -275,7 +339,12 @@ void MoeCpu::prefill(const MoeStep& st, cudaStream_t s) {
     svc_.run_now(st, s);
 }
 
-std::string MoeCpu::describe() const { return fmt::format("cpu ({}; {})", svc_.describe(), prefill_how_); }
+std::string MoeCpu::describe() const {
+  const std::string warm = spec_ ? fmt::format("; warm-up: the next layer's guessed gate|up rows, up to {} KiB a "
+                                               "thread (FT_MOE_CPU_WARM_KIB)", svc_.warm_kib())
+                                 : std::string("; no warm-up");
+  return fmt::format("cpu ({}; {}{})", svc_.describe(), prefill_how_, warm);
+}
 
 MoeStats MoeCpu::stats() const {
   MoeStats s;
@@ -296,7 +365,9 @@ void MoeCpu::reset_stats() {
   if (prefill_cache_) prefill_cache_->reset_stats();
 }
 
-size_t MoeCpu::device_bytes() const { return prefill_cache_ ? prefill_cache_->device_bytes() : 0; }
+size_t MoeCpu::device_bytes() const {
+  return (prefill_cache_ ? prefill_cache_->device_bytes() : 0) + (spec_ ? spec_->device_bytes() : 0);
+}
 
 void register_moe_cpu_backends() {
   register_moe_backend("cpu", [](const MoeFactoryArgs& a) -> std::unique_ptr<MoeBackend> {

@@ -38,6 +38,7 @@
 namespace ft::gpu {
 
 class SlotCache;
+class MoeSpec;
 
 // The executor's view of one layer of the host banks.
 moe_cpu::HostExperts host_experts_of(const HostLayerBank& b);
@@ -65,6 +66,13 @@ class CpuExpertService {
   // Capturable stream work (see above). ids/wts: device [n_tok * n_used], -1 = skip.
   void enqueue_submit(const MoeStep& st, const int32_t* ids, const float* wts, cudaStream_t s);
   void enqueue_finish(const MoeStep& st, cudaStream_t s);
+  // Capturable, between enqueue_submit and enqueue_finish of a one-token step: the guessed
+  // routes of the next MoE layer `next` (device ids, rank order) for the CPU's warm-up:
+  // after this layer's task the pool prefetches their gate|up rows (ExpertExecutor::
+  // prefetch_next) while the GPU runs its part of `next`. Off when warm_kib() is 0.
+  void enqueue_hint(const int32_t* ids, int n, int64_t next, cudaStream_t s);
+  // FT_MOE_CPU_WARM_KIB: the warm-up's bytes per pool thread (0: off).
+  int64_t warm_kib() const { return warm_kib_; }
   // The result buffer (device view of mapped memory), valid after enqueue_finish.
   const float* out_dev() const { return reinterpret_cast<const float*>(out_.dev()); }
 
@@ -82,6 +90,7 @@ class CpuExpertService {
 
  private:
   void handle(int layer);  // coordinator thread
+  void warm(int layer);    // coordinator thread, after layer's done flag
 
   std::shared_ptr<const HostBanks> hb_;
   std::vector<moe_cpu::HostExperts> layers_;
@@ -92,7 +101,11 @@ class CpuExpertService {
   moe_cpu::ExpertExecutor exec_;
   std::mutex exec_mu_;  // the pool runs one loop at a time (coordinator vs run_now)
   cuda::MoeCpuTaskLayout lay_;
-  MappedHostBuffer task_, out_;
+  MappedHostBuffer task_, out_, hint_;
+  int64_t warm_kib_ = 0;
+  std::vector<int64_t> next_moe_;           // the MoE layer after each layer (-1: none)
+  std::vector<int32_t> hint_ids_;           // handle() takes the hint, warm() uses it
+  int64_t hint_for_ = -1;
   std::unique_ptr<std::atomic<uint64_t>[]> routes_;
   std::atomic<uint64_t> steps_{0};
   int64_t n_layer_ = 0, n_embd_ = 0, first_moe_ = -1;
@@ -118,6 +131,7 @@ class MoeCpu : public MoeBackend {
 
  private:
   CpuExpertService svc_;
+  std::unique_ptr<MoeSpec> spec_;  // the next layer's guess for the CPU's warm-up (nullptr: off)
   std::unique_ptr<SlotCache> prefill_cache_;  // nullptr: prefill on the CPU
   std::string prefill_how_;
   uint64_t decode_calls_ = 0;

@@ -60,6 +60,8 @@ class MoeSpec {
   static bool plain_routers(const model::Model& m, const DeviceWeights& w, std::string* why);
 
   int k() const { return k_; }
+  // The routes guess() left for the next MoE layer (device, [n_tok * n_used], rank order).
+  const int32_t* pred() const { return pred_.as<int32_t>(); }
   bool from_output() const { return from_out_; }
   bool early() const { return early_; }
   // The next MoE layer after `layer` (-1: none); the first MoE layer of the model.

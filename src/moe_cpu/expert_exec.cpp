@@ -190,13 +190,12 @@ void ExpertExecutor::grow(const HostExperts& L, int64_t n_slots) {
   if (h_.size() < n * L.n_ff) h_.resize(n * L.n_ff);
 }
 
-int64_t ExpertExecutor::item_rows(int64_t rows, int64_t default_per_thread) const {
+int64_t ExpertExecutor::item_rows(int64_t rows, int64_t default_per_thread, int64_t n_active) const {
   static const int64_t env_per_thread = [] {
     const char* e = std::getenv("FT_MOE_CPU_ITEMS");
     return e && std::atoi(e) > 0 ? int64_t{std::atoi(e)} : int64_t{0};
   }();
   const int64_t per_thread = env_per_thread > 0 ? env_per_thread : default_per_thread;
-  const int64_t n_active = static_cast<int64_t>(active_.size());
   const int64_t n_threads = pool_.size();
   const int64_t c = (rows * n_active + per_thread * n_threads - 1) / (per_thread * n_threads);
   return std::min(rows, std::max<int64_t>(32, (c + 15) / 16 * 16));
@@ -294,6 +293,7 @@ void ExpertExecutor::run(const HostExperts& L, const ExpertNumerics& num, const 
     ++prof_calls_;
     prof_bytes_ += last_bytes_;
   }
+  if (active_.empty() || !exact || sched_ != RowSchedule::kFlow) hint_of_ = nullptr;  // it serves the flow loop only
   if (!active_.empty() && exact && sched_ == RowSchedule::kFlow) {
     exact_flow(L, num, x, ldx, n_tok, n_used, n_routes);  // one phase: its time counts as gate|up's
     phase(1);

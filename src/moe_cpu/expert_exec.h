@@ -147,6 +147,23 @@ class ExpertExecutor {
   int64_t last_routes() const { return last_routes_; }
   int64_t last_bytes() const { return last_bytes_; }
 
+  // Warm-up for the next run() on L (the cpu backend calls it between decode layers, while
+  // the GPU works and the pool would idle): the gate|up rows of the guessed experts `ids`
+  // (most likely first; -1 and repeats skipped), item by item, are prefetched into the L2
+  // of the pool thread that the next run() lets take that item first (exact flow schedule,
+  // one token of n_used routes), up to kib KiB a thread; it returns early once *stop is
+  // non-zero (the next task has arrived). It changes no result: every item is still computed
+  // once, as without it; its owner only takes it before the shared counter does. Right
+  // guesses read from L2 instead of DRAM (expert_exec_exact.cpp: why).
+  void prefetch_next(const HostExperts& L, const ExpertNumerics& num, const int32_t* ids, int n, int n_used,
+                     int64_t kib, const volatile uint32_t* stop);
+  // Guessed experts prefetched and those the next run() used, since the last reset.
+  struct WarmStats {
+    int64_t guessed = 0, used = 0, items = 0, items_owner = 0;
+  };
+  WarmStats warm_stats() const { return warm_; }
+  void reset_warm_stats() { warm_ = {}; }
+
  private:
   void grow(const HostExperts& L, int64_t n_slots);
   // Exact mode's gate|up, GLU (with down's Q8 rows) and down over the grouped routes
@@ -163,7 +180,10 @@ class ExpertExecutor {
                   int n_used, int64_t n_routes);
   // Rows per item for a tensor of `rows` rows per expert: about default_per_thread items per
   // thread over the active experts (FT_MOE_CPU_ITEMS overrides), multiples of 16, >= 32.
-  int64_t item_rows(int64_t rows, int64_t default_per_thread) const;
+  int64_t item_rows(int64_t rows, int64_t default_per_thread) const {
+    return item_rows(rows, default_per_thread, static_cast<int64_t>(active_.size()));
+  }
+  int64_t item_rows(int64_t rows, int64_t default_per_thread, int64_t n_active) const;
   void exact_glu(const HostExperts& L, const ExpertNumerics& num, int64_t n_routes);
   void exact_down(const HostExperts& L, const ExpertNumerics& num, int64_t n_tok, int n_used, int64_t n_routes);
   // Parallel loop over (active expert, row range) pieces of `rows` rows per expert, as sched_.
@@ -182,6 +202,14 @@ class ExpertExecutor {
   std::vector<GpuActAux> haux_;
   std::vector<std::atomic<int64_t>> flow_left_;   // kFlow: gate|up items left per active expert
   std::vector<std::atomic<int32_t>> flow_ready_;  // kFlow: the expert's GLU is done
+  // prefetch_next's guess for the next run (hint_of_ == &L there): the experts warmed, in
+  // order, and the item size it assumed; item it of guess j belongs to thread (j per + it) % P.
+  const HostExperts* hint_of_ = nullptr;
+  std::vector<int32_t> hint_ids_;
+  int64_t hint_rows_ = 0;
+  std::vector<std::atomic<uint8_t>> claim_;    // kFlow with a hint: gate|up item taken
+  std::vector<std::vector<int64_t>> owned_;    // kFlow with a hint: each thread's items
+  WarmStats warm_;
   int64_t last_routes_ = 0, last_bytes_ = 0;
   RowSchedule sched_;
   // FT_MOE_CPU_PROFILE: calls, weight bytes and ns per phase (prep, gate|up, glu, down, combine).

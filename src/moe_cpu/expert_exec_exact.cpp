@@ -263,18 +263,51 @@ void ExpertExecutor::exact_flow(const HostExperts& L, const ExpertNumerics& num,
       gpu_act_aux(t.type, GpuActQ8{qs, d}, n_ff, haux_[g]);
     }
   };
+  // A warm-up hint for this call (prefetch_next): each thread first takes the gate|up items
+  // it prefetched, then joins the shared counter; a claim flag per gate|up item makes every
+  // item run once whoever gets there first (a thread the pool never wakes leaves its items
+  // to the counter). Only gate|up items are owned: they never wait, so a thread waiting on a
+  // down item always waits for items in progress.
+  const bool hint = hint_of_ == &L && c_gu == hint_rows_ && !hint_ids_.empty();
+  hint_of_ = nullptr;
+  const int n_thr = pool_.size();
+  if (hint) {
+    if (claim_.size() < static_cast<size_t>(n_gu)) claim_ = std::vector<std::atomic<uint8_t>>(static_cast<size_t>(n_gu));
+    for (int64_t i = 0; i < n_gu; ++i) claim_[i].store(0, std::memory_order_relaxed);
+    owned_.resize(static_cast<size_t>(n_thr));
+    for (auto& o : owned_) o.clear();
+    for (int64_t a = 0; a < n_active; ++a) {
+      const auto it = std::find(hint_ids_.begin(), hint_ids_.end(), active_[a]);
+      if (it == hint_ids_.end()) continue;
+      ++warm_.used;
+      const int64_t j = it - hint_ids_.begin();
+      for (int64_t k = 0; k < per_gu; ++k) owned_[static_cast<size_t>((j * per_gu + k) % n_thr)].push_back(a * per_gu + k);
+    }
+  }
+  std::atomic<int64_t> owner_items{0};
+  auto gate_up_item = [&](int64_t i) {
+    const int64_t a = i / per_gu, r0 = (i % per_gu) * c_gu;
+    exact_gate_up_rows(L, num, active_[a], r0, std::min(2 * n_ff, r0 + c_gu));
+    if (flow_left_[a].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      glu_expert(active_[a]);
+      flow_ready_[a].store(1, std::memory_order_release);
+    }
+  };
   std::atomic<int64_t> next{0};
-  pool_.parallel_for(pool_.size(), 1, [&](int64_t, int64_t, int) {
+  pool_.parallel_for(n_thr, 1, [&](int64_t, int64_t, int tid) {
+    if (hint && tid < n_thr) {
+      for (const int64_t i : owned_[static_cast<size_t>(tid)])
+        if (claim_[i].exchange(1, std::memory_order_acq_rel) == 0) {
+          gate_up_item(i);
+          owner_items.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
     for (;;) {
       const int64_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n_all) return;
       if (i < n_gu) {
-        const int64_t a = i / per_gu, r0 = (i % per_gu) * c_gu;
-        exact_gate_up_rows(L, num, active_[a], r0, std::min(2 * n_ff, r0 + c_gu));
-        if (flow_left_[a].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          glu_expert(active_[a]);
-          flow_ready_[a].store(1, std::memory_order_release);
-        }
+        if (hint && claim_[i].exchange(1, std::memory_order_acq_rel) != 0) continue;
+        gate_up_item(i);
         continue;
       }
       const int64_t j = i - n_gu, a = j / per_dn, r0 = (j % per_dn) * c_dn;
@@ -289,6 +322,70 @@ void ExpertExecutor::exact_flow(const HostExperts& L, const ExpertNumerics& num,
       ad.scale = bank_at(L, e, 2);
       exact_rows(ad, num, e, in_dn, start_[e], start_[e] + count_[e], r0, std::min(n_embd, r0 + c_dn), yd_.data(),
                  n_embd);
+    }
+  });
+  if (hint) {
+    for (const auto& o : owned_) warm_.items += static_cast<int64_t>(o.size());
+    warm_.items_owner += owner_items.load(std::memory_order_relaxed);
+  }
+}
+
+// Why warm up: on the H200's host a pool thread streams expert rows from DRAM at ~9 GB/s
+// (143 GB/s over 15 threads, the rate one core's outstanding misses allow) and the exact
+// NVFP4 rows run faster than that from cache, while between two layers' tasks the pool idles
+// for the GPU's part of the layer (~50 us of a ~310 us cpu-backend layer, session 8). Rows
+// that its owner pulled into its own L2 in that gap are computed at cache speed in the next
+// layer. Only a thread's own L2 helps: another core's L2 is as far (in latency) as DRAM.
+void ExpertExecutor::prefetch_next(const HostExperts& L, const ExpertNumerics& num, const int32_t* ids, int n,
+                                   int n_used, int64_t kib, const volatile uint32_t* stop) {
+  hint_of_ = nullptr;
+  hint_ids_.clear();
+  if (n <= 0 || kib <= 0 || !exact_supported(L, num) || sched_ != RowSchedule::kFlow || !num.gpu_plan) return;
+  const int64_t n_ff = L.n_ff, n_thr = pool_.size();
+  const int64_t c_gu = item_rows(2 * n_ff, 8, n_used), per_gu = (2 * n_ff + c_gu - 1) / c_gu;
+  auto row_bytes = [&](int64_t r) {
+    return L.gate_up ? L.gate_up.row_bytes : r < n_ff ? L.gate.row_bytes : L.up.row_bytes;
+  };
+  // Guesses while every thread's share stays within kib: thread t holds the items
+  // (j per_gu + k) % P, so G guesses give a thread at most ceil(G per_gu / P) items.
+  const int64_t item_bytes = c_gu * std::max(row_bytes(0), row_bytes(2 * n_ff - 1));
+  for (int j = 0; j < n; ++j) {
+    const int32_t e = ids[j];
+    if (e < 0 || e >= L.n_expert || std::find(hint_ids_.begin(), hint_ids_.end(), e) != hint_ids_.end()) continue;
+    const int64_t g = static_cast<int64_t>(hint_ids_.size()) + 1;
+    if ((g * per_gu + n_thr - 1) / n_thr * item_bytes > kib * 1024) break;
+    hint_ids_.push_back(e);
+  }
+  if (hint_ids_.empty()) return;
+  hint_of_ = &L;
+  hint_rows_ = c_gu;
+  warm_.guessed += static_cast<int64_t>(hint_ids_.size());
+  const int64_t n_items = static_cast<int64_t>(hint_ids_.size()) * per_gu;
+  std::vector<std::atomic<uint8_t>> seen(static_cast<size_t>(n_thr));
+  pool_.parallel_for(n_thr, 1, [&](int64_t, int64_t, int tid) {
+    if (tid >= n_thr || seen[static_cast<size_t>(tid)].exchange(1)) return;  // once per thread
+    int64_t lines = 0;
+    for (int64_t q = tid; q < n_items; q += n_thr) {
+      const int32_t e = hint_ids_[static_cast<size_t>(q / per_gu)];
+      const int64_t r0 = (q % per_gu) * c_gu, r1 = std::min(2 * n_ff, r0 + c_gu);
+      // The item's rows are contiguous within each tensor: gate|up merged, or gate then up.
+      auto span = [&](const HostExpertTensor& t, int64_t a0, int64_t a1) {
+        const char* p = reinterpret_cast<const char*>(t.expert(e) + a0 * t.row_bytes);
+        const char* end = reinterpret_cast<const char*>(t.expert(e) + a1 * t.row_bytes);
+        for (; p < end; p += 64) {
+          __builtin_prefetch(p, 0, 2);  // L2 (prefetcht1)
+          if ((++lines & 63) == 0 && stop != nullptr && *stop != 0) return false;
+        }
+        return true;
+      };
+      bool go = true;
+      if (L.gate_up)
+        go = span(L.gate_up, r0, r1);
+      else {
+        if (r0 < n_ff) go = span(L.gate, r0, std::min(r1, n_ff));
+        if (go && r1 > n_ff) go = span(L.up, std::max(r0, n_ff) - n_ff, r1 - n_ff);
+      }
+      if (!go) return;
     }
   });
 }

@@ -198,6 +198,64 @@ TEST(ExpertExactKnobs, ScheduleAndPrefetchKeepTheBits) {
   }
 }
 
+// The cpu backend's warm-up (prefetch_next, then run): whatever the guess -- right, half
+// right, wrong, with repeats and -1, cut short by the stop flag, meant for another layer --
+// every gate|up item runs exactly once, so the bits are the mirror's; right guesses are
+// counted, and their items are taken by their owners.
+TEST(ExpertExactWarmUp, GuessesKeepTheBits) {
+  const int64_t E = 12, n_embd = 192, n_ff = 192;
+  const int n_used = 6;
+  for (GgmlType t : {GgmlType::NVFP4, GgmlType::Q8_0, GgmlType::BF16}) {
+    Layer L, other;
+    make_layer(L, t, E, n_embd, n_ff, true);
+    make_layer(other, t, E, n_embd, n_ff, true);
+    const auto x = test::randn(n_embd, 43);
+    const std::vector<int32_t> ids = {3, 7, 0, 11, 5, 8};
+    const std::vector<float> wts = {0.3f, 0.2f, 0.15f, 0.15f, 0.1f, 0.1f};
+    ExpertNumerics num{ActType::kF32, quant::ActQuant::kQ8};
+    num.q8_quantised_only = true;
+    num.gpu_plan = test_plan;
+    std::vector<float> ref(n_embd);
+    expert_exec_gpu_ref(L.h, num, x.data(), n_embd, 1, ids.data(), wts.data(), n_used, ref.data(), n_embd);
+    ASSERT_GT(test::max_abs(ref), 0.0f);
+    struct Guess {
+      const char* what;
+      std::vector<int32_t> g;
+      int right;
+    };
+    const std::vector<Guess> guesses = {{"right", ids, 6},
+                                        {"half right", {7, 1, 3, 2, 4, 5}, 3},
+                                        {"wrong", {1, 2, 4, 6, 9, 10}, 0},
+                                        {"repeats and -1", {7, -1, 7, 3, -1, 3}, 2}};
+    for (int threads : {2, 5})
+      for (const Guess& gs : guesses)
+        for (int mode = 0; mode < 3; ++mode) {  // 0: as is, 1: stop already raised, 2: for another layer
+          ThreadPool pool(threads);
+          ExpertExecutor exec(pool);
+          exec.set_schedule(RowSchedule::kFlow);
+          const uint32_t stop = mode == 1 ? 1u : 0u;
+          exec.prefetch_next(mode == 2 ? other.h : L.h, num, gs.g.data(), static_cast<int>(gs.g.size()), n_used, 1 << 20,
+                             &stop);
+          std::vector<float> out(n_embd, 3.0f);
+          exec.run(L.h, num, x.data(), n_embd, 1, ids.data(), wts.data(), n_used, out.data(), n_embd);
+          const std::string at = std::string(type_name(t)) + " " + gs.what + " mode " + std::to_string(mode) +
+                                 " threads " + std::to_string(threads);
+          EXPECT_TRUE(same_bits(out, ref)) << at << " max diff " << test::max_abs_diff(out, ref);
+          const auto w = exec.warm_stats();
+          EXPECT_EQ(w.used, mode == 2 ? 0 : gs.right) << at;
+          if (mode != 2 && gs.right > 0) {
+            EXPECT_GT(w.items, 0) << at;
+            EXPECT_LE(w.items_owner, w.items) << at;
+          }
+          // The hint serves one run: a second run on L computes the same without one.
+          std::vector<float> again(n_embd, 5.0f);
+          exec.run(L.h, num, x.data(), n_embd, 1, ids.data(), wts.data(), n_used, again.data(), n_embd);
+          EXPECT_TRUE(same_bits(again, ref)) << at;
+          EXPECT_EQ(exec.warm_stats().used, w.used) << at;
+        }
+  }
+}
+
 // The lane tree is the xor shuffle's: for 4 lanes (v0 + v2) + (v1 + v3).
 TEST(GpuDot, LaneTreeIsTheShuffleTree) {
   float v[4] = {1e8f, 1.0f, -1e8f, 1.0f};
