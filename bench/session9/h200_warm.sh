@@ -11,10 +11,10 @@ Q=$M/qwen3moe-30b-nvfp4.gguf
 wait
 grep -E "tests? ran|PASSED|FAILED" $R/test_moe.txt $R/test_moe_cpu.txt | tail -8
 grep -h "warm-up" $R/test_moe.txt | head -3
-for kib in 0 768 0 768 1536; do
+for kib in 0 768 0 768 0 768 1536; do
   [ $(($(date +%s) - T0)) -lt 300 ] || { log "skipped (time) kib=$kib"; continue; }
   log "cpu backend tg32, FT_MOE_CPU_WARM_KIB=$kib"
-  FT_MOE_CPU_WARM_KIB=$kib FT_MOE_CPU_PROFILE=1 timeout 60 "$B/ft" bench -m $Q --device cuda --moe-backend cpu -p 0 -n 32 -r 2 \
+  FT_MOE_CPU_WARM_KIB=$kib FT_MOE_CPU_PROFILE=1 timeout 60 "$B/ft" bench -m $Q --device cuda --moe-backend cpu -p 0 -n 32 -r 3 \
     2> $R/cpu_$kib.err | tail -1 | tee -a $R/ft.md
   grep -h "warm-up\|us of CPU expert work\|moe cpu: profile\|gate|up" $R/cpu_$kib.err | tail -3
 done
