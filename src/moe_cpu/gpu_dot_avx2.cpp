@@ -78,6 +78,26 @@ struct Folder {
     }
     ++t;
   }
+  // One NVFP4 block's 4 terms (all in one lane, or one block sum) as four add() calls fold
+  // them, the lane loaded and stored once (gpu_dot_avx512.cpp's Folder16::add4: why).
+  void add4(const __m256 (&is)[4], const __m256 (&sc)[4]) {
+    if (lanes == 0) {
+      __m256 b = _mm256_fmadd_ps(is[0], sc[0], _mm256_setzero_ps());
+      b = _mm256_fmadd_ps(is[1], sc[1], b);
+      b = _mm256_fmadd_ps(is[2], sc[2], b);
+      b = _mm256_fmadd_ps(is[3], sc[3], b);
+      dot = _mm256_add_ps(dot, b);
+    } else {
+      __m256& a = acc[(t >> unit_log2) & (lanes - 1)];
+      __m256 v = a;
+      v = _mm256_fmadd_ps(is[0], sc[0], v);
+      v = _mm256_fmadd_ps(is[1], sc[1], v);
+      v = _mm256_fmadd_ps(is[2], sc[2], v);
+      v = _mm256_fmadd_ps(is[3], sc[3], v);
+      a = v;
+    }
+    t += 4;
+  }
   void finish(float* out) {
     if (lanes == 0) return _mm256_storeu_ps(out, dot);
     for (int o = lanes / 2; o > 0; o /= 2)
@@ -123,13 +143,15 @@ void terms_nvfp4_8(const uint8_t* w, const int32_t* offs, const GpuActAux& xp, i
     const __m256i ys[4] = {_mm256_permute2x128_si256(e0, e1, 0x20), _mm256_permute2x128_si256(o0, o1, 0x20),
                            _mm256_permute2x128_si256(e0, e1, 0x31), _mm256_permute2x128_si256(o0, o1, 0x31)};
     const __m256i words = load_words8(w + 36 * c, offs);
+    __m256 is[4], sc[4];  // the block's terms: one lane (unit_log2 2) or one block sum
     for (int s = 0; s < 4; ++s) {
       const __m256i v = _mm256_sub_epi32(ys[s], _mm256_set1_epi32(12 * xp.sum[4 * c + s]));
-      const __m256 isf = _mm256_cvtepi32_ps(v);
+      is[s] = _mm256_cvtepi32_ps(v);
       const __m256i byte = _mm256_and_si256(_mm256_srli_epi32(words, 8 * s), _mm256_set1_epi32(0xFF));
       const __m256 sw = ue4m3_full8(byte);
-      f.add(isf, _mm256_mul_ps(sw, _mm256_set1_ps(xp.dxh[2 * c + (s >> 1)])));
+      sc[s] = _mm256_mul_ps(sw, _mm256_set1_ps(xp.dxh[2 * c + (s >> 1)]));
     }
+    f.add4(is, sc);
   }
 }
 

@@ -152,6 +152,29 @@ struct Folder16 {
     }
     ++t;
   }
+  // The 4 terms of one NVFP4 block (unit_log2 2: one lane, or lanes 0: one block sum) as
+  // four add() calls would fold them, with the lane loaded and stored once: the fma chain
+  // stays in registers instead of going through the stack array four times (session 9: those
+  // stores were the hottest instructions of the rows; dev host, one thread, L2-resident
+  // experts: see terms_nvfp4_16).
+  void add4(const __m512 (&is)[4], const __m512 (&sc)[4]) {
+    if (lanes == 0) {
+      __m512 b = _mm512_fmadd_ps(is[0], sc[0], _mm512_setzero_ps());
+      b = _mm512_fmadd_ps(is[1], sc[1], b);
+      b = _mm512_fmadd_ps(is[2], sc[2], b);
+      b = _mm512_fmadd_ps(is[3], sc[3], b);
+      dot = _mm512_add_ps(dot, b);
+    } else {
+      __m512& a = acc[(t >> unit_log2) & (lanes - 1)];
+      __m512 v = a;
+      v = _mm512_fmadd_ps(is[0], sc[0], v);
+      v = _mm512_fmadd_ps(is[1], sc[1], v);
+      v = _mm512_fmadd_ps(is[2], sc[2], v);
+      v = _mm512_fmadd_ps(is[3], sc[3], v);
+      a = v;
+    }
+    t += 4;
+  }
   void finish(float* out) {
     if (lanes == 0) return _mm512_storeu_ps(out, dot);
     for (int o = lanes / 2; o > 0; o /= 2)
@@ -172,11 +195,16 @@ inline __m512i e2m1_lut12() {
   return _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 }
 
-// NVFP4 terms of 16 rows (physical row r at w + offs[r]; lane l is row rows[l]).
+// NVFP4 terms of 16 rows (physical row r at w + offs[r]; lane l is row rows[l]). PF_ROW:
+// Prefetch::kRow (a template argument, so the other modes' loop has no test per row).
+template <bool PF_ROW>
 void terms_nvfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, const GpuActAux& xp, int64_t nb,
                     Folder16& f, const NextGroup& ng) {
   const __m512i lut = e2m1_lut12(), m4 = _mm512_set1_epi8(0x0F);
-  const bool pf_row = gpu_dot_prefetch() == Prefetch::kRow;
+  constexpr bool pf_row = PF_ROW;
+  // A block's 4 sub-block terms go to one lane in every NVFP4 plan (unit_log2 2), so they
+  // are folded together (Folder16::add4), in the same order as one add() each (the
+  // driver, gpu_dot_rows.h, sets unit_log2 2 for NVFP4).
   for (int64_t c = 0; c < nb; ++c) {
     ng.step(c);
     const __m512i xl = bcast_256(xp.nv_ab.data() + 64 * c), xh = bcast_256(xp.nv_ab.data() + 64 * c + 32);
@@ -196,12 +224,15 @@ void terms_nvfp4_16(const uint8_t* w, const int32_t* offs, __m512i lane_off, con
     __m512i ys[4];
     reduce_rows_nvfp4(z, ys);
     const __m512i words = _mm512_i32gather_epi32(lane_off, w + 36 * c, 1);
+    __m512 is[4], sc[4];
     for (int s = 0; s < 4; ++s) {
       const __m512i v = _mm512_sub_epi32(ys[s], _mm512_set1_epi32(12 * xp.sum[4 * c + s]));
       const __m512i byte = _mm512_and_si512(_mm512_srli_epi32(words, 8 * s), _mm512_set1_epi32(0xFF));
       const __m512 sw = ue4m3_full16(byte);
-      f.add(_mm512_cvtepi32_ps(v), _mm512_mul_ps(sw, _mm512_set1_ps(xp.dxh[2 * c + (s >> 1)])));
+      is[s] = _mm512_cvtepi32_ps(v);
+      sc[s] = _mm512_mul_ps(sw, _mm512_set1_ps(xp.dxh[2 * c + (s >> 1)]));
     }
+    f.add4(is, sc);
   }
 }
 
@@ -286,8 +317,10 @@ struct Avx512Rows {
     alignas(64) int32_t loffs[kG];  // lane l
     for (int l = 0; l < kG; ++l) loffs[l] = offs[rows[l]];
     const __m512i lane_off = _mm512_load_si512(loffs);
-    if (type == GgmlType::NVFP4)
-      terms_nvfp4_16(w, offs, lane_off, *aux, k / 64, f, ng);
+    if (type == GgmlType::NVFP4 && gpu_dot_prefetch() == Prefetch::kRow)
+      terms_nvfp4_16<true>(w, offs, lane_off, *aux, k / 64, f, ng);
+    else if (type == GgmlType::NVFP4)
+      terms_nvfp4_16<false>(w, offs, lane_off, *aux, k / 64, f, ng);
     else if (type == GgmlType::MXFP4)
       terms_mxfp4_16(w, offs, lane_off, x, aux->sum.data(), k / 32, f, ng);
     else
