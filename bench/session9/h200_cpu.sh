@@ -19,9 +19,9 @@ for kib in 0 768 0 768; do
   grep -h "warm-up:\|us of CPU expert work\|executor:" $R/cpu_$kib.err | tail -3 | cut -c1-220
 done
 for be in offload hybrid; do
-  log "ft bench $be 0.5 (profile + gather clock)"
-  FT_MOE_CPU_PROFILE=1 FT_MOE_GATHER_CLOCK=1 timeout 40 "$B/ft" bench -m $Q --device cuda --moe-backend $be --moe-cache-rate 0.5 -p 0 -n 32 -r 2 \
-    2> $R/moe_$be.err | tail -1 | sed 's/(CPU experts.*MiB)//' | cut -c1-400 | tee -a $R/ft.md
-  grep -h "us of CPU expert work\|executor:\|PCIe\|gather" $R/moe_$be.err | tail -6 | cut -c1-400
+  log "ft generate $be 0.5 --stats (profile + gather clock), 512-token prompt, 48 tokens"
+  FT_MOE_CPU_PROFILE=1 FT_MOE_GATHER_CLOCK=1 timeout 50 "$B/ft" generate --model $Q --device cuda --moe-backend $be --moe-cache-rate 0.5 \
+    --prompt-tokens $(seq -s, 1000 1511) --max-tokens 48 --ignore-eos --temperature 0 --stats > $R/gen_$be.txt 2>&1
+  grep -h "decode\|us of CPU expert work\|executor:\|PCIe\|gather\|hit" $R/gen_$be.txt | grep -v "^\[info\] load" | tail -8 | cut -c1-300
 done
 finish resC
