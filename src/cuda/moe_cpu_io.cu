@@ -36,14 +36,24 @@ __global__ void pack_kernel(const float* h, int64_t ldh, int64_t n_embd, int n_t
   }
 }
 
-__global__ void hint_kernel(const int32_t* ids, int n, int32_t layer, uint8_t* hint) {
+// One thread: at most kGemvMaxTokens x n_used guesses, in rank order.
+__global__ void hint_kernel(const int32_t* ids, int n, int32_t layer, uint8_t* hint, const int32_t* slot_of,
+                            int skip) {
   auto* hd = reinterpret_cast<MoeCpuHintHeader*>(hint);
   int32_t* dst = reinterpret_cast<int32_t*>(hint + sizeof(MoeCpuHintHeader));
-  for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = ids[i];
-  if (threadIdx.x == 0) hd->n = n;
+  int out = 0;
+  for (int i = 0; i < n; ++i) {
+    const int32_t e = ids[i];
+    if (e < 0 || (slot_of != nullptr && slot_of[e] >= 0)) continue;
+    if (slot_of != nullptr && skip > 0) {
+      --skip;
+      continue;
+    }
+    dst[out++] = e;
+  }
+  hd->n = out;
   __threadfence_system();
-  __syncthreads();
-  if (threadIdx.x == 0) *reinterpret_cast<volatile int32_t*>(&hd->tag) = layer;
+  *reinterpret_cast<volatile int32_t*>(&hd->tag) = layer;
 }
 
 __global__ void add_kernel(const float* out, int64_t n_embd, float* x, int64_t ldx) {
@@ -77,9 +87,10 @@ void moe_cpu_pack(const MoeCpuTaskLayout& lay, const float* h, int64_t ldh, int6
   FT_CUDA_CHECK_LAUNCH();
 }
 
-void moe_cpu_hint(const int32_t* ids, int n, int32_t layer, uint8_t* hint, cudaStream_t s) {
+void moe_cpu_hint(const int32_t* ids, int n, int32_t layer, uint8_t* hint, cudaStream_t s, const int32_t* slot_of,
+                  int skip) {
   if (n <= 0) return;
-  hint_kernel<<<1, 32, 0, s>>>(ids, n, layer, hint);
+  hint_kernel<<<1, 1, 0, s>>>(ids, n, layer, hint, slot_of, skip);
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -35,13 +35,17 @@ void moe_cpu_pack(const MoeCpuTaskLayout& lay, const float* h, int64_t ldh, int6
                   const float* wts, int n_used, int32_t layer, uint8_t* task, cudaStream_t s);
 
 // The next MoE layer's guessed routes for the CPU's warm-up (gpu/moe_cpu_backend.cpp), in
-// mapped memory: {tag, n, ids[n]}. moe_cpu_hint copies ids[0..n) there, fences them to the
-// system, then sets tag = layer: a CPU that reads the tag (acquire) reads these ids.
+// mapped memory: {tag, n, ids[n]}. moe_cpu_hint copies the guesses ids[0..n) there, fences
+// them to the system, then sets tag = layer: a CPU that reads the tag (acquire) reads these
+// ids. With slot_of (that layer's row of the slot cache's table; hybrid) only the guesses
+// without a GPU slot are kept, and of those the first `skip` dropped (the speculative fetch
+// books the first k non-resident guesses into slots: they will not run on the CPU).
 struct MoeCpuHintHeader {
   int32_t tag;
   int32_t n;
 };
-void moe_cpu_hint(const int32_t* ids, int n, int32_t layer, uint8_t* hint, cudaStream_t s);
+void moe_cpu_hint(const int32_t* ids, int n, int32_t layer, uint8_t* hint, cudaStream_t s,
+                  const int32_t* slot_of = nullptr, int skip = 0);
 
 // x[t][i] += out[t][i] for t < n_tok, i < n_embd (out: device view of mapped memory).
 void moe_cpu_add(const float* out, int64_t n_tok, int64_t n_embd, float* x, int64_t ldx, cudaStream_t s);

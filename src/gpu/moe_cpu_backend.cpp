@@ -188,7 +188,7 @@ void CpuExpertService::handle(int layer) {
     std::atomic_ref<int32_t> tag(hh->tag);
     const int32_t t = tag.load(std::memory_order_acquire);
     const int64_t next = next_moe_[static_cast<size_t>(layer)];
-    if (t >= 0 && t == next && hh->n > 0 && hh->n <= lay_.max_tok * lay_.n_used) {
+    if (t >= 0 && t == next && hh->n > 0 && hh->n <= lay_.max_tok * lay_.n_used) {  // n 0: nothing for the CPU
       const auto* g = reinterpret_cast<const int32_t*>(hint_.host() + sizeof(cuda::MoeCpuHintHeader));
       hint_ids_.assign(g, g + hh->n);
       hint_for_ = next;
@@ -203,16 +203,17 @@ void CpuExpertService::warm(int layer) {
   hint_for_ = -1;
   std::lock_guard<std::mutex> lock(exec_mu_);
   try {
-    exec_.prefetch_next(layers_[next], num_, hint_ids_.data(), static_cast<int>(hint_ids_.size()),
-                        static_cast<int>(lay_.n_used), warm_kib_, hs_->ready_flag(static_cast<int>(next)));
+    exec_.prefetch_next(layers_[next], num_, hint_ids_.data(), static_cast<int>(hint_ids_.size()), warm_kib_,
+                        hs_->ready_flag(static_cast<int>(next)));
   } catch (const std::exception& e) {  // a guess never matters for the result: log and go on
     log::warn("moe cpu: warm-up for layer {}: {}", next, e.what());
   }
 }
 
-void CpuExpertService::enqueue_hint(const int32_t* ids, int n, int64_t next, cudaStream_t s) {
+void CpuExpertService::enqueue_hint(const int32_t* ids, int n, int64_t next, cudaStream_t s, const int32_t* slot_of,
+                                    int skip) {
   if (warm_kib_ <= 0 || next < 0 || n <= 0 || n > lay_.max_tok * lay_.n_used) return;
-  cuda::moe_cpu_hint(ids, n, static_cast<int32_t>(next), hint_.dev(), s);
+  cuda::moe_cpu_hint(ids, n, static_cast<int32_t>(next), hint_.dev(), s, slot_of, skip);
 }
 
 void CpuExpertService::enqueue_submit(const MoeStep& st, const int32_t* ids, const float* wts, cudaStream_t s) {

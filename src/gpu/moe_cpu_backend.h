@@ -70,7 +70,9 @@ class CpuExpertService {
   // routes of the next MoE layer `next` (device ids, rank order) for the CPU's warm-up:
   // after this layer's task the pool prefetches their gate|up rows (ExpertExecutor::
   // prefetch_next) while the GPU runs its part of `next`. Off when warm_kib() is 0.
-  void enqueue_hint(const int32_t* ids, int n, int64_t next, cudaStream_t s);
+  // slot_of / skip (hybrid): keep only the guesses the CPU will compute (cuda::moe_cpu_hint).
+  void enqueue_hint(const int32_t* ids, int n, int64_t next, cudaStream_t s, const int32_t* slot_of = nullptr,
+                    int skip = 0);
   // FT_MOE_CPU_WARM_KIB: the warm-up's bytes per pool thread (0: off).
   int64_t warm_kib() const { return warm_kib_; }
   // The result buffer (device view of mapped memory), valid after enqueue_finish.

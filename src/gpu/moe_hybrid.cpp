@@ -110,7 +110,15 @@ void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
     cache_.gather(st.layer, n, gather_s_);
     FT_CUDA_CHECK(cudaEventRecord(gathered_, gather_s_));
     // wait_copies before fetch(): a wait binds the event's latest record (moe_spec.h).
-    if (!spec_.from_output()) spec_.guess(st, s);
+    if (!spec_.from_output()) {
+      spec_.guess(st, s);
+      // The CPU's warm-up (moe_cpu_backend.h): of the next layer's guesses, those without a
+      // slot that the speculative fetch leaves to the CPU.
+      const int64_t next = spec_.next_moe(st.layer);
+      if (st.n_tok == 1 && next >= 0)
+        svc_.enqueue_hint(spec_.pred(), static_cast<int>(n), next, s,
+                          cache_.state().slot_of + next * cache_.state().n_expert, spec_.k());
+    }
     spec_.wait_copies(s);
     if (!spec_.from_output()) spec_.fetch(cache_, st, gather_s_);
     FT_CUDA_CHECK(cudaStreamWaitEvent(s, gathered_, 0));

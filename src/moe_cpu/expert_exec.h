@@ -147,16 +147,17 @@ class ExpertExecutor {
   int64_t last_routes() const { return last_routes_; }
   int64_t last_bytes() const { return last_bytes_; }
 
-  // Warm-up for the next run() on L (the cpu backend calls it between decode layers, while
-  // the GPU works and the pool would idle): the gate|up rows of the guessed experts `ids`
-  // (most likely first; -1 and repeats skipped), item by item, are prefetched into the L2
-  // of the pool thread that the next run() lets take that item first (exact flow schedule,
-  // one token of n_used routes), up to kib KiB a thread; it returns early once *stop is
-  // non-zero (the next task has arrived). It changes no result: every item is still computed
-  // once, as without it; its owner only takes it before the shared counter does. Right
-  // guesses read from L2 instead of DRAM (expert_exec_exact.cpp: why).
-  void prefetch_next(const HostExperts& L, const ExpertNumerics& num, const int32_t* ids, int n, int n_used,
-                     int64_t kib, const volatile uint32_t* stop);
+  // Warm-up for the next run() on L (the cpu and hybrid backends call it between decode
+  // layers, while the GPU works and the pool would idle): the gate|up rows of the guessed
+  // experts `ids` (most likely first; -1 and repeats skipped), item by item, are prefetched
+  // into the L2 of the pool thread that the next run() lets take that item first (exact flow
+  // schedule; that run cuts its gate|up items as the hint did, sized for as many experts as
+  // guessed), up to kib KiB a thread; it returns early once *stop is non-zero (the next task
+  // has arrived). It changes no result: every item is still computed once, as without it;
+  // its owner only takes it before the shared counter does. Right guesses read from L2
+  // instead of DRAM (expert_exec_exact.cpp: why).
+  void prefetch_next(const HostExperts& L, const ExpertNumerics& num, const int32_t* ids, int n, int64_t kib,
+                     const volatile uint32_t* stop);
   // Guessed experts prefetched and those the next run() used, since the last reset.
   struct WarmStats {
     int64_t guessed = 0, used = 0, items = 0, items_owner = 0;

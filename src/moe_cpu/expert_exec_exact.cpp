@@ -238,7 +238,11 @@ void ExpertExecutor::exact_flow(const HostExperts& L, const ExpertNumerics& num,
   }
   // 8 items per thread (the items schedule's 12 cut finer than flow needs: without the phase
   // ends there is no tail to even out; H200 host tg32 68.24 vs 59.27 tok/s with 12, one call).
-  const int64_t c_gu = item_rows(2 * n_ff, 8), per_gu = (2 * n_ff + c_gu - 1) / c_gu;
+  // With a warm-up hint (prefetch_next) the gate|up items are cut as it cut them, so that
+  // each prefetched item is one item here (the cut never changes a value).
+  const bool hint = hint_of_ == &L && !hint_ids_.empty();
+  hint_of_ = nullptr;
+  const int64_t c_gu = hint ? hint_rows_ : item_rows(2 * n_ff, 8), per_gu = (2 * n_ff + c_gu - 1) / c_gu;
   const int64_t c_dn = item_rows(n_embd, 8), per_dn = (n_embd + c_dn - 1) / c_dn;
   for (int64_t a = 0; a < n_active; ++a) {
     flow_left_[a].store(per_gu, std::memory_order_relaxed);
@@ -268,8 +272,6 @@ void ExpertExecutor::exact_flow(const HostExperts& L, const ExpertNumerics& num,
   // item run once whoever gets there first (a thread the pool never wakes leaves its items
   // to the counter). Only gate|up items are owned: they never wait, so a thread waiting on a
   // down item always waits for items in progress.
-  const bool hint = hint_of_ == &L && c_gu == hint_rows_ && !hint_ids_.empty();
-  hint_of_ = nullptr;
   const int n_thr = pool_.size();
   if (hint) {
     if (claim_.size() < static_cast<size_t>(n_gu)) claim_ = std::vector<std::atomic<uint8_t>>(static_cast<size_t>(n_gu));
@@ -337,21 +339,26 @@ void ExpertExecutor::exact_flow(const HostExperts& L, const ExpertNumerics& num,
 // that its owner pulled into its own L2 in that gap are computed at cache speed in the next
 // layer. Only a thread's own L2 helps: another core's L2 is as far (in latency) as DRAM.
 void ExpertExecutor::prefetch_next(const HostExperts& L, const ExpertNumerics& num, const int32_t* ids, int n,
-                                   int n_used, int64_t kib, const volatile uint32_t* stop) {
+                                   int64_t kib, const volatile uint32_t* stop) {
   hint_of_ = nullptr;
   hint_ids_.clear();
   if (n <= 0 || kib <= 0 || !exact_supported(L, num) || sched_ != RowSchedule::kFlow || !num.gpu_plan) return;
   const int64_t n_ff = L.n_ff, n_thr = pool_.size();
-  const int64_t c_gu = item_rows(2 * n_ff, 8, n_used), per_gu = (2 * n_ff + c_gu - 1) / c_gu;
+  std::vector<int32_t> distinct;
+  for (int j = 0; j < n; ++j)
+    if (ids[j] >= 0 && ids[j] < L.n_expert && std::find(distinct.begin(), distinct.end(), ids[j]) == distinct.end())
+      distinct.push_back(ids[j]);
+  if (distinct.empty()) return;
+  // Items sized as the next run's would be for that many experts (the run takes this cut).
+  const int64_t c_gu = item_rows(2 * n_ff, 8, static_cast<int64_t>(distinct.size()));
+  const int64_t per_gu = (2 * n_ff + c_gu - 1) / c_gu;
   auto row_bytes = [&](int64_t r) {
     return L.gate_up ? L.gate_up.row_bytes : r < n_ff ? L.gate.row_bytes : L.up.row_bytes;
   };
   // Guesses while every thread's share stays within kib: thread t holds the items
   // (j per_gu + k) % P, so G guesses give a thread at most ceil(G per_gu / P) items.
   const int64_t item_bytes = c_gu * std::max(row_bytes(0), row_bytes(2 * n_ff - 1));
-  for (int j = 0; j < n; ++j) {
-    const int32_t e = ids[j];
-    if (e < 0 || e >= L.n_expert || std::find(hint_ids_.begin(), hint_ids_.end(), e) != hint_ids_.end()) continue;
+  for (const int32_t e : distinct) {
     const int64_t g = static_cast<int64_t>(hint_ids_.size()) + 1;
     if ((g * per_gu + n_thr - 1) / n_thr * item_bytes > kib * 1024) break;
     hint_ids_.push_back(e);

@@ -234,8 +234,7 @@ TEST(ExpertExactWarmUp, GuessesKeepTheBits) {
           ExpertExecutor exec(pool);
           exec.set_schedule(RowSchedule::kFlow);
           const uint32_t stop = mode == 1 ? 1u : 0u;
-          exec.prefetch_next(mode == 2 ? other.h : L.h, num, gs.g.data(), static_cast<int>(gs.g.size()), n_used, 1 << 20,
-                             &stop);
+          exec.prefetch_next(mode == 2 ? other.h : L.h, num, gs.g.data(), static_cast<int>(gs.g.size()), 1 << 20, &stop);
           std::vector<float> out(n_embd, 3.0f);
           exec.run(L.h, num, x.data(), n_embd, 1, ids.data(), wts.data(), n_used, out.data(), n_embd);
           const std::string at = std::string(type_name(t)) + " " + gs.what + " mode " + std::to_string(mode) +
