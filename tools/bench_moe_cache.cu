@@ -77,17 +77,14 @@ int main(int argc, char** argv) {
   std::printf("expert %.2f MB (3 x %lld B + 16 B), PCIe cost model at %.1f GB/s: %.1f us per miss\n",
               static_cast<double>(expert) / 1e6, static_cast<long long>(tensor), h2d,
               static_cast<double>(expert) / (h2d * 1e3));
-  std::printf("%6s %14s %14s %16s %16s %16s %12s %12s\n", "misses", "gather us", "gather GB/s", "per-bank GB/s",
-              "grid-of-8 us", "grid-of-8 GB/s", "flat us", "flat GB/s");
+  std::printf("%6s %14s %14s %16s %16s %16s\n", "misses", "gather us", "gather GB/s", "per-bank GB/s",
+              "grid-of-8 us", "grid-of-8 GB/s");
   for (int nm : {1, 2, 4, 8, 16, 32}) {
     std::vector<int32_t> sl(64), ex(64);
-    double t[4] = {0, 0, 0, 0};
+    double t[3] = {0, 0, 0};
     // Kernel time only (events around the launches): the staging copies stay outside.
-    // Mode 2 sizes the grid for 8 routes as a one-token decode step does (max_miss = 8);
-    // mode 3 is mode 0 with the kinds of a miss in one index space (FT_MOE_GATHER_FLAT).
-    const bool flat_was = ft::cuda::moe_cache_gather_flat();
-    for (int mode = 0; mode < 4; ++mode) {
-      ft::cuda::moe_cache_set_gather_flat(mode == 3 ? true : (mode == 0 ? false : flat_was));
+    // Mode 2 sizes the grid for 8 routes as a one-token decode step does (max_miss = 8).
+    for (int mode = 0; mode < 3; ++mode) {
       const int reps = 20;
       for (int r = 0; r < reps; ++r) {
         for (int i = 0; i < nm; ++i) {
@@ -99,7 +96,7 @@ int main(int argc, char** argv) {
         CK(cudaMemcpyAsync(d_exp, ex.data(), 64 * 4, cudaMemcpyHostToDevice, s));
         CK(cudaStreamSynchronize(s));  // pageable staging copies above: keep reps apart
         CK(cudaEventRecord(a, s));
-        if (mode == 0 || mode == 3) {
+        if (mode == 0) {
           ft::cuda::moe_cache_gather(plan, m, nm, s);
         } else if (mode == 2) {
           ft::cuda::moe_cache_gather(plan, m, nm < 8 ? 8 : nm, s);
@@ -115,10 +112,8 @@ int main(int argc, char** argv) {
         t[mode] += ms() * 1e3 / reps;
       }
     }
-    ft::cuda::moe_cache_set_gather_flat(flat_was);
     const double gb = static_cast<double>(nm * expert) / 1e3;
-    std::printf("%6d %14.1f %14.1f %16.1f %16.1f %16.1f %12.1f %12.1f\n", nm, t[0], gb / t[0], gb / t[1], t[2],
-                gb / t[2], t[3], gb / t[3]);
+    std::printf("%6d %14.1f %14.1f %16.1f %16.1f %16.1f\n", nm, t[0], gb / t[0], gb / t[1], t[2], gb / t[2]);
   }
 
   // 3. The ensure kernel: 8 routes a call over L layers, S slots.

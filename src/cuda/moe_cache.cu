@@ -370,66 +370,6 @@ __global__ void gather_kernel(GatherPlan p, CacheMisses m, int max_part) {
   }
 }
 
-// The same copy with every kind of a miss in one index space of 16-byte units (all kinds'
-// bytes and strides multiples of 16): a thread keeps U loads in flight across the kind
-// boundaries instead of finishing gate before it starts up, so a gather of one or two
-// experts (2.65 MB: fewer 16-byte units per kind than the grid has threads) is not a chain
-// of three short waves. Opt-in (FT_MOE_GATHER_FLAT=1, moe_cache_set_gather_flat): on the H200
-// (session 8) one miss went from 29.8 to 41.9 GB/s and 2-32 misses stayed within 1%, but
-// offload decode fell from 78.0 to 67.8 tok/s with it.
-template <int U>
-__global__ void gather_flat_kernel(GatherPlan p, CacheMisses m, int max_part) {
-  const int n_miss = *m.n_miss;
-  if (n_miss <= 0) return;
-  int P = static_cast<int>(gridDim.x) / n_miss;
-  P = P < 1 ? 1 : (P > max_part ? max_part : P);
-  const int mi = static_cast<int>(blockIdx.x) / P, part = static_cast<int>(blockIdx.x) % P;
-  if (mi >= n_miss) return;
-  if (p.clock != nullptr && threadIdx.x == 0) {
-    atomicMin(&p.clock[0], globaltimer_ns());
-    if (blockIdx.x == 0) p.clock[2] = static_cast<u64>(n_miss);
-  }
-  const int64_t slot = m.miss_slot[mi], e = m.miss_expert[mi];
-  const uint4* src[kCacheMaxKinds];
-  uint4* dst[kCacheMaxKinds];
-  int64_t end[kCacheMaxKinds];  // exclusive end of kind k in the index space
-  int64_t n = 0;
-  for (int k = 0; k < p.n_kind; ++k) {
-    const GatherKind& g = p.kind[k];
-    src[k] = reinterpret_cast<const uint4*>(g.src + e * g.bytes);
-    dst[k] = reinterpret_cast<uint4*>(g.dst + slot * (g.dst_stride > 0 ? g.dst_stride : g.bytes));
-    n += g.bytes / 16;
-    end[k] = n;
-  }
-  auto at = [&](int64_t i, int& k) -> int64_t {  // kind of unit i and its index there
-    k = 0;
-    while (i >= end[k]) ++k;
-    return i - (k > 0 ? end[k - 1] : 0);
-  };
-  const int64_t stride = static_cast<int64_t>(P) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(part) * blockDim.x + threadIdx.x; i < n; i += U * stride) {
-    uint4 v[U];
-    int kk[U];
-    int64_t jj[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t iu = i + u * stride;
-      kk[u] = -1;
-      if (iu < n) {
-        jj[u] = at(iu, kk[u]);
-        v[u] = src[kk[u]][jj[u]];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (kk[u] >= 0) dst[kk[u]][jj[u]] = v[u];
-  }
-  if (p.clock != nullptr) {
-    __syncthreads();
-    if (threadIdx.x == 0) atomicMin(&p.clock[1], ~globaltimer_ns());
-  }
-}
-
 // One thread per route; six per-block counts added to the device counters by thread 0.
 __global__ void route_overlap_kernel(const int32_t* actual, const int32_t* pred_a, const int32_t* pred_b,
                                      const int32_t* miss_mark, int n_routes, int n_used, u64* counts) {
@@ -476,19 +416,6 @@ void check_routes(int64_t n_routes) {
 
 }  // namespace
 
-std::atomic<int> g_gather_flat{-1};  // -1: not read from the environment yet
-
-void moe_cache_set_gather_flat(bool on) { g_gather_flat.store(on ? 1 : 0); }
-
-bool moe_cache_gather_flat() {
-  int v = g_gather_flat.load();
-  if (v < 0) {
-    const char* e = std::getenv("FT_MOE_GATHER_FLAT");
-    v = e && e[0] == '1' ? 1 : 0;
-    g_gather_flat.store(v);
-  }
-  return v == 1;
-}
 
 void moe_cache_set_ensure_variant(int v) { g_ensure_variant.store(v == 1 ? 1 : 0); }
 
@@ -562,12 +489,7 @@ void moe_cache_gather(const GatherPlan& p, const CacheMisses& m, int64_t max_mis
     grid = per_miss * max_miss;
     max_part = per_miss;
   }
-  bool flat = moe_cache_gather_flat();
-  for (int k = 0; k < p.n_kind; ++k) flat = flat && p.kind[k].bytes % 16 == 0 && p.kind[k].dst_stride % 16 == 0;
-  if (flat)
-    gather_flat_kernel<4><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
-  else
-    gather_kernel<4><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
+  gather_kernel<4><<<static_cast<unsigned>(grid), kThreads, 0, s>>>(p, m, static_cast<int>(max_part));
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -135,12 +135,6 @@ struct GatherPlan {
 };
 void moe_cache_gather(const GatherPlan& p, const CacheMisses& m, int64_t max_miss, cudaStream_t s);
 
-// The gather's loop: false (default) copies kind after kind per miss; true walks all kinds of
-// a miss as one index space, U loads in flight across kind boundaries (16-byte kinds only;
-// FT_MOE_GATHER_FLAT=1). Same bytes. Process-wide, read at launch.
-void moe_cache_set_gather_flat(bool on);
-bool moe_cache_gather_flat();
-
 // The ensure kernels' victim search: 1 (default) holds each thread's keys in registers (S <=
 // 4096, else 0's loop; H200, S = 3072: 10.9 us a call, 8.6 in a graph); 0 re-reads last_use
 // from L2 each round (11.8 / 9.2 us). Same victims. FT_MOE_ENSURE_REGS=0 selects 0;

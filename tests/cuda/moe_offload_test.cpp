@@ -509,11 +509,7 @@ TEST(MoeCache, GatherSharesTheGridAmongFewMisses) {
     pool.emplace_back(static_cast<size_t>(S * sizes[k]));
     plan.kind[plan.n_kind++] = {static_cast<const uint8_t*>(dev), pool.back().as<uint8_t>(), sizes[k], 0};
   }
-  // Both loops: kind after kind, and all kinds of a miss in one index space (FT_MOE_GATHER_FLAT).
-  const bool flat_was = ft::cuda::moe_cache_gather_flat();
-  for (const auto& [flat, n_miss] : {std::pair{false, 1}, std::pair{false, 2}, std::pair{false, 5},
-                                     std::pair{true, 1}, std::pair{true, 2}, std::pair{true, 5}}) {
-    ft::cuda::moe_cache_set_gather_flat(flat);
+  for (const int n_miss : {1, 2, 5}) {
     for (auto& b : pool) ASSERT_EQ(cudaMemset(b.get(), 0, b.bytes()), cudaSuccess);
     Staging st(8);
     st.n = n_miss;
@@ -533,12 +529,11 @@ TEST(MoeCache, GatherSharesTheGridAmongFewMisses) {
         for (int64_t b = 0; b < sizes[k]; ++b) {
           const uint8_t want = e >= 0 ? host[k][e * sizes[k] + b] : 0;
           ASSERT_EQ(got[static_cast<size_t>(s * sizes[k] + b)], want)
-              << n_miss << " misses, kind " << k << " slot " << s << " byte " << b << (flat ? " flat" : "");
+              << n_miss << " misses, kind " << k << " slot " << s << " byte " << b;
         }
       }
     }
   }
-  ft::cuda::moe_cache_set_gather_flat(flat_was);
   for (uint8_t* p : host) cudaFreeHost(p);
 }
 
@@ -625,7 +620,6 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       const char* spec_from = nullptr;  // FT_MOE_SPEC_FROM (out: guesses from the layer's output)
       bool late = false;                // FT_MOE_SPEC_EARLY=0: the ensure waits for the guessed copies
       bool clock = false;               // FT_MOE_GATHER_CLOCK=1: the timeline must not change a bit
-      bool flat = false;                // the flat gather (moe_cache_set_gather_flat)
     };
     for (const Variant v : {Variant{0.25, true, false}, Variant{0.25, false, false}, Variant{0.25, true, true},
                             Variant{0.5, true, false}, Variant{0.25, true, false, true},
@@ -634,8 +628,7 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
                             Variant{0.5, true, false, false, false, -1},
                             Variant{0.25, true, false, false, false, 2, "out", false, true},
                             Variant{0.25, true, true, false, false, 3, nullptr, true},
-                            Variant{0.25, false, false, false, false, 2, "out", true, true},
-                            Variant{0.25, true, false, false, false, -1, nullptr, false, false, true}}) {
+                            Variant{0.25, false, false, false, false, 2, "out", true, true}}) {
       if (v.per_bank)
         setenv("FT_MOE_COPY", "per_bank", 1);
       else
@@ -646,8 +639,6 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       if (v.spec_from) setenv("FT_MOE_SPEC_FROM", v.spec_from, 1);
       if (v.late) setenv("FT_MOE_SPEC_EARLY", "0", 1);
       if (v.clock) setenv("FT_MOE_GATHER_CLOCK", "1", 1);
-      const bool flat_was = ft::cuda::moe_cache_gather_flat();
-      ft::cuda::moe_cache_set_gather_flat(v.flat);
       ft::gpu::GpuSessionOptions o = go;
       o.moe.name = "offload";
       o.moe.cache_rate = v.rate;
@@ -660,13 +651,12 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
       unsetenv("FT_MOE_SPEC_FROM");
       unsetenv("FT_MOE_SPEC_EARLY");
       unsetenv("FT_MOE_GATHER_CLOCK");
-      ft::cuda::moe_cache_set_gather_flat(flat_was);
       const std::string where = c.name + " " + dtype + " rate " + std::to_string(v.rate) +
                                 (v.graphs ? " graphs" : " no graphs") + (v.per_bank ? " per-bank" : "") +
                                 (v.overlap ? " overlap" : "") + (v.pregate ? " pregate" : "") +
                                 (v.spec != 0 ? " spec " + std::to_string(v.spec) : "") +
                                 (v.spec_from ? std::string(" from ") + v.spec_from : "") +
-                                (v.late ? " late" : "") + (v.clock ? " clock" : "") + (v.flat ? " flat" : "");
+                                (v.late ? " late" : "") + (v.clock ? " clock" : "");
       if (v.spec != 0) {
         EXPECT_GT(got.stats.spec_fetched, 0u) << where;  // the default (-1) speculates too
       } else {
