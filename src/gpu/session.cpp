@@ -1,6 +1,7 @@
 #include "gpu/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -17,6 +18,21 @@
 #include "model/model.h"
 
 namespace ft::gpu {
+namespace {
+
+bool step_clock_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("FT_STEP_CLOCK");
+    return e != nullptr && e[0] == '1';
+  }();
+  return on;
+}
+
+double wall_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
 
 namespace {
 
@@ -170,6 +186,15 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
 }
 
 GpuSession::~GpuSession() {
+  if (clock_) {
+    const StepClock& c = *clock_;
+    if (c.steps > 0)
+      log::info("step clock (FT_STEP_CLOCK): {} one-token steps, GPU {:.3f} ms a step (the graph, events), host "
+                "{:.3f} ms (launch to sync), {:.3f} ms between a step's sync and the next launch",
+                c.steps, c.gpu_ms / c.steps, c.wall_ms / c.steps, c.steps > 1 ? c.gap_ms / (c.steps - 1) : 0.0);
+    cudaEventDestroy(c.a);
+    cudaEventDestroy(c.b);
+  }
   for (auto& [k, g] : graphs_by_shape_) cudaGraphExecDestroy(g);
   if (h_u_) cudaFreeHost(h_u_);
   if (h_hist_) cudaFreeHost(h_hist_);
@@ -245,7 +270,28 @@ void GpuSession::step(const int32_t* tokens, int64_t n, Head head) {
       cudaGraphDestroy(g);
       it = graphs_by_shape_.emplace(key, exec).first;
     }
+    const bool timed = n == 1 && step_clock_on();
+    if (timed && !clock_) {
+      clock_ = std::make_unique<StepClock>();
+      FT_CUDA_CHECK(cudaEventCreate(&clock_->a));
+      FT_CUDA_CHECK(cudaEventCreate(&clock_->b));
+    }
+    const double t0 = timed ? wall_ms() : 0.0;
+    if (timed) FT_CUDA_CHECK(cudaEventRecord(clock_->a, stream_));
     FT_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+    if (timed) {
+      FT_CUDA_CHECK(cudaEventRecord(clock_->b, stream_));
+      FT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const double t1 = wall_ms();
+      float ms = 0;
+      FT_CUDA_CHECK(cudaEventElapsedTime(&ms, clock_->a, clock_->b));
+      StepClock& c = *clock_;
+      if (c.steps > 0) c.gap_ms += t0 - c.last_end;
+      c.gpu_ms += ms;
+      c.wall_ms += t1 - t0;
+      c.last_end = t1;
+      ++c.steps;
+    }
   }
   FT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   n_past_ += n;

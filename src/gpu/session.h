@@ -115,6 +115,15 @@ class GpuSession : public engine::Runner {
   bool sp_set_ = false;
   int64_t n_past_ = 0;
   GpuMemoryReport mem_;
+  // FT_STEP_CLOCK=1: one-token steps timed on the GPU (events around the graph) and on the
+  // host (launch to sync), logged at the end: says how much of a step the GPU is idle for.
+  struct StepClock {
+    cudaEvent_t a = nullptr, b = nullptr;
+    int64_t steps = 0;
+    double gpu_ms = 0, wall_ms = 0, gap_ms = 0;  // gap: host time from one step's sync to the next's launch
+    double last_end = 0;
+  };
+  std::unique_ptr<StepClock> clock_;
 };
 
 }  // namespace ft::gpu
