@@ -55,8 +55,12 @@ TEST(Generate, JsonContract) {
   ASSERT_TRUE(j.contains("tokens"));
   EXPECT_EQ(j["tokens"].size(), 7u);
   EXPECT_EQ(j["prompt_tokens"], nlohmann::json::array({1, 2, 3}));
-  for (const char* k : {"prefill_tok_s", "decode_tok_s", "prefill_tokens", "decode_tokens"})
+  for (const char* k : {"prefill_tok_s", "decode_tok_s", "decode_first_ms", "prefill_tokens", "decode_tokens"})
     EXPECT_TRUE(j["timings"].contains(k)) << k;
+  // 7 tokens: the prompt's argmax and 6 decode steps, the first timed apart.
+  EXPECT_EQ(j["timings"]["decode_tokens"], 6);
+  EXPECT_GT(j["timings"]["decode_first_ms"].get<double>(), 0.0);
+  EXPECT_GT(j["timings"]["decode_tok_s"].get<double>(), 0.0);
   EXPECT_TRUE(j.contains("text"));
 }
 
