@@ -1,7 +1,8 @@
 // ft bench-bw: the bandwidths the MoE backends live on, measured on this machine --
 //   host read     STREAM-style read over one pinned thread per physical core
 //   pinned H2D    cudaMemcpyAsync from page-locked memory (256 MiB x reps)
-//   CPU GEMV      the real CPU expert executor, one token, n_used cold experts per call
+//   CPU GEMV      the real CPU expert executor as the backends run it (exact mode unless
+//                 FT_MOE_CPU_EXACT=0), one token, n_used cold experts per call
 //   gather        the slot cache's one-launch expert gather from mapped pinned memory
 //                 (n_used experts per call, as a decode step's misses; and a whole layer)
 //   concurrent    CPU GEMV and gather at the same time (what hybrid overlaps)
@@ -32,6 +33,7 @@
 #ifdef FT_HAVE_CUDA
 #include "cuda/device.h"
 #include "gpu/moe_bw.h"
+#include "gpu/moe_cpu_backend.h"
 #endif
 
 namespace ft::cli {
@@ -113,6 +115,18 @@ int run_bench_bw(const BwOptions& o) {
   moe_cpu::ExpertNumerics num;
   num.act_quant = o.q8 ? quant::ActQuant::kQ8 : quant::ActQuant::kNone;
   num.q8_quantised_only = true;
+  // As the cpu / hybrid backends run it: exact mode (the GPU decode GEMV's order, its flow
+  // schedule) unless FT_MOE_CPU_EXACT=0. Until session 9 this measured the engine order, which
+  // the backends have not run by default since session 6 (H200 host: 58.9 GB/s here against
+  // 67.4 for the exact rows in ft-bench-moe-cpu).
+  std::string gemv_mode = "engine order";
+#ifdef FT_HAVE_CUDA
+  if (gpu::moe_cpu_exact_enabled()) {
+    num.gpu_plan = gpu::gpu_dot_plan;
+    gemv_mode = "exact: the GPU decode order";
+  }
+#endif
+  prof["cpu"]["gemv_mode"] = gemv_mode;
   const int64_t bank_bytes = o.bank_mib << 20;
   for (GgmlType t : types) {
     moe_cpu::ExpertGeometry g = base;
@@ -127,9 +141,9 @@ int run_bench_bw(const BwOptions& o) {
     f["cpu_gemv_gbs"] = c.gbs;
     f["cpu_gemv_us"] = c.us_per_call;
     say(fmt::format("  CPU expert GEMV: {:7.1f} GB/s ({:.0f}% of host read), {:.1f} us per layer ({} experts, "
-                    "{:.2f} MiB)",
+                    "{:.2f} MiB; {})",
                     c.gbs, 100.0 * c.gbs / hr.gbs, c.us_per_call, g.n_used,
-                    static_cast<double>(c.bytes_per_call) / (1 << 20)));
+                    static_cast<double>(c.bytes_per_call) / (1 << 20), gemv_mode));
 #ifdef FT_HAVE_CUDA
     if (!gpu.empty()) {
       gpu::GatherBench gb(g, bank_bytes, g.n_used);
