@@ -1,7 +1,9 @@
 // The cpu and hybrid MoE backends on the GPU:
 //   * the flag handshake (gpu/cpu_handshake.h) with the real pack/add kernels, eagerly and
-//     inside a captured CUDA graph replayed with new inputs; also the cudaLaunchHostFunc
-//     fallback;
+//     inside a captured CUDA graph replayed with new inputs, with its after() hook once per
+//     task; also the cudaLaunchHostFunc fallback;
+//   * the warm-up hint kernel (cuda::moe_cpu_hint): guesses kept, resident ones and the
+//     speculative fetch's dropped;
 //   * on tiny qwen3moe models (NVFP4 with scales, MXFP4, Q8_0, BF16 experts; --dtype auto and
 //     float32): `offload` (a quarter of the experts cached), `cpu` and `hybrid` (max-fetch 0
 //     and 2, a quarter cached) give the same 256 greedy tokens as `fused`: the CPU experts
@@ -15,6 +17,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <tuple>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -54,6 +60,7 @@ void run_handshake(bool force_host_func) {
   const auto lay = ft::cuda::moe_cpu_task_layout(n_embd, max_tok, n_used);
   ft::gpu::MappedHostBuffer task(lay.bytes), out(sizeof(float) * max_tok * n_embd);
   int served_layer = -1;
+  std::atomic<int> after_calls{0}, after_bad{0};
   ft::gpu::CpuHandshakeOptions o;
   o.n_slots = 4;
   o.force_host_func = force_host_func;
@@ -65,6 +72,9 @@ void run_handshake(bool force_host_func) {
     const auto* ids = reinterpret_cast<const int32_t*>(task.host() + lay.ids_off);
     auto* y = reinterpret_cast<float*>(out.host());
     for (int64_t i = 0; i < hd.n_tok * n_embd; ++i) y[i] = 2.0f * h[i] + (ids[0] == 5 ? 0.0f : 1000.0f);
+  }, [&](int slot) {  // after(): on the coordinator, right after the task it just served
+    if (slot != served_layer) after_bad.fetch_add(1);
+    after_calls.fetch_add(1);
   });
   if (!force_host_func) {
     EXPECT_TRUE(hs.stream_mem_ops()) << hs.describe();
@@ -123,6 +133,10 @@ void run_handshake(bool force_host_func) {
     EXPECT_EQ(served_layer, 1);
   }
   EXPECT_EQ(hs.tasks(), 1u + 2u * 3u);
+  // after() runs once per task, right after its done flag (the last one may still be running).
+  for (int i = 0; i < 1000 && after_calls.load() < 7; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(after_calls.load(), 7);
+  EXPECT_EQ(after_bad.load(), 0);
   cudaGraphExecDestroy(ge);
   cudaGraphDestroy(g);
   cudaStreamDestroy(s);
@@ -136,6 +150,37 @@ TEST(MoeCpuHandshake, StreamMemOpsEagerAndCaptured) {
 TEST(MoeCpuHandshake, HostFuncFallback) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   run_handshake(true);
+}
+
+// The warm-up hint (cuda::moe_cpu_hint): the guesses in rank order, -1 dropped; with the
+// layer's slot table only those without a slot, the first `skip` of them dropped (the
+// speculative fetch's); the tag is the layer.
+TEST(MoeCpuHint, KeepsTheCpuGuesses) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const std::vector<int32_t> ids = {3, -1, 7, 2, 5, 9, 1, 4};
+  std::vector<int32_t> slot_of(12, -1);
+  slot_of[7] = 0;
+  slot_of[5] = 4;
+  ft::cuda::DeviceBuffer d_ids(ids.size() * 4), d_slot(slot_of.size() * 4);
+  d_ids.upload(ids.data(), ids.size() * 4);
+  d_slot.upload(slot_of.data(), slot_of.size() * 4);
+  ft::gpu::MappedHostBuffer hint(sizeof(ft::cuda::MoeCpuHintHeader) + 4 * ids.size());
+  auto read = [&]() {
+    const auto* hd = reinterpret_cast<const ft::cuda::MoeCpuHintHeader*>(hint.host());
+    const auto* g = reinterpret_cast<const int32_t*>(hint.host() + sizeof(ft::cuda::MoeCpuHintHeader));
+    return std::make_pair(hd->tag, std::vector<int32_t>(g, g + hd->n));
+  };
+  ft::cuda::moe_cpu_hint(d_ids.as<int32_t>(), static_cast<int>(ids.size()), 5, hint.dev(), nullptr);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  auto [tag, got] = read();
+  EXPECT_EQ(tag, 5);
+  EXPECT_EQ(got, (std::vector<int32_t>{3, 7, 2, 5, 9, 1, 4}));
+  ft::cuda::moe_cpu_hint(d_ids.as<int32_t>(), static_cast<int>(ids.size()), 9, hint.dev(), nullptr,
+                         d_slot.as<int32_t>(), 1);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::tie(tag, got) = read();
+  EXPECT_EQ(tag, 9);
+  EXPECT_EQ(got, (std::vector<int32_t>{2, 9, 1, 4}));
 }
 
 struct ModelCase {
