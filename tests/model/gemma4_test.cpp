@@ -72,12 +72,17 @@ class Gemma4Test : public ::testing::TestWithParam<std::string> {};
 
 // Token-by-token decode with n_ubatch 1 keeps only the window (8 rows) on sliding layers, so
 // the ring wraps after 8 of the 13 tokens; micro-batches of 4 keep 11 rows.
+// fp32 sums in another order move logits (spread > 5) by up to 3.4e-3 on "ple" (session 9,
+// dev host with AVX-512: scalar 1.5e-3, AVX2 6.4e-4, AVX-512 1.5e-3 here and 3.4e-3 against
+// the twin below); a wrong window, cache or scale moves them by tenths.
+constexpr float kOrderTol = 5e-3f;
+
 TEST_P(Gemma4Test, PrefillBatchMatchesRingDecode) {
   auto m = load_model(files(GetParam()).model);
   const auto batch = run(*m, true);
   EXPECT_GT(spread(batch), 5.0f);
-  EXPECT_LT(max_diff(batch, run(*m, false, 1)), 1e-3f);
-  EXPECT_LT(max_diff(batch, run(*m, true, 4)), 1e-3f);
+  EXPECT_LT(max_diff(batch, run(*m, false, 1)), kOrderTol);
+  EXPECT_LT(max_diff(batch, run(*m, true, 4)), kOrderTol);
 }
 
 TEST_P(Gemma4Test, ThreadCountDoesNotChangeResults) {
@@ -88,7 +93,7 @@ TEST_P(Gemma4Test, ThreadCountDoesNotChangeResults) {
 TEST_P(Gemma4Test, ScaledFileMatchesF32Twin) {
   auto m = load_model(files(GetParam()).model);
   auto t = load_model(files(GetParam()).twin);
-  EXPECT_LT(max_diff(run(*m, true), run(*t, true)), 1e-3f);
+  EXPECT_LT(max_diff(run(*m, true), run(*t, true)), kOrderTol);
 }
 
 TEST_P(Gemma4Test, IgnoringScalesChangesTheOutput) {

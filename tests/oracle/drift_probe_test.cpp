@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "oracle_isa.h"  // both sides on AVX2 where the CPU has AVX-512 (why: there)
 #include "engine/conv1d.h"
 #include "engine/deltanet.h"
 #include "engine/ffn.h"

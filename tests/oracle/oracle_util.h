@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "oracle_isa.h"  // pins both sides to AVX2 on AVX-512 machines (why: there)
+
 namespace ft::oracle_test {
 
 struct Proc {
