@@ -308,7 +308,15 @@ TEST(HfDirectLoad, PrivateMemoryIsNotASecondCopy) {
   std::printf("HF-DIRECT-LOAD checkpoint %.2f MiB, private RSS +%.2f MiB (checksum %llu)\n", ckpt_bytes / 1048576.0,
               grown / 1048576.0, static_cast<unsigned long long>(sum));
   EXPECT_GT(ckpt_bytes, 8ull << 20);
-  EXPECT_LT(grown, ckpt_bytes / 4) << "the directory's weights were copied";
+  // Under AddressSanitizer its allocator (redzones, quarantine) and shadow memory add private
+  // memory of their own: +3.42 MiB here in session 9's CI against +0.05 MiB without it, so the
+  // bound is half the checkpoint there; a copy of the weights still exceeds both.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr uint64_t kShare = 2;
+#else
+  constexpr uint64_t kShare = 4;
+#endif
+  EXPECT_LT(grown, ckpt_bytes / kShare) << "the directory's weights were copied";
 }
 
 // --outtype nvfp4 on a BF16 checkpoint = the ModelOpt checkpoint quantised from the same
