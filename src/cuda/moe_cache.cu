@@ -416,7 +416,6 @@ void check_routes(int64_t n_routes) {
 
 }  // namespace
 
-
 void moe_cache_set_ensure_variant(int v) { g_ensure_variant.store(v == 1 ? 1 : 0); }
 
 int moe_cache_ensure_variant() {

@@ -117,11 +117,6 @@ CpuExpertService::CpuExpertService(const model::Model& m, std::shared_ptr<const 
     if (first_moe_ < 0) first_moe_ = il;
   }
   if (n_embd_ == 0) fail("{}: the cpu / hybrid MoE backends need a model with routed experts", m.file->path());
-  next_moe_.assign(static_cast<size_t>(n_layer_), -1);
-  for (int64_t il = n_layer_ - 1, nx = -1; il >= 0; --il) {
-    next_moe_[static_cast<size_t>(il)] = nx;
-    if (hb_->layers[il].moe()) nx = il;
-  }
   // 768 KiB a thread: the top 6 of 8 guesses of a Qwen3-30B-A3B NVFP4 layer at 15 threads
   // (7 items of 112 gate|up rows a thread); the gap between two layers' tasks moves about
   // 50 us x 9 GB/s = 450 KB a thread, and the prefetch stops when the next task arrives.
@@ -182,24 +177,25 @@ void CpuExpertService::handle(int layer) {
   }
   // The next layer's guess, taken before this task's done flag: the GPU writes the next
   // hint only after that flag, so reading and clearing it here cannot race with the write.
+  // Its tag is the layer it is for: the next MoE layer when it was written during this task
+  // (enqueue_hint), an earlier one when it came too late for that layer's task (dropped).
   hint_for_ = -1;
   if (warm_kib_ > 0) {
     auto* hh = reinterpret_cast<cuda::MoeCpuHintHeader*>(hint_.host());
     std::atomic_ref<int32_t> tag(hh->tag);
     const int32_t t = tag.load(std::memory_order_acquire);
-    const int64_t next = next_moe_[static_cast<size_t>(layer)];
-    if (t >= 0 && t == next && hh->n > 0 && hh->n <= lay_.max_tok * lay_.n_used) {  // n 0: nothing for the CPU
+    if (t > layer && t < n_layer_ && hh->n > 0 && hh->n <= lay_.max_tok * lay_.n_used) {  // n 0: nothing for the CPU
       const auto* g = reinterpret_cast<const int32_t*>(hint_.host() + sizeof(cuda::MoeCpuHintHeader));
       hint_ids_.assign(g, g + hh->n);
-      hint_for_ = next;
+      hint_for_ = t;
     }
     if (t >= 0) tag.store(-1, std::memory_order_relaxed);
   }
 }
 
-void CpuExpertService::warm(int layer) {
+void CpuExpertService::warm(int) {
   const int64_t next = hint_for_;
-  if (next < 0 || next != next_moe_[static_cast<size_t>(layer)]) return;
+  if (next < 0) return;
   hint_for_ = -1;
   std::lock_guard<std::mutex> lock(exec_mu_);
   try {

@@ -92,7 +92,7 @@ class CpuExpertService {
 
  private:
   void handle(int layer);  // coordinator thread
-  void warm(int layer);    // coordinator thread, after layer's done flag
+  void warm(int layer);    // coordinator thread, after layer's done flag: the hint handle() took
 
   std::shared_ptr<const HostBanks> hb_;
   std::vector<moe_cpu::HostExperts> layers_;
@@ -105,9 +105,8 @@ class CpuExpertService {
   cuda::MoeCpuTaskLayout lay_;
   MappedHostBuffer task_, out_, hint_;
   int64_t warm_kib_ = 0;
-  std::vector<int64_t> next_moe_;           // the MoE layer after each layer (-1: none)
   std::vector<int32_t> hint_ids_;           // handle() takes the hint, warm() uses it
-  int64_t hint_for_ = -1;
+  int64_t hint_for_ = -1;                   // the layer of hint_ids_ (-1: none)
   std::unique_ptr<std::atomic<uint64_t>[]> routes_;
   std::atomic<uint64_t> steps_{0};
   int64_t n_layer_ = 0, n_embd_ = 0, first_moe_ = -1;

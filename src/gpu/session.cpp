@@ -32,10 +32,6 @@ double wall_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
-
-namespace {
-
 // gemma4 auto's exact prefill GEMMs (the Q8 inputs): 3 bf16 parts by default (cuda/gemm.h:
 // fp32-exact products; emulated on Q8 x NVFP4 rows, k 256..2816: max error 0.4-1.9e-6 S2
 // against 1.3-3.7e-6 S2 for an fp32 FMA chain, where 2 parts reach 6.5-7.3e-6 S2 and bf16 x

@@ -210,6 +210,8 @@ class ExpertExecutor {
   int64_t hint_rows_ = 0;
   std::vector<std::atomic<uint8_t>> claim_;    // kFlow with a hint: gate|up item taken
   std::vector<std::vector<int64_t>> owned_;    // kFlow with a hint: each thread's items
+  std::vector<int32_t> hint_distinct_;         // prefetch_next: the distinct guesses
+  std::vector<std::atomic<uint8_t>> hint_seen_;  // prefetch_next: a thread's share taken
   WarmStats warm_;
   int64_t last_routes_ = 0, last_bytes_ = 0;
   RowSchedule sched_;

@@ -297,7 +297,7 @@ void ExpertExecutor::exact_flow(const HostExperts& L, const ExpertNumerics& num,
   };
   std::atomic<int64_t> next{0};
   pool_.parallel_for(n_thr, 1, [&](int64_t, int64_t, int tid) {
-    if (hint && tid < n_thr) {
+    if (hint) {
       for (const int64_t i : owned_[static_cast<size_t>(tid)])
         if (claim_[i].exchange(1, std::memory_order_acq_rel) == 0) {
           gate_up_item(i);
@@ -344,7 +344,8 @@ void ExpertExecutor::prefetch_next(const HostExperts& L, const ExpertNumerics& n
   hint_ids_.clear();
   if (n <= 0 || kib <= 0 || !exact_supported(L, num) || sched_ != RowSchedule::kFlow || !num.gpu_plan) return;
   const int64_t n_ff = L.n_ff, n_thr = pool_.size();
-  std::vector<int32_t> distinct;
+  std::vector<int32_t>& distinct = hint_distinct_;  // a member: this runs every decode layer
+  distinct.clear();
   for (int j = 0; j < n; ++j)
     if (ids[j] >= 0 && ids[j] < L.n_expert && std::find(distinct.begin(), distinct.end(), ids[j]) == distinct.end())
       distinct.push_back(ids[j]);
@@ -368,9 +369,10 @@ void ExpertExecutor::prefetch_next(const HostExperts& L, const ExpertNumerics& n
   hint_rows_ = c_gu;
   warm_.guessed += static_cast<int64_t>(hint_ids_.size());
   const int64_t n_items = static_cast<int64_t>(hint_ids_.size()) * per_gu;
-  std::vector<std::atomic<uint8_t>> seen(static_cast<size_t>(n_thr));
+  if (hint_seen_.size() < static_cast<size_t>(n_thr)) hint_seen_ = std::vector<std::atomic<uint8_t>>(static_cast<size_t>(n_thr));
+  for (int64_t t = 0; t < n_thr; ++t) hint_seen_[static_cast<size_t>(t)].store(0, std::memory_order_relaxed);
   pool_.parallel_for(n_thr, 1, [&](int64_t, int64_t, int tid) {
-    if (tid >= n_thr || seen[static_cast<size_t>(tid)].exchange(1)) return;  // once per thread
+    if (hint_seen_[static_cast<size_t>(tid)].exchange(1)) return;  // once per thread
     int64_t lines = 0;
     for (int64_t q = tid; q < n_items; q += n_thr) {
       const int32_t e = hint_ids_[static_cast<size_t>(q / per_gu)];
