@@ -36,6 +36,11 @@ bool env_true(const char* name) {
   return v != nullptr && std::strcmp(v, "0") != 0 && *v != '\0';
 }
 
+int64_t realtime_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 MappedHostBuffer::MappedHostBuffer(size_t bytes) : bytes_(bytes) {
@@ -55,6 +60,10 @@ MappedHostBuffer::~MappedHostBuffer() {
 CpuHandshake::CpuHandshake(const CpuHandshakeOptions& o, Handler handler, Handler after)
     : o_(o), handler_(std::move(handler)), after_(std::move(after)) {
   if (o_.n_slots < 1) fail("CpuHandshake: {} flag slots (need at least 1)", o_.n_slots);
+  if (const char* c = std::getenv("FT_MOE_CLOCK"); c && c[0] == '1') {
+    trace_ = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(2 * o_.n_slots));
+    for (int i = 0; i < 2 * o_.n_slots; ++i) trace_[i] = 0;
+  }
   // Slot n_slots is the self-test's.
   flags_ = MappedHostBuffer(static_cast<size_t>(o_.n_slots + 1) * 2 * kFlagStride);
   ctx_.resize(static_cast<size_t>(o_.n_slots + 1));
@@ -224,8 +233,10 @@ void CpuHandshake::coordinator() {
       if (load_acquire(ready_host(slot)) != 1) continue;
       store_release(ready_host(slot), 0);
       const auto t0 = clock::now();
+      if (trace_) trace_[2 * slot].store(realtime_ns(), std::memory_order_relaxed);
       handler_(slot);
       const auto t1 = clock::now();
+      if (trace_) trace_[2 * slot + 1].store(realtime_ns(), std::memory_order_relaxed);
       store_release(done_host(slot), 1);
       if (!mem_ops_) std::atomic_ref<uint32_t>(*done_host(slot)).notify_all();  // the sleeping callback
       busy_ns_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),

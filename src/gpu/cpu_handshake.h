@@ -97,11 +97,18 @@ class CpuHandshake {
   // "stream memory ops (write/wait value, graph-capturable)" or the fallback and why.
   std::string describe() const { return how_; }
 
+  // FT_MOE_CLOCK=1 (a diagnostic, gpu/layer_clock.h): the realtime clock (ns since the epoch,
+  // the GPU's %globaltimer base) when the coordinator last saw task `slot`'s ready flag and
+  // when it raised its done flag; 0 when off or not yet served.
+  int64_t seen_ns(int slot) const { return trace_ ? trace_[2 * slot].load(std::memory_order_relaxed) : 0; }
+  int64_t done_ns(int slot) const { return trace_ ? trace_[2 * slot + 1].load(std::memory_order_relaxed) : 0; }
+
   // Tasks served and time the coordinator spent in the handler.
   uint64_t tasks() const { return tasks_.load(std::memory_order_relaxed); }
   double busy_seconds() const { return static_cast<double>(busy_ns_.load(std::memory_order_relaxed)) * 1e-9; }
 
   static constexpr auto kIdleSpin = std::chrono::milliseconds(50);
+
   static constexpr auto kIdleSleep = std::chrono::microseconds(100);
 
  private:
@@ -127,6 +134,7 @@ class CpuHandshake {
   void* wait_fn_ = nullptr;   // cuStreamWaitValue32
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> tasks_{0}, busy_ns_{0};
+  std::unique_ptr<std::atomic<int64_t>[]> trace_;  // [n_slots][seen, done] (FT_MOE_CLOCK=1)
   std::thread thread_;
 };
 

@@ -135,7 +135,23 @@ struct MoeBackendOptions {
   double cache_rate = 0.0;    // fraction of all experts (0: unset); both unset: auto from free VRAM
   int64_t hybrid_max_fetch = -1;  // hybrid: misses fetched per layer and step (-1: backend default)
   int threads = 0;                // cpu / hybrid: CPU threads (0: physical cores)
+  int spec = -1;                  // hybrid: guessed experts fetched a layer (-1: FT_MOE_SPEC or 2)
+  std::string tuned;              // set by the start-up measurement: why these parameters (logged)
 };
+
+// A backend and its parameters that the session measures at start-up (gpu/session.cpp runs
+// one-token decode steps on each and keeps the fastest).
+struct MoeCandidate {
+  std::string backend;
+  MoeBackendOptions o;
+  std::string label;  // for the log: "offload", "hybrid (guesses 1, fetch 0)", ...
+};
+
+// What to measure when the experts live in host RAM (moe_select.cpp): for --moe-backend auto
+// offload, the hybrid variants and cpu; for hybrid without --moe-hybrid-max-fetch (nor
+// FT_MOE_HYBRID_MAX_FETCH / FT_MOE_SPEC) its variants; otherwise nothing (the choice stands).
+// FT_MOE_TUNE=0: nothing (auto then takes offload, hybrid its formula).
+std::vector<MoeCandidate> moe_tune_candidates(const std::string& chosen, const MoeBackendOptions& o);
 
 // The fused backend (experts in w's arena).
 std::unique_ptr<MoeBackend> make_moe_fused(const DeviceWeights& w);

@@ -282,10 +282,12 @@ std::string CpuExpertService::describe() const {
 // ---- MoeCpu -----------------------------------------------------------------------------
 
 MoeCpu::MoeCpu(const MoeFactoryArgs& a)
-    : svc_(*a.m, a.hb, a.o.threads, cuda::kGemvMaxTokens, a.max_routes / cuda::kGemvMaxTokens) {
+    : svc_(*a.m, a.hb, a.o.threads, cuda::kGemvMaxTokens, a.max_routes / cuda::kGemvMaxTokens),
+      clock_(static_cast<int64_t>(a.hb->layers.size()), {"between layers", "CPU submit", "guess", "wait for the CPU"}) {
   const model::Model& m = *a.m;
   const HostBanks* hb = a.hb.get();
   const int64_t n_used = a.max_routes / cuda::kGemvMaxTokens;
+  clock_.set_cpu([this](int64_t l) { return svc_.cpu_times(l); }, 1, 3);
   // The warm-up's guesses: the next MoE layer's router on this layer's FFN input (moe_spec.h;
   // plain routers only, else MoeSpec turns itself off), run while the GPU waits for the CPU.
   if (svc_.warm_kib() > 0 && moe_cpu_exact_enabled()) {
@@ -321,12 +323,16 @@ MoeCpu::MoeCpu(const MoeFactoryArgs& a)
 MoeCpu::~MoeCpu() = default;
 
 void MoeCpu::decode(const MoeStep& st, cudaStream_t s) {
+  clock_.stamp(st.layer, st.n_tok, 0, s);
   svc_.enqueue_submit(st, st.ids, st.wts, s);
+  clock_.stamp(st.layer, st.n_tok, 1, s);
   if (spec_ && st.n_tok == 1 && spec_->next_moe(st.layer) >= 0) {
     spec_->guess(st, s);
     svc_.enqueue_hint(spec_->pred(), static_cast<int>(st.n_slots()), spec_->next_moe(st.layer), s);
   }
+  clock_.stamp(st.layer, st.n_tok, 2, s);
   svc_.enqueue_finish(st, s);
+  clock_.stamp(st.layer, st.n_tok, 3, s);
 }
 
 void MoeCpu::prefill(const MoeStep& st, cudaStream_t s) {

@@ -30,6 +30,7 @@
 #include "cuda/moe_cpu_io.h"
 #include "gpu/cpu_handshake.h"
 #include "gpu/host_bank.h"
+#include "gpu/layer_clock.h"
 #include "gpu/moe_backend.h"
 #include "moe_cpu/cpu_pool.h"
 #include "moe_cpu/cpu_topology.h"
@@ -86,6 +87,10 @@ class CpuExpertService {
   std::vector<uint64_t> cpu_routes() const;
   // Decode steps served (tasks of the first MoE layer).
   uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
+  // FT_MOE_CLOCK's CPU side of layer's last task (cpu_handshake.h): realtime seen, done.
+  std::pair<int64_t, int64_t> cpu_times(int64_t layer) const {
+    return {hs_->seen_ns(static_cast<int>(layer)), hs_->done_ns(static_cast<int>(layer))};
+  }
   void reset_stats();
   std::string describe() const;
   const std::shared_ptr<const HostBanks>& banks() const { return hb_; }
@@ -133,6 +138,7 @@ class MoeCpu : public MoeBackend {
  private:
   CpuExpertService svc_;
   std::unique_ptr<MoeSpec> spec_;  // the next layer's guess for the CPU's warm-up (nullptr: off)
+  LayerClock clock_;                // FT_MOE_CLOCK=1
   std::unique_ptr<SlotCache> prefill_cache_;  // nullptr: prefill on the CPU
   std::string prefill_how_;
   uint64_t decode_calls_ = 0;

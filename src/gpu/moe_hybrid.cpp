@@ -60,8 +60,11 @@ MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
       cache_(*a.m, *a.w, *a.hb, a.n_slot, a.max_routes),
       svc_(*a.m, a.hb, a.o.threads, cuda::kGemvMaxTokens, a.max_routes / cuda::kGemvMaxTokens, /*slot_out=*/true),
       max_fetch_(static_cast<int>(a.o.hybrid_max_fetch)),
-      spec_(*a.m, *a.w, a.max_routes, MoeSpec::k_from_env(2)) {
-  fetch_why_ = "--moe-hybrid-max-fetch";
+      spec_(*a.m, *a.w, a.max_routes, a.o.spec >= 0 ? a.o.spec : MoeSpec::k_from_env(2)),
+      clock_(static_cast<int64_t>(a.hb->layers.size()),
+             {"between layers", "ensure", "CPU submit", "GPU experts", "wait for the CPU", "combine"}) {
+  clock_.set_cpu([this](int64_t l) { return svc_.cpu_times(l); }, 2, 4);
+  fetch_why_ = a.o.tuned.empty() ? "--moe-hybrid-max-fetch" : a.o.tuned;
   if (a.o.hybrid_max_fetch < 0) {
     // FT_MOE_HYBRID_MAX_FETCH sets it when the option is unset (A/B runs from scripts).
     if (const char* e = std::getenv("FT_MOE_HYBRID_MAX_FETCH")) {
@@ -85,6 +88,7 @@ MoeHybrid::MoeHybrid(const MoeFactoryArgs& a)
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     FT_CUDA_CHECK(cudaEventCreateWithFlags(&gathered_, cudaEventDisableTiming));
   }
+  cache_.preload();
 }
 
 MoeHybrid::~MoeHybrid() {
@@ -99,11 +103,14 @@ void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
   int32_t* cpu_ids = cpu_ids_.as<int32_t>();
   float* cpu_wts = cpu_wts_.as<float>();
   if (st.layer == spec_.first_moe()) cache_.clock_reset(s);
+  clock_.stamp(st.layer, st.n_tok, 0, s);
   spec_.wait_booked(s);  // the guesses made for this layer hold their slots (moe_spec.h)
   cuda::moe_cache_ensure_hybrid(cache_.state(), st.layer, st.ids, st.wts, n, max_fetch_, cache_.slot_ids(), gpu_wts,
                                 cpu_ids, cpu_wts, cache_.misses(), cache_.counters(), s);
+  clock_.stamp(st.layer, st.n_tok, 1, s);
   // The CPU starts first: its GEMVs overlap the fetch and the GPU's grouped GEMVs.
   svc_.enqueue_submit(st, cpu_ids, cpu_wts, s);
+  clock_.stamp(st.layer, st.n_tok, 2, s);
   if (spec_.k() > 0) {
     FT_CUDA_CHECK(cudaEventRecord(fork_, s));
     FT_CUDA_CHECK(cudaStreamWaitEvent(gather_s_, fork_, 0));
@@ -129,9 +136,12 @@ void MoeHybrid::decode(const MoeStep& st, cudaStream_t s) {
   // prefill's [slots][n_embd] scratch, idle during decode.
   float* yg = st.b->ysort.as<float>();
   moe_experts_decode_slots(cache_.view(st.layer, 0, cache_.n_slot()), cache_.slot_ids(), st, yg, s);
+  clock_.stamp(st.layer, st.n_tok, 3, s);
   svc_.enqueue_finish(st, s);
+  clock_.stamp(st.layer, st.n_tok, 4, s);
   cuda::moe_combine_split(yg, svc_.out_dev(), cpu_ids, st.wts, st.n_tok, st.n_used, hb_->layers[st.layer].n_embd,
                           st.x, hb_->layers[st.layer].n_embd, st.num->round, s);
+  clock_.stamp(st.layer, st.n_tok, 5, s);
   if (spec_.from_output()) {
     spec_.guess(st, s);
     spec_.fetch(cache_, st, gather_s_);

@@ -26,6 +26,7 @@
 #include "cuda/buffer.h"
 #include "cuda/round.h"
 #include "gpu/moe_backend.h"
+#include "gpu/layer_clock.h"
 #include "gpu/moe_cpu_backend.h"
 #include "gpu/moe_offload.h"
 
@@ -57,6 +58,7 @@ class MoeHybrid : public MoeBackend {
   MoeSpec spec_;
   cudaStream_t gather_s_ = nullptr;  // with speculation: the fetches and the guessed copies
   cudaEvent_t fork_ = nullptr, gathered_ = nullptr;
+  LayerClock clock_;  // FT_MOE_CLOCK=1
 };
 
 }  // namespace ft::gpu

@@ -1,6 +1,7 @@
 #include "gpu/moe_offload.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -148,6 +149,41 @@ SlotCache::SlotCache(const model::Model& m, const DeviceWeights& /*w*/, const Ho
     alloc(clock_, static_cast<size_t>(L * 2 * 4) * sizeof(u64));
     FT_CUDA_CHECK(cudaMemset(clock_.get(), 0xff, clock_.bytes()));
   }
+}
+
+int64_t SlotCache::preload() {
+  cudaStream_t s = copy_;  // idle until the first prompt
+  if (const char* e = std::getenv("FT_MOE_PRELOAD"); e && e[0] == '0') return 0;
+  const int64_t n_layer = static_cast<int64_t>(moe_layers_.size());
+  // Slots [0, n_buf E) are the prefill buffers (invalidated by every prompt): held out of the
+  // victim search meanwhile by a last_use no step reaches (~0).
+  const int64_t n_held = std::min<int64_t>(st_.n_slot, n_buf_ * n_expert_max_);
+  const int64_t per_layer = std::min<int64_t>({n_expert_max_, (st_.n_slot - n_held) / n_layer,
+                                               int64_t{cuda::kCacheMaxRoutes}});
+  if (per_layer <= 0) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  cuda::DeviceBuffer ids(sizeof(int32_t) * static_cast<size_t>(per_layer));
+  cuda::DeviceBuffer n_miss(sizeof(int32_t)), miss_slot(ids.bytes()), miss_expert(ids.bytes());
+  std::vector<int32_t> iota(static_cast<size_t>(per_layer));
+  for (int64_t i = 0; i < per_layer; ++i) iota[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  FT_CUDA_CHECK(cudaMemcpyAsync(ids.get(), iota.data(), ids.bytes(), cudaMemcpyHostToDevice, s));
+  const cuda::CacheMisses m{n_miss.as<int32_t>(), miss_slot.as<int32_t>(), miss_expert.as<int32_t>()};
+  FT_CUDA_CHECK(cudaMemsetAsync(st_.last_use, 0xff, static_cast<size_t>(n_held) * sizeof(uint64_t), s));
+  int64_t loaded = 0;
+  for (const int64_t layer : moe_layers_) {
+    const int64_t n = std::min(per_layer, hb_.layers[layer].n_expert);
+    cuda::moe_cache_ensure(st_, layer, ids.as<int32_t>(), n, nullptr, m, nullptr, s);
+    gather(layer, n, s, m);
+    loaded += n;
+  }
+  FT_CUDA_CHECK(cudaMemsetAsync(st_.last_use, 0, static_cast<size_t>(n_held) * sizeof(uint64_t), s));
+  FT_CUDA_CHECK(cudaStreamSynchronize(s));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double gb = static_cast<double>(loaded * slot_bytes(hb_)) / 1e9;
+  log::info("moe cache: preloaded {} experts a layer ({} in all, {:.2f} GB) in {:.0f} ms ({:.1f} GB/s); "
+            "FT_MOE_PRELOAD=0 starts empty",
+            per_layer, loaded, gb, ms, ms > 0 ? gb / ms * 1e3 : 0.0);
+  return loaded;
 }
 
 void SlotCache::clock_reset(cudaStream_t s) const {
@@ -404,6 +440,7 @@ MoeOffload::MoeOffload(const model::Model& m, const DeviceWeights& w, std::share
     alloc(hnorm_, static_cast<size_t>(cuda::kGemvMaxTokens * n_embd) * sizeof(float));
     alloc(pcount_, 6 * sizeof(unsigned long long));
   }
+  cache_.preload();
 }
 
 MoeOffload::~MoeOffload() {

@@ -89,6 +89,15 @@ class SlotCache {
   // (ids = raw expert ids). Not capturable.
   void prefill(const MoeStep& st, cudaStream_t s);
 
+  // Fills the empty slots before the first step (offload and hybrid; FT_MOE_PRELOAD=0 off):
+  // the first experts of every MoE layer, as many a layer as the slots outside the prefill
+  // buffers hold, through the decode path (moe_cache_ensure + one gather a layer), in layer
+  // order, so the LRU evicts layer 0's first. Without it the cache starts empty and fills one
+  // fetch at a time: hybrid fetching 1 expert a layer and step needs 64 steps to fill half of
+  // Qwen3-30B-A3B's experts, the whole of a short generation. Synchronises; returns the
+  // experts loaded (0: off or no room).
+  int64_t preload();
+
   MoeStats stats() const;
   void reset_stats();
   // The same from another staging list (the speculative fetches'). clock: the timeline

@@ -157,7 +157,16 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
     a.n_slot = n_slot;
     a.max_routes = max_routes;
     a.o = o.moe;
-    moe_ = make_moe_backend(backend, a);
+    std::string chosen = backend;
+    const std::vector<MoeCandidate> cands = moe_tune_candidates(backend, o.moe);
+    if (cands.size() > 1) {
+      std::string tune;
+      const MoeCandidate best = tune_moe(a, cands, &tune);
+      chosen = best.backend;
+      a.o = best.o;
+      why += "; " + tune;
+    }
+    moe_ = make_moe_backend(chosen, a);
     why += "; slots: " + sizing;
   }
   log::info("moe backend: {} ({})", moe_->describe(), why);
@@ -179,6 +188,50 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
             static_cast<double>(mem_.taken) / kMiB,
             100.0 * (static_cast<double>(mem_.taken) / static_cast<double>(mem_.declared()) - 1.0),
             static_cast<double>(mem_.free_after) / kMiB);
+}
+
+// One-token steps on tokens spread over the vocabulary from position 0: kWarm (the first
+// captures the graph; the slot cache starts preloaded, moe_offload.h), then the median of
+// kTimed, each from launch to the argmax on the host. About 1 s for five host-RAM candidates
+// of Qwen3-30B-A3B on the H200 (slots allocated and preloaded for each).
+MoeCandidate GpuSession::tune_moe(const MoeFactoryArgs& a, const std::vector<MoeCandidate>& c,
+                                  std::string* log_line) {
+  constexpr int kWarm = 8, kTimed = 24;
+  const int64_t V = m_.hp.n_vocab;
+  std::vector<double> med(c.size(), 0.0);
+  size_t best = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    MoeFactoryArgs ac = a;
+    ac.o = c[i].o;
+    moe_ = make_moe_backend(c[i].backend, ac);
+    fwd_ = std::make_unique<GpuForward>(m_, *w_, *b_, num_, moe_.get());
+    n_past_ = 0;
+    std::vector<double> ms;
+    for (int t = 0; t < kWarm + kTimed && n_past_ < b_->n_ctx; ++t) {
+      const int32_t tok = static_cast<int32_t>((int64_t{t} * 7919 + 11) % V);
+      const double t0 = wall_ms();
+      eval_argmax(&tok, 1);
+      if (t >= kWarm) ms.push_back(wall_ms() - t0);
+    }
+    for (auto& [k, g] : graphs_by_shape_) cudaGraphExecDestroy(g);
+    graphs_by_shape_.clear();
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    fwd_.reset();
+    moe_.reset();
+    n_past_ = 0;
+    if (ms.empty()) fail("moe start-up measurement: --ctx-size {} leaves no room for a decode step", b_->n_ctx);
+    std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
+    med[i] = ms[ms.size() / 2];
+    if (med[i] < med[best]) best = i;
+  }
+  std::string s = fmt::format("measured one-token steps (median of {} after {}):", kTimed, kWarm);
+  for (size_t i = 0; i < c.size(); ++i) s += fmt::format("{} {} {:.2f} ms", i ? "," : "", c[i].label, med[i]);
+  s += fmt::format(" -> {} (FT_MOE_TUNE=0 skips the measurement)", c[best].label);
+  log::info("moe: {}", s);
+  *log_line = s;
+  MoeCandidate won = c[best];
+  won.o.tuned = "measured at start-up";  // the winner's own description says why its parameters
+  return won;
 }
 
 GpuSession::~GpuSession() {

@@ -89,6 +89,9 @@ class GpuSession : public engine::Runner {
   void check(const int32_t* tokens, int64_t n) const;
   // Runs n (<= n_ubatch) tokens at n_past_ and copies the head's result to the pinned slots.
   void step(const int32_t* tokens, int64_t n, Head head);
+  // The start-up measurement (moe_tune_candidates): builds each candidate's backend in turn,
+  // times one-token steps and returns the fastest; leaves no backend, graph or cached token.
+  MoeCandidate tune_moe(const MoeFactoryArgs& a, const std::vector<MoeCandidate>& c, std::string* log);
   void enqueue(int64_t n, Head head);
 
   const model::Model& m_;

@@ -628,7 +628,8 @@ TEST_P(OffloadVsFused, SameLogitsAndTokens) {
                             Variant{0.5, true, false, false, false, -1},
                             Variant{0.25, true, false, false, false, 2, "out", false, true},
                             Variant{0.25, true, true, false, false, 3, nullptr, true},
-                            Variant{0.25, false, false, false, false, 2, "out", true, true}}) {
+                            Variant{0.25, false, false, false, false, 2, "out", true, true},
+                            Variant{0.75, true, false, false, false, -1}}) {  // 0.75: slots preloaded
       if (v.per_bank)
         setenv("FT_MOE_COPY", "per_bank", 1);
       else
@@ -737,16 +738,17 @@ TEST_P(HybridVsFused, SpeculationKeepsLogits) {
     bool graphs;
     const char* from = nullptr;  // FT_MOE_SPEC_FROM
     bool late = false;           // FT_MOE_SPEC_EARLY=0
+    double rate = 0.25;          // 0.75: slots beyond the prefill buffers preloaded
   };
   uint64_t cpu_without = 0, cpu_with = 0;
   for (const Variant v : {Variant{0, 1, true}, Variant{-1, 1, true}, Variant{2, 0, false}, Variant{3, 1, true, "out"},
-                          Variant{2, 1, true, nullptr, true}}) {
+                          Variant{2, 1, true, nullptr, true}, Variant{1, 0, true, nullptr, false, 0.75}}) {
     if (v.spec >= 0) setenv("FT_MOE_SPEC", std::to_string(v.spec).c_str(), 1);
     if (v.from) setenv("FT_MOE_SPEC_FROM", v.from, 1);
     if (v.late) setenv("FT_MOE_SPEC_EARLY", "0", 1);
     ft::gpu::GpuSessionOptions o = go;
     o.moe.name = "hybrid";
-    o.moe.cache_rate = 0.25;
+    o.moe.cache_rate = v.rate;
     o.moe.hybrid_max_fetch = v.max_fetch;
     o.moe.threads = 2;
     o.graphs = v.graphs;
@@ -754,8 +756,8 @@ TEST_P(HybridVsFused, SpeculationKeepsLogits) {
     unsetenv("FT_MOE_SPEC");
     unsetenv("FT_MOE_SPEC_FROM");
     unsetenv("FT_MOE_SPEC_EARLY");
-    const std::string where = c.name + " spec " + std::to_string(v.spec) + " max-fetch " +
-                              std::to_string(v.max_fetch) + (v.graphs ? " graphs" : " no graphs") +
+    const std::string where = c.name + " rate " + std::to_string(v.rate) + " spec " + std::to_string(v.spec) +
+                              " max-fetch " + std::to_string(v.max_fetch) + (v.graphs ? " graphs" : " no graphs") +
                               (v.from ? std::string(" from ") + v.from : "") + (v.late ? " late" : "");
     const ft::gpu::MoeLayerStats tot = got.stats.total();
     if (v.spec != 0)
@@ -791,6 +793,131 @@ INSTANTIATE_TEST_SUITE_P(Tiny, HybridVsFused,
 
 // Slot sizing: explicit sizes, rates, the clamp to one layer's experts and the error when
 // the slots cannot fit.
+// SlotCache::preload: the slots outside the prefill buffers hold the first experts of every
+// MoE layer (as many a layer as fit), each in its own slot; the buffers' last_use is back to
+// 0; FT_MOE_PRELOAD=0 leaves the cache empty. (That the preloaded bytes are right is the
+// 0.75-rate variants of OffloadVsFused / HybridVsFused: their logits equal fused's.)
+TEST(MoeOffloadPreload, FirstExpertsOfEveryLayer) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const fs::path dir = fs::temp_directory_path() / ("ft-moe-preload-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "m.gguf").string();
+  ft::testgen::generate_model(moe_spec(GgmlType::Q8_0), path);
+  auto m = ft::model::load_model(path);
+  ft::gpu::HostBanks hb(*m, nullptr);
+  ft::gpu::DeviceWeights w(*m, nullptr, /*upload_experts=*/false);
+  int64_t n_moe = 0, E = 0;
+  for (const auto& L : hb.layers)
+    if (L.moe()) {
+      ++n_moe;
+      E = std::max(E, L.n_expert);
+    }
+  ASSERT_EQ(n_moe * E, 64);  // 4 layers x 16 experts
+  for (const bool off : {false, true}) {
+    if (off) setenv("FT_MOE_PRELOAD", "0", 1);
+    ft::gpu::SlotCache c(*m, w, hb, 48, 16);  // 48 slots >= 2E: 2 prefill buffers (32 slots) held out
+    const int64_t n = c.preload();
+    unsetenv("FT_MOE_PRELOAD");
+    const int64_t per_layer = (48 - 2 * E) / n_moe;  // 4
+    EXPECT_EQ(n, off ? 0 : per_layer * n_moe);
+    const ft::cuda::CacheState& st = c.state();
+    std::vector<int32_t> slot_of(static_cast<size_t>(st.n_layer * st.n_expert));
+    ASSERT_EQ(cudaMemcpy(slot_of.data(), st.slot_of, slot_of.size() * sizeof(int32_t), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    std::set<int32_t> used;
+    for (int64_t l = 0; l < st.n_layer; ++l) {
+      if (!hb.layers[static_cast<size_t>(l)].moe()) continue;
+      for (int64_t e = 0; e < E; ++e) {
+        const int32_t sl = slot_of[static_cast<size_t>(l * st.n_expert + e)];
+        if (off || e >= per_layer) {
+          EXPECT_EQ(sl, -1) << "layer " << l << " expert " << e;
+          continue;
+        }
+        EXPECT_GE(sl, 2 * E) << "layer " << l << " expert " << e << ": in a prefill buffer";
+        EXPECT_LT(sl, 48);
+        EXPECT_TRUE(used.insert(sl).second) << "slot " << sl << " given twice";
+      }
+    }
+    std::vector<unsigned long long> last(48);
+    ASSERT_EQ(cudaMemcpy(last.data(), st.last_use, last.size() * sizeof(last[0]), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    for (int64_t i = 0; i < 2 * E; ++i) EXPECT_EQ(last[static_cast<size_t>(i)], 0u) << "slot " << i;
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// The start-up measurement's candidates (moe_select.cpp): auto with the experts in host RAM
+// measures offload, the hybrid variants and cpu; hybrid without a fetch cap its variants;
+// anything explicit, or FT_MOE_TUNE=0, nothing.
+TEST(MoeTune, Candidates) {
+  ft::gpu::register_moe_cpu_backends();
+  ft::gpu::MoeBackendOptions o;
+  o.name = "auto";
+  EXPECT_TRUE(ft::gpu::moe_tune_candidates("fused", o).empty());
+  const auto a = ft::gpu::moe_tune_candidates("offload", o);
+  ASSERT_EQ(a.size(), 5u);
+  EXPECT_EQ(a.front().backend, "offload");
+  EXPECT_EQ(a.back().backend, "cpu");
+  for (size_t i = 1; i + 1 < a.size(); ++i) {
+    EXPECT_EQ(a[i].backend, "hybrid");
+    EXPECT_GE(a[i].o.spec, 0);
+    EXPECT_GE(a[i].o.hybrid_max_fetch, 0);
+  }
+  o.name = "hybrid";
+  EXPECT_EQ(ft::gpu::moe_tune_candidates("hybrid", o).size(), 3u);
+  o.hybrid_max_fetch = 1;
+  EXPECT_TRUE(ft::gpu::moe_tune_candidates("hybrid", o).empty());
+  o.hybrid_max_fetch = -1;
+  setenv("FT_MOE_TUNE", "0", 1);
+  EXPECT_TRUE(ft::gpu::moe_tune_candidates("hybrid", o).empty());
+  unsetenv("FT_MOE_TUNE");
+  o.name = "offload";
+  EXPECT_TRUE(ft::gpu::moe_tune_candidates("offload", o).empty());
+}
+
+// auto on a model whose experts are taken as not fitting (FT_MOE_AUTO_HOST=1): the session
+// measures the candidates, keeps one of them, and its tokens and logits are fused's.
+TEST(MoeTune, AutoMeasuresAndKeepsTheTokens) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  ft::gpu::register_moe_cpu_backends();
+  const fs::path dir = fs::temp_directory_path() / ("ft-moe-tune-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "m.gguf").string();
+  ft::testgen::generate_model(moe_spec(GgmlType::NVFP4), path);
+  auto m = ft::model::load_model(path);
+  const int64_t V = m->hp.n_vocab;
+  ft::gpu::GpuSessionOptions go;
+  go.n_ctx = 320;
+  go.moe.name = "fused";
+  const Trace ref = run(*m, go, V);
+  setenv("FT_MOE_AUTO_HOST", "1", 1);
+  go.moe.name = "auto";
+  go.moe.cache_rate = 0.75;
+  go.moe.threads = 2;
+  std::string described;
+  Trace got;
+  {
+    ft::gpu::GpuSession probe(*m, go);
+    described = probe.moe().describe();
+  }
+  got = run(*m, go, V);
+  unsetenv("FT_MOE_AUTO_HOST");
+  EXPECT_TRUE(described.rfind("offload", 0) == 0 || described.rfind("hybrid", 0) == 0 ||
+              described.rfind("cpu", 0) == 0)
+      << described;
+  if (described.rfind("hybrid", 0) == 0) {
+    EXPECT_NE(described.find("measured at start-up"), std::string::npos);
+  }
+  EXPECT_EQ(got.tokens, ref.tokens) << described;
+  ASSERT_EQ(got.logits.size(), ref.logits.size());
+  for (size_t i = 0; i < ref.logits.size(); ++i)
+    ASSERT_EQ(std::memcmp(got.logits[i].data(), ref.logits[i].data(), ref.logits[i].size() * 4), 0)
+        << described << ": logits differ from eval " << i;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 TEST(MoeOffloadSizing, ChooseSlots) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present (host banks are pinned)";
   const fs::path dir = fs::temp_directory_path() / ("ft-moe-sizing-" + std::to_string(::getpid()));
