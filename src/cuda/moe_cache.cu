@@ -236,44 +236,74 @@ __global__ void __launch_bounds__(kEnsureThreads) ensure_kernel(CacheState c, in
   }
 }
 
-// The hybrid variant (serial prepass on thread 0: a few dozen routes; the victim search is the
-// parallel one above).
+// The hybrid variant. Every route's lookup, stamp and output in parallel (thread r: route r);
+// only the distinct misses and the choice of the fetched ones stay serial on thread 0, on
+// shared memory. H200, FT_MOE_CLOCK: a serial thread 0 that read slot_of, recency and wrote
+// every output itself (two passes of dependent global accesses) took 8.3 us a decode layer,
+// on the critical path before the CPU's task is submitted. Same results as before and as
+// moe_cache_ensure_hybrid_ref (test MoeCache.HybridEnsureMatchesScalarTwin).
 __global__ void __launch_bounds__(kEnsureThreads)
     ensure_hybrid_kernel(CacheState c, int64_t layer, const int32_t* ids, const float* wts, int n_routes,
                          int max_fetch, int32_t* slot_ids, float* gpu_wts, int32_t* cpu_ids, float* cpu_wts,
                          CacheMisses m, u64* counters, bool regs) {
   __shared__ EnsureShared sh;
-  __shared__ int s_n_fetch;
-  int32_t* s_fetch = sh.e;  // experts to fetch, in rank order
+  __shared__ int s_n_fetch, s_n_cpu;
+  __shared__ u64 s_rec[kCacheMaxRoutes];
+  int32_t* s_fetch = sh.e;      // experts to fetch, in rank order
+  int32_t* s_id = sh.first;     // route r's expert
   const int64_t base = layer * c.n_expert;
-  if (threadIdx.x == 0) {
-    sh.step = ++*c.step;
+  const int r = threadIdx.x;
+  const bool route = r < n_routes;
+  if (r == 0) {
+    sh.step = *c.step + 1;
+    s_n_cpu = 0;
+  }
+  __syncthreads();
+  const u64 step = sh.step;
+  // 1. Lookups; hits stamp their slot (routes of one expert write the same value).
+  if (route) {
+    const int32_t e = ids[r];
+    const int32_t sl = e >= 0 ? c.slot_of[base + e] : -1;
+    s_id[r] = e;
+    sh.sl[r] = sl;
+    if (sl >= 0) c.last_use[sl] = step;
+    if (e >= 0 && sl < 0) s_rec[r] = c.recency[base + e];
+  }
+  __syncthreads();
+  // 2. Thread 0: the distinct misses in route order, then the first max_fetch of them by
+  //    recency (most recently routed first, ties to the lower id).
+  if (r == 0) {
+    *c.step = step;
     u64 hits = 0;
     int n_dist = 0;
-    for (int r = 0; r < n_routes; ++r) {
-      const int32_t e = ids[r];
+    int32_t* s_fr = sh.rank;  // the route that brought each distinct miss (its recency)
+    for (int j = 0; j < n_routes; ++j) {
+      const int32_t e = s_id[j];
       if (e < 0) continue;
-      const int32_t sl = c.slot_of[base + e];
-      if (sl >= 0) {
-        c.last_use[sl] = sh.step;
+      if (sh.sl[j] >= 0) {
         ++hits;
         continue;
       }
       bool seen = false;
-      for (int j = 0; j < n_dist; ++j) seen |= s_fetch[j] == e;
-      if (!seen) s_fetch[n_dist++] = e;
+      for (int q = 0; q < n_dist; ++q) seen |= s_fetch[q] == e;
+      if (!seen) {
+        s_fr[n_dist] = j;
+        s_fetch[n_dist++] = e;
+      }
     }
-    // Most recently routed first, ties to the lower id: selection of the first max_fetch.
     const int n_take = max_fetch < n_dist ? (max_fetch < 0 ? 0 : max_fetch) : n_dist;
     for (int i = 0; i < n_take; ++i) {
       int b = i;
       for (int j = i + 1; j < n_dist; ++j) {
-        const u64 rj = c.recency[base + s_fetch[j]], rb = c.recency[base + s_fetch[b]];
+        const u64 rj = s_rec[s_fr[j]], rb = s_rec[s_fr[b]];
         if (rj > rb || (rj == rb && s_fetch[j] < s_fetch[b])) b = j;
       }
       const int32_t t = s_fetch[i];
       s_fetch[i] = s_fetch[b];
       s_fetch[b] = t;
+      const int32_t u = s_fr[i];
+      s_fr[i] = s_fr[b];
+      s_fr[b] = u;
     }
     s_n_fetch = n_take;
     if (counters) {
@@ -282,36 +312,33 @@ __global__ void __launch_bounds__(kEnsureThreads)
     }
   }
   __syncthreads();
-  const u64 step = sh.step;
   const int n_v = pick_victims(regs, c.last_use, c.n_slot, step, s_n_fetch, sh);
-  if (static_cast<int>(threadIdx.x) < n_v)
-    assign(c, sh.vict[threadIdx.x], static_cast<int32_t>(base + s_fetch[threadIdx.x]), s_fetch[threadIdx.x], step, m,
-           static_cast<int>(threadIdx.x));
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    *m.n_miss = n_v;
-    u64 n_cpu = 0;
-    for (int r = 0; r < n_routes; ++r) {
-      const int32_t e = ids[r];
-      const int32_t sl = e < 0 ? -1 : c.slot_of[base + e];
-      if (e >= 0 && sl < 0) {
-        slot_ids[r] = 0;
-        gpu_wts[r] = 0.0f;
-        cpu_ids[r] = e;
-        cpu_wts[r] = wts[r];
-        ++n_cpu;
-      } else {
-        slot_ids[r] = e < 0 ? 0 : sl;
-        gpu_wts[r] = e < 0 ? 0.0f : wts[r];
-        cpu_ids[r] = -1;
-        cpu_wts[r] = 0.0f;
-      }
+  if (r < n_v) assign(c, sh.vict[r], static_cast<int32_t>(base + s_fetch[r]), s_fetch[r], step, m, r);
+  __syncthreads();  // the assignments' slot_of writes visible to the block
+  // 3. Outputs: a route whose expert still has no slot goes to the CPU.
+  if (route) {
+    const int32_t e = s_id[r];
+    const int32_t sl = e < 0 ? -1 : c.slot_of[base + e];
+    if (e >= 0 && sl < 0) {
+      slot_ids[r] = 0;
+      gpu_wts[r] = 0.0f;
+      cpu_ids[r] = e;
+      cpu_wts[r] = wts[r];
+      atomicAdd(&s_n_cpu, 1);
+    } else {
+      slot_ids[r] = e < 0 ? 0 : sl;
+      gpu_wts[r] = e < 0 ? 0.0f : wts[r];
+      cpu_ids[r] = -1;
+      cpu_wts[r] = 0.0f;
     }
-    for (int r = 0; r < n_routes; ++r)
-      if (ids[r] >= 0) c.recency[base + ids[r]] = step;
+    if (e >= 0) c.recency[base + e] = step;
+  }
+  __syncthreads();
+  if (r == 0) {
+    *m.n_miss = n_v;
     if (counters) {
       counters[layer * 4 + 2] += static_cast<u64>(n_v);
-      counters[layer * 4 + 3] += n_cpu;
+      counters[layer * 4 + 3] += static_cast<u64>(s_n_cpu);
     }
   }
 }
