@@ -32,13 +32,14 @@ void add_runner_options(CLI::App& sub, RunnerOptions& o, const std::string& help
                      "where each micro-batch streams them over PCIe)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub.add_option("--moe-backend", o.moe_backend,
-                 p + "MoE experts: auto (default), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
+                 p + "MoE experts: auto (default: fused when they fit on the GPU, else the fastest of offload, "
+                     "hybrid and cpu measured at start-up), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
   sub.add_option("--moe-cache-size", o.moe_cache_size, p + "offload/hybrid: GPU expert slots (default: from free VRAM)");
   sub.add_option("--moe-cache-rate", o.moe_cache_rate,
                  p + "offload/hybrid: GPU expert slots as a fraction of all experts");
   sub.add_option("--moe-hybrid-max-fetch", o.moe_hybrid_max_fetch,
                  p + "hybrid: missing experts fetched per layer and step, the rest run on the CPU (default: "
-                     "balanced from measured gather and CPU rates)");
+                     "the fastest of three fetch / guess settings, measured at start-up)");
 }
 
 std::string resolve_device(const std::string& device) {

@@ -13,7 +13,7 @@
 // GPU part and a CPU part added one after the other would not (fp32 addition is not
 // associative). Prefill streams whole layers through the SlotCache like offload.
 //
-// Speculative fetches (gpu/moe_spec.h, as offload; FT_MOE_SPEC=K, default 2, 0 off; plain
+// Speculative fetches (gpu/moe_spec.h, as offload; a.o.spec, else FT_MOE_SPEC=K, default 2, 0 off; plain
 // routers only): the fetched misses are gathered on a second stream, and behind them up to K
 // guessed experts of the next MoE layer, so that fewer of its misses go to the CPU. The GPU
 // GEMVs wait for both copies (this layer's misses, the guesses made for it); the CPU task
@@ -34,8 +34,10 @@ namespace ft::gpu {
 
 class MoeHybrid : public MoeBackend {
  public:
-  // a.n_slot GPU slots; a.o.hybrid_max_fetch < 0: FT_MOE_HYBRID_MAX_FETCH, else the share
-  // q of the expected misses that balances gather and CPU time (moe_hybrid.cpp).
+  // a.n_slot GPU slots (preloaded, SlotCache::preload); a.o.hybrid_max_fetch < 0:
+  // FT_MOE_HYBRID_MAX_FETCH, else the share q of the expected misses that balances gather and
+  // CPU time (moe_hybrid.cpp). The session normally sets both it and a.o.spec from its
+  // start-up measurement (moe_tune_candidates); the formula serves FT_MOE_TUNE=0.
   explicit MoeHybrid(const MoeFactoryArgs& a);
   ~MoeHybrid() override;
   void decode(const MoeStep& st, cudaStream_t s) override;
