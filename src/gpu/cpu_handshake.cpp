@@ -36,9 +36,8 @@ bool env_true(const char* name) {
   return v != nullptr && std::strcmp(v, "0") != 0 && *v != '\0';
 }
 
-int64_t realtime_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+int64_t ns_of(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
 }  // namespace
@@ -233,10 +232,10 @@ void CpuHandshake::coordinator() {
       if (load_acquire(ready_host(slot)) != 1) continue;
       store_release(ready_host(slot), 0);
       const auto t0 = clock::now();
-      if (trace_) trace_[2 * slot].store(realtime_ns(), std::memory_order_relaxed);
+      if (trace_) trace_[2 * slot].store(ns_of(t0), std::memory_order_relaxed);
       handler_(slot);
       const auto t1 = clock::now();
-      if (trace_) trace_[2 * slot + 1].store(realtime_ns(), std::memory_order_relaxed);
+      if (trace_) trace_[2 * slot + 1].store(ns_of(t1), std::memory_order_relaxed);
       store_release(done_host(slot), 1);
       if (!mem_ops_) std::atomic_ref<uint32_t>(*done_host(slot)).notify_all();  // the sleeping callback
       busy_ns_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),

@@ -97,9 +97,9 @@ class CpuHandshake {
   // "stream memory ops (write/wait value, graph-capturable)" or the fallback and why.
   std::string describe() const { return how_; }
 
-  // FT_MOE_CLOCK=1 (a diagnostic, gpu/layer_clock.h): the realtime clock (ns since the epoch,
-  // the GPU's %globaltimer base) when the coordinator last saw task `slot`'s ready flag and
-  // when it raised its done flag; 0 when off or not yet served.
+  // FT_MOE_CLOCK=1 (a diagnostic, gpu/layer_clock.h): the steady clock (ns) when the
+  // coordinator last saw task `slot`'s ready flag and when it raised its done flag; 0 when off
+  // or not yet served.
   int64_t seen_ns(int slot) const { return trace_ ? trace_[2 * slot].load(std::memory_order_relaxed) : 0; }
   int64_t done_ns(int slot) const { return trace_ ? trace_[2 * slot + 1].load(std::memory_order_relaxed) : 0; }
 

@@ -30,9 +30,8 @@ class LayerClock {
   // Point p of `layer` (one-token steps only: n_tok == 1).
   void stamp(int64_t layer, int64_t n_tok, int p, cudaStream_t s);
   std::string report() const;  // synchronises the device
-  // With the CPU's side of a task (cpu_handshake.h's realtime seen / done stamps, the same
-  // base as %globaltimer): how long after point `submit` the CPU saw each layer's task, how
-  // long it ran, and how long after it finished the GPU passed point `waited`.
+  // With the CPU's side of a task (cpu_handshake.h's seen / done stamps): the time from point
+  // `submit` to point `waited` against the time the CPU task ran, per layer.
   using CpuTimes = std::function<std::pair<int64_t, int64_t>(int64_t layer)>;
   void set_cpu(CpuTimes f, int submit, int waited) {
     cpu_ = std::move(f);
