@@ -200,32 +200,46 @@ MoeCandidate GpuSession::tune_moe(const MoeFactoryArgs& a, const std::vector<Moe
   const int64_t V = m_.hp.n_vocab;
   std::vector<double> med(c.size(), 0.0);
   size_t best = 0;
-  for (size_t i = 0; i < c.size(); ++i) {
-    MoeFactoryArgs ac = a;
-    ac.o = c[i].o;
-    moe_ = make_moe_backend(c[i].backend, ac);
-    fwd_ = std::make_unique<GpuForward>(m_, *w_, *b_, num_, moe_.get());
-    n_past_ = 0;
-    std::vector<double> ms;
-    for (int t = 0; t < kWarm + kTimed && n_past_ < b_->n_ctx; ++t) {
-      const int32_t tok = static_cast<int32_t>((int64_t{t} * 7919 + 11) % V);
-      const double t0 = wall_ms();
-      eval_argmax(&tok, 1);
-      if (t >= kWarm) ms.push_back(wall_ms() - t0);
-    }
+  std::vector<bool> ok(c.size(), false);
+  auto drop = [&] {
     for (auto& [k, g] : graphs_by_shape_) cudaGraphExecDestroy(g);
     graphs_by_shape_.clear();
     FT_CUDA_CHECK(cudaDeviceSynchronize());
     fwd_.reset();
     moe_.reset();
     n_past_ = 0;
+  };
+  for (size_t i = 0; i < c.size(); ++i) {
+    std::vector<double> ms;
+    try {
+      MoeFactoryArgs ac = a;
+      ac.o = c[i].o;
+      moe_ = make_moe_backend(c[i].backend, ac);
+      fwd_ = std::make_unique<GpuForward>(m_, *w_, *b_, num_, moe_.get());
+      n_past_ = 0;
+      for (int t = 0; t < kWarm + kTimed && n_past_ < b_->n_ctx; ++t) {
+        const int32_t tok = static_cast<int32_t>((int64_t{t} * 7919 + 11) % V);
+        const double t0 = wall_ms();
+        eval_argmax(&tok, 1);
+        if (t >= kWarm) ms.push_back(wall_ms() - t0);
+      }
+      drop();
+    } catch (const Error& e) {  // a candidate this machine cannot run is left out, not fatal
+      log::warn("moe start-up measurement: {} left out: {}", c[i].label, e.what());
+      drop();
+      continue;
+    }
     if (ms.empty()) fail("moe start-up measurement: --ctx-size {} leaves no room for a decode step", b_->n_ctx);
     std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
     med[i] = ms[ms.size() / 2];
-    if (med[i] < med[best]) best = i;
+    ok[i] = true;
+    if (!ok[best] || med[i] < med[best]) best = i;
   }
+  if (!ok[best]) fail("moe start-up measurement: none of the {} candidates ran (see the warnings above)", c.size());
   std::string s = fmt::format("measured one-token steps (median of {} after {}):", kTimed, kWarm);
-  for (size_t i = 0; i < c.size(); ++i) s += fmt::format("{} {} {:.2f} ms", i ? "," : "", c[i].label, med[i]);
+  for (size_t i = 0; i < c.size(); ++i)
+    s += ok[i] ? fmt::format("{} {} {:.2f} ms", i ? "," : "", c[i].label, med[i])
+               : fmt::format("{} {} left out", i ? "," : "", c[i].label);
   s += fmt::format(" -> {} (FT_MOE_TUNE=0 skips the measurement)", c[best].label);
   log::info("moe: {}", s);
   *log_line = s;
