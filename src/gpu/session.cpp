@@ -159,7 +159,9 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
     a.o = o.moe;
     std::string chosen = backend;
     const std::vector<MoeCandidate> cands = moe_tune_candidates(backend, o.moe);
-    if (cands.size() > 1) {
+    if (cands.size() > 1 && b_->n_ctx < 32) {
+      why += "; not measured: --ctx-size below the measurement's 32 steps";
+    } else if (cands.size() > 1) {
       std::string tune;
       const MoeCandidate best = tune_moe(a, cands, &tune);
       chosen = best.backend;
@@ -241,8 +243,7 @@ MoeCandidate GpuSession::tune_moe(const MoeFactoryArgs& a, const std::vector<Moe
     s += ok[i] ? fmt::format("{} {} {:.2f} ms", i ? "," : "", c[i].label, med[i])
                : fmt::format("{} {} left out", i ? "," : "", c[i].label);
   s += fmt::format(" -> {} (FT_MOE_TUNE=0 skips the measurement)", c[best].label);
-  log::info("moe: {}", s);
-  *log_line = s;
+  *log_line = s;  // logged with the backend's description
   MoeCandidate won = c[best];
   won.o.tuned = "measured at start-up";  // the winner's own description says why its parameters
   return won;
