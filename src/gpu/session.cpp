@@ -194,8 +194,9 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
 
 // One-token steps on tokens spread over the vocabulary from position 0: kWarm (the first
 // captures the graph; the slot cache starts preloaded, moe_offload.h), then the median of
-// kTimed, each from launch to the argmax on the host. About 1 s for five host-RAM candidates
-// of Qwen3-30B-A3B on the H200 (slots allocated and preloaded for each).
+// kTimed, each from launch to the argmax on the host. Not timed as a whole: from session 10's
+// H200 figures (steps of 8-18 ms, a 146 ms slot preload per slot-backed candidate) five
+// host-RAM candidates of Qwen3-30B-A3B should take 1.5-2 s, graph captures included.
 MoeCandidate GpuSession::tune_moe(const MoeFactoryArgs& a, const std::vector<MoeCandidate>& c,
                                   std::string* log_line) {
   constexpr int kWarm = 8, kTimed = 24;

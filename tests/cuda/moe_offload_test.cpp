@@ -791,8 +791,6 @@ INSTANTIATE_TEST_SUITE_P(Tiny, HybridVsFused,
                                            ModelCase{"qwen3moe_q8_0", GgmlType::Q8_0}),
                          [](const auto& i) { return i.param.name; });
 
-// Slot sizing: explicit sizes, rates, the clamp to one layer's experts and the error when
-// the slots cannot fit.
 // SlotCache::preload: the slots outside the prefill buffers hold the first experts of every
 // MoE layer (as many a layer as fit), each in its own slot; the buffers' last_use is back to
 // 0; FT_MOE_PRELOAD=0 leaves the cache empty. (That the preloaded bytes are right is the
@@ -918,6 +916,8 @@ TEST(MoeTune, AutoMeasuresAndKeepsTheTokens) {
   fs::remove_all(dir, ec);
 }
 
+// Slot sizing: explicit sizes, rates, the clamp to one layer's experts and the error when
+// the slots cannot fit.
 TEST(MoeOffloadSizing, ChooseSlots) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present (host banks are pinned)";
   const fs::path dir = fs::temp_directory_path() / ("ft-moe-sizing-" + std::to_string(::getpid()));
