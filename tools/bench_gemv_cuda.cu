@@ -124,6 +124,99 @@ __global__ void __launch_bounds__(512) sol_read(const SolSpans s, uint32_t* out)
   }
 }
 
+// Session 11: two more speeds of light, one wave of CTAs each streaming a contiguous slice of
+// its span (no grid-stride tail; the question of run 13: can one launch of 5-66 MB read at 80%
+// at all?).
+//   sol 3/4: "bulk" -- one thread per CTA issues 1D bulk copies (cp.async.bulk, sm_90) of
+//            kBulkChunk bytes into a kBulkStages-deep ring of shared memory, completion on an
+//            mbarrier per stage (4: the first stages issued before the PDL wait);
+//   sol 5:   "ldg" -- 256 threads a CTA, 8 16-byte loads in flight per thread over the slice.
+constexpr int kBulkStages = 6;
+constexpr int kBulkChunk = 32768;
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t ok = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(ok)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!ok);
+#endif
+}
+
+template <bool PRE>
+__global__ void __launch_bounds__(32) sol_bulk(const SolSpans s, uint32_t* out) {
+  extern __shared__ __align__(128) uint8_t ring[];
+  __shared__ __align__(8) uint64_t bars[kBulkStages];
+  const int64_t bytes = s.n * 16;
+  const int64_t b0 = bytes * blockIdx.x / gridDim.x / 16 * 16, b1 = bytes * (blockIdx.x + 1) / gridDim.x / 16 * 16;
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(s.p[blockIdx.y]);
+  const int64_t n_chunks = (b1 - b0 + kBulkChunk - 1) / kBulkChunk;
+  uint32_t acc = 0;
+  if (threadIdx.x == 0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    for (int i = 0; i < kBulkStages; ++i)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bars[i])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+    auto issue = [&](int64_t c) {
+      if (c >= n_chunks) return;
+      const int64_t o = b0 + c * kBulkChunk;
+      const uint32_t len = static_cast<uint32_t>(b1 - o < kBulkChunk ? b1 - o : kBulkChunk);
+      bulk_load(smem_u32(ring + (c % kBulkStages) * kBulkChunk), src + o, len, smem_u32(&bars[c % kBulkStages]));
+    };
+    if (!PRE) pdl_wait(), pdl_trigger();
+    for (int c = 0; c < kBulkStages; ++c) issue(c);
+    if (PRE) pdl_wait(), pdl_trigger();
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      bar_wait(smem_u32(&bars[c % kBulkStages]), static_cast<uint32_t>((c / kBulkStages) & 1));
+      acc ^= reinterpret_cast<const uint32_t*>(ring + (c % kBulkStages) * kBulkChunk)[0];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the read above before the next bulk write
+#endif
+      issue(c + kBulkStages);
+    }
+    out[blockIdx.y * gridDim.x + blockIdx.x] = acc;
+  }
+}
+
+__global__ void __launch_bounds__(256) sol_ldg(const SolSpans s, uint32_t* out) {
+  pdl_wait();
+  pdl_trigger();
+  constexpr int kU = 8;
+  const int64_t b0 = s.n * blockIdx.x / gridDim.x, b1 = s.n * (blockIdx.x + 1) / gridDim.x;
+  const uint4* p = s.p[blockIdx.y];
+  uint32_t acc = 0;
+  int64_t i = b0 + threadIdx.x;
+  for (; i + (kU - 1) * 256 < b1; i += kU * 256) {
+    uint4 v[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) v[u] = __ldcs(p + i + u * 256);
+#pragma unroll
+    for (int u = 0; u < kU; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < b1; i += 256) {
+    const uint4 a = __ldcs(p + i);
+    acc ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xFFFFFFFFu, acc, o);
+  if ((threadIdx.x & 31) == 0 && acc == 0x9E3779B9u) out[blockIdx.y * gridDim.x + blockIdx.x] = acc;
+}
+
 void randomize(DeviceBuffer& b, uint32_t seed) {
   fill_random<<<1024, 256>>>(b.as<uint32_t>(), b.bytes() / 4, seed);
   FT_CUDA_CHECK_LAUNCH();
@@ -278,10 +371,20 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
         const int64_t e = grouped ? (static_cast<int64_t>(i) * n_slot + j) % c.n_expert : 0;
         sp.p[j] = reinterpret_cast<const uint4*>(a.w + e * a.expert_bytes);
       }
-      // 4 CTAs of 512 threads per SM in all, split over the spans.
-      const unsigned gx = static_cast<unsigned>(std::max(1, g_sms * 4 / n_sp));
-      launch_pdl(c.sol == 2 ? sol_read<true> : sol_read<false>, dim3(gx, static_cast<unsigned>(n_sp)), dim3(512), 0, s,
-                 sp, sol_out.as<uint32_t>());
+      if (c.sol == 3 || c.sol == 4) {  // one CTA a SM in all, split over the spans
+        const unsigned gx = static_cast<unsigned>(std::max(1, g_sms / n_sp));
+        const size_t sm = size_t{kBulkStages} * kBulkChunk;
+        launch_pdl(c.sol == 4 ? sol_bulk<true> : sol_bulk<false>, dim3(gx, static_cast<unsigned>(n_sp)), dim3(32), sm,
+                   s, sp, sol_out.as<uint32_t>());
+      } else if (c.sol == 5) {  // 4 CTAs of 256 threads a SM in all
+        const unsigned gx = static_cast<unsigned>(std::max(1, g_sms * 4 / n_sp));
+        launch_pdl(sol_ldg, dim3(gx, static_cast<unsigned>(n_sp)), dim3(256), 0, s, sp, sol_out.as<uint32_t>());
+      } else {
+        // 4 CTAs of 512 threads per SM in all, split over the spans.
+        const unsigned gx = static_cast<unsigned>(std::max(1, g_sms * 4 / n_sp));
+        launch_pdl(c.sol == 2 ? sol_read<true> : sol_read<false>, dim3(gx, static_cast<unsigned>(n_sp)), dim3(512), 0,
+                   s, sp, sol_out.as<uint32_t>());
+      }
     } else {
       gemv(a, s);
     }
@@ -340,7 +443,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
              std::to_string(c.nv_ps > 0 ? c.nv_ps : pl.persist_stages);
     if (c.nv_pg < 0) plan += "-p";
   }
-  if (c.sol) plan = c.sol == 2 ? "sol-pre" : "sol";
+  if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : "sol";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
@@ -438,8 +541,16 @@ int main(int argc, char** argv) {
                                        {4096, 14336}, {5120, 2048},  {2048, 4096}};
     if (sol_only) {
       // Per shape and mode: the routed GEMV and the pure read of the same bytes.
-      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% | bulk us (%%) | bulk-pre us (%%) | ldg us (%%) |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      {
+        static bool once = [] {
+          FT_CUDA_CHECK(cudaFuncSetAttribute(sol_bulk<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBulkStages * kBulkChunk));
+          FT_CUDA_CHECK(cudaFuncSetAttribute(sol_bulk<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBulkStages * kBulkChunk));
+          return true;
+        }();
+        (void)once;
+      }
       std::vector<std::pair<std::string, Case>> v;
       for (const auto& d : dense_shapes) {
         Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
@@ -461,10 +572,16 @@ int main(int argc, char** argv) {
           const double ts = run_case(c, pool, launches, false);
           c.sol = 2;
           const double tp = run_case(c, pool, launches, false);
+          double tx[3];
+          for (int j = 0; j < 3; ++j) {
+            c.sol = 3 + j;
+            tx[j] = run_case(c, pool, launches, false);
+          }
           const double bytes = static_cast<double>(row_bytes(c.type, c.k) * c.rows * (c.n_expert > 0 ? c.n_used : 1));
-          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %.1f%% |\n", name.c_str(),
-                      dep ? "dep" : "b2b", bytes * 1e-6, tg * 1e6, 100.0 * bytes / tg / g_read_bw, ts * 1e6,
-                      100.0 * bytes / ts / g_read_bw, tg / ts, tp * 1e6, 100.0 * bytes / tp / g_read_bw);
+          auto pc = [&](double t) { return 100.0 * bytes / t / g_read_bw; };
+          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %.1f%% | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) |\n",
+                      name.c_str(), dep ? "dep" : "b2b", bytes * 1e-6, tg * 1e6, pc(tg), ts * 1e6, pc(ts), tg / ts,
+                      tp * 1e6, pc(tp), tx[0] * 1e6, pc(tx[0]), tx[1] * 1e6, pc(tx[1]), tx[2] * 1e6, pc(tx[2]));
           std::fflush(stdout);
         }
       return 0;

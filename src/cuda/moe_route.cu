@@ -29,6 +29,11 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kMaxUsed = 64;
+// The tie fallback's sort stack (stl_sort::sort_with) for up to kMoeRouteMaxExperts experts.
+// stl_sort::stack_need(2048) = 23.
+constexpr int kSortStack = 24;
+static_assert(kMoeRouteMaxExperts <= 2048, "kSortStack covers 2048 experts");
+using SortRange = stl_sort::Range<int32_t>;
 constexpr float kWeightSumMin = 6.103515625e-5f;  // engine::kMoeWeightSumMin
 
 struct ByProbDesc {
@@ -91,10 +96,11 @@ __device__ void route_row(const float* l, int n_expert, int n_used, float* probs
   }
   __syncthreads();
 
+  __shared__ SortRange sort_stack[kSortStack];
   if (threadIdx.x == 0) {
     if (tie) {
       for (int e = 0; e < n_expert; ++e) order[e] = e;
-      stl_sort::sort(order, n_expert, ByProbDesc{probs});
+      stl_sort::sort_with(order, n_expert, ByProbDesc{probs}, sort_stack);
       for (int r = 0; r < n_used; ++r) sel[r] = order[r];
     }
     double wsum = 0.0;
@@ -112,6 +118,7 @@ __device__ void route_row(const float* l, int n_expert, int n_used, float* probs
 constexpr int kWarpPer = 8;
 constexpr int kWarpMaxExperts = 32 * kWarpPer;
 constexpr int kWarpMaxUsed = 32;
+constexpr int kMaxWarps = 8;  // warps of the largest block that routes a token a warp (kRouterThreads)
 __host__ __device__ inline bool warp_route_fits(int n_expert, int n_used) {
   return n_expert <= kWarpMaxExperts && n_used <= kWarpMaxUsed;
 }
@@ -209,9 +216,10 @@ __device__ __forceinline__ void route_row_warp(const float* l, int n_expert, int
   for (int i = 0; i < kWarpPer; ++i)
     if (e0 + i < n_expert) probs[e0 + i] = p[i];
   __syncwarp();
+  __shared__ SortRange sort_stack[kMaxWarps][kSortStack];
   if (lane == 0) {
     for (int e = 0; e < n_expert; ++e) order[e] = e;
-    stl_sort::sort(order, n_expert, ByProbDesc{probs});
+    stl_sort::sort_with(order, n_expert, ByProbDesc{probs}, sort_stack[threadIdx.x >> 5]);
     double ws = 0.0;
     for (int r = 0; r < n_used; ++r) ws += static_cast<double>(probs[order[r]]);
     const float denom = fmaxf(static_cast<float>(ws), kWeightSumMin);
@@ -280,6 +288,7 @@ __device__ __forceinline__ float4 load4<__half>(const uint8_t* row, int64_t i) {
 // depend on the kernel before). H200, Qwen3 router (128 x 2048 fp32): 11.0 us with one warp
 // per row and one load in flight, 10.1 us with one warp per row and 8 loads in flight.
 constexpr int kRouterThreads = 256;
+static_assert(kRouterThreads / 32 <= kMaxWarps && kThreads / 32 <= kMaxWarps, "one sort stack a warp");
 
 template <class WT>
 __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const float* x, int64_t ldx, int n_tok,

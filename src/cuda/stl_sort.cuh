@@ -134,31 +134,40 @@ FT_OPS_HD inline int floor_log2(int64_t n) {
 
 // Sorts v[0..n) with comp(a, b) ("a goes before b"), like std::sort(v, v + n, comp).
 // depth_limit < 0: std::sort's 2*floor(log2(n)); tests pass 0 to drive the heapsort path.
-template <class T, class Comp>
-FT_OPS_HD void sort(T* v, int64_t n, Comp comp, int depth_limit = -1) {
+// One pending partition of the explicit stack. The entries on the stack have strictly
+// decreasing depths (each pushed one is a level below the one it came from), so a sort with
+// depth limit D never holds more than D + 1 of them: stack_need(n) entries are enough.
+template <class I>
+struct Range {
+  I first, last;
+  int depth;
+};
+
+FT_OPS_HD inline int stack_need(int64_t n) { return 2 * floor_log2(n < 1 ? 1 : n) + 1; }
+
+// sort() on the caller's stack of at least stack_need(n) entries. The GPU router keeps it in
+// shared memory: as a local array it was a 3,120-byte stack frame, and the driver reserves a
+// kernel's frame for every thread the GPU can hold (~0.5 GiB on an H200, session 11).
+template <class T, class Comp, class I>
+FT_OPS_HD void sort_with(T* v, int64_t n, Comp comp, Range<I>* stack, int depth_limit = -1) {
   constexpr int64_t kThreshold = 16;
   if (n <= 0) return;
   if (depth_limit < 0 || depth_limit > 2 * floor_log2(n)) depth_limit = 2 * floor_log2(n);  // <= 126
-  // Pending ranges [first, last) with their depth budget. Each level pushes at most one
-  // range and the budget drops by one per level, so depth_limit + 1 entries suffice.
-  struct Range {
-    int64_t first, last;
-    int depth;
-  };
-  Range stack[2 * 64 + 2];
   int top = 0;
-  stack[top++] = {0, n, depth_limit};
+  stack[top++] = {static_cast<I>(0), static_cast<I>(n), depth_limit};
   while (top > 0) {
-    Range r = stack[--top];
-    while (r.last - r.first > kThreshold) {
-      if (r.depth == 0) {
-        heap_sort(v + r.first, r.last - r.first, comp);
+    const Range<I> e = stack[--top];
+    int64_t first = e.first, last = e.last;
+    int depth = e.depth;
+    while (last - first > kThreshold) {
+      if (depth == 0) {
+        heap_sort(v + first, last - first, comp);
         break;
       }
-      --r.depth;
-      const int64_t cut = partition_pivot(v, r.first, r.last, comp);
-      stack[top++] = {cut, r.last, r.depth};
-      r.last = cut;
+      --depth;
+      const int64_t cut = partition_pivot(v, first, last, comp);
+      stack[top++] = {static_cast<I>(cut), static_cast<I>(last), depth};
+      last = cut;
     }
   }
   if (n > kThreshold) {
@@ -167,6 +176,12 @@ FT_OPS_HD void sort(T* v, int64_t n, Comp comp, int depth_limit = -1) {
   } else {
     insertion_sort(v, 0, n, comp);
   }
+}
+
+template <class T, class Comp>
+FT_OPS_HD void sort(T* v, int64_t n, Comp comp, int depth_limit = -1) {
+  Range<int64_t> stack[2 * 64 + 2];
+  sort_with(v, n, comp, stack, depth_limit);
 }
 
 }  // namespace ft::cuda::stl_sort

@@ -181,6 +181,7 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   mem_.workspace = b_->workspace_bytes;
   FT_CUDA_CHECK(cudaMemGetInfo(&mem_.free_after, &mem_.total));
   mem_.taken = free_before > mem_.free_after ? free_before - mem_.free_after : 0;
+  mem_.free_before = free_before;
   constexpr double kMiB = 1024.0 * 1024.0;
   log::info("cuda: {}", cuda::device_summary());
   log::info("cuda memory: weights {:.1f} MiB, KV {:.1f} MiB ({} tokens), workspace {:.1f} MiB, MoE slots {:.1f} MiB; "
@@ -204,6 +205,8 @@ MoeCandidate GpuSession::tune_moe(const MoeFactoryArgs& a, const std::vector<Moe
   std::vector<double> med(c.size(), 0.0);
   size_t best = 0;
   std::vector<bool> ok(c.size(), false);
+  size_t free0 = 0, total = 0;
+  FT_CUDA_CHECK(cudaMemGetInfo(&free0, &total));
   auto drop = [&] {
     for (auto& [k, g] : graphs_by_shape_) cudaGraphExecDestroy(g);
     graphs_by_shape_.clear();
@@ -211,6 +214,10 @@ MoeCandidate GpuSession::tune_moe(const MoeFactoryArgs& a, const std::vector<Moe
     fwd_.reset();
     moe_.reset();
     n_past_ = 0;
+    size_t free1 = 0;
+    FT_CUDA_CHECK(cudaMemGetInfo(&free1, &total));
+    log::debug("moe start-up measurement: device memory {:+.1f} MiB over its start after a candidate",
+               (static_cast<double>(free0) - static_cast<double>(free1)) / (1024.0 * 1024.0));
   };
   for (size_t i = 0; i < c.size(); ++i) {
     std::vector<double> ms;
@@ -259,6 +266,13 @@ GpuSession::~GpuSession() {
                 c.steps, c.gpu_ms / c.steps, c.wall_ms / c.steps, c.steps > 1 ? c.gap_ms / (c.steps - 1) : 0.0);
     cudaEventDestroy(c.a);
     cudaEventDestroy(c.b);
+  }
+  // Taken at load is read before any kernel ran; what the run added since (graphs, cuBLAS
+  // workspaces, the driver's local-memory reserve for the kernels' stack frames) shows here.
+  if (size_t f = 0, t = 0; mem_.free_before > 0 && cudaMemGetInfo(&f, &t) == cudaSuccess && f < mem_.free_before) {
+    const double taken = static_cast<double>(mem_.free_before - f);
+    log::info("cuda memory at the end: taken {:.1f} MiB ({:+.1f}% of declared)", taken / (1024.0 * 1024.0),
+              100.0 * (taken / static_cast<double>(mem_.declared()) - 1.0));
   }
   for (auto& [k, g] : graphs_by_shape_) cudaGraphExecDestroy(g);
   if (h_u_) cudaFreeHost(h_u_);

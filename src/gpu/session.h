@@ -48,6 +48,7 @@ struct GpuSessionOptions {
 struct GpuMemoryReport {
   size_t weights = 0, kv = 0, workspace = 0, free_after = 0, total = 0;
   size_t taken = 0;  // device memory this session took (free before - free after), cuBLAS included
+  size_t free_before = 0;  // free device memory before the session took any
   size_t moe = 0;    // the MoE backend's slot pools and bookkeeping
   size_t host = 0;   // pinned host banks of an offload-family MoE backend
   size_t declared() const { return weights + kv + workspace + moe; }

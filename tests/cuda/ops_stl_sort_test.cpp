@@ -46,6 +46,36 @@ TEST(CudaOpsStlSort, MatchesStdSortWithTies) {
   EXPECT_GT(differs_from_stable, 100);
 }
 
+// The GPU router sorts on a stack of exactly stack_need(n) entries in shared memory: the
+// bound must hold for every input (guard entries past it must stay untouched), and the order
+// must be sort()'s. Sorted, reversed and organ-pipe inputs push the deepest chains.
+TEST(CudaOpsStlSort, StackNeedIsEnough) {
+  std::mt19937 rng(11);
+  for (int n : {1, 2, 17, 33, 128, 129, 256, 1000, 2048}) {
+    for (int shape = 0; shape < 6; ++shape) {
+      std::vector<float> p;
+      if (shape < 3) {
+        p = tied_values(n, shape == 0 ? 2 : shape == 1 ? 64 : 100000, rng);
+      } else {
+        p.resize(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i)
+          p[static_cast<size_t>(i)] = static_cast<float>(shape == 3 ? i : shape == 4 ? n - i : std::min(i, n - i));
+      }
+      std::vector<int32_t> want(static_cast<size_t>(n)), got;
+      std::iota(want.begin(), want.end(), 0);
+      got = want;
+      std::sort(want.begin(), want.end(), ByProbDesc{p.data()});
+      const size_t need = static_cast<size_t>(stl_sort::stack_need(n));
+      std::vector<stl_sort::Range<int32_t>> stack(need + 8, stl_sort::Range<int32_t>{-7, -7, -7});
+      stl_sort::sort_with(got.data(), n, ByProbDesc{p.data()}, stack.data());
+      ASSERT_EQ(got, want) << "n " << n << " shape " << shape;
+      for (size_t i = need; i < stack.size(); ++i)
+        ASSERT_TRUE(stack[i].first == -7 && stack[i].last == -7 && stack[i].depth == -7) << "n " << n << " entry " << i;
+    }
+  }
+  EXPECT_EQ(stl_sort::stack_need(2048), 23);  // moe_route.cu's kSortStack holds 24
+}
+
 TEST(CudaOpsStlSort, HeapsortPathMatchesStdPartialSort) {
   // depth 0 sends every range over 16 elements to std::__partial_sort(first, last, last),
   // which is what std::partial_sort(first, last, last) runs; then the final insertion sort.
