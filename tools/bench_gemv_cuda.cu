@@ -46,6 +46,7 @@
 
 #include "cuda/act_q8.h"
 #include "cuda/buffer.h"
+#include "cuda/bulk_copy.cuh"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
@@ -134,30 +135,6 @@ __global__ void __launch_bounds__(512) sol_read(const SolSpans s, uint32_t* out)
 constexpr int kBulkStages = 6;
 constexpr int kBulkChunk = 32768;
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint32_t ok = 0;
-  do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(ok)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!ok);
-#endif
-}
-
 template <bool PRE>
 __global__ void __launch_bounds__(32) sol_bulk(const SolSpans s, uint32_t* out) {
   extern __shared__ __align__(128) uint8_t ring[];
@@ -168,22 +145,19 @@ __global__ void __launch_bounds__(32) sol_bulk(const SolSpans s, uint32_t* out) 
   const int64_t n_chunks = (b1 - b0 + kBulkChunk - 1) / kBulkChunk;
   uint32_t acc = 0;
   if (threadIdx.x == 0) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    for (int i = 0; i < kBulkStages; ++i)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bars[i])) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
+    for (int i = 0; i < kBulkStages; ++i) mbar_init(&bars[i], 1);
     auto issue = [&](int64_t c) {
       if (c >= n_chunks) return;
       const int64_t o = b0 + c * kBulkChunk;
       const uint32_t len = static_cast<uint32_t>(b1 - o < kBulkChunk ? b1 - o : kBulkChunk);
-      bulk_load(smem_u32(ring + (c % kBulkStages) * kBulkChunk), src + o, len, smem_u32(&bars[c % kBulkStages]));
+      mbar_arrive_expect(&bars[c % kBulkStages], len);
+      bulk_g2s(ring + (c % kBulkStages) * kBulkChunk, src + o, len, &bars[c % kBulkStages]);
     };
     if (!PRE) pdl_wait(), pdl_trigger();
     for (int c = 0; c < kBulkStages; ++c) issue(c);
     if (PRE) pdl_wait(), pdl_trigger();
     for (int64_t c = 0; c < n_chunks; ++c) {
-      bar_wait(smem_u32(&bars[c % kBulkStages]), static_cast<uint32_t>((c / kBulkStages) & 1));
+      mbar_wait(&bars[c % kBulkStages], static_cast<uint32_t>((c / kBulkStages) & 1));
       acc ^= reinterpret_cast<const uint32_t*>(ring + (c % kBulkStages) * kBulkChunk)[0];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the read above before the next bulk write
@@ -277,6 +251,7 @@ struct Case {
   int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
   int nv_mma_w = 0, nv_mma_s = 0;               // gemv_set_nvfp4_mma
   int nv_pg = 0, nv_ps = 0;                     // gemv_set_nvfp4_persist (nv_pg -1: persistent off)
+  int bulk = 0;  // the bulk-copy mma kernel forced at these warps (gemv_set_nvfp4_bulk(2, bulk, 0))
   int sol = 0;  // the speed-of-light read of the same bytes instead of the GEMV: 1 wait first, 2 loads first
   // Each launch after quantize_act_q8 of its input, as in a decode step (the GEMV depends on the
   // kernel before it: PDL cannot overlap two GEMVs' weight streams as it does back to back);
@@ -333,6 +308,8 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
   gemv_set_nvfp4_persist(c.nv_pg, c.nv_ps);
+  gemv_set_nvfp4_bulk(c.bulk ? 2 : 0, c.bulk, 0);
+  const int64_t bulk_before = gemv_nvfp4_bulk_launches();
   const int64_t mma_before = gemv_nvfp4_mma_launches(), persist_before = gemv_nvfp4_persist_launches();
   DeviceBuffer sol_out(static_cast<size_t>(g_sms) * 4 * 8 * 4);
   auto body = [&](int i, cudaStream_t s) {
@@ -402,6 +379,8 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_variant(0, 0);
   gemv_set_nvfp4_mma(0, 0);
   gemv_set_nvfp4_persist(0, 0);
+  gemv_set_nvfp4_bulk(0, 0, 0);
+  if (c.bulk && gemv_nvfp4_bulk_launches() == bulk_before) std::fprintf(stderr, "note: the bulk kernel declined %s\n", c.name.c_str());
   const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
   const bool ran_persist = gemv_nvfp4_persist_launches() > persist_before;
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
@@ -541,8 +520,8 @@ int main(int argc, char** argv) {
                                        {4096, 14336}, {5120, 2048},  {2048, 4096}};
     if (sol_only) {
       // Per shape and mode: the routed GEMV and the pure read of the same bytes.
-      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% | bulk us (%%) | bulk-pre us (%%) | ldg us (%%) |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% | bulk us (%%) | bulk-pre us (%%) | ldg us (%%) | GEMV-bulk w4 us (%%) | w8 | w16 |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       {
         static bool once = [] {
           FT_CUDA_CHECK(cudaFuncSetAttribute(sol_bulk<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBulkStages * kBulkChunk));
@@ -577,11 +556,19 @@ int main(int argc, char** argv) {
             c.sol = 3 + j;
             tx[j] = run_case(c, pool, launches, false);
           }
+          c.sol = 0;
+          double tb[3] = {0, 0, 0};
+          for (int j = 0; j < 3 && c.n_expert == 0; ++j) {
+            c.bulk = 4 << j;
+            tb[j] = run_case(c, pool, launches, false);
+          }
+          c.bulk = 0;
           const double bytes = static_cast<double>(row_bytes(c.type, c.k) * c.rows * (c.n_expert > 0 ? c.n_used : 1));
           auto pc = [&](double t) { return 100.0 * bytes / t / g_read_bw; };
-          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %.1f%% | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) |\n",
+          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %.1f%% | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) |\n",
                       name.c_str(), dep ? "dep" : "b2b", bytes * 1e-6, tg * 1e6, pc(tg), ts * 1e6, pc(ts), tg / ts,
-                      tp * 1e6, pc(tp), tx[0] * 1e6, pc(tx[0]), tx[1] * 1e6, pc(tx[1]), tx[2] * 1e6, pc(tx[2]));
+                      tp * 1e6, pc(tp), tx[0] * 1e6, pc(tx[0]), tx[1] * 1e6, pc(tx[1]), tx[2] * 1e6, pc(tx[2]), tb[0] * 1e6, tb[0] > 0 ? pc(tb[0]) : 0.0, tb[1] * 1e6,
+                      tb[1] > 0 ? pc(tb[1]) : 0.0, tb[2] * 1e6, tb[2] > 0 ? pc(tb[2]) : 0.0);
           std::fflush(stdout);
         }
       return 0;

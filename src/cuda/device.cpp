@@ -16,6 +16,19 @@ int device_count() {
   return n;
 }
 
+bool bulk_copy_supported() {
+  static const bool v = [] {
+    int dev = 0, major = 0;
+    if (device_count() == 0 || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return major >= 9;
+  }();
+  return v;
+}
+
 std::string device_summary(int dev) {
   cudaDeviceProp p{};
   FT_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));

@@ -10,6 +10,11 @@ namespace ft::cuda {
 int device_count();
 inline bool has_device() { return device_count() > 0; }
 
+// Whether the current device runs the bulk-copy kernels (cp.async.bulk with mbarrier
+// transactions: sm_90 and newer; they compile to nothing for older targets, so they must never
+// be launched there). False without a device.
+bool bulk_copy_supported();
+
 // "NVIDIA H200, sm_90, 132 SMs, 139.8 GiB, L2 60 MiB" for device `dev`.
 std::string device_summary(int dev = 0);
 

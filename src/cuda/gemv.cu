@@ -124,6 +124,26 @@ const bool g_env_persist = [] {
   return true;
 }();
 
+// FT_GEMV_NVFP4_BULK=1 (or 1,W,S) sends the plan's mma launches to the bulk-copy kernel
+// (gemv_mma_bulk.cu, the same bits); 2 also the shapes the plan gives the slab kernel.
+const bool g_env_bulk = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_BULK");
+  if (e == nullptr || *e == '\0') return false;
+  int m = 0, w = 0, st = 0;
+  if (std::sscanf(e, "%d,%d,%d", &m, &w, &st) >= 1) {
+    g_nvfp4_override.bulk = m;
+    g_nvfp4_override.bulk_warps = w;
+    g_nvfp4_override.bulk_stages = st;
+  }
+  return true;
+}();
+
+void gemv_set_nvfp4_bulk(int mode, int warps, int stages) {
+  g_nvfp4_override.bulk = mode;
+  g_nvfp4_override.bulk_warps = warps;
+  g_nvfp4_override.bulk_stages = stages;
+}
+
 void gemv_set_nvfp4_persist(int groups, int stages) {
   static const bool env_off = g_nvfp4_override.persist_off;  // FT_GEMV_NVFP4_PERSIST=0
   g_nvfp4_override.persist_off = groups < 0 || (groups == 0 && env_off);

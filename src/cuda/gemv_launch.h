@@ -29,6 +29,8 @@ struct Nvfp4Override {
   bool mma_off = false;               // FT_GEMV_NVFP4_MMA=0: the plan's mma launches take the slab kernel
   int persist_groups = 0, persist_stages = 0;  // gemv_set_nvfp4_persist
   bool persist_off = false;  // FT_GEMV_NVFP4_PERSIST=0: the plan without the persistent kernel
+  int bulk = 0;               // FT_GEMV_NVFP4_BULK: 1 the bulk kernel where the mma kernel is planned, 2 wherever it fits
+  int bulk_warps = 0, bulk_stages = 0;
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -109,5 +111,8 @@ bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int
 // gemv_nvfp4_mma at warps = fold; CTAs of `groups` x fold warps walk the 16-row tiles.
 bool gemv_nvfp4_mma_persist(const Params& p, int64_t n_tok, bool grouped, int fold, int groups, int stages,
                             cudaStream_t stream);
+// The bulk-copy tensor-core kernel (gemv_mma_bulk.cu, sm_90+): the same shapes and the same bits
+// as gemv_nvfp4_mma at the same warps (4, 8 or 16), one CTA per SM streaming its tiles.
+bool gemv_nvfp4_mma_bulk(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream);
 
 }  // namespace ft::cuda::gemv_detail

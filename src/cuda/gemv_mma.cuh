@@ -95,11 +95,12 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
   }
 }
 
-// One staged step (16 rows x 4 blocks at st, kMmaRowStep apart) of the dense kernels
+// One staged step (16 rows x 4 blocks at st, PITCH bytes apart; kMmaRowStep by default) of the dense kernels
 // (gemv_mma.cu, gemv_mma_persist.cu) into a warp's row sums: lane (g, c) adds its sub-blocks
 // of rows g, g + 8 to acc0, acc8 in the fixed order (gh 0 then 1; sub-block a then b), so any
 // kernel that feeds a warp the same steps in the same order sums the same bits.
 // bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
+template <int PITCH = kMmaRowStep>
 __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
                                              const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,
                                              int c, float& acc0, float& acc8) {
@@ -115,8 +116,8 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
       if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
       const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
       uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
-      e2m1x8_pn(lds32(st + g * kMmaRowStep + off), tab, p0l, p0h, n0l, n0h);
-      e2m1x8_pn(lds32(st + (g + 8) * kMmaRowStep + off), tab, p8l, p8h, n8l, n8h);
+      e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
+      e2m1x8_pn(lds32(st + (g + 8) * PITCH + off), tab, p8l, p8h, n8l, n8h);
       mma_s8_16816(cp, p0l, p8l, bx[t].x);
       mma_s8_16816(cn, n0l, n8l, bx[t].z);
       mma_s8_16816(cp, p0h, p8h, bx[t].y);
@@ -130,8 +131,8 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
     const int bb = 2 * gh + (c >> 1), h = c & 1;
     const float dx = xd[2 * (kMmaStepBlocks * step + bb) + h];
     float s0a, s0b, s8a, s8b;
-    nvfp4_scales2(lds32(st + g * kMmaRowStep + 36 * bb) >> (16 * h), s0a, s0b);
-    nvfp4_scales2(lds32(st + (g + 8) * kMmaRowStep + 36 * bb) >> (16 * h), s8a, s8b);
+    nvfp4_scales2(lds32(st + g * PITCH + 36 * bb) >> (16 * h), s0a, s0b);
+    nvfp4_scales2(lds32(st + (g + 8) * PITCH + 36 * bb) >> (16 * h), s8a, s8b);
     acc0 = fmaf(static_cast<float>(cc[0]), s0a * dx, acc0);
     acc0 = fmaf(static_cast<float>(cc[1]), s0b * dx, acc0);
     acc8 = fmaf(static_cast<float>(cc[2]), s8a * dx, acc8);

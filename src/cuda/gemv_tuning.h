@@ -263,6 +263,12 @@ void gemv_set_nvfp4_persist(int groups, int stages);
 int64_t gemv_nvfp4_mma_launches();
 // Launches of the persistent mma kernel so far.
 int64_t gemv_nvfp4_persist_launches();
+// The bulk-copy mma kernel (gemv_mma_bulk.cu): mode 0 off (the plan), 1 where the plan has the
+// mma kernel, 2 on every one-token dense shape it takes; warps 4, 8 or 16 (0: the plan's mma warps),
+// stages 2..6 (0: 4). FT_GEMV_NVFP4_BULK=MODE[,W,S] sets it at start-up. Defined in gemv.cu.
+void gemv_set_nvfp4_bulk(int mode, int warps, int stages);
+// Launches of the bulk-copy kernel so far.
+int64_t gemv_nvfp4_bulk_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.

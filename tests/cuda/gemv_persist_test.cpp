@@ -83,32 +83,35 @@ struct Inst {
 const Inst kInstances[] = {{4, 1, 2}, {4, 1, 3}, {4, 2, 2}, {4, 2, 3}, {4, 2, 4}, {4, 4, 2}, {8, 1, 2},
                            {8, 1, 3}, {8, 1, 4}, {8, 1, 6}, {8, 2, 3}, {16, 1, 2}, {16, 1, 3}};
 
-// Persistent instance vs the mma kernel at warps = fold: memcmp; vs the twin: the fp32 bound.
-void check_instance(const Problem& pr, const Inst& in, int variant, bool twin) {
-  SCOPED_TRACE("fold " + std::to_string(in.fold) + " groups " + std::to_string(in.groups) + " stages " +
-               std::to_string(in.stages) + " k " + std::to_string(pr.k) + " rows " + std::to_string(pr.rows) +
-               " variant " + std::to_string(variant));
-  const bool rs = variant % 2 == 1, acc = variant % 3 == 2;
-  const Round round = variant % 4 == 3 ? Round::kBF16 : Round::kNone;
-  std::vector<float> init(static_cast<size_t>(pr.rows + 5), poison());
-  if (acc)
-    for (int64_t r = 0; r < pr.rows; ++r) init[static_cast<size_t>(r)] = 0.25f * static_cast<float>(r % 7) - 0.5f;
+struct Variant {
+  bool rs, acc;
+  Round round;
+  std::vector<float> init;  // y before the launch: poisoned, or a start when accumulating
+};
+Variant variant_of(const Problem& pr, int variant) {
+  Variant v{variant % 2 == 1, variant % 3 == 2, variant % 4 == 3 ? Round::kBF16 : Round::kNone, {}};
+  v.init.assign(static_cast<size_t>(pr.rows + 5), poison());
+  if (v.acc)
+    for (int64_t r = 0; r < pr.rows; ++r) v.init[static_cast<size_t>(r)] = 0.25f * static_cast<float>(r % 7) - 0.5f;
+  return v;
+}
 
+// gemv_mma.cu's kernel forced at `warps` (the reference of the kernels below).
+std::vector<float> run_mma(const Problem& pr, const Variant& v, int warps) {
   gemv_set_nvfp4_override(3, 0, 0);
-  gemv_set_nvfp4_mma(in.fold, 2);
+  gemv_set_nvfp4_mma(warps, 2);
   const int64_t mma0 = gemv_nvfp4_mma_launches();
-  const auto want = run(pr, rs, round, acc, init);
-  ASSERT_EQ(gemv_nvfp4_mma_launches(), mma0 + 1) << "the mma kernel did not run";
-
-  gemv_set_nvfp4_override(4, 0, 0);
-  gemv_set_nvfp4_persist(in.groups, in.stages);
-  const int64_t p0 = gemv_nvfp4_persist_launches();
-  const auto got = run(pr, rs, round, acc, init);
-  ASSERT_EQ(gemv_nvfp4_persist_launches(), p0 + 1) << "the persistent kernel did not run";
+  auto want = run(pr, v.rs, v.round, v.acc, v.init);
+  EXPECT_EQ(gemv_nvfp4_mma_launches(), mma0 + 1) << "the mma kernel did not run";
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_mma(0, 0);
-  gemv_set_nvfp4_persist(0, 0);
+  return want;
+}
 
+// got against the mma kernel's want: memcmp, every row written, none past the end; against
+// the scalar twin (twin): the fp32 bound.
+void verify(const Problem& pr, const Variant& v, const std::vector<float>& got, const std::vector<float>& want,
+            bool twin) {
   for (int64_t r = pr.rows; r < pr.rows + 5; ++r) ASSERT_TRUE(is_poison(got[static_cast<size_t>(r)])) << "wrote row " << r;
   for (int64_t r = 0; r < pr.rows; ++r) ASSERT_FALSE(is_poison(got[static_cast<size_t>(r)])) << "row " << r << " not written";
   if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0) {
@@ -118,7 +121,9 @@ void check_instance(const Problem& pr, const Inst& in, int variant, bool twin) {
            << want[static_cast<size_t>(r)];
   }
   if (!twin) return;
-  std::vector<float> ref = init;
+  const bool rs = v.rs, acc = v.acc;
+  const Round round = v.round;
+  std::vector<float> ref = v.init;
   gemv_q8_ref(GgmlType::NVFP4, pr.w.data(), pr.rb, pr.k, pr.rows, pr.xq.data(), 1, ref.data(), pr.rows,
               rs ? pr.row_scale.data() : nullptr, rs ? 0.75f : 1.0f, round, acc);
   for (int64_t r = 0; r < pr.rows; ++r) {
@@ -134,6 +139,39 @@ void check_instance(const Problem& pr, const Inst& in, int variant, bool twin) {
     ASSERT_LE(std::fabs(static_cast<double>(g) - w), 1e-5 * mag * s + ulp * std::fabs(w) + (acc ? 2.4e-7 * std::fabs(w) : 0.0) + 1e-30)
         << "vs twin: row " << r << " got " << g << " want " << w;
   }
+}
+
+// Persistent instance vs the mma kernel at warps = fold: memcmp; vs the twin: the fp32 bound.
+void check_instance(const Problem& pr, const Inst& in, int variant, bool twin) {
+  SCOPED_TRACE("fold " + std::to_string(in.fold) + " groups " + std::to_string(in.groups) + " stages " +
+               std::to_string(in.stages) + " k " + std::to_string(pr.k) + " rows " + std::to_string(pr.rows) +
+               " variant " + std::to_string(variant));
+  const Variant v = variant_of(pr, variant);
+  const auto want = run_mma(pr, v, in.fold);
+  gemv_set_nvfp4_override(4, 0, 0);
+  gemv_set_nvfp4_mma(in.fold, 2);  // the persistent kernel's fold is the mma warps
+  gemv_set_nvfp4_persist(in.groups, in.stages);
+  const int64_t p0 = gemv_nvfp4_persist_launches();
+  const auto got = run(pr, v.rs, v.round, v.acc, v.init);
+  gemv_set_nvfp4_override(-1, 0, 0);
+  gemv_set_nvfp4_mma(0, 0);
+  gemv_set_nvfp4_persist(0, 0);
+  ASSERT_EQ(gemv_nvfp4_persist_launches(), p0 + 1) << "the persistent kernel did not run";
+  verify(pr, v, got, want, twin);
+}
+
+// The bulk-copy kernel (gemv_mma_bulk.cu) at warps / stages vs the mma kernel at the same warps.
+void check_bulk(const Problem& pr, int warps, int stages, int variant, bool twin) {
+  SCOPED_TRACE("bulk warps " + std::to_string(warps) + " stages " + std::to_string(stages) + " k " +
+               std::to_string(pr.k) + " rows " + std::to_string(pr.rows) + " variant " + std::to_string(variant));
+  const Variant v = variant_of(pr, variant);
+  const auto want = run_mma(pr, v, warps);
+  gemv_set_nvfp4_bulk(2, warps, stages);
+  const int64_t b0 = gemv_nvfp4_bulk_launches();
+  const auto got = run(pr, v.rs, v.round, v.acc, v.init);
+  ASSERT_EQ(gemv_nvfp4_bulk_launches(), b0 + 1) << "the bulk kernel did not run";
+  gemv_set_nvfp4_bulk(0, 0, 0);
+  verify(pr, v, got, want, twin);
 }
 
 TEST(CudaGemvPersist, EqualsMmaKernelBitwise) {
@@ -198,6 +236,53 @@ TEST(CudaGemvPersist, PlanRoutesAndSwitches) {
     EXPECT_TRUE(is_poison(y2[static_cast<size_t>(sh.rows)]));
   }
   gemv_set_nvfp4_override(-1, 0, 0);
+}
+
+// The bulk-copy kernel: k of one step to 56 (several segments of 16 steps, a partial last
+// segment: 2304 = 9 steps, 14336 = 56 = 3 x 16 + 8), one tile to more tiles than SMs (a CTA
+// walks several, double-buffered row sums), a partial last tile, every ring depth.
+TEST(CudaGemvBulk, EqualsMmaKernelBitwise) {
+  FT_REQUIRE_GPU();
+  if (!bulk_copy_supported()) GTEST_SKIP() << "bulk copies need sm_90";
+  std::mt19937 rng(2611);
+  struct Shape {
+    int64_t k, rows;
+  };
+  int variant = 0;
+  for (const Shape sh : {Shape{256, 16}, Shape{768, 17}, Shape{2304, 45}, Shape{4096, 333}, Shape{14336, 70},
+                         Shape{4096, 4230}, Shape{256, 40001}}) {
+    const Problem pr = make_problem(sh.k, sh.rows, rng);
+    for (int warps : {4, 8, 16})
+      for (int stages : {2, 3, 4, 6}) {
+        if (sh.rows > 4000 && stages != 4) continue;
+        check_bulk(pr, warps, stages, variant++, sh.rows < 4000);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  }
+}
+
+TEST(CudaGemvBulk, SwitchRoutes) {
+  FT_REQUIRE_GPU();
+  if (!bulk_copy_supported()) GTEST_SKIP() << "bulk copies need sm_90";
+  std::mt19937 rng(99);
+  const Problem pr = make_problem(4096, 6144, rng);
+  const GemvNvfp4Plan pl = gemv_nvfp4_plan(6144, 4096, 1, 1, 1, false);
+  const std::vector<float> init(static_cast<size_t>(pr.rows + 5), poison());
+  // Mode 1 takes the plan's mma launches only, mode 2 every shape it can, mode 0 none.
+  for (int mode : {0, 1, 2}) {
+    gemv_set_nvfp4_bulk(mode, 0, 0);
+    const int64_t b0 = gemv_nvfp4_bulk_launches();
+    (void)run(pr, false, Round::kNone, false, init);
+    EXPECT_EQ(gemv_nvfp4_bulk_launches(), b0 + (mode == 2 || (mode == 1 && pl.kernel == 3) ? 1 : 0)) << "mode " << mode;
+  }
+  // Declined (k % 256 != 0): the other kernels, every row written.
+  gemv_set_nvfp4_bulk(2, 0, 0);
+  const Problem odd = make_problem(320, 33, rng);
+  const int64_t b1 = gemv_nvfp4_bulk_launches();
+  const auto y = run(odd, false, Round::kNone, false, std::vector<float>(38, poison()));
+  EXPECT_EQ(gemv_nvfp4_bulk_launches(), b1);
+  for (int r = 0; r < 33; ++r) EXPECT_FALSE(is_poison(y[static_cast<size_t>(r)]));
+  gemv_set_nvfp4_bulk(0, 0, 0);
 }
 
 }  // namespace
