@@ -168,6 +168,49 @@ __global__ void __launch_bounds__(32) sol_bulk(const SolSpans s, uint32_t* out) 
   }
 }
 
+// sol 6: "rows" -- the bulk GEMV's copy pattern alone (gemv_mma_bulk.cu): one CTA a SM over a
+// contiguous range of 16-row tiles, a chunk = 16 row copies of up to 2304 bytes into rows 2320
+// bytes apart, 4 chunks in flight, one warp issuing and waiting (no compute).
+__global__ void __launch_bounds__(32) sol_rows(const uint8_t* w, int64_t rows, int64_t row_bytes, uint32_t* out) {
+  constexpr int kNS = 4, kSeg = 2304, kPitch = 2320, kStage = 16 * kPitch;
+  extern __shared__ __align__(128) uint8_t ring[];
+  __shared__ __align__(8) uint64_t bars[kNS];
+  const int lane = static_cast<int>(threadIdx.x);
+  const int64_t n_tiles = (rows + 15) / 16;
+  const int64_t t0 = n_tiles * blockIdx.x / gridDim.x, t1 = n_tiles * (blockIdx.x + 1) / gridDim.x;
+  const int n_seg = static_cast<int>((row_bytes + kSeg - 1) / kSeg);
+  const int64_t n_chunks = (t1 - t0) * n_seg;
+  if (lane == 0)
+    for (int i = 0; i < kNS; ++i) mbar_init(&bars[i], 1);
+  __syncwarp();
+  auto issue = [&](int64_t q) {
+    if (q >= n_chunks) return;
+    const int st = static_cast<int>(q % kNS);
+    const int64_t tile = t0 + q / n_seg;
+    const int seg = static_cast<int>(q % n_seg);
+    const int64_t left = row_bytes - static_cast<int64_t>(seg) * kSeg;
+    const uint32_t len = static_cast<uint32_t>(left < kSeg ? left : kSeg);
+    if (lane == 0) mbar_arrive_expect(&bars[st], 16 * len);
+    __syncwarp();
+    if (lane < 16) {
+      int64_t row = tile * 16 + lane;
+      if (row >= rows) row = rows - 1;
+      bulk_g2s(ring + st * kStage + lane * kPitch, w + row * row_bytes + static_cast<int64_t>(seg) * kSeg, len, &bars[st]);
+    }
+  };
+  for (int q = 0; q < kNS; ++q) issue(q);
+  pdl_wait();
+  pdl_trigger();
+  uint32_t acc = 0;
+  for (int64_t q = 0; q < n_chunks; ++q) {
+    mbar_wait(&bars[q % kNS], static_cast<uint32_t>((q / kNS) & 1));
+    acc ^= reinterpret_cast<const uint32_t*>(ring + (q % kNS) * kStage)[lane];
+    __syncwarp();
+    issue(q + kNS);
+  }
+  if (acc == 0x9E3779B9u) out[blockIdx.x] = acc;
+}
+
 __global__ void __launch_bounds__(256) sol_ldg(const SolSpans s, uint32_t* out) {
   pdl_wait();
   pdl_trigger();
@@ -353,6 +396,14 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
         const size_t sm = size_t{kBulkStages} * kBulkChunk;
         launch_pdl(c.sol == 4 ? sol_bulk<true> : sol_bulk<false>, dim3(gx, static_cast<unsigned>(n_sp)), dim3(32), sm,
                    s, sp, sol_out.as<uint32_t>());
+      } else if (c.sol == 6) {  // the bulk GEMV's copies (dense only)
+        static const bool attr = [] {
+          FT_CUDA_CHECK(cudaFuncSetAttribute(sol_rows, cudaFuncAttributeMaxDynamicSharedMemorySize, 4 * 16 * 2320));
+          return true;
+        }();
+        (void)attr;
+        const unsigned gx = static_cast<unsigned>(std::min<int64_t>((c.rows + 15) / 16, g_sms));
+        launch_pdl(sol_rows, dim3(gx), dim3(32), size_t{4} * 16 * 2320, s, a.w, c.rows, rb, sol_out.as<uint32_t>());
       } else if (c.sol == 5) {  // 4 CTAs of 256 threads a SM in all
         const unsigned gx = static_cast<unsigned>(std::max(1, g_sms * 4 / n_sp));
         launch_pdl(sol_ldg, dim3(gx, static_cast<unsigned>(n_sp)), dim3(256), 0, s, sp, sol_out.as<uint32_t>());
@@ -422,7 +473,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
              std::to_string(c.nv_ps > 0 ? c.nv_ps : pl.persist_stages);
     if (c.nv_pg < 0) plan += "-p";
   }
-  if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : "sol";
+  if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : c.sol == 6 ? "rows" : "sol";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
@@ -520,8 +571,8 @@ int main(int argc, char** argv) {
                                        {4096, 14336}, {5120, 2048},  {2048, 4096}};
     if (sol_only) {
       // Per shape and mode: the routed GEMV and the pure read of the same bytes.
-      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% | bulk us (%%) | bulk-pre us (%%) | ldg us (%%) | GEMV-bulk w4 us (%%) | w8 | w16 |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% | bulk us (%%) | bulk-pre us (%%) | ldg us (%%) | GEMV-bulk w4 us (%%) | w8 | w16 | rows (its copies alone) |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       {
         static bool once = [] {
           FT_CUDA_CHECK(cudaFuncSetAttribute(sol_bulk<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBulkStages * kBulkChunk));
@@ -563,12 +614,19 @@ int main(int argc, char** argv) {
             tb[j] = run_case(c, pool, launches, false);
           }
           c.bulk = 0;
+          double trow = 0;
+          if (c.n_expert == 0) {
+            c.sol = 6;
+            trow = run_case(c, pool, launches, false);
+            c.sol = 0;
+          }
           const double bytes = static_cast<double>(row_bytes(c.type, c.k) * c.rows * (c.n_expert > 0 ? c.n_used : 1));
           auto pc = [&](double t) { return 100.0 * bytes / t / g_read_bw; };
-          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %.1f%% | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) |\n",
+          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %.1f%% | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) |\n",
                       name.c_str(), dep ? "dep" : "b2b", bytes * 1e-6, tg * 1e6, pc(tg), ts * 1e6, pc(ts), tg / ts,
                       tp * 1e6, pc(tp), tx[0] * 1e6, pc(tx[0]), tx[1] * 1e6, pc(tx[1]), tx[2] * 1e6, pc(tx[2]), tb[0] * 1e6, tb[0] > 0 ? pc(tb[0]) : 0.0, tb[1] * 1e6,
-                      tb[1] > 0 ? pc(tb[1]) : 0.0, tb[2] * 1e6, tb[2] > 0 ? pc(tb[2]) : 0.0);
+                      tb[1] > 0 ? pc(tb[1]) : 0.0, tb[2] * 1e6, tb[2] > 0 ? pc(tb[2]) : 0.0, trow * 1e6,
+                      trow > 0 ? pc(trow) : 0.0);
           std::fflush(stdout);
         }
       return 0;

@@ -44,16 +44,20 @@ constexpr int kPitch = kSeg + 16;              // 2320
 constexpr int kStage = kRows * kPitch;         // 37120
 constexpr int kMaxStages = 6;
 
+// rs: the row scales of a CTA's rows (at most max_tiles x 16), loaded before the PDL wait (they
+// are weights): a row-scale load in the epilogue held the tile's summing warp for an HBM round
+// trip, and the next tile's barrier held every warp behind it.
 struct BulkSmem {
-  int frag, xd, ring, red, total;
+  int frag, xd, ring, red, rs, total;
 };
-BulkSmem bulk_smem(int64_t k, int nw, int ns) {
+BulkSmem bulk_smem(int64_t k, int nw, int ns, int64_t max_tiles) {
   BulkSmem m{};
   m.frag = 16;
   m.xd = m.frag + static_cast<int>(k / 128) * kMmaFragGroupBytes;
   m.ring = (m.xd + static_cast<int>(k / 32) * 4 + 127) & ~127;
   m.red = m.ring + ns * kStage;
-  m.total = m.red + 2 * nw * kRows * 4;
+  m.rs = m.red + 2 * nw * kRows * 4;
+  m.total = m.rs + static_cast<int>(max_tiles) * kRows * 4;
   return m;
 }
 
@@ -103,9 +107,15 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1) nvfp4_bulk_kernel(const Para
     return;
   }
 
+  constexpr int kThreads = NW * 32;
+  float* rs = reinterpret_cast<float*>(smem + sm.rs);
+  if (p.row_scale != nullptr)
+    for (int64_t i = threadIdx.x; i < (t1 - t0) * kRows; i += kThreads) {
+      const int64_t row = t0 * kRows + i;
+      rs[i] = row < p.rows ? p.row_scale[row] : 0.0f;
+    }
   pdl_wait();
   pdl_trigger();
-  constexpr int kThreads = NW * 32;
   float* xd = reinterpret_cast<float*>(smem + sm.xd);
   mma_build_x(smem + sm.frag, xd, p.xq, 0, 0, 1, 1, p.k, nb, kThreads);
   mma_put_table(smem);
@@ -149,7 +159,7 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1) nvfp4_bulk_kernel(const Para
         if (row < p.rows) {
           float v = rb[r];
           for (int w = 1; w < NW; ++w) v += rb[w * kRows + r];
-          const float sc = p.row_scale != nullptr ? p.row_scale[row] * p.scale : p.scale;
+          const float sc = p.row_scale != nullptr ? rs[(tile - t0) * kRows + r] * p.scale : p.scale;
           store_out(p.y + row, round_to(p.round, __fmul_rn(v, sc)), p.accumulate);
         }
       }
@@ -170,10 +180,11 @@ bool launch_bulk(const Params& p, cudaStream_t stream) {
     FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin() - st));
     return st;
   }();
-  const BulkSmem sm = bulk_smem(p.k, NW, NS);
-  if (sm.total + static_smem > max_smem_optin()) return false;
   const int64_t n_tiles = (p.rows + kRows - 1) / kRows;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(n_tiles, sm_count())));
+  const int64_t n_cta = std::min<int64_t>(n_tiles, sm_count());
+  const BulkSmem sm = bulk_smem(p.k, NW, NS, (n_tiles + n_cta - 1) / n_cta);
+  if (sm.total + static_smem > max_smem_optin()) return false;
+  const dim3 grid(static_cast<unsigned>(n_cta));
   launch_pdl(kernel, grid, dim3((NW + 1) * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_bulk_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
