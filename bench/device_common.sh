@@ -18,6 +18,12 @@ export FT_LLAMA_LIB_DIR=$B FT_BIN_DIR=$B
 M=/dev/shm/m
 mkdir -p "$M"
 
+# budget SECONDS WHAT: true while the call is younger than SECONDS, else logs that WHAT is skipped.
+budget() { [ $(($(date +%s) - T0)) -lt "$1" ] || { log "skipped (time): $2"; return 1; }; }
+# rows: the result rows of an `ft bench` or `llama-bench -o md` table (llama-bench right-aligns
+# its test column: "|           pp512 |").
+rows() { grep -E '^\|.*\|\s+(pp|tg)[0-9]+(\s+@\s+d[0-9]+)?\s+\|' ; }
+
 # model PRESET: writes $M/PRESET.gguf with ft-bigmodel unless it exists; prints bytes_per_token.
 model() {
   [ -f "$M/$1.gguf" ] || timeout 120 "$B/ft-bigmodel" --preset "$1" -o "$M/$1.gguf" -q > "$M/$1.info" 2>&1

@@ -6,8 +6,6 @@
 #       carry=[".devcarry/pack"])
 R=/tmp/resb
 source bench/device_common.sh
-budget() { [ $(($(date +%s) - T0)) -lt "$1" ] || { log "skipped (time): $2"; return 1; }; }
-rows() { grep -E '^\|.*\|\s+(pp|tg)[0-9]+\s+\|' ; }
 if [ -x $W/llama.cpp/build/bin/llama-bench ]; then echo "rc=0 (kept)" > $W/done; else rm -f $W/done; llama_build_bg; fi
 model qwen3moe-30b-nvfp4
 Q=$M/qwen3moe-30b-nvfp4.gguf

@@ -6,8 +6,6 @@
 #       carry=[".devcarry/pack"])
 R=/tmp/resc
 source bench/device_common.sh
-budget() { [ $(($(date +%s) - T0)) -lt "$1" ] || { log "skipped (time): $2"; return 1; }; }
-rows() { grep -E '^\|.*\|\s+(pp|tg)[0-9]+(\s+@\s+d[0-9]+)?\s+\|' ; }
 llama_build_bg
 log "tests: bulk kernel, GEMV"
 (cd $B && timeout 100 ./test_cuda --gtest_brief=1 --gtest_filter='CudaGemvBulk*:CudaGemvPersist*:*GpuVsCpu*nvfp4*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)

@@ -6,8 +6,6 @@
 #       carry=[".devcarry/pack"])
 R=/tmp/resd
 source bench/device_common.sh
-budget() { [ $(($(date +%s) - T0)) -lt "$1" ] || { log "skipped (time): $2"; return 1; }; }
-rows() { grep -E '^\|.*\|\s+(pp|tg)[0-9]+(\s+@\s+d[0-9]+)?\s+\|' ; }
 log "tests: bulk kernel, persistent kernel"
 (cd $B && timeout 100 ./test_cuda --gtest_brief=1 --gtest_filter='CudaGemvBulk*:CudaGemvPersist*:*GpuVsCpu*nvfp4*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
 grep -E "tests? ran|PASSED|FAILED|rc=|Failure|differs|exception" $R/test.txt | head -12

@@ -5,7 +5,6 @@
 #       carry=[".devcarry/pack"])
 R=/tmp/rese
 source bench/device_common.sh
-rows() { grep -E '^\|.*\|\s+(pp|tg)[0-9]+(\s+@\s+d[0-9]+)?\s+\|' ; }
 (cd $B && timeout 60 ./test_cuda --gtest_brief=1 --gtest_filter='CudaGemvBulk*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
 grep -E "tests? ran|PASSED|FAILED|rc=|Failure|differs|exception" $R/test.txt | head -8
 BULK_OK=1; grep -q "FAILED\|rc=124\|rc=137" $R/test.txt && BULK_OK=0
