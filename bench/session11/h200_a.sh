@@ -8,6 +8,8 @@
 R=/tmp/resa
 source bench/device_common.sh
 budget() { [ $(($(date +%s) - T0)) -lt "$1" ] || { log "skipped (time): $2"; return 1; }; }
+# This filter missed llama-bench's right-aligned rows (this call's llama.cpp figures were lost);
+# device_common.sh's rows() is the mended one.
 rows() { grep -E '^\| .*\| (pp|tg)[0-9]+ ' ; }
 llama_build_bg
 log "kernel stack frames (cuobjdump, >= 256 bytes)"
