@@ -132,8 +132,6 @@ FT_OPS_HD inline int floor_log2(int64_t n) {
   return k;
 }
 
-// Sorts v[0..n) with comp(a, b) ("a goes before b"), like std::sort(v, v + n, comp).
-// depth_limit < 0: std::sort's 2*floor(log2(n)); tests pass 0 to drive the heapsort path.
 // One pending partition of the explicit stack. The entries on the stack have strictly
 // decreasing depths (each pushed one is a level below the one it came from), so a sort with
 // depth limit D never holds more than D + 1 of them: stack_need(n) entries are enough.
@@ -145,7 +143,7 @@ struct Range {
 
 FT_OPS_HD inline int stack_need(int64_t n) { return 2 * floor_log2(n < 1 ? 1 : n) + 1; }
 
-// sort() on the caller's stack of at least stack_need(n) entries. The GPU router keeps it in
+// sort() below on the caller's stack of at least stack_need(n) entries. The GPU router keeps it in
 // shared memory: as a local array it was a 3,120-byte stack frame, and the driver reserves a
 // kernel's frame for every thread the GPU can hold (~0.5 GiB on an H200, session 11).
 template <class T, class Comp, class I>
@@ -178,6 +176,9 @@ FT_OPS_HD void sort_with(T* v, int64_t n, Comp comp, Range<I>* stack, int depth_
   }
 }
 
+// Sorts v[0..n) with comp(a, b) ("a goes before b"), like std::sort(v, v + n, comp).
+// depth_limit < 0: std::sort's 2*floor(log2(n)); tests pass 0 to drive the heapsort path.
+// Its stack is a local array (host use; 2 * 63 + 1 entries cover any int64 n).
 template <class T, class Comp>
 FT_OPS_HD void sort(T* v, int64_t n, Comp comp, int depth_limit = -1) {
   Range<int64_t> stack[2 * 64 + 2];
