@@ -124,24 +124,26 @@ const bool g_env_persist = [] {
   return true;
 }();
 
-// FT_GEMV_NVFP4_BULK=1 (or 1,W,S) sends the plan's mma launches to the bulk-copy kernel
+// FT_GEMV_NVFP4_BULK=1 (or 1,W,S or 1,W,S,C) sends the plan's mma launches to the bulk-copy kernel
 // (gemv_mma_bulk.cu, the same bits); 2 also the shapes the plan gives the slab kernel.
 const bool g_env_bulk = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_BULK");
   if (e == nullptr || *e == '\0') return false;
-  int m = 0, w = 0, st = 0;
-  if (std::sscanf(e, "%d,%d,%d", &m, &w, &st) >= 1) {
+  int m = 0, w = 0, st = 0, c = 0;
+  if (std::sscanf(e, "%d,%d,%d,%d", &m, &w, &st, &c) >= 1) {
     g_nvfp4_override.bulk = m;
     g_nvfp4_override.bulk_warps = w;
     g_nvfp4_override.bulk_stages = st;
+    g_nvfp4_override.bulk_ctas = c;
   }
   return true;
 }();
 
-void gemv_set_nvfp4_bulk(int mode, int warps, int stages) {
+void gemv_set_nvfp4_bulk(int mode, int warps, int stages, int ctas) {
   g_nvfp4_override.bulk = mode;
   g_nvfp4_override.bulk_warps = warps;
   g_nvfp4_override.bulk_stages = stages;
+  g_nvfp4_override.bulk_ctas = ctas;
 }
 
 void gemv_set_nvfp4_persist(int groups, int stages) {

@@ -30,7 +30,7 @@ struct Nvfp4Override {
   int persist_groups = 0, persist_stages = 0;  // gemv_set_nvfp4_persist
   bool persist_off = false;  // FT_GEMV_NVFP4_PERSIST=0: the plan without the persistent kernel
   int bulk = 0;               // FT_GEMV_NVFP4_BULK: 1 the bulk kernel where the mma kernel is planned, 2 wherever it fits
-  int bulk_warps = 0, bulk_stages = 0;
+  int bulk_warps = 0, bulk_stages = 0, bulk_ctas = 0;
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -112,7 +112,8 @@ bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int
 bool gemv_nvfp4_mma_persist(const Params& p, int64_t n_tok, bool grouped, int fold, int groups, int stages,
                             cudaStream_t stream);
 // The bulk-copy tensor-core kernel (gemv_mma_bulk.cu, sm_90+): the same shapes and the same bits
-// as gemv_nvfp4_mma at the same warps (4, 8 or 16), one CTA per SM streaming its tiles.
-bool gemv_nvfp4_mma_bulk(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream);
+// as gemv_nvfp4_mma at the same warps (4, 8 or 16); ctas CTAs per SM (0: 1) streaming their tiles.
+bool gemv_nvfp4_mma_bulk(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, int ctas,
+                         cudaStream_t stream);
 
 }  // namespace ft::cuda::gemv_detail

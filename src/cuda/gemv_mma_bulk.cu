@@ -1,6 +1,7 @@
 // NVFP4 decode GEMV on tensor cores fed by bulk copies (gemv.h, integer path, one token,
 // dense, sm_90): gemv_mma.cu's sums, bit for bit at the same warp count, from one CTA per SM
-// that streams a contiguous range of 16-row tiles through a ring of shared-memory stages.
+// (or C, FT_GEMV_NVFP4_BULK=M,W,S,C) that streams a contiguous range of 16-row tiles through a
+// ring of shared-memory stages.
 //
 // Why: the mma kernel (a CTA per 16-row tile, cp.async 16 bytes a lane) reads 14336x4096 at
 // 48-51% of HBM read bandwidth after a dependent kernel, and no read built from 16-byte loads
@@ -170,7 +171,7 @@ __global__ void __launch_bounds__((NW + 1) * 32, 1) nvfp4_bulk_kernel(const Para
 std::atomic<int64_t> g_bulk_launches{0};
 
 template <int NW, int NS>
-bool launch_bulk(const Params& p, cudaStream_t stream) {
+bool launch_bulk(const Params& p, int ctas, cudaStream_t stream) {
   auto kernel = nvfp4_bulk_kernel<NW, NS>;
   // The opt-in limit counts the static shared memory (the barriers) too.
   static const int static_smem = [kernel] {
@@ -181,9 +182,14 @@ bool launch_bulk(const Params& p, cudaStream_t stream) {
     return st;
   }();
   const int64_t n_tiles = (p.rows + kRows - 1) / kRows;
-  const int64_t n_cta = std::min<int64_t>(n_tiles, sm_count());
+  const int64_t n_cta = std::min<int64_t>(n_tiles, static_cast<int64_t>(sm_count()) * ctas);
   const BulkSmem sm = bulk_smem(p.k, NW, NS, (n_tiles + n_cta - 1) / n_cta);
   if (sm.total + static_smem > max_smem_optin()) return false;
+  if (ctas > 1) {  // that many must fit on an SM at once, or the grid is not one wave
+    int fit = 0;
+    FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, (NW + 1) * 32, sm.total));
+    if (fit < ctas) return false;
+  }
   const dim3 grid(static_cast<unsigned>(n_cta));
   launch_pdl(kernel, grid, dim3((NW + 1) * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_bulk_launches.fetch_add(1, std::memory_order_relaxed);
@@ -192,16 +198,16 @@ bool launch_bulk(const Params& p, cudaStream_t stream) {
 
 // The deepest ring that fits (x_frag grows with k: 28 KB at k = 14336).
 template <int NW>
-bool launch_bulk_fit(const Params& p, int stages, cudaStream_t stream) {
+bool launch_bulk_fit(const Params& p, int stages, int ctas, cudaStream_t stream) {
   const int want = stages > 0 ? std::min(stages, kMaxStages) : 4;
   for (int ns = want; ns >= 2; --ns) {
     bool ok = false;
     switch (ns) {
-      case 6: ok = launch_bulk<NW, 6>(p, stream); break;
-      case 5: ok = launch_bulk<NW, 5>(p, stream); break;
-      case 4: ok = launch_bulk<NW, 4>(p, stream); break;
-      case 3: ok = launch_bulk<NW, 3>(p, stream); break;
-      default: ok = launch_bulk<NW, 2>(p, stream); break;
+      case 6: ok = launch_bulk<NW, 6>(p, ctas, stream); break;
+      case 5: ok = launch_bulk<NW, 5>(p, ctas, stream); break;
+      case 4: ok = launch_bulk<NW, 4>(p, ctas, stream); break;
+      case 3: ok = launch_bulk<NW, 3>(p, ctas, stream); break;
+      default: ok = launch_bulk<NW, 2>(p, ctas, stream); break;
     }
     if (ok) return true;
   }
@@ -210,15 +216,17 @@ bool launch_bulk_fit(const Params& p, int stages, cudaStream_t stream) {
 
 }  // namespace
 
-bool gemv_nvfp4_mma_bulk(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream) {
+bool gemv_nvfp4_mma_bulk(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, int ctas,
+                         cudaStream_t stream) {
   const int64_t nb = p.k / 64;
   // As gemv_nvfp4_mma (one token, dense, whole steps, 16-byte aligned rows), on sm_90+.
   if (grouped || n_tok != 1 || nb % kMmaStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0 ||
       p.row_bytes % 16 != 0 || !bulk_copy_supported())
     return false;
-  if (warps >= 16) return launch_bulk_fit<16>(p, stages, stream);
-  if (warps >= 8) return launch_bulk_fit<8>(p, stages, stream);
-  return launch_bulk_fit<4>(p, stages, stream);
+  ctas = ctas > 0 ? ctas : 1;
+  if (warps >= 16) return launch_bulk_fit<16>(p, stages, ctas, stream);
+  if (warps >= 8) return launch_bulk_fit<8>(p, stages, ctas, stream);
+  return launch_bulk_fit<4>(p, stages, ctas, stream);
 }
 
 }  // namespace ft::cuda::gemv_detail

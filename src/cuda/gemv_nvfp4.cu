@@ -558,7 +558,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   // bits at the same warps.
   if (over.bulk == 2 || (over.bulk == 1 && pl.kernel == 3 && over.kernel < 0)) {
     const int w = over.bulk_warps > 0 ? over.bulk_warps : pl.mma_warps;
-    if (gemv_nvfp4_mma_bulk(p, nt, grouped, w, over.bulk_stages, stream)) return true;
+    if (gemv_nvfp4_mma_bulk(p, nt, grouped, w, over.bulk_stages, over.bulk_ctas, stream)) return true;
   }
   // The persistent mma kernel, planned or forced (fold = the mma kernel's warps: the same bits).
   if ((pl.persist && over.kernel < 0 && !over.persist_off && !over.mma_off) || over.kernel == 4) {

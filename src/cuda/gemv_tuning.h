@@ -265,8 +265,9 @@ int64_t gemv_nvfp4_mma_launches();
 int64_t gemv_nvfp4_persist_launches();
 // The bulk-copy mma kernel (gemv_mma_bulk.cu): mode 0 off (the plan), 1 where the plan has the
 // mma kernel, 2 on every one-token dense shape it takes; warps 4, 8 or 16 (0: the plan's mma warps),
-// stages 2..6 (0: 4). FT_GEMV_NVFP4_BULK=MODE[,W,S] sets it at start-up. Defined in gemv.cu.
-void gemv_set_nvfp4_bulk(int mode, int warps, int stages);
+// stages 2..6 (0: 4), ctas per SM (0: 1; 2 fits with 2-stage rings and up to 8 warps).
+// FT_GEMV_NVFP4_BULK=MODE[,W,S[,C]] sets it at start-up. Defined in gemv.cu.
+void gemv_set_nvfp4_bulk(int mode, int warps, int stages, int ctas = 0);
 // Launches of the bulk-copy kernel so far.
 int64_t gemv_nvfp4_bulk_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):

@@ -161,12 +161,13 @@ void check_instance(const Problem& pr, const Inst& in, int variant, bool twin) {
 }
 
 // The bulk-copy kernel (gemv_mma_bulk.cu) at warps / stages vs the mma kernel at the same warps.
-void check_bulk(const Problem& pr, int warps, int stages, int variant, bool twin) {
-  SCOPED_TRACE("bulk warps " + std::to_string(warps) + " stages " + std::to_string(stages) + " k " +
+void check_bulk(const Problem& pr, int warps, int stages, int variant, bool twin, int ctas = 1) {
+  SCOPED_TRACE("bulk warps " + std::to_string(warps) + " stages " + std::to_string(stages) + " ctas/SM " +
+               std::to_string(ctas) + " k " +
                std::to_string(pr.k) + " rows " + std::to_string(pr.rows) + " variant " + std::to_string(variant));
   const Variant v = variant_of(pr, variant);
   const auto want = run_mma(pr, v, warps);
-  gemv_set_nvfp4_bulk(2, warps, stages);
+  gemv_set_nvfp4_bulk(2, warps, stages, ctas);
   const int64_t b0 = gemv_nvfp4_bulk_launches();
   const auto got = run(pr, v.rs, v.round, v.acc, v.init);
   ASSERT_EQ(gemv_nvfp4_bulk_launches(), b0 + 1) << "the bulk kernel did not run";
@@ -258,6 +259,11 @@ TEST(CudaGemvBulk, EqualsMmaKernelBitwise) {
         check_bulk(pr, warps, stages, variant++, sh.rows < 4000);
         if (::testing::Test::HasFatalFailure()) return;
       }
+    // Two CTAs per SM (2-stage rings): a grid of up to 2 x SMs, each over fewer tiles.
+    for (const int warps : {4, 8}) {
+      check_bulk(pr, warps, 2, variant++, sh.rows < 4000, 2);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
   }
 }
 
