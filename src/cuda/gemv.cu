@@ -215,6 +215,28 @@ bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a
 }  // namespace
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
+  if (a.w_pair != nullptr) {
+    if (a.ids == nullptr || a.slot_w != nullptr)
+      fail_message("cuda gemv: w_pair needs the grouped mode (ids) without a combine");
+    GemvArgs first = a;
+    first.w_pair = nullptr;
+    Params p = checked_params(first);
+    p.w2 = a.w_pair;
+    p.y2_off = a.w_pair_y_off;
+    const int lanes = a.plan_lanes != 0 ? a.plan_lanes : g_lanes_override;
+    Nvfp4Override nv = g_nvfp4_override;
+    if (a.plan_nvfp4_kernel >= 0) nv.kernel = a.plan_nvfp4_kernel;
+    if (takes_q8(first) && a.type == GgmlType::NVFP4 && lanes == 0 && nv.kernel != 0 &&
+        gemv_nvfp4(p, a.n_tok, true, nv, stream))
+      return;
+    GemvArgs second = first;
+    second.w = a.w_pair;
+    second.y = a.y + a.w_pair_y_off;
+    second.bank_col = a.bank_col + 1;
+    gemv(first, stream);
+    gemv(second, stream);
+    return;
+  }
   const Params p = checked_params(a);
   const bool grouped = a.ids != nullptr, q8 = takes_q8(a);
   const int lanes = a.plan_lanes != 0 ? a.plan_lanes : g_lanes_override;

@@ -80,6 +80,12 @@ struct GemvArgs {
   // or gemv_set_nvfp4_override), as those knobs but for this call only (thread-safe).
   int plan_lanes = 0;
   int plan_nvfp4_kernel = -1;
+  // Grouped, no combine: a second tensor of the same shape, type and strides (up beside gate)
+  // in the same call: its rows are written w_pair_y_off floats past y's, scaled by bank column
+  // bank_col + 1. One launch where the NVFP4 slab kernel takes the call (its work items of both
+  // tensors in one grid: the same bits as two calls), else two calls.
+  const uint8_t* w_pair = nullptr;
+  int64_t w_pair_y_off = 0;
 };
 
 bool gemv_supported(GgmlType t);

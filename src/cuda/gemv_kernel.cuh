@@ -45,6 +45,10 @@ struct Params {
   const float* slot_w;
   int n_used;
   int accumulate;
+  // Grouped pair (GemvArgs::w_pair): out rows >= pair_out are out row - pair_out of the tensor
+  // at w2, written y2_off floats further, bank column + 1. pair_out 0: no pair.
+  const uint8_t* w2;
+  int64_t y2_off, pair_out;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   const q8_detail::E2m1Table tab = q8_detail::e2m1_table();
 
   struct Step {
-    int slab, j;
+    int slab, j, half;  // half: 1 for the pair's second tensor (p.w2)
     int64_t item, out, row0, slot;
   };
   auto set_slot = [&](Step& m) {
@@ -140,7 +140,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   auto locate = [&](Step& m) {
     // Item counts stay below 2^32 (gemv.cu bounds rows x slots): a 32-bit division.
     const uint32_t o = static_cast<uint32_t>(m.item) / static_cast<uint32_t>(p.n_rg);
-    m.out = o;
+    m.half = p.pair_out > 0 && o >= p.pair_out;
+    m.out = o - (m.half ? p.pair_out : 0);
     m.row0 = (m.item - static_cast<int64_t>(o) * p.n_rg) * R;
     set_slot(m);
   };
@@ -169,7 +170,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
     off[v] = i < R * kNv ? q * rb32 + o * VB : 0x7FFFFFFF;
   }
   auto issue = [&](Vec (&buf)[kV], const Step& m) {
-    const uint8_t* base = p.w + m.row0 * p.row_bytes + static_cast<int64_t>(m.slab) * kSlabBytes;
+    const uint8_t* base = (m.half ? p.w2 : p.w) + m.row0 * p.row_bytes + static_cast<int64_t>(m.slab) * kSlabBytes;
     if (p.ids != nullptr) base += static_cast<int64_t>(p.ids[m.slot]) * p.expert_bytes;
     const int64_t rl = p.rows - m.row0;
     const int nr = rl < R ? static_cast<int>(rl) : R;
@@ -223,7 +224,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   };
   auto load_scl = [&](Scl& c, const Step& m) {
     if (m.slab != n_slabs - 1) return;
-    const float ss = slot_scale(p, m.slot);
+    const float ss = slot_scale(p, m.slot, m.half);
     c.wk = combine ? p.slot_w[m.slot] : 0.0f;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -255,7 +256,9 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
         if (m.j == n_sub - 1 && lane == r)
           store_out(p.y + m.out * p.ldy + row, round_to(p.round, comb[r]), p.accumulate);
       } else if (p.ids != nullptr) {
-        if (lane == r) store_out(p.y + m.out * p.ldy + row, round_to(p.round, __fmul_rn(acc[r][0], s)), p.accumulate);
+        if (lane == r)
+          store_out(p.y + (m.half ? p.y2_off : 0) + m.out * p.ldy + row, round_to(p.round, __fmul_rn(acc[r][0], s)),
+                    p.accumulate);
       } else {
 #pragma unroll
         for (int t = 0; t < NT; ++t)
@@ -291,7 +294,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   // PDL (cuda/pdl.cuh): dense weights are never written by earlier kernels, so their first
   // step loads before the wait; expert ids, activations and outputs only after it.
   if (p.ids != nullptr) pdl_wait(), pdl_trigger();
-  Step ahead{0, 0, gw, 0, 0, 0};
+  Step ahead{0, 0, 0, gw, 0, 0, 0};
   locate(ahead);
   Step m = ahead;
   Vec b0[kV] = {};
@@ -544,6 +547,8 @@ void slab_tokens(const Params& p, int64_t nt, int64_t n_out, const Nv4& g, int R
 
 }  // namespace
 
+std::atomic<int64_t> g_pair_launches{0};
+
 bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream) {
   const int n_sub = p.slot_w != nullptr ? p.n_used : 1;
   const int64_t n_out = grouped ? (p.slot_w != nullptr ? n_tok / p.n_used : n_tok) : 1;
@@ -607,6 +612,20 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   g.xs_row = static_cast<int>(p.k + p.k / 4);
   const bool xs = pl.x_smem && x_rows * g.xs_row <= kNvfp4XSmemMax;
   g.xs_rows = xs ? static_cast<int>(x_rows) : 0;
+  const int R = nt > 1 && pl.rows < 2 ? 2 : pl.rows;
+  // A pair (p.w2) only on the one-token slab instances, its out rows doubled; anything else
+  // declines before launching (the caller then makes two calls).
+  const bool pair_ok = pl.kernel == 1 && nt == 1 && vb == 16 && !xs;
+  if (p.w2 != nullptr) {
+    if (!pair_ok) return false;
+    Params q = p;
+    q.pair_out = n_out;
+    g_pair_launches.fetch_add(1, std::memory_order_relaxed);
+    if (R == 1) slab_variant<1>(q, 2 * n_out, g, pl.decode, pl.minb, stream);
+    else if (R == 2) slab_variant<2>(q, 2 * n_out, g, pl.decode, pl.minb, stream);
+    else slab_variant<4>(q, 2 * n_out, g, pl.decode, pl.minb, stream);
+    return true;
+  }
   if (pl.kernel == 2) {
     g.rb = pl.rows;
     g.pieces = pl.rows * n_sub;
@@ -615,7 +634,6 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     else xs ? launch_packed<4, true>(p, n_out, g, stream) : launch_packed<4, false>(p, n_out, g, stream);
     return true;
   }
-  const int R = nt > 1 && pl.rows < 2 ? 2 : pl.rows;
   if (nt == 1 && vb == 16 && !xs) {
     if (R == 1) slab_variant<1>(p, n_out, g, pl.decode, pl.minb, stream);
     else if (R == 2) slab_variant<2>(p, n_out, g, pl.decode, pl.minb, stream);
@@ -630,6 +648,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
 }  // namespace ft::cuda::gemv_detail
 
 namespace ft::cuda {
+int64_t gemv_nvfp4_pair_launches() { return gemv_detail::g_pair_launches.load(std::memory_order_relaxed); }
 namespace {
 
 __global__ void decode_probe_kernel(const uint32_t* in, uint32_t* out, int n) {

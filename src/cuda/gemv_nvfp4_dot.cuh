@@ -104,9 +104,9 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
 }
 
 // The scale of a slot: scale times the expert's bank entry (gemv.h).
-__device__ __forceinline__ float slot_scale(const Params& p, int64_t slot) {
+__device__ __forceinline__ float slot_scale(const Params& p, int64_t slot, int col_add = 0) {
   float s = p.scale;
-  if (p.ids != nullptr && p.bank != nullptr) s *= p.bank[static_cast<int64_t>(p.ids[slot]) * 4 + p.bank_col];
+  if (p.ids != nullptr && p.bank != nullptr) s *= p.bank[static_cast<int64_t>(p.ids[slot]) * 4 + p.bank_col + col_add];
   return s;
 }
 

@@ -261,6 +261,8 @@ void gemv_set_nvfp4_mma(int warps, int stages);
 void gemv_set_nvfp4_persist(int groups, int stages);
 // Launches of the mma kernel so far (tests and benchmarks check that it ran).
 int64_t gemv_nvfp4_mma_launches();
+// Grouped gate/up pairs (GemvArgs::w_pair) launched as one slab kernel so far.
+int64_t gemv_nvfp4_pair_launches();
 // Launches of the persistent mma kernel so far.
 int64_t gemv_nvfp4_persist_launches();
 // The bulk-copy mma kernel (gemv_mma_bulk.cu): mode 0 off (the plan), 1 where the plan has the

@@ -633,6 +633,82 @@ TEST(CudaGemvQ8, GroupedAndCombinedExpertsMatchCpuComposition) {
   check_grouped_epilogue(GgmlType::BF16, false, true, true, false, quant::Round::kNone, 1088, 70, 9, 3, 2, rng);
 }
 
+// A grouped call with a second tensor (GemvArgs::w_pair: gate and up in one launch where the
+// NVFP4 slab kernel takes it, two calls elsewhere) writes the same bytes as two calls.
+void check_pair(GgmlType type, bool q8, int64_t k, int64_t rows, int64_t n_expert, int n_used, int64_t n_tokens,
+                std::mt19937& rng) {
+  SCOPED_TRACE(std::string(type_name(type)) + " q8=" + std::to_string(q8) + " k=" + std::to_string(k) +
+               " rows=" + std::to_string(rows) + " slots=" + std::to_string(n_tokens * n_used));
+  const int64_t rb = row_bytes(type, k), eb = rb * rows, n_slot = n_tokens * n_used;
+  std::vector<uint8_t> w(static_cast<size_t>(2 * eb * n_expert));  // gate experts, then up experts
+  for (int64_t r = 0; r < 2 * rows * n_expert; ++r) {
+    const auto row = quant::testing::random_row(type, k, rng);
+    std::copy(row.begin(), row.end(), w.begin() + r * rb);
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(n_slot));
+  for (auto& e : ids) e = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_expert));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> bank(static_cast<size_t>(n_expert * 4));
+  for (auto& v : bank) v = 0.25f + 0.5f * (unit(rng) + 1.0f);
+  const int64_t ldx = k + 8, ldy = 2 * rows + 3;
+  std::vector<float> x(static_cast<size_t>(ldx * n_tokens));
+  for (auto& v : x) v = unit(rng);
+  const auto xq = quantize_rows(x, ldx, k, n_tokens);
+  std::vector<float> y0(static_cast<size_t>(ldy * n_slot), poison());
+  DeviceBuffer dw = to_device(w), dx = to_device(x), dxq = to_device(xq), dids = to_device(ids),
+               dbank = to_device(bank), dy1 = to_device(y0), dy2 = to_device(y0);
+  GemvArgs g;
+  g.type = type;
+  g.w = dw.as<uint8_t>();
+  g.row_bytes = rb;
+  g.k = k;
+  g.rows = rows;
+  g.x = dx.as<float>();
+  g.ldx = ldx;
+  g.xq = q8 ? dxq.get() : nullptr;
+  g.n_tok = n_slot;
+  g.ldy = ldy;
+  g.ids = dids.as<int32_t>();
+  g.expert_bytes = eb;
+  g.x_div = n_used;
+  g.bank = dbank.as<float>();
+  g.bank_col = 1;
+  GemvArgs gate = g, up = g, pair = g;
+  gate.y = dy1.as<float>();
+  up.w = g.w + eb * n_expert;
+  up.y = dy1.as<float>() + rows;
+  up.bank_col = 2;
+  pair.y = dy2.as<float>();
+  pair.w_pair = up.w;
+  pair.w_pair_y_off = rows;
+  gemv(gate);
+  gemv(up);
+  gemv(pair);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto y1 = to_host<float>(dy1, y0.size()), y2 = to_host<float>(dy2, y0.size());
+  for (int64_t s = 0; s < n_slot; ++s)
+    for (int64_t r = 0; r < 2 * rows; ++r)
+      ASSERT_FALSE(is_poison(y1[static_cast<size_t>(s * ldy + r)])) << "two calls left slot " << s << " row " << r;
+  ASSERT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)), 0) << "pair differs from two calls";
+}
+
+TEST(CudaGemvNvfp4, PairEqualsTwoCalls) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(31);
+  const int64_t pairs0 = gemv_nvfp4_pair_launches();
+  // Qwen3-30B-A3B's expert gate/up (slab kernel, one launch), a partial last row group and
+  // several items per warp, a packed-kernel shape (nb < 32: two calls), the float path.
+  check_pair(GgmlType::NVFP4, true, 2048, 768, 16, 8, 1, rng);
+  check_pair(GgmlType::NVFP4, true, 4096, 45, 9, 3, 5, rng);
+  check_pair(GgmlType::NVFP4, true, 2048, 1000, 64, 8, 40, rng);
+  const int64_t pairs1 = gemv_nvfp4_pair_launches();
+  EXPECT_EQ(pairs1 - pairs0, 3) << "the slab shapes above must take the one-launch pair";
+  check_pair(GgmlType::NVFP4, true, 1088, 70, 9, 3, 2, rng);
+  check_pair(GgmlType::NVFP4, false, 2048, 64, 9, 3, 2, rng);
+  check_pair(GgmlType::Q8_0, true, 2048, 64, 9, 3, 2, rng);
+  EXPECT_EQ(gemv_nvfp4_pair_launches(), pairs1) << "packed / float / Q8_0 calls must split";
+}
+
 // ---- NVFP4 kernels (gemv_nvfp4.cu) -------------------------------------------------------
 
 // Host-side planning, no GPU needed.
