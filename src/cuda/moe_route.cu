@@ -21,6 +21,7 @@
 #include "cuda/check.h"
 #include "cuda/ops_math.cuh"
 #include "cuda/ops_reduce.cuh"
+#include "cuda/norm_row.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/stl_sort.cuh"
 
@@ -290,54 +291,14 @@ __device__ __forceinline__ float4 load4<__half>(const uint8_t* row, int64_t i) {
 constexpr int kRouterThreads = 256;
 static_assert(kRouterThreads / 32 <= kMaxWarps && kThreads / 32 <= kMaxWarps, "one sort stack a warp");
 
-template <class WT>
-__global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const float* x, int64_t ldx, int n_tok,
-                                                                      const uint8_t* w, int64_t row_bytes, int64_t k,
-                                                                      int n_expert, float* logits, int64_t ld,
-                                                                      int n_used, int32_t* ids, float* weights,
-                                                                      unsigned* ticket, bool warp_route) {
-  extern __shared__ float smem[];
+// The end of both router kernels: block e's per-thread sums acc[t] into logits[t][e] (warp
+// sums, then the warps in order, by one thread), and the last block to finish routes.
+__device__ __forceinline__ void router_finish(const float (&acc)[kMoeRouterMaxTokens], int n_tok, int e, int n_expert,
+                                              float* logits, int64_t ld, int n_used, int32_t* ids, float* weights,
+                                              unsigned* ticket, bool warp_route, float* smem) {
   __shared__ float part[kRouterThreads / 32][kMoeRouterMaxTokens];
   __shared__ bool last;
-  constexpr int kU = 4;  // float4 weight loads in flight per thread
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
-  const int e = static_cast<int>(blockIdx.x);
-  const uint8_t* row = w + static_cast<int64_t>(e) * row_bytes;
-  const int64_t nf = k / 4;  // float4 columns of the row
-  float acc[kMoeRouterMaxTokens];
-#pragma unroll
-  for (int t = 0; t < kMoeRouterMaxTokens; ++t) acc[t] = 0.0f;
-  float4 q[kU];
-  auto load = [&](int64_t f0) {
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int64_t f = f0 + static_cast<int64_t>(kRouterThreads) * u;
-      q[u] = f < nf ? load4<WT>(row, 4 * f) : make_float4(0, 0, 0, 0);
-    }
-  };
-  int64_t f0 = threadIdx.x;
-  load(f0);
-  pdl_wait();
-  pdl_trigger();
-  for (;;) {
-#pragma unroll
-    for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
-      if (t >= n_tok) break;
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int64_t f = f0 + static_cast<int64_t>(kRouterThreads) * u;
-        if (f >= nf) break;
-        const float4 v = __ldg(reinterpret_cast<const float4*>(x + t * ldx) + f);
-        acc[t] = fmaf(q[u].x, v.x, acc[t]);
-        acc[t] = fmaf(q[u].y, v.y, acc[t]);
-        acc[t] = fmaf(q[u].z, v.z, acc[t]);
-        acc[t] = fmaf(q[u].w, v.w, acc[t]);
-      }
-    }
-    f0 += static_cast<int64_t>(kRouterThreads) * kU;
-    if (f0 >= nf) break;
-    load(f0);
-  }
 #pragma unroll
   for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
     if (t >= n_tok) break;
@@ -378,6 +339,98 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const floa
   if (threadIdx.x == 0) *ticket = 0;
 }
 
+template <class WT>
+__global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const float* x, int64_t ldx, int n_tok,
+                                                                      const uint8_t* w, int64_t row_bytes, int64_t k,
+                                                                      int n_expert, float* logits, int64_t ld,
+                                                                      int n_used, int32_t* ids, float* weights,
+                                                                      unsigned* ticket, bool warp_route) {
+  extern __shared__ float smem[];
+  constexpr int kU = 4;  // float4 weight loads in flight per thread
+  const int e = static_cast<int>(blockIdx.x);
+  const uint8_t* row = w + static_cast<int64_t>(e) * row_bytes;
+  const int64_t nf = k / 4;  // float4 columns of the row
+  float acc[kMoeRouterMaxTokens];
+#pragma unroll
+  for (int t = 0; t < kMoeRouterMaxTokens; ++t) acc[t] = 0.0f;
+  float4 q[kU];
+  auto load = [&](int64_t f0) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t f = f0 + static_cast<int64_t>(kRouterThreads) * u;
+      q[u] = f < nf ? load4<WT>(row, 4 * f) : make_float4(0, 0, 0, 0);
+    }
+  };
+  int64_t f0 = threadIdx.x;
+  load(f0);
+  pdl_wait();
+  pdl_trigger();
+  for (;;) {
+#pragma unroll
+    for (int t = 0; t < kMoeRouterMaxTokens; ++t) {
+      if (t >= n_tok) break;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t f = f0 + static_cast<int64_t>(kRouterThreads) * u;
+        if (f >= nf) break;
+        const float4 v = __ldg(reinterpret_cast<const float4*>(x + t * ldx) + f);
+        acc[t] = fmaf(q[u].x, v.x, acc[t]);
+        acc[t] = fmaf(q[u].y, v.y, acc[t]);
+        acc[t] = fmaf(q[u].z, v.z, acc[t]);
+        acc[t] = fmaf(q[u].w, v.w, acc[t]);
+      }
+    }
+    f0 += static_cast<int64_t>(kRouterThreads) * kU;
+    if (f0 >= nf) break;
+    load(f0);
+  }
+  router_finish(acc, n_tok, e, n_expert, logits, ld, n_used, ids, weights, ticket, warp_route, smem);
+}
+
+
+// moe_norm_router_route (one token): every block normalises the row itself with the norm
+// kernel's body (norm_row.cuh: the same bits as rmsnorm_q8), block 0 also writes the row and
+// its Q8 copy for the experts, and block e's router dot product takes the normalised values
+// from its registers -- thread i holds float4 i, i + 256, ... of both, the same elements in the
+// same order as router_route_kernel reads them -- so the logits are that kernel's too. Saves
+// the norm's launch; the norm weights and the first router weights load before pdl_wait.
+template <class WT, int NV>
+__global__ void __launch_bounds__(kRouterThreads) norm_router_route_kernel(
+    const float* x, const float* norm_w, float eps, Round round, float* h, uint8_t* xq, int64_t k, const uint8_t* w,
+    int64_t row_bytes, int n_expert, float* logits, int64_t ld, int n_used, int32_t* ids, float* weights,
+    unsigned* ticket, bool warp_route) {
+  static_assert(kRouterThreads == norm_row::kThreads, "norm_row's thread layout");
+  extern __shared__ float smem[];
+  __shared__ double scratch[32];
+  const int e = static_cast<int>(blockIdx.x), tid = static_cast<int>(threadIdx.x);
+  const uint8_t* row = w + static_cast<int64_t>(e) * row_bytes;
+  float4 q[NV];
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int64_t i = 4 * (tid + static_cast<int64_t>(kRouterThreads) * j);
+    q[j] = i < k ? load4<WT>(row, i) : make_float4(0, 0, 0, 0);
+  }
+  float4 g[NV];
+  norm_row::load_weights(norm_w, k, g);
+  pdl_wait();
+  pdl_trigger();
+  float4 o[NV];
+  norm_row::normalize<false, NV>(const_cast<float*>(x), nullptr, g, norm_w != nullptr, k, eps, e == 0 ? h : nullptr,
+                                 round, e == 0 ? xq : nullptr, scratch, o);
+  float acc[kMoeRouterMaxTokens];
+#pragma unroll
+  for (int t = 0; t < kMoeRouterMaxTokens; ++t) acc[t] = 0.0f;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int64_t i = 4 * (tid + static_cast<int64_t>(kRouterThreads) * j);
+    if (i >= k) break;
+    acc[0] = fmaf(q[j].x, o[j].x, acc[0]);
+    acc[0] = fmaf(q[j].y, o[j].y, acc[0]);
+    acc[0] = fmaf(q[j].z, o[j].z, acc[0]);
+    acc[0] = fmaf(q[j].w, o[j].w, acc[0]);
+  }
+  router_finish(acc, 1, e, n_expert, logits, ld, n_used, ids, weights, ticket, warp_route, smem);
+}
 }  // namespace
 
 void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok, int n_used, int32_t* ids,
@@ -439,6 +492,45 @@ void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type,
     go(router_route_kernel<__nv_bfloat16>);
   else
     go(router_route_kernel<__half>);
+  FT_CUDA_CHECK_LAUNCH();
+}
+
+
+bool moe_norm_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes) {
+  return moe_router_route_supported(type, k, row_bytes, 1) && k % 32 == 0 && k <= 8 * 4 * kRouterThreads;
+}
+
+void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round round, float* h, void* xq,
+                           int64_t k, GgmlType type, const void* w, int64_t row_bytes, int64_t n_expert, float* logits,
+                           int64_t ld, int n_used, int32_t* ids, float* weights, unsigned* ticket, cudaStream_t s) {
+  const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!moe_norm_router_route_supported(type, k, row_bytes) || !a16(x) || !a16(h) || !a16(xq) || !a16(w) ||
+      (norm_w != nullptr && !a16(norm_w)) || ticket == nullptr)
+    fail_message("moe_norm_router_route: needs F32/BF16/F16 router weights, k % 32 == 0 and k <= 8192, 16-byte "
+                 "aligned rows, activations and outputs, and a ticket counter (k = " + std::to_string(k) + ")");
+  if (n_expert <= 0 || n_expert > kMoeRouteMaxExperts || n_used <= 0 || n_used > n_expert || n_used > kMaxUsed)
+    fail_message("moe_norm_router_route: n_expert " + std::to_string(n_expert) + " / n_used " +
+                 std::to_string(n_used) + " out of range");
+  const bool warp = use_warp_route(static_cast<int>(n_expert), n_used);
+  const size_t smem = warp ? static_cast<size_t>(n_expert) * (sizeof(float) + sizeof(int32_t))
+                           : static_cast<size_t>(n_expert) * (2 * sizeof(float) + sizeof(int32_t));
+  auto* xq8 = static_cast<uint8_t*>(xq);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  auto go = [&](auto kernel) {
+    launch_pdl(kernel, dim3(static_cast<unsigned>(n_expert)), dim3(kRouterThreads), smem, s, x, norm_w, eps, round, h,
+               xq8, k, wb, row_bytes, static_cast<int>(n_expert), logits, ld, n_used, ids, weights, ticket, warp);
+  };
+  const int64_t nv = (k + 4 * kRouterThreads - 1) / (4 * kRouterThreads);
+  auto by_nv = [&](auto wt) {
+    using WT = decltype(wt);
+    if (nv <= 1) go(norm_router_route_kernel<WT, 1>);
+    else if (nv <= 2) go(norm_router_route_kernel<WT, 2>);
+    else if (nv <= 4) go(norm_router_route_kernel<WT, 4>);
+    else go(norm_router_route_kernel<WT, 8>);
+  };
+  if (type == GgmlType::F32) by_nv(float{});
+  else if (type == GgmlType::BF16) by_nv(__nv_bfloat16{});
+  else by_nv(__half{});
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -9,6 +9,7 @@
 #include "cuda/ops_math.cuh"
 #include "cuda/ops_reduce.cuh"
 #include "cuda/pdl.cuh"
+#include "cuda/norm_row.cuh"
 #include "cuda/q8_tail.cuh"
 #include "cuda/round.cuh"
 
@@ -98,61 +99,16 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_reg_kernel(float* x, int64_t
                                                                const float* w, int64_t n, float eps, float* y,
                                                                int64_t ldy, Round r, uint8_t* xq,
                                                                int64_t xq_row_bytes) {
+  static_assert(kThreads == norm_row::kThreads, "norm_row's thread layout");
   __shared__ double scratch[32];
   const int64_t t = blockIdx.x;
-  const int tid = static_cast<int>(threadIdx.x);
   float4 g[NV];
-#pragma unroll
-  for (int j = 0; j < NV; ++j) {
-    const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
-    g[j] = w != nullptr && i < n ? __ldg(reinterpret_cast<const float4*>(w + i)) : make_float4(1, 1, 1, 1);
-  }
+  norm_row::load_weights(w, n, g);
   pdl_wait();
   pdl_trigger();
-  float* xr = x + t * ldx;
-  float4 v[NV];
-  double sum = 0.0;
-#pragma unroll
-  for (int j = 0; j < NV; ++j) {
-    const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
-    if (i >= n) break;
-    v[j] = *reinterpret_cast<const float4*>(xr + i);
-    if constexpr (kAdd) {
-      const float4 a = *reinterpret_cast<const float4*>(b + t * ldb + i);
-      v[j].x = ops::add_rn(v[j].x, a.x), v[j].y = ops::add_rn(v[j].y, a.y), v[j].z = ops::add_rn(v[j].z, a.z),
-      v[j].w = ops::add_rn(v[j].w, a.w);
-      *reinterpret_cast<float4*>(xr + i) = v[j];
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < NV; ++j) {
-    const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
-    if (i >= n) break;
-    sum += static_cast<double>(ops::mul_rn(v[j].x, v[j].x));
-    sum += static_cast<double>(ops::mul_rn(v[j].y, v[j].y));
-    sum += static_cast<double>(ops::mul_rn(v[j].z, v[j].z));
-    sum += static_cast<double>(ops::mul_rn(v[j].w, v[j].w));
-  }
-  sum = ops::block_sum(sum, scratch);
-  const float mean = static_cast<float>(sum / static_cast<double>(n));
-  const float scale = ops::div_rn(1.0f, __fsqrt_rn(ops::add_rn(mean, eps)));
-  float* yr = y + t * ldy;
-#pragma unroll
-  for (int j = 0; j < NV; ++j) {
-    const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
-    if (i >= n) break;
-    float4 o;
-    if (w != nullptr) {
-      o.x = ops::mul_rn(ops::mul_rn(v[j].x, scale), g[j].x), o.y = ops::mul_rn(ops::mul_rn(v[j].y, scale), g[j].y);
-      o.z = ops::mul_rn(ops::mul_rn(v[j].z, scale), g[j].z), o.w = ops::mul_rn(ops::mul_rn(v[j].w, scale), g[j].w);
-    } else {
-      o.x = ops::mul_rn(v[j].x, scale), o.y = ops::mul_rn(v[j].y, scale), o.z = ops::mul_rn(v[j].z, scale),
-      o.w = ops::mul_rn(v[j].w, scale);
-    }
-    o.x = round_to(r, o.x), o.y = round_to(r, o.y), o.z = round_to(r, o.z), o.w = round_to(r, o.w);
-    *reinterpret_cast<float4*>(yr + i) = o;
-    if (xq != nullptr) q8_quantize_quad(o, i, n, xq + t * xq_row_bytes);
-  }
+  float4 o[NV];
+  norm_row::normalize<kAdd, NV>(x + t * ldx, kAdd ? b + t * ldb : nullptr, g, w != nullptr, n, eps, y + t * ldy, r,
+                                xq != nullptr ? xq + t * xq_row_bytes : nullptr, scratch, o);
 }
 
 // Launches the register kernel when the row fits (NV float4 per thread, at most 8: n <=

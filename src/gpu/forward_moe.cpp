@@ -2,6 +2,9 @@
 // forward_qwen35.cpp, forward_gemma4.cpp): the router's fp32 logits, top-k routing into
 // b.ids / b.wts (cuda/moe_route.h), then the MoE backend (gpu/moe_backend.h), which adds the
 // weighted experts into the caller's rows.
+#include <cstdint>
+#include <cstdlib>
+
 #include "cuda/gemv.h"
 #include "cuda/moe_route.h"
 #include "gpu/forward.h"
@@ -29,6 +32,28 @@ void GpuForward::route_experts(int64_t il, const float* h, int64_t n_tok, bool x
          /*exact=*/true, xq_ready);
   cuda::moe_route(b_.router.as<float>(), n_expert, n_expert, n_tok, n_used, b_.ids.as<int32_t>(), b_.wts.as<float>(),
                   s);
+}
+
+// FT_MOE_NORM_ROUTE=0: the norm and the router as two launches (session 12's A/B).
+const bool g_norm_route = [] {
+  const char* e = std::getenv("FT_MOE_NORM_ROUTE");
+  return e == nullptr || *e != '0';
+}();
+
+bool GpuForward::norm_route_experts(int64_t il, const float* x, float* h, cudaStream_t s) const {
+  const model::HParams& hp = m_.hp;
+  const DevLayer& L = w_.layers[il];
+  if (!g_norm_route || L.router.parts.size() != 1 || L.router.row_scale != nullptr) return false;
+  const DevMatrix& r0 = L.router.parts[0];
+  const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (r0.scale != 1.0f || r0.k != hp.n_embd || !cuda::moe_norm_router_route_supported(r0.type, r0.k, r0.row_bytes) ||
+      !a16(x) || !a16(h) || !a16(b_.xq.get()) || !a16(r0.w) || (L.ffn_norm != nullptr && !a16(L.ffn_norm)))
+    return false;
+  cuda::moe_norm_router_route(x, L.ffn_norm, hp.rms_eps, num_.round, h, b_.xq.get(), hp.n_embd, r0.type, r0.w,
+                              r0.row_bytes, hp.n_expert, b_.router.as<float>(), hp.n_expert,
+                              static_cast<int>(hp.n_expert_used[il]), b_.ids.as<int32_t>(), b_.wts.as<float>(),
+                              b_.route_ticket.as<unsigned>(), s);
+  return true;
 }
 
 void GpuForward::run_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out,

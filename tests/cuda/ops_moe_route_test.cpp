@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "core/fp16.h"
+#include "cuda/act_q8.h"
+#include "cuda/norm.h"
 #include "engine/moe.h"
 #include "format/ggml_type.h"
 #include "ops_test_util.h"
@@ -146,6 +148,77 @@ TEST(CudaOpsMoeRoute, RouterFused) {
   check_fused(GgmlType::F32, 8, 64, 2, 2, false);
   check_fused(GgmlType::BF16, 256, 2048, 5, 8, true);
   check_fused(GgmlType::F32, 1, 32, 1, 1, false);
+}
+
+// moe_norm_router_route (one token) writes the bits of rmsnorm_q8 then moe_router_route on its
+// output: h, the Q8 copy, the logits, ids and weights, memcmp; with and without norm weights,
+// rounding, widths of 1, 2, 4 and 8 float4 per thread, weight types, tied router rows.
+void check_norm_fused(GgmlType type, int64_t n_expert, int64_t k, int n_used, bool weighted, Round round,
+                      bool dup_rows) {
+  SCOPED_TRACE(std::string(type_name(type)) + " n_expert " + std::to_string(n_expert) + " k " + std::to_string(k) +
+               " weighted " + std::to_string(weighted) + " dup " + std::to_string(dup_rows));
+  const int64_t es = type == GgmlType::F32 ? 4 : 2, row_bytes = (k * es + 15) / 16 * 16;
+  auto wf = randn(static_cast<size_t>(n_expert * k), static_cast<uint64_t>(n_expert + 3 * k), 0.05f);
+  if (dup_rows)
+    for (int64_t e = 1; e < n_expert; e += 2)
+      for (int64_t i = 0; i < k; ++i) wf[static_cast<size_t>(e * k + i)] = wf[static_cast<size_t>((e - 1) * k + i)];
+  std::vector<uint8_t> w(static_cast<size_t>(n_expert * row_bytes), 0);
+  for (int64_t e = 0; e < n_expert; ++e)
+    for (int64_t i = 0; i < k; ++i) {
+      const float v = wf[static_cast<size_t>(e * k + i)];
+      uint8_t* d = &w[static_cast<size_t>(e * row_bytes + i * es)];
+      if (type == GgmlType::F32) {
+        std::memcpy(d, &v, 4);
+      } else {
+        const uint16_t h = type == GgmlType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+        std::memcpy(d, &h, 2);
+      }
+    }
+  const auto x = randn(static_cast<size_t>(k), 11 + static_cast<uint64_t>(k), 3.0f);
+  auto nw = randn(static_cast<size_t>(k), 7, 0.3f);
+  for (auto& v : nw) v += 1.0f;
+  const int64_t xqb = act_q8_row_bytes(k);
+  DeviceBuffer dwt = to_device(w), dx = to_device(x), dnw = to_device(nw), dticket = to_device(std::vector<uint32_t>{0});
+  struct Out {
+    DeviceBuffer h, xq, l, ids, wts;
+  };
+  auto out = [&]() {
+    return Out{DeviceBuffer(static_cast<size_t>(k) * 4), DeviceBuffer(static_cast<size_t>(xqb)),
+               DeviceBuffer(static_cast<size_t>(n_expert) * 4), DeviceBuffer(static_cast<size_t>(n_used) * 4),
+               DeviceBuffer(static_cast<size_t>(n_used) * 4)};
+  };
+  Out a = out(), b = out();
+  const float* nwp = weighted ? dnw.as<float>() : nullptr;
+  rmsnorm_q8(dx.as<float>(), k, nwp, k, 1e-6f, 1, a.h.as<float>(), k, round, a.xq.get(), nullptr);
+  moe_router_route(a.h.as<float>(), k, 1, type, dwt.get(), row_bytes, k, n_expert, a.l.as<float>(), n_expert, n_used,
+                   a.ids.as<int32_t>(), a.wts.as<float>(), dticket.as<unsigned>(), nullptr);
+  for (int rep = 0; rep < 2; ++rep)
+    moe_norm_router_route(dx.as<float>(), nwp, 1e-6f, round, b.h.as<float>(), b.xq.get(), k, type, dwt.get(),
+                          row_bytes, n_expert, b.l.as<float>(), n_expert, n_used, b.ids.as<int32_t>(),
+                          b.wts.as<float>(), dticket.as<unsigned>(), nullptr);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(to_host<uint32_t>(dticket, 1)[0], 0u);
+  auto same = [](const DeviceBuffer& p, const DeviceBuffer& q, size_t n, const char* what) {
+    const auto u = to_host<uint8_t>(p, n), v = to_host<uint8_t>(q, n);
+    EXPECT_EQ(std::memcmp(u.data(), v.data(), n), 0) << what << " differs";
+  };
+  same(a.h, b.h, static_cast<size_t>(k) * 4, "h");
+  same(a.xq, b.xq, static_cast<size_t>(xqb), "Q8 copy");
+  same(a.l, b.l, static_cast<size_t>(n_expert) * 4, "logits");
+  same(a.ids, b.ids, static_cast<size_t>(n_used) * 4, "ids");
+  same(a.wts, b.wts, static_cast<size_t>(n_used) * 4, "weights");
+}
+
+TEST(CudaOpsMoeRoute, NormRouterFusedEqualsNormThenRouter) {
+  FT_OPS_REQUIRE_GPU();
+  check_norm_fused(GgmlType::F32, 128, 2048, 8, true, Round::kNone, false);  // Qwen3-30B-A3B
+  check_norm_fused(GgmlType::F32, 128, 2048, 8, true, Round::kNone, true);
+  check_norm_fused(GgmlType::BF16, 64, 4096, 6, false, Round::kBF16, false);
+  check_norm_fused(GgmlType::F16, 256, 1024, 8, true, Round::kF16, true);
+  check_norm_fused(GgmlType::F32, 60, 8192, 4, true, Round::kNone, false);
+  check_norm_fused(GgmlType::F32, 8, 96, 2, true, Round::kNone, false);
+  EXPECT_FALSE(moe_norm_router_route_supported(GgmlType::F32, 8224, 8224 * 4));
+  EXPECT_FALSE(moe_norm_router_route_supported(GgmlType::Q8_0, 2048, 2176));
 }
 
 // The warp route (default up to 256 experts / 32 chosen) and the block route give the same
