@@ -4,6 +4,8 @@
 # there), libfmt, and llama.cpp's CPU libraries for the parity oracle. Stripped, so the
 # carried tree stays under the device tool's 64 MiB.
 #   scripts/pack-device.sh [BUILD_DIR]      (default build-cuda, `cmake --preset cuda`)
+#   PACK_ONLY="ft test_cuda" scripts/pack-device.sh   only those binaries, no llama.cpp libraries
+#   (the carry limit is 64 MiB with the tracked tree, ~20 MiB of it the embedded model)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-cuda}
@@ -21,6 +23,7 @@ for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft
 done
 for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft-bigmodel ft-bench-gemv-cuda \
          ft-bench-gemm-cuda ft-bench-attention-cuda ft-bench-deltanet-cuda ft-bench-moe-cpu; do
+  if [ -n "${PACK_ONLY:-}" ] && ! [[ " $PACK_ONLY " == *" $(basename "$f") "* ]]; then continue; fi
   [ -f "$B/$f" ] && cp "$B/$f" "$OUT/" || echo "pack-device: no $B/$f (skipped)"
 done
 # Debian libraries the binaries link that the device image lacks (its CUDA image has glibc and
@@ -30,6 +33,7 @@ for f in "$OUT"/ft "$OUT"/test_cuda "$OUT"/test_parity "$OUT"/test_moe_cpu; do
 done | sort -u | { grep -vE '/lib(c|m|gcc_s|stdc\+\+|pthread|dl|rt)\.so' || true; } |
   while read -r lib; do cp -L "$lib" "$OUT/"; done
 L=.deps/llama/lib
+[ -n "${PACK_ONLY:-}" ] && L=/nonexistent
 for f in libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so libggml-cpu-x64.so \
          libggml-cpu-haswell.so libggml-cpu-skylakex.so libggml-cpu-icelake.so \
          libggml-cpu-sapphirerapids.so libggml-cpu-zen4.so; do
