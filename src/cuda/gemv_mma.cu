@@ -15,6 +15,14 @@
 // above: integer index arithmetic (IADD3, IMAD, LEA, VIADD: 377 of the kernel's 1120 static
 // SASS instructions, against 72 PRMT and 32 IMMA) is the next thing to cut. 13.60 us (53% of
 // read bandwidth) against the slab's 14.80.
+// Session 12 (H200, ncu of a Llama-8B decode step, 28672x4096 at 4 warps / 2 stages): the ALU
+// pipe was the busiest (52% of cycles: PRMT / LOP3 / SHF 66 / 49 / 44 a warp step), math-pipe
+// throttle and not-selected the top stalls, the FMA pipe at 9-15%. Moving the decoder's shifts
+// and sign flips to the FMA pipe (mul.hi / mad, the complement through a reversed table) and
+// giving the copies one base pointer a lane halved the ALU share (52% -> 25%), yet the kernel ran
+// 3-10% slower (dep 24.9-25.5 us vs 24.1; Llama-8B 388 vs 397 tok/s; a row-per-lane copy mapping
+// 30% slower, its copies filling the LSU queue). So the issue slots are not what holds this kernel
+// near 60% of read bandwidth; the code stayed as it was (the trial: bench/session12, benches/h200.md).
 //
 // Layout. A CTA of NW warps owns a 16-row tile; warp w streams the steps w, w + NW, ... of
 // the row (a step = 4 NVFP4 blocks = 144 bytes of each of the 16 rows, cp.async into an NS-deep

@@ -31,9 +31,7 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kMaxUsed = 64;
 // The tie fallback's sort stack (stl_sort::sort_with) for up to kMoeRouteMaxExperts experts.
-// stl_sort::stack_need(2048) = 23.
-constexpr int kSortStack = 24;
-static_assert(kMoeRouteMaxExperts <= 2048, "kSortStack covers 2048 experts");
+constexpr int kSortStack = stl_sort::stack_need(kMoeRouteMaxExperts);
 using SortRange = stl_sort::Range<int32_t>;
 constexpr float kWeightSumMin = 6.103515625e-5f;  // engine::kMoeWeightSumMin
 

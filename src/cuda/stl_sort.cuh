@@ -126,7 +126,7 @@ FT_OPS_HD void insertion_sort(T* v, int64_t first, int64_t last, Comp& comp) {
   }
 }
 
-FT_OPS_HD inline int floor_log2(int64_t n) {
+FT_OPS_HD constexpr int floor_log2(int64_t n) {
   int k = 0;
   while (n > 1) n >>= 1, ++k;
   return k;
@@ -141,7 +141,7 @@ struct Range {
   int depth;
 };
 
-FT_OPS_HD inline int stack_need(int64_t n) { return 2 * floor_log2(n < 1 ? 1 : n) + 1; }
+FT_OPS_HD constexpr int stack_need(int64_t n) { return 2 * floor_log2(n < 1 ? 1 : n) + 1; }
 
 // sort() below on the caller's stack of at least stack_need(n) entries. The GPU router keeps it in
 // shared memory: as a local array it was a 3,120-byte stack frame, and the driver reserves a

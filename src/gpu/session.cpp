@@ -188,8 +188,7 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
             "taken {:.1f} MiB ({:+.1f}% of declared), free {:.1f} MiB",
             static_cast<double>(mem_.weights) / kMiB, static_cast<double>(mem_.kv) / kMiB, n_ctx,
             static_cast<double>(mem_.workspace) / kMiB, static_cast<double>(mem_.moe) / kMiB,
-            static_cast<double>(mem_.taken) / kMiB,
-            100.0 * (static_cast<double>(mem_.taken) / static_cast<double>(mem_.declared()) - 1.0),
+            static_cast<double>(mem_.taken) / kMiB, mem_.over_declared_pct(mem_.taken),
             static_cast<double>(mem_.free_after) / kMiB);
 }
 
@@ -270,9 +269,9 @@ GpuSession::~GpuSession() {
   // Taken at load is read before any kernel ran; what the run added since (graphs, cuBLAS
   // workspaces, the driver's local-memory reserve for the kernels' stack frames) shows here.
   if (size_t f = 0, t = 0; mem_.free_before > 0 && cudaMemGetInfo(&f, &t) == cudaSuccess && f < mem_.free_before) {
-    const double taken = static_cast<double>(mem_.free_before - f);
-    log::info("cuda memory at the end: taken {:.1f} MiB ({:+.1f}% of declared)", taken / (1024.0 * 1024.0),
-              100.0 * (taken / static_cast<double>(mem_.declared()) - 1.0));
+    const size_t taken = mem_.free_before - f;
+    log::info("cuda memory at the end: taken {:.1f} MiB ({:+.1f}% of declared)",
+              static_cast<double>(taken) / (1024.0 * 1024.0), mem_.over_declared_pct(taken));
   }
   for (auto& [k, g] : graphs_by_shape_) cudaGraphExecDestroy(g);
   if (h_u_) cudaFreeHost(h_u_);

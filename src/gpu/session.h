@@ -52,6 +52,10 @@ struct GpuMemoryReport {
   size_t moe = 0;    // the MoE backend's slot pools and bookkeeping
   size_t host = 0;   // pinned host banks of an offload-family MoE backend
   size_t declared() const { return weights + kv + workspace + moe; }
+  // taken_bytes over declared(), as a signed percentage (+1.3: 1.3% more than declared).
+  double over_declared_pct(size_t taken_bytes) const {
+    return 100.0 * (static_cast<double>(taken_bytes) / static_cast<double>(declared()) - 1.0);
+  }
 };
 
 // Whether the GPU forward pass runs this model's architecture (llama, qwen3, qwen3moe,

@@ -78,21 +78,18 @@ TEST(CudaOpsMoeRoute, ExactTies) {
     }
 }
 
-// moe_router_route: the logits it writes are the fp32 dot products (checked against double
-// sums), and its ids / weights are exactly moe_route's for those logits (engine::moe_route
-// on the GPU's own logits: the routing part is bit-exact; ties included, from duplicated
-// weight rows). Called three times in a row: the ticket must come back to zero each time.
-void check_fused(GgmlType type, int64_t n_expert, int64_t k, int64_t n_tok, int n_used, bool dup_rows) {
-  SCOPED_TRACE(std::string(type_name(type)) + " n_expert " + std::to_string(n_expert) + " k " + std::to_string(k) +
-               " n_tok " + std::to_string(n_tok) + " n_used " + std::to_string(n_used) + " dup " +
-               std::to_string(dup_rows));
-  const int64_t es = type == GgmlType::F32 ? 4 : 2, row_bytes = (k * es + 15) / 16 * 16 + 16;
-  auto wf = randn(static_cast<size_t>(n_expert * k), static_cast<uint64_t>(n_expert + k), 0.05f);
-  if (dup_rows)  // experts 2j and 2j+1 get the same row: exactly tied logits
+// Random router rows (n_expert x k, `type` F32 / BF16 / F16, row_bytes apart, seeded by seed):
+// the bytes, and in wq the values they hold. dup_rows: experts 2j and 2j+1 get the same row
+// (exactly tied logits).
+std::vector<uint8_t> router_rows(GgmlType type, int64_t n_expert, int64_t k, int64_t row_bytes, uint64_t seed,
+                                 bool dup_rows, std::vector<float>& wq) {
+  const int64_t es = type == GgmlType::F32 ? 4 : 2;
+  auto wf = randn(static_cast<size_t>(n_expert * k), seed, 0.05f);
+  if (dup_rows)
     for (int64_t e = 1; e < n_expert; e += 2)
       for (int64_t i = 0; i < k; ++i) wf[static_cast<size_t>(e * k + i)] = wf[static_cast<size_t>((e - 1) * k + i)];
   std::vector<uint8_t> w(static_cast<size_t>(n_expert * row_bytes), 0);
-  std::vector<float> wq(wf.size());
+  wq.assign(wf.size(), 0.0f);
   for (int64_t e = 0; e < n_expert; ++e)
     for (int64_t i = 0; i < k; ++i) {
       const float v = wf[static_cast<size_t>(e * k + i)];
@@ -106,6 +103,20 @@ void check_fused(GgmlType type, int64_t n_expert, int64_t k, int64_t n_tok, int 
         wq[static_cast<size_t>(e * k + i)] = type == GgmlType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
       }
     }
+  return w;
+}
+
+// moe_router_route: the logits it writes are the fp32 dot products (checked against double
+// sums), and its ids / weights are exactly moe_route's for those logits (engine::moe_route
+// on the GPU's own logits: the routing part is bit-exact; ties included, from duplicated
+// weight rows). Called three times in a row: the ticket must come back to zero each time.
+void check_fused(GgmlType type, int64_t n_expert, int64_t k, int64_t n_tok, int n_used, bool dup_rows) {
+  SCOPED_TRACE(std::string(type_name(type)) + " n_expert " + std::to_string(n_expert) + " k " + std::to_string(k) +
+               " n_tok " + std::to_string(n_tok) + " n_used " + std::to_string(n_used) + " dup " +
+               std::to_string(dup_rows));
+  const int64_t es = type == GgmlType::F32 ? 4 : 2, row_bytes = (k * es + 15) / 16 * 16 + 16;
+  std::vector<float> wq;
+  const auto w = router_rows(type, n_expert, k, row_bytes, static_cast<uint64_t>(n_expert + k), dup_rows, wq);
   const int64_t ldx = k + 4, ld = n_expert + 3;
   const auto x = randn(static_cast<size_t>(n_tok * ldx), 5, 1.0f);
   DeviceBuffer dwt = to_device(w), dx = to_device(x), dl(static_cast<size_t>(n_tok * ld) * 4),
@@ -158,22 +169,8 @@ void check_norm_fused(GgmlType type, int64_t n_expert, int64_t k, int n_used, bo
   SCOPED_TRACE(std::string(type_name(type)) + " n_expert " + std::to_string(n_expert) + " k " + std::to_string(k) +
                " weighted " + std::to_string(weighted) + " dup " + std::to_string(dup_rows));
   const int64_t es = type == GgmlType::F32 ? 4 : 2, row_bytes = (k * es + 15) / 16 * 16;
-  auto wf = randn(static_cast<size_t>(n_expert * k), static_cast<uint64_t>(n_expert + 3 * k), 0.05f);
-  if (dup_rows)
-    for (int64_t e = 1; e < n_expert; e += 2)
-      for (int64_t i = 0; i < k; ++i) wf[static_cast<size_t>(e * k + i)] = wf[static_cast<size_t>((e - 1) * k + i)];
-  std::vector<uint8_t> w(static_cast<size_t>(n_expert * row_bytes), 0);
-  for (int64_t e = 0; e < n_expert; ++e)
-    for (int64_t i = 0; i < k; ++i) {
-      const float v = wf[static_cast<size_t>(e * k + i)];
-      uint8_t* d = &w[static_cast<size_t>(e * row_bytes + i * es)];
-      if (type == GgmlType::F32) {
-        std::memcpy(d, &v, 4);
-      } else {
-        const uint16_t h = type == GgmlType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
-        std::memcpy(d, &h, 2);
-      }
-    }
+  std::vector<float> wq;
+  const auto w = router_rows(type, n_expert, k, row_bytes, static_cast<uint64_t>(n_expert + 3 * k), dup_rows, wq);
   const auto x = randn(static_cast<size_t>(k), 11 + static_cast<uint64_t>(k), 3.0f);
   auto nw = randn(static_cast<size_t>(k), 7, 0.3f);
   for (auto& v : nw) v += 1.0f;

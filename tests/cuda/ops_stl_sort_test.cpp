@@ -73,7 +73,7 @@ TEST(CudaOpsStlSort, StackNeedIsEnough) {
         ASSERT_TRUE(stack[i].first == -7 && stack[i].last == -7 && stack[i].depth == -7) << "n " << n << " entry " << i;
     }
   }
-  EXPECT_EQ(stl_sort::stack_need(2048), 23);  // moe_route.cu's kSortStack holds 24
+  EXPECT_EQ(stl_sort::stack_need(2048), 23);  // moe_route.cu's kSortStack for 2048 experts
 }
 
 TEST(CudaOpsStlSort, HeapsortPathMatchesStdPartialSort) {
