@@ -21,8 +21,8 @@ mkdir -p "$M"
 # budget SECONDS WHAT: true while the call is younger than SECONDS, else logs that WHAT is skipped.
 budget() { [ $(($(date +%s) - T0)) -lt "$1" ] || { log "skipped (time): $2"; return 1; }; }
 # rows: the result rows of an `ft bench` or `llama-bench -o md` table (llama-bench right-aligns
-# its test column: "|           pp512 |").
-rows() { grep -E '^\|.*\|\s+(pp|tg)[0-9]+(\s+@\s+d[0-9]+)?\s+\|' ; }
+# its test column: "|           pp512 |"; depths: ft "tg128@d4096", llama-bench "tg128 @ d4096").
+rows() { grep -E '^\|.*\|\s+(pp|tg)[0-9]+(\s*@\s*d[0-9]+)?\s+\|' ; }
 
 # model PRESET: writes $M/PRESET.gguf with ft-bigmodel unless it exists; prints bytes_per_token.
 model() {
