@@ -49,3 +49,19 @@ llama_wait() {
 }
 
 finish() { tar czf "$OUT/$1.tgz" -C "$(dirname "$R")" "$(basename "$R")"; log done; }
+
+# ab_rounds VAR "V1 V2 .." ROUNDS MODEL_FILE [ft bench args]: ft bench's rows with VAR set to each
+# value in turn, alternating, ROUNDS rounds (host variance between calls reaches ~2.5%: an A/B runs
+# in one call). Rows go to $R/ft.md; stops at AB_BUDGET seconds into the call (default 500).
+ab_rounds() {
+  local var=$1 vals=$2 rounds=$3 f=$4 round v
+  shift 4
+  for round in $(seq "$rounds"); do
+    for v in $vals; do
+      budget "${AB_BUDGET:-500}" "$var=$v $(basename "$f")" || return 0
+      log "$var=$v round $round $(basename "$f")"
+      env "$var=$v" timeout 90 "$B/ft" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows |
+        sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
+    done
+  done
+}

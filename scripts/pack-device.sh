@@ -29,7 +29,7 @@ done
 # Debian libraries the binaries link that the device image lacks (its CUDA image has glibc and
 # libstdc++ only): whatever ldd resolves under /lib/x86_64-linux-gnu except those.
 for f in "$OUT"/ft "$OUT"/test_cuda "$OUT"/test_parity "$OUT"/test_moe_cpu; do
-  [ -f "$f" ] && ldd "$f" | awk '$3 ~ /^(\/usr)?\/lib\/x86_64-linux-gnu\// {print $3}'
+  if [ -f "$f" ]; then ldd "$f" | awk '$3 ~ /^(\/usr)?\/lib\/x86_64-linux-gnu\// {print $3}'; fi
 done | sort -u | { grep -vE '/lib(c|m|gcc_s|stdc\+\+|pthread|dl|rt)\.so' || true; } |
   while read -r lib; do cp -L "$lib" "$OUT/"; done
 L=.deps/llama/lib
@@ -37,7 +37,7 @@ L=.deps/llama/lib
 for f in libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so libggml-cpu-x64.so \
          libggml-cpu-haswell.so libggml-cpu-skylakex.so libggml-cpu-icelake.so \
          libggml-cpu-sapphirerapids.so libggml-cpu-zen4.so; do
-  [ -f "$L/$f" ] && cp -L "$L/$f" "$OUT/"
+  if [ -f "$L/$f" ]; then cp -L "$L/$f" "$OUT/"; fi
 done
 strip --strip-unneeded "$OUT"/* 2>/dev/null || true
 du -sh "$OUT"

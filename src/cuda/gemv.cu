@@ -146,6 +146,29 @@ void gemv_set_nvfp4_bulk(int mode, int warps, int stages, int ctas) {
   g_nvfp4_override.bulk_ctas = ctas;
 }
 
+// FT_GEMV_NVFP4_TMA=1 (or 1,W,J,S) sends the plan's mma launches to the warp-fed bulk-copy kernel
+// (gemv_mma_tma.cu); 2 also the one-token dense shapes the plan gives the slab kernel; 0 none
+// (not even the plan's).
+const bool g_env_tma = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_TMA");
+  if (e == nullptr || *e == '\0') return false;
+  int m = 0, w = 0, j = 0, st = 0;
+  if (std::sscanf(e, "%d,%d,%d,%d", &m, &w, &j, &st) >= 1) {
+    g_nvfp4_override.tma = m == 0 ? -1 : m;
+    g_nvfp4_override.tma_warps = w;
+    g_nvfp4_override.tma_chunk = j;
+    g_nvfp4_override.tma_stages = st;
+  }
+  return true;
+}();
+
+void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages) {
+  g_nvfp4_override.tma = mode;
+  g_nvfp4_override.tma_warps = warps;
+  g_nvfp4_override.tma_chunk = chunk;
+  g_nvfp4_override.tma_stages = stages;
+}
+
 void gemv_set_nvfp4_persist(int groups, int stages) {
   static const bool env_off = g_nvfp4_override.persist_off;  // FT_GEMV_NVFP4_PERSIST=0
   g_nvfp4_override.persist_off = groups < 0 || (groups == 0 && env_off);
@@ -212,6 +235,18 @@ Params checked_params(const GemvArgs& a) {
 // Whether the integer path takes a (else the float path).
 bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a.type); }
 
+// The integer-path lanes per row of this call (0: the table's).
+int call_lanes(const GemvArgs& a) { return a.plan_lanes != 0 ? a.plan_lanes : g_lanes_override; }
+
+// The NVFP4 kernels (gemv_nvfp4.cu) on p where a's type, path and plan knobs let them take it;
+// false, launching nothing, where they do not.
+bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream) {
+  Nvfp4Override nv = g_nvfp4_override;
+  if (a.plan_nvfp4_kernel >= 0) nv.kernel = a.plan_nvfp4_kernel;
+  return takes_q8(a) && a.type == GgmlType::NVFP4 && call_lanes(a) == 0 && nv.kernel != 0 &&
+         gemv_nvfp4(p, a.n_tok, a.ids != nullptr, nv, stream);
+}
+
 }  // namespace
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
@@ -223,12 +258,7 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     Params p = checked_params(first);
     p.w2 = a.w_pair;
     p.y2_off = a.w_pair_y_off;
-    const int lanes = a.plan_lanes != 0 ? a.plan_lanes : g_lanes_override;
-    Nvfp4Override nv = g_nvfp4_override;
-    if (a.plan_nvfp4_kernel >= 0) nv.kernel = a.plan_nvfp4_kernel;
-    if (takes_q8(first) && a.type == GgmlType::NVFP4 && lanes == 0 && nv.kernel != 0 &&
-        gemv_nvfp4(p, a.n_tok, true, nv, stream))
-      return;
+    if (nvfp4_launch(first, p, stream)) return;
     GemvArgs second = first;
     second.w = a.w_pair;
     second.y = a.y + a.w_pair_y_off;
@@ -239,16 +269,11 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
   }
   const Params p = checked_params(a);
   const bool grouped = a.ids != nullptr, q8 = takes_q8(a);
-  const int lanes = a.plan_lanes != 0 ? a.plan_lanes : g_lanes_override;
-  Nvfp4Override nv = g_nvfp4_override;
-  if (a.plan_nvfp4_kernel >= 0) nv.kernel = a.plan_nvfp4_kernel;
-  if (q8 && a.type == GgmlType::NVFP4 && lanes == 0 && nv.kernel != 0) {
-    if (gemv_nvfp4(p, a.n_tok, grouped, nv, stream)) return;
-  }
+  if (nvfp4_launch(a, p, stream)) return;
   if (q8) {
     Q8Plan over;
     over.stages = g_stages_override;
-    over.lanes = lanes;
+    over.lanes = call_lanes(a);
     over.rows = g_rows_override;
     gemv_q8(a.type, p, a.n_tok, grouped, over, stream);
   } else {

@@ -31,6 +31,8 @@ struct Nvfp4Override {
   bool persist_off = false;  // FT_GEMV_NVFP4_PERSIST=0: the plan without the persistent kernel
   int bulk = 0;               // FT_GEMV_NVFP4_BULK: 1 the bulk kernel where the mma kernel is planned, 2 wherever it fits
   int bulk_warps = 0, bulk_stages = 0, bulk_ctas = 0;
+  int tma = 0;  // FT_GEMV_NVFP4_TMA: 0 the plan, -1 never, 1 where the mma kernel is planned, 2 wherever it fits
+  int tma_warps = 0, tma_chunk = 0, tma_stages = 0;
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -61,6 +63,21 @@ inline int max_smem_optin() {
     return n;
   }();
   return v;
+}
+
+// Resident CTAs per SM of `kernel` at `smem` bytes and `threads`, cached per kernel in `cache`
+// (smem << 32 | ctas; one occupancy query per size, not per launch); above 48 KB the kernel is
+// first allowed the opt-in maximum (unless set_limit is false: the caller set its own).
+template <class K>
+int cached_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t>& cache, bool set_limit = true) {
+  const uint64_t c = cache.load(std::memory_order_relaxed);
+  if ((c >> 32) == smem && (c & 0xFFFFFFFFu) != 0) return static_cast<int>(c & 0xFFFFFFFFu);
+  if (set_limit && smem > size_t{48} << 10)
+    FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()));
+  int blocks = 0;
+  FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+  cache.store((static_cast<uint64_t>(smem) << 32) | static_cast<uint64_t>(blocks), std::memory_order_relaxed);
+  return blocks;
 }
 
 // Launches gemv_kernel<Policy, NT, R> on p (plan fields lpr_log2, stages, cbp, chunk_* set)
@@ -115,5 +132,9 @@ bool gemv_nvfp4_mma_persist(const Params& p, int64_t n_tok, bool grouped, int fo
 // as gemv_nvfp4_mma at the same warps (4, 8 or 16); ctas CTAs per SM (0: 1) streaming their tiles.
 bool gemv_nvfp4_mma_bulk(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, int ctas,
                          cudaStream_t stream);
+// The warp-fed bulk-copy mma kernel (gemv_mma_tma.cu, sm_90+): the same shapes as gemv_nvfp4_mma,
+// another fp32 order; warps 4 or 8, chunks of 2 / 4 / 8 steps, 1 or 2 in flight (0: its defaults).
+bool gemv_nvfp4_mma_tma(const Params& p, int64_t n_tok, bool grouped, int warps, int chunk, int stages,
+                        cudaStream_t stream);
 
 }  // namespace ft::cuda::gemv_detail

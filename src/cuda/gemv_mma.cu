@@ -150,18 +150,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   }
 }
 
-template <class K>
-int mma_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t>& cache) {
-  const uint64_t c = cache.load(std::memory_order_relaxed);
-  if ((c >> 32) == smem && (c & 0xFFFFFFFFu) != 0) return static_cast<int>(c & 0xFFFFFFFFu);
-  if (smem > size_t{48} << 10)
-    FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()));
-  int blocks = 0;
-  FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
-  cache.store((static_cast<uint64_t>(smem) << 32) | static_cast<uint64_t>(blocks), std::memory_order_relaxed);
-  return blocks;
-}
-
 std::atomic<int64_t> g_mma_launches{0};
 
 template <int NW, int NS>
@@ -170,7 +158,7 @@ bool launch_mma(const Params& p, cudaStream_t stream) {
   if (sm.total > max_smem_optin()) return false;
   auto kernel = nvfp4_mma_kernel<NW, NS>;
   static std::atomic<uint64_t> cache{0};
-  if (mma_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);

@@ -185,11 +185,9 @@ bool launch_bulk(const Params& p, int ctas, cudaStream_t stream) {
   const int64_t n_cta = std::min<int64_t>(n_tiles, static_cast<int64_t>(sm_count()) * ctas);
   const BulkSmem sm = bulk_smem(p.k, NW, NS, (n_tiles + n_cta - 1) / n_cta);
   if (sm.total + static_smem > max_smem_optin()) return false;
-  if (ctas > 1) {  // that many must fit on an SM at once, or the grid is not one wave
-    int fit = 0;
-    FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, (NW + 1) * 32, sm.total));
-    if (fit < ctas) return false;
-  }
+  static std::atomic<uint64_t> cache{0};  // that many must fit on an SM at once, or the grid is not one wave
+  if (ctas > 1 && cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), (NW + 1) * 32, cache, false) < ctas)
+    return false;
   const dim3 grid(static_cast<unsigned>(n_cta));
   launch_pdl(kernel, grid, dim3((NW + 1) * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_bulk_launches.fetch_add(1, std::memory_order_relaxed);

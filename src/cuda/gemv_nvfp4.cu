@@ -455,16 +455,9 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
 // above 48 KB the kernel is first allowed the opt-in maximum.
 template <class K>
 int ctas_per_sm(K kernel, size_t smem, std::atomic<uint64_t>& cache) {
-  const uint64_t c = cache.load(std::memory_order_relaxed);
-  if ((c >> 32) == smem && (c & 0xFFFFFFFFu) != 0) return static_cast<int>(c & 0xFFFFFFFFu);
-  if (smem > size_t{48} << 10) {
-    if (smem > static_cast<size_t>(max_smem_optin())) fail_message("cuda gemv: nvfp4 plan needs too much shared memory");
-    FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()));
-  }
-  int blocks = 0;
-  FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, smem));
+  if (smem > static_cast<size_t>(max_smem_optin())) fail_message("cuda gemv: nvfp4 plan needs too much shared memory");
+  const int blocks = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (blocks < 1) fail_message("cuda gemv: nvfp4 kernel does not fit on an SM");
-  cache.store((static_cast<uint64_t>(smem) << 32) | static_cast<uint64_t>(blocks), std::memory_order_relaxed);
   return blocks;
 }
 
@@ -559,6 +552,12 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;
   if (over.persist_groups > 0) pl.persist_groups = over.persist_groups;
   if (over.persist_stages > 0) pl.persist_stages = over.persist_stages;
+  // The warp-fed bulk-copy mma kernel, planned or switched on (gemv_set_nvfp4_tma; -1 off).
+  const bool tma_plan = pl.tma && over.tma == 0 && over.kernel < 0 && !over.mma_off && over.bulk == 0;
+  if (tma_plan || over.tma == 2 || (over.tma == 1 && pl.kernel == 3 && over.kernel < 0)) {
+    const int w = over.tma_warps > 0 ? over.tma_warps : pl.mma_warps;
+    if (gemv_nvfp4_mma_tma(p, nt, grouped, w, over.tma_chunk, over.tma_stages, stream)) return true;
+  }
   // The bulk-copy mma kernel where it is switched on (gemv_set_nvfp4_bulk): the mma kernel's
   // bits at the same warps.
   if (over.bulk == 2 || (over.bulk == 1 && pl.kernel == 3 && over.kernel < 0)) {

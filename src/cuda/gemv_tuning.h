@@ -112,6 +112,9 @@ struct GemvNvfp4Plan {
   // kernel 3 at persist_fold warps; CTAs of persist_groups x persist_fold warps, stages.
   bool persist = false;
   int persist_fold = 4, persist_groups = 1, persist_stages = 2;
+  // The warp-fed bulk-copy mma kernel (gemv_mma_tma.cu) instead of kernel 3, at its defaults
+  // (the mma warps; a warp's steps in one chunk): kernel-3 shapes with k <= kNvfp4TmaMaxK.
+  bool tma = false;
 };
 // The mma kernel (gemv_mma.cu) takes dense one-token launches with k % 256 == 0 (whole
 // 4-block steps; 16-byte aligned rows, checked at launch) and at least this many rows (run 10:
@@ -180,6 +183,16 @@ inline void gemv_nvfp4_persist_shape(int64_t rows, int64_t k, GemvNvfp4Plan& pl)
   }
 }
 
+// The warp-fed bulk-copy mma kernel (gemv_mma_tma.cu; H200 session 13, ft-bench-gemv-cuda
+// --experts, us back to back / after a dependent quantiser, the plan -> the kernel at its
+// defaults): 5120x2048 3.88 / 5.09 -> 3.96 / 4.74, 2048x4096 4.50 / 4.65 -> 3.48 / 5.31, 4096x4096
+// 5.75 / 6.40 -> 5.66 / 7.68, 6144x4096 7.43 / 8.44 -> 7.10 / 9.53, 28672x4096 23.54 / 24.81 ->
+// 26.30 / 28.44, 14336x4096 13.71 / 14.80 -> 14.62 / 17.14; other chunkings (2-8 steps, 1-2 in
+// flight, 4 / 8 warps) no better after a dependent kernel. End to end (one call, alternating):
+// Qwen3-30B-A3B (its qkv 5120x2048 routed) tg128 406.05 / 406.07 vs 402.92 / 403.02; Llama-8B
+// (qkv 6144x4096, gate/up 28672x4096 routed) 370.9 / 373.6 vs 394.9 / 393.9. So: k <= 2048 only.
+inline constexpr int64_t kNvfp4TmaMaxK = 2048;
+
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
 // decoder (H200 run 5); with the sign-split decoder the dense one-token shapes gain (run 8:
 // 14336x4096 14.04 vs 15.46 us, 4096x14336 14.58 vs 14.56) and the expert ones still lose
@@ -242,6 +255,7 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   if (!grouped && n_tok == 1 && nb % 4 == 0 && rows >= kNvfp4MmaMinRows) pl.kernel = 3;
   gemv_nvfp4_mma_shape(rows, k, pl.mma_warps, pl.mma_stages);
   if (!grouped && n_tok == 1 && nb % 4 == 0) gemv_nvfp4_persist_shape(rows, k, pl);
+  pl.tma = pl.kernel == 3 && !pl.persist && k <= kNvfp4TmaMaxK;
   return pl;
 }
 
@@ -274,6 +288,13 @@ int64_t gemv_nvfp4_persist_launches();
 void gemv_set_nvfp4_bulk(int mode, int warps, int stages, int ctas = 0);
 // Launches of the bulk-copy kernel so far.
 int64_t gemv_nvfp4_bulk_launches();
+// The warp-fed bulk-copy mma kernel (gemv_mma_tma.cu): mode 0 the plan (GemvNvfp4Plan::tma), -1
+// never, 1 where the plan has the mma kernel, 2 on every one-token dense shape it takes; warps 4 or 8 (0: the plan's mma
+// warps), chunk steps 2 / 4 / 8 and stages 1 / 2 (0: its defaults). FT_GEMV_NVFP4_TMA=MODE[,W,J,S]
+// sets it at start-up. Defined in gemv.cu.
+void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages);
+// Launches of the warp-fed bulk-copy kernel so far.
+int64_t gemv_nvfp4_tma_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.

@@ -457,6 +457,32 @@ void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok,
 
 void moe_route_set_warp(int on) { g_warp_route = on < 0 ? 1 : on; }
 
+namespace {
+
+// The expert counts both router launches take (fails with `who` in the message).
+void check_route_counts(const char* who, int64_t n_expert, int n_used) {
+  if (n_expert <= 0 || n_expert > kMoeRouteMaxExperts || n_used <= 0 || n_used > n_expert || n_used > kMaxUsed)
+    fail_message(std::string(who) + ": n_expert " + std::to_string(n_expert) + " / n_used " + std::to_string(n_used) +
+                 " out of range");
+}
+
+// Shared memory of router_finish for n_tok tokens: the warp route holds probs + order per
+// token's warp; the block route probs, order and the logits.
+size_t route_smem(int64_t n_tok, int64_t n_expert, bool warp) {
+  return warp ? static_cast<size_t>(n_tok * n_expert) * (sizeof(float) + sizeof(int32_t))
+              : static_cast<size_t>(n_expert) * (2 * sizeof(float) + sizeof(int32_t));
+}
+
+// f(WT{}) for the router weights' element type (F32, BF16, F16; callers checked it).
+template <class F>
+void by_weight_type(GgmlType type, F&& f) {
+  if (type == GgmlType::F32) f(float{});
+  else if (type == GgmlType::BF16) f(__nv_bfloat16{});
+  else f(__half{});
+}
+
+}  // namespace
+
 bool moe_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes, int64_t n_tok) {
   return (type == GgmlType::F32 || type == GgmlType::BF16 || type == GgmlType::F16) && k > 0 && k % 4 == 0 &&
          row_bytes % 16 == 0 && n_tok >= 1 && n_tok <= kMoeRouterMaxTokens;
@@ -471,47 +497,36 @@ void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type,
     fail_message("moe_router_route: needs F32/BF16/F16 router weights, k % 4 == 0, 16-byte aligned rows and "
                  "activations, 1.." + std::to_string(kMoeRouterMaxTokens) + " tokens and a ticket counter (k = " +
                  std::to_string(k) + ", n_tok = " + std::to_string(n_tok) + ")");
-  if (n_expert <= 0 || n_expert > kMoeRouteMaxExperts || n_used <= 0 || n_used > n_expert || n_used > kMaxUsed)
-    fail_message("moe_router_route: n_expert " + std::to_string(n_expert) + " / n_used " + std::to_string(n_used) +
-                 " out of range");
+  check_route_counts("moe_router_route", n_expert, n_used);
   const unsigned grid = static_cast<unsigned>(n_expert);  // one block per expert row
   const bool warp = use_warp_route(static_cast<int>(n_expert), n_used);
-  // Warp route: probs + order per token's warp; block route: probs, order and the logits.
-  const size_t smem = warp ? static_cast<size_t>(n_tok * n_expert) * (sizeof(float) + sizeof(int32_t))
-                           : static_cast<size_t>(n_expert) * (2 * sizeof(float) + sizeof(int32_t));
-  auto go = [&](auto kernel) {
-    launch_pdl(kernel, dim3(grid), dim3(kRouterThreads), smem, s, x, ldx, static_cast<int>(n_tok),
-               static_cast<const uint8_t*>(w), row_bytes, k, static_cast<int>(n_expert), logits, ld, n_used, ids,
-               weights, ticket, warp);
-  };
-  if (type == GgmlType::F32)
-    go(router_route_kernel<float>);
-  else if (type == GgmlType::BF16)
-    go(router_route_kernel<__nv_bfloat16>);
-  else
-    go(router_route_kernel<__half>);
+  const size_t smem = route_smem(n_tok, n_expert, warp);
+  by_weight_type(type, [&](auto wt) {
+    launch_pdl(router_route_kernel<decltype(wt)>, dim3(grid), dim3(kRouterThreads), smem, s, x, ldx,
+               static_cast<int>(n_tok), static_cast<const uint8_t*>(w), row_bytes, k, static_cast<int>(n_expert), logits,
+               ld, n_used, ids, weights, ticket, warp);
+  });
   FT_CUDA_CHECK_LAUNCH();
 }
 
 
-bool moe_norm_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes) {
+bool moe_norm_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes, const void* x, const void* norm_w,
+                                     const void* h, const void* xq, const void* w) {
+  for (const void* p : {x, norm_w, h, xq, w})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   return moe_router_route_supported(type, k, row_bytes, 1) && k % 32 == 0 && k <= 8 * 4 * kRouterThreads;
 }
 
 void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round round, float* h, void* xq,
                            int64_t k, GgmlType type, const void* w, int64_t row_bytes, int64_t n_expert, float* logits,
                            int64_t ld, int n_used, int32_t* ids, float* weights, unsigned* ticket, cudaStream_t s) {
-  const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (!moe_norm_router_route_supported(type, k, row_bytes) || !a16(x) || !a16(h) || !a16(xq) || !a16(w) ||
-      (norm_w != nullptr && !a16(norm_w)) || ticket == nullptr)
+  if (!moe_norm_router_route_supported(type, k, row_bytes, x, norm_w, h, xq, w) || x == nullptr || h == nullptr ||
+      xq == nullptr || w == nullptr || ticket == nullptr)
     fail_message("moe_norm_router_route: needs F32/BF16/F16 router weights, k % 32 == 0 and k <= 8192, 16-byte "
                  "aligned rows, activations and outputs, and a ticket counter (k = " + std::to_string(k) + ")");
-  if (n_expert <= 0 || n_expert > kMoeRouteMaxExperts || n_used <= 0 || n_used > n_expert || n_used > kMaxUsed)
-    fail_message("moe_norm_router_route: n_expert " + std::to_string(n_expert) + " / n_used " +
-                 std::to_string(n_used) + " out of range");
+  check_route_counts("moe_norm_router_route", n_expert, n_used);
   const bool warp = use_warp_route(static_cast<int>(n_expert), n_used);
-  const size_t smem = warp ? static_cast<size_t>(n_expert) * (sizeof(float) + sizeof(int32_t))
-                           : static_cast<size_t>(n_expert) * (2 * sizeof(float) + sizeof(int32_t));
+  const size_t smem = route_smem(1, n_expert, warp);
   auto* xq8 = static_cast<uint8_t*>(xq);
   const auto* wb = static_cast<const uint8_t*>(w);
   auto go = [&](auto kernel) {
@@ -526,9 +541,7 @@ void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round
     else if (nv <= 4) go(norm_router_route_kernel<WT, 4>);
     else go(norm_router_route_kernel<WT, 8>);
   };
-  if (type == GgmlType::F32) by_nv(float{});
-  else if (type == GgmlType::BF16) by_nv(__nv_bfloat16{});
-  else by_nv(__half{});
+  by_weight_type(type, by_nv);
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -11,6 +11,14 @@
 #include "model/model.h"
 
 namespace ft::gpu {
+namespace {
+
+// A router the one-launch kernels take: one part, no row or tensor scale.
+bool router_one_launch(const DevLayer& L) {
+  return L.router.parts.size() == 1 && L.router.row_scale == nullptr && L.router.parts[0].scale == 1.0f;
+}
+
+}  // namespace
 
 void GpuForward::route_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, bool one_launch,
                                cudaStream_t s) const {
@@ -19,8 +27,8 @@ void GpuForward::route_experts(int64_t il, const float* h, int64_t n_tok, bool x
   const int64_t n_embd = hp.n_embd, n_expert = hp.n_expert;
   const int n_used = static_cast<int>(hp.n_expert_used[il]);
   const DevMatrix& r0 = L.router.parts[0];
-  if (one_launch && n_tok <= cuda::kGemvMaxTokens && L.router.parts.size() == 1 && L.router.row_scale == nullptr &&
-      r0.scale == 1.0f && cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, n_tok)) {
+  if (one_launch && n_tok <= cuda::kGemvMaxTokens && router_one_launch(L) &&
+      cuda::moe_router_route_supported(r0.type, r0.k, r0.row_bytes, n_tok)) {
     // Decode: router GEMV and routing in one launch.
     cuda::moe_router_route(h, n_embd, n_tok, r0.type, r0.w, r0.row_bytes, r0.k, n_expert, b_.router.as<float>(),
                            n_expert, n_used, b_.ids.as<int32_t>(), b_.wts.as<float>(),
@@ -43,11 +51,10 @@ const bool g_norm_route = [] {
 bool GpuForward::norm_route_experts(int64_t il, const float* x, float* h, cudaStream_t s) const {
   const model::HParams& hp = m_.hp;
   const DevLayer& L = w_.layers[il];
-  if (!g_norm_route || L.router.parts.size() != 1 || L.router.row_scale != nullptr) return false;
+  if (!g_norm_route || !router_one_launch(L)) return false;
   const DevMatrix& r0 = L.router.parts[0];
-  const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (r0.scale != 1.0f || r0.k != hp.n_embd || !cuda::moe_norm_router_route_supported(r0.type, r0.k, r0.row_bytes) ||
-      !a16(x) || !a16(h) || !a16(b_.xq.get()) || !a16(r0.w) || (L.ffn_norm != nullptr && !a16(L.ffn_norm)))
+  if (r0.k != hp.n_embd ||
+      !cuda::moe_norm_router_route_supported(r0.type, r0.k, r0.row_bytes, x, L.ffn_norm, h, b_.xq.get(), r0.w))
     return false;
   cuda::moe_norm_router_route(x, L.ffn_norm, hp.rms_eps, num_.round, h, b_.xq.get(), hp.n_embd, r0.type, r0.w,
                               r0.row_bytes, hp.n_expert, b_.router.as<float>(), hp.n_expert,

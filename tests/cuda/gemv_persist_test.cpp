@@ -217,11 +217,13 @@ TEST(CudaGemvPersist, PlanRoutesAndSwitches) {
   // The plan's persistent routes run it (or, where the plan leaves it off, the others).
   const Problem pr = make_problem(2048, 4230, rng);
   const GemvNvfp4Plan pl = gemv_nvfp4_plan(4230, 2048, 1, 1, 1, false);
-  const int64_t p0 = gemv_nvfp4_persist_launches(), m0 = gemv_nvfp4_mma_launches();
+  const int64_t p0 = gemv_nvfp4_persist_launches(), m0 = gemv_nvfp4_mma_launches(), t0 = gemv_nvfp4_tma_launches();
   std::vector<float> init(static_cast<size_t>(pr.rows + 5), poison());
   (void)run(pr, false, Round::kNone, false, init);
+  const bool tma = pl.tma && bulk_copy_supported();
   EXPECT_EQ(gemv_nvfp4_persist_launches(), p0 + (pl.persist ? 1 : 0));
-  EXPECT_EQ(gemv_nvfp4_mma_launches(), m0 + (!pl.persist && pl.kernel == 3 ? 1 : 0));
+  EXPECT_EQ(gemv_nvfp4_tma_launches(), t0 + (tma ? 1 : 0));
+  EXPECT_EQ(gemv_nvfp4_mma_launches(), m0 + (!pl.persist && !tma && pl.kernel == 3 ? 1 : 0));
   // Declined shapes (k % 256 != 0; fewer rows than a tile) fall back to the other kernels when
   // forced, and still write every row.
   gemv_set_nvfp4_override(4, 0, 0);
@@ -289,6 +291,65 @@ TEST(CudaGemvBulk, SwitchRoutes) {
   EXPECT_EQ(gemv_nvfp4_bulk_launches(), b1);
   for (int r = 0; r < 33; ++r) EXPECT_FALSE(is_poison(y[static_cast<size_t>(r)]));
   gemv_set_nvfp4_bulk(0, 0, 0);
+}
+
+// The warp-fed bulk-copy kernel (gemv_mma_tma.cu) at warps / chunk / stages: its own fp32 order,
+// so against the twin within the fp32 bound (verify with itself as the bitwise reference), and
+// the same bits launch after launch.
+void check_tma(const Problem& pr, int warps, int chunk, int stages, int variant) {
+  SCOPED_TRACE("tma warps " + std::to_string(warps) + " chunk " + std::to_string(chunk) + " stages " +
+               std::to_string(stages) + " k " + std::to_string(pr.k) + " rows " + std::to_string(pr.rows) +
+               " variant " + std::to_string(variant));
+  const Variant v = variant_of(pr, variant);
+  gemv_set_nvfp4_tma(2, warps, chunk, stages);
+  const int64_t t0 = gemv_nvfp4_tma_launches();
+  const auto got = run(pr, v.rs, v.round, v.acc, v.init);
+  const auto again = run(pr, v.rs, v.round, v.acc, v.init);
+  gemv_set_nvfp4_tma(0, 0, 0, 0);
+  ASSERT_EQ(gemv_nvfp4_tma_launches(), t0 + 2) << "the tma kernel did not run";
+  ASSERT_EQ(std::memcmp(got.data(), again.data(), got.size() * sizeof(float)), 0) << "not deterministic";
+  verify(pr, v, got, got, true);
+}
+
+// k of one step (warps without steps) to 56 (partial last chunks), a partial last tile, more
+// tiles than one wave, every instance.
+TEST(CudaGemvTma, MatchesTwin) {
+  FT_REQUIRE_GPU();
+  if (!bulk_copy_supported()) GTEST_SKIP() << "bulk copies need sm_90";
+  std::mt19937 rng(1301);
+  struct Shape {
+    int64_t k, rows;
+  };
+  int variant = 0;
+  for (const Shape sh : {Shape{256, 16}, Shape{2048, 77}, Shape{2304, 45}, Shape{4096, 333}, Shape{14336, 70},
+                         Shape{4096, 4230}}) {
+    const Problem pr = make_problem(sh.k, sh.rows, rng);
+    for (int warps : {4, 8})
+      for (int chunk : {2, 4, 8})
+        for (int stages : {1, 2}) {
+          if (warps * chunk * stages == 128) continue;  // 299 KB of chunks: never fits
+          check_tma(pr, warps, chunk, stages, variant++);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+  }
+}
+
+TEST(CudaGemvTma, SwitchRoutes) {
+  FT_REQUIRE_GPU();
+  if (!bulk_copy_supported()) GTEST_SKIP() << "bulk copies need sm_90";
+  std::mt19937 rng(98);
+  const Problem pr = make_problem(4096, 6144, rng), slab = make_problem(4096, 1024, rng);
+  const std::vector<float> init(static_cast<size_t>(6144 + 5), poison());
+  // Mode 1 takes the plan's mma launches only, mode 2 also the slab kernel's, -1 none (k 4096:
+  // mode 0, the plan, none either; its k 2048 route: PlanRoutesAndSwitches).
+  for (int mode : {-1, 0, 1, 2}) {
+    gemv_set_nvfp4_tma(mode, 0, 0, 0);
+    const int64_t t0 = gemv_nvfp4_tma_launches();
+    (void)run(pr, false, Round::kNone, false, init);
+    (void)run(slab, false, Round::kNone, false, std::vector<float>(1024 + 5, poison()));
+    EXPECT_EQ(gemv_nvfp4_tma_launches(), t0 + (mode <= 0 ? 0 : mode == 1 ? 1 : 2)) << "mode " << mode;
+  }
+  gemv_set_nvfp4_tma(0, 0, 0, 0);
 }
 
 }  // namespace

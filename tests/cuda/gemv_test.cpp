@@ -753,6 +753,8 @@ TEST(CudaGemvNvfp4, PackedRowsFillTheLanes) {
   EXPECT_EQ(qkv.kernel, 3);
   EXPECT_EQ(qkv.mma_warps, 4);
   EXPECT_EQ(qkv.mma_stages, 3);
+  EXPECT_TRUE(qkv.tma);     // session 13: k <= 2048 takes the warp-fed bulk-copy form
+  EXPECT_FALSE(dense.tma);  // k 4096: the mma kernel
   EXPECT_EQ(gemv_nvfp4_plan(4096, 2048, 1, 1, 1, false).mma_warps, 4);  // 8 steps: 2 per warp
   EXPECT_EQ(gemv_nvfp4_plan(2048, 4096, 1, 1, 1, false).mma_warps, 8);
   EXPECT_EQ(gemv_nvfp4_plan(1024, 4096, 1, 1, 1, false).kernel, 1);
@@ -929,16 +931,17 @@ TEST(CudaGemvNvfp4, MmaMatchesTwin) {
   }
   gemv_set_nvfp4_override(-1, 0, 0);
   // Routed by the plan (264+ CTAs of 16 rows, H200 run 11): 4230 rows (a partial last tile),
-  // k 2048 (4 warps x 2 steps), to the mma kernel or its persistent form (gemv_mma_persist.cu,
-  // the same sums; tests/cuda/gemv_persist_test.cpp); 4096 rows as the plan says.
+  // k 2048 (4 warps x 2 steps), to the mma kernel, its persistent form (gemv_mma_persist.cu,
+  // the same sums) or the warp-fed bulk-copy form (gemv_mma_tma.cu; tests/cuda/gemv_persist_test.cpp);
+  // 4096 rows as the plan says.
   {
-    auto tc = [] { return gemv_nvfp4_mma_launches() + gemv_nvfp4_persist_launches(); };
+    auto tc = [] { return gemv_nvfp4_mma_launches() + gemv_nvfp4_persist_launches() + gemv_nvfp4_tma_launches(); };
     const int64_t before = tc();
     check_dense_q8({GgmlType::NVFP4, 2048, 4230, 1, 2, quant::Round::kNone, 0, true}, rng);
     EXPECT_EQ(tc(), before + 1);
     const GemvNvfp4Plan pl = gemv_nvfp4_plan(4096, 2048, 1, 1, 1, false);
     check_dense_q8({GgmlType::NVFP4, 2048, 4096, 1, 2, quant::Round::kNone, 0, false}, rng);
-    EXPECT_EQ(tc(), before + 1 + (pl.kernel == 3 || pl.persist ? 1 : 0));
+    EXPECT_EQ(tc(), before + 1 + (pl.kernel == 3 || pl.persist || pl.tma ? 1 : 0));
   }
   gemv_set_nvfp4_override(3, 0, 0);
   // Declined shapes fall back.
