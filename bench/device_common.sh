@@ -65,3 +65,17 @@ ab_rounds() {
     done
   done
 }
+
+# llama_bench_rows UNTIL FILE..: llama.cpp's llama-bench -p 512 -n 128 -ngl 99 -fa 1 -r 2 on each file
+# (after llama_wait set LB) while the call is younger than UNTIL seconds; rows into
+# $R/llama-bench.md, whole tables into $R/lb_raw.md.
+llama_bench_rows() {
+  local until=$1 f
+  shift
+  [ -x "${LB:-}" ] || { log "no llama-bench"; return 0; }
+  for f in "$@"; do
+    budget "$until" "llama-bench $f" || break
+    timeout 60 "$LB" -m "$f" -p 512 -n 128 -ngl 99 -fa 1 -r 2 -o md 2>>"$R/lb.err" | tee -a "$R/lb_raw.md" | rows |
+      tee -a "$R/llama-bench.md"
+  done
+}
