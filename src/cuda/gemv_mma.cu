@@ -23,6 +23,10 @@
 // 3-10% slower (dep 24.9-25.5 us vs 24.1; Llama-8B 388 vs 397 tok/s; a row-per-lane copy mapping
 // 30% slower, its copies filling the LSU queue). So the issue slots are not what holds this kernel
 // near 60% of read bandwidth; the code stayed as it was (the trial: bench/session12, benches/h200.md).
+// Session 13: nor is it the memory-level parallelism of the ring. One cp.async.bulk.prefetch.L2 of
+// the CTA's whole tile (16 contiguous rows) at its start, before pdl_wait, made every shape slower
+// (28672x4096 23.5 -> 28.3 us, 14336x4096 13.7 -> 17.0; Llama-8B tg128 345 vs 388 tok/s); a warp
+// streaming its own contiguous steps by bulk copies (gemv_mma_tma.cu) wins only at k <= 2048.
 //
 // Layout. A CTA of NW warps owns a 16-row tile; warp w streams the steps w, w + NW, ... of
 // the row (a step = 4 NVFP4 blocks = 144 bytes of each of the 16 rows, cp.async into an NS-deep
