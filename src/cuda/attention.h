@@ -71,7 +71,24 @@ struct AttnArgs {
   // blocks of each head in its epilogue, so the wo GEMV's input needs no quantise launch;
   // the other paths quantise `out` after themselves.
   void* out_q8 = nullptr;
+  // Optional, the rope inside the decode kernel (attention_fused_rope_supported): q and the new
+  // key come raw from qkv_raw (one token: q heads, then k heads, then v heads, head_dim apart;
+  // q is not read), are normed (q_norm_w / k_norm_w, rms eps; nullptr: no norm) and rotated
+  // (rope table rope_cs of n_rot values a position, at *d_pos; neox pairs or adjacent) exactly as
+  // qk_norm_rope_store would, and the new K and V rows are stored into the caches: one launch
+  // for qk_norm_rope_store + attention, the same bits.
+  const float* qkv_raw = nullptr;
+  const float* q_norm_w = nullptr;
+  const float* k_norm_w = nullptr;
+  float rms_eps = 0.0f;
+  const float* rope_cs = nullptr;
+  int n_rot = 0;
+  bool neox = false;
 };
+
+// Whether attention() takes AttnArgs::qkv_raw for these arguments: one token, equal k / v head
+// dims of at most 128, the dedicated decode kernel (not the SIMT one forced for tests).
+bool attention_fused_rope_supported(const AttnArgs& a);
 
 // Device workspace that attention() needs for calls of up to max_tok query tokens: 64 KB of
 // ticket counters, then the decode split partials, [min(max_tok, 8) * n_head]

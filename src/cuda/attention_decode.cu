@@ -90,9 +90,19 @@ void attention_set_decode_override(int mode, int max_rows, int blocks_per_sm, in
   g_decode_keys_per_slot = keys_per_slot;
 }
 
+bool attention_fused_rope_supported(const AttnArgs& a) {
+  using namespace attn_detail;
+  return a.n_tok == 1 && a.head_dim_k == a.head_dim_v && a.head_dim_k <= 128 && g_decode_mode != 1 &&
+         a.n_rot >= 0 && a.n_rot % 2 == 0 && a.n_rot <= a.head_dim_k;
+}
+
 void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   using namespace attn_detail;
   check_args(a, "cuda attention_decode");
+  if (a.qkv_raw != nullptr && (!attention_fused_rope_supported(a) || a.rope_cs == nullptr))
+    fail_message("cuda attention_decode: the rope inside (qkv_raw) needs one token, equal k / v head dims <= 128, "
+                 "the dedicated kernel and a rope table (head_dim " + std::to_string(a.head_dim_k) + ", n_tok " +
+                 std::to_string(a.n_tok) + ")");
   if (a.n_tok > kAttnDecodeMaxTokens)
     fail_message("cuda attention_decode: n_tok = " + std::to_string(a.n_tok) + " must be at most " +
                  std::to_string(kAttnDecodeMaxTokens));
@@ -195,6 +205,19 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
   p.out_q8 = static_cast<uint8_t*>(a.out_q8);  // the kernel's epilogue writes it
   p.q8_k = a.n_head * d;
   p.q8_row_bytes = act_q8_row_bytes(p.q8_k);
+  if (a.qkv_raw != nullptr) {
+    p.rq = a.qkv_raw;
+    p.rk = a.qkv_raw + a.n_head * d;
+    p.rv = p.rk + a.n_head_kv * d;
+    p.q_norm_w = a.q_norm_w;
+    p.k_norm_w = a.k_norm_w;
+    p.eps = a.rms_eps;
+    p.rope_cs = a.rope_cs;
+    p.n_rot = a.n_rot;
+    p.neox = a.neox;
+    p.k_store = const_cast<void*>(a.k_cache);  // the layer's cache, writable memory
+    p.v_store = const_cast<void*>(a.v_cache);
+  }
   dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, g_decode_scatter, g_decode_pipe, p,
                   dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(splits),
                        static_cast<unsigned>(a.n_head_kv)),

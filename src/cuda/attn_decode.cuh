@@ -29,9 +29,11 @@
 #include "cuda/attention.h"
 #include "cuda/attn_decode_tuning.cuh"
 #include "cuda/attn_plan.cuh"
+#include "cuda/attn_types.cuh"
 #include "cuda/check.h"
 #include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
+#include "cuda/rope_head.cuh"
 #include "cuda/round.cuh"
 
 namespace ft::cuda::attn_detail {
@@ -55,7 +57,24 @@ struct DecodeParams {
   Round round;
   uint8_t* out_q8;       // nullptr, or the Q8 copy of out (act_q8.h rows of q8_k values)
   int64_t q8_k, q8_row_bytes;
+  // The rope inside (AttnArgs::qkv_raw; rq nullptr: q is roped and the new key and value are in
+  // the cache): one token, its raw q heads (head h at rq + h D), k heads (rk + g D) and v heads
+  // (rv + g D), normed and rotated here by rope_head.cuh's body; the blocks of the chunk holding
+  // the new key use it from shared memory, and those of row block 0 store it into k_store /
+  // v_store (the caches) at row *d_pos.
+  const float *rq, *rk, *rv;
+  const float *q_norm_w, *k_norm_w;
+  float eps;
+  const float* rope_cs;
+  int n_rot;
+  bool neox;
+  void *k_store, *v_store;
 };
+
+// Rows of D floats of s_acc the fused rope stages in before the key loop: the block's R q
+// heads, a stage per warp, the new key (the merge reuses s_acc after the loop).
+template <int D, int R>
+inline constexpr bool kFusedRopeFits = (kDecodeWarps * (32 / (D / 8))) * R >= R + kDecodeWarps + 1;
 
 // Eight cache elements of one lane, as loaded (16 bytes, 32 for f32).
 template <class T>
@@ -68,6 +87,14 @@ __device__ __forceinline__ void kv_load(const T* p, KvRaw<T>& r) {
   const uint4* u = reinterpret_cast<const uint4*>(p);
 #pragma unroll
   for (int i = 0; i < static_cast<int>(sizeof(r.w) / 16); ++i) r.w[i] = __ldg(u + i);
+}
+
+// The same from shared memory (the fused rope's new key and value).
+template <class T>
+__device__ __forceinline__ void kv_load_shared(const T* p, KvRaw<T>& r) {
+  const uint4* u = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(r.w) / 16); ++i) r.w[i] = u[i];
 }
 
 template <class T>
@@ -253,6 +280,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
   __shared__ float s_lm[R * 2];
   __shared__ float s_pm[R * kDecodeMergeMax * 2];
   __shared__ int s_last;
+  __shared__ __align__(16) T s_new[2][D];  // fused rope: the new key and value as the cache holds them
 
   pdl_wait();
   pdl_trigger();
@@ -272,6 +300,42 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
   const int64_t last_key = pos + (row0 + rows_here - 1) / p.group;  // the block's last row sees it
   if (kend > last_key + 1) kend = last_key + 1;
 
+  // The fused rope: this block's q heads into s_acc; the chunk holding the new key also ropes
+  // that key and converts it and the value to the cache type (row block 0 stores them).
+  const bool fused = kFusedRopeFits<D, R> && p.rq != nullptr;  // the host asks only where it fits
+  if constexpr (kFusedRopeFits<D, R>) {
+    if (fused) {
+      constexpr int KP = D >= 64 ? D / 64 : 1;
+      float co[KP], si[KP];
+      rope_detail::load_pairs(p.rope_cs + pos * p.n_rot, p.n_rot, lane, co, si);
+      float* buf = s_acc + (R + warp) * D;
+      float* kf = s_acc + (R + kDecodeWarps) * D;
+      const bool has_new = kbeg <= pos && pos < kend;
+      const int n_items = rows_here + (has_new ? 2 : 0);
+      for (int it = warp; it < n_items; it += kDecodeWarps) {
+        if (it < rows_here) {
+          const RowRef rr = row_ref(row0 + it, g, p.group);
+          rope_detail::head(p.rq + rr.h * D, s_acc + it * D, D, p.q_norm_w, p.eps, co, si, p.n_rot, p.neox, p.round,
+                            buf, lane);
+        } else if (it == rows_here) {
+          rope_detail::head(p.rk + g * D, kf, D, p.k_norm_w, p.eps, co, si, p.n_rot, p.neox, p.round, buf, lane);
+          T* dst = static_cast<T*>(p.k_store) + pos * p.kv_stride + g * D;
+          for (int i = lane; i < D; i += 32) {
+            s_new[0][i] = from_float<T>(kf[i]);
+            if (rb == 0) dst[i] = s_new[0][i];
+          }
+        } else {
+          T* dst = static_cast<T*>(p.v_store) + pos * p.kv_stride + g * D;
+          for (int i = lane; i < D; i += 32) {
+            s_new[1][i] = from_float<T>(p.rv[g * D + i]);
+            if (rb == 0) dst[i] = s_new[1][i];
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+
   // q of this lane's 8 columns, pre-scaled; the last key each row sees (-1: padding row).
   float q[R][8];
   int32_t lim[R];  // n_ctx < 2^31 (check_args)
@@ -283,7 +347,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
     if (r < rows_here) {
       const RowRef rr = row_ref(row0 + r, g, p.group);
       lim[r] = static_cast<int32_t>(pos + rr.t);
-      const float* qr = p.q + rr.t * p.ldq + rr.h * D + sub * 8;
+      const float* qr = fused ? s_acc + r * D + sub * 8 : p.q + rr.t * p.ldq + rr.h * D + sub * 8;
 #pragma unroll
       for (int e = 0; e < 8; ++e) q[r][e] = qr[e] * p.scale_log2;
     }
@@ -306,7 +370,10 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
 #pragma unroll
     for (int u = 0; u < NK; ++u) {
       const int64_t j = jw + kslot + u * KPW;
-      if (j < kend) {
+      if (fused && j == pos && j < kend) {  // the new key: not in the cache yet for this block
+        kv_load_shared(&s_new[0][sub * 8], kr[u]);
+        kv_load_shared(&s_new[1][sub * 8], vr[u]);
+      } else if (j < kend) {
         kv_load(kc + j * p.kv_stride, kr[u]);
         kv_load(vc + j * p.kv_stride, vr[u]);
       } else {

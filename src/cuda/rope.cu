@@ -14,6 +14,7 @@
 #include "cuda/ops_math.cuh"
 #include "cuda/ops_reduce.cuh"
 #include "cuda/pdl.cuh"
+#include "cuda/rope_head.cuh"
 #include "cuda/round.cuh"
 
 namespace ft::cuda {
@@ -39,50 +40,16 @@ __global__ void qk_norm_rope_kernel(float* x, int64_t ld, int64_t n_head, int64_
   const int64_t t = blockIdx.x;
   const int64_t pos = d_base != nullptr ? static_cast<int64_t>(d_pos[t]) : static_cast<int64_t>(*d_pos) + t;
   const int64_t row = d_base != nullptr ? static_cast<int64_t>(d_base[t]) + pos : pos;  // K/V cache row
-  const float* c = cs + pos * n_rot;
-  const int half = n_rot / 2;
-  // This lane's cos/sin pairs (i = lane + 32k), loaded before the heads' norms: they wait on
-  // the position load, and fetched in the rotation loop they added a second L2 round trip
-  // after the norm (the same values for every head of the token).
+  // This lane's cos/sin pairs, loaded before the heads' norms: they wait on the position load,
+  // and fetched in the rotation loop they added a second L2 round trip after the norm (the same
+  // values for every head of the token).
   constexpr int kPairs = static_cast<int>(kRopeMaxHeadDim / 64);
   float co[kPairs], si[kPairs];
-#pragma unroll
-  for (int k = 0; k < kPairs; ++k) {
-    const int i = lane + 32 * k;
-    co[k] = i < half ? c[2 * i] : 0.0f;
-    si[k] = i < half ? c[2 * i + 1] : 0.0f;
-  }
+  rope_detail::load_pairs(cs + pos * n_rot, n_rot, lane, co, si);
   float* buf = stage[warp];
   for (int64_t h = blockIdx.y * kWarps + warp; h < n_head + n_head_kv; h += static_cast<int64_t>(gridDim.y) * kWarps) {
     float* hp = x + t * ld + h * hd;
-    const float* w = h < n_head ? q_norm_w : k_norm_w;
-    if (w != nullptr) {
-      double sum = 0.0;
-      for (int64_t i = lane; i < hd; i += 32) {
-        const float v = hp[i];
-        sum += static_cast<double>(ops::mul_rn(v, v));
-      }
-      sum = ops::warp_sum(sum);
-      const float mean = static_cast<float>(sum / static_cast<double>(hd));
-      const float s = ops::div_rn(1.0f, __fsqrt_rn(ops::add_rn(mean, eps)));
-      for (int64_t i = lane; i < hd; i += 32) buf[i] = round_to(r, ops::mul_rn(ops::mul_rn(hp[i], s), w[i]));
-    } else {
-      for (int64_t i = lane; i < hd; i += 32) buf[i] = hp[i];
-    }
-    __syncwarp();
-#pragma unroll
-    for (int k = 0; k < kPairs; ++k) {
-      const int i = lane + 32 * k;
-      if (i >= half) break;
-      const int ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
-      const float a = buf[ia], b = buf[ib];
-      // The first product fused, the second rounded, as engine::rope_apply (ggml-cpu's).
-      hp[ia] = round_to(r, ops::fma_rn(a, co[k], -ops::mul_rn(b, si[k])));
-      hp[ib] = round_to(r, ops::fma_rn(a, si[k], ops::mul_rn(b, co[k])));
-    }
-    if (w != nullptr)
-      for (int64_t i = n_rot + lane; i < hd; i += 32) hp[i] = buf[i];
-    __syncwarp();  // buf is refilled for the next head; hp is final
+    rope_detail::head(hp, hp, hd, h < n_head ? q_norm_w : k_norm_w, eps, co, si, n_rot, neox, r, buf, lane);
     if constexpr (!std::is_void_v<T>) {
       if (h >= n_head) {  // a k head: store it as kv_store does (same lanes wrote hp above)
         T* dst = static_cast<T*>(kv.k_cache) + row * n_head_kv * hd + (h - n_head) * hd;

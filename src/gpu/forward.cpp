@@ -1,6 +1,7 @@
 #include "gpu/forward.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "cuda/attention.h"
@@ -45,6 +46,12 @@ void fill_common(A& a, const DevMatrix& p, const DevLinear& l, const float* x, i
 
 // Decode sizes run the GEMV family; larger batches the tensor-core GEMM.
 bool use_gemv(int64_t n_tok) { return n_tok <= cuda::kGemvMaxTokens; }
+
+// FT_ATTN_ROPE=0: the q/k norm, rope and KV store in their own launch before the attention.
+const bool g_attn_rope = [] {
+  const char* e = std::getenv("FT_ATTN_ROPE");
+  return e == nullptr || *e != '0';
+}();
 
 }  // namespace
 
@@ -113,27 +120,18 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   }
   // Decode: the attention kernel also writes the Q8 copy the wo GEMV reads (one launch fewer).
   const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
-  rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr);
+  rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
+                       /*fuse_rope=*/true);
   linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo);
 }
 
 void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_t n_tok, float* out, int64_t ldo,
-                                      cudaStream_t s, void* out_q8) const {
+                                      cudaStream_t s, void* out_q8, bool fuse_rope) const {
   const model::HParams& hp = m_.hp;
   const DevLayer& L = w_.layers[il];
   const int64_t hd = hp.head_dim_k, nh = hp.n_head[il], nkv = hp.n_head_kv[il];
   const int64_t q_dim = nh * hd, kv_dim = nkv * hd;
   const int32_t* pos = b_.pos.as<int32_t>();
-  // Norm + rope of q and k, and K and V into the cache, in one launch.
-  cuda::KvStore kv;
-  kv.type = num_.kv;
-  kv.k_cache = b_.k_cache[il].get();
-  kv.v_cache = b_.v_cache[il].get();
-  kv.v = qkv + q_dim + kv_dim;
-  kv.ldv = ld;
-  kv.v_head_dim = hp.head_dim_v;
-  cuda::qk_norm_rope_store(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps, b_.rope_cs.as<float>(),
-                           hp.rope.n_rot, hp.rope.type == model::RopeType::kNeox, pos, num_.round, kv, s);
   cuda::AttnArgs a;
   a.n_head = nh;
   a.n_head_kv = nkv;
@@ -153,6 +151,28 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   a.round = num_.round;
   a.ws_zeroed = true;  // GpuBuffers zeroed the workspace's counters once
   a.out_q8 = out_q8;
+  const bool neox = hp.rope.type == model::RopeType::kNeox;
+  if (fuse_rope && g_attn_rope) {  // the norm, rope and KV store inside the attention launch
+    cuda::AttnArgs f = a;
+    f.qkv_raw = qkv;
+    f.q_norm_w = L.q_norm;
+    f.k_norm_w = L.k_norm;
+    f.rms_eps = hp.rms_eps;
+    f.rope_cs = b_.rope_cs.as<float>();
+    f.n_rot = static_cast<int>(hp.rope.n_rot);
+    f.neox = neox;
+    if (cuda::attention_fused_rope_supported(f)) return cuda::attention(f, b_.attn_ws.get(), s);
+  }
+  // Norm + rope of q and k, and K and V into the cache, in one launch.
+  cuda::KvStore kv;
+  kv.type = num_.kv;
+  kv.k_cache = b_.k_cache[il].get();
+  kv.v_cache = b_.v_cache[il].get();
+  kv.v = qkv + q_dim + kv_dim;
+  kv.ldv = ld;
+  kv.v_head_dim = hp.head_dim_v;
+  cuda::qk_norm_rope_store(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps, b_.rope_cs.as<float>(),
+                           hp.rope.n_rot, neox, pos, num_.round, kv, s);
   cuda::attention(a, b_.attn_ws.get(), s);
 }
 

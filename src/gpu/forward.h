@@ -50,8 +50,10 @@ class GpuForward {
   // K and V into layer il's cache, causal attention over it into out (ldo apart). The
   // attention of llama / qwen3 and of qwen35's gated attention layers. out_q8: also out's
   // Q8 copy for the integer GEMV (cuda::AttnArgs::out_q8; decode writes it in its epilogue).
+  // fuse_rope: one decode token may take the q/k norm, rope and KV store inside the attention
+  // launch (cuda::AttnArgs::qkv_raw; FT_ATTN_ROPE=0 off); qkv's q and k are then left unrotated.
   void rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_t n_tok, float* out, int64_t ldo,
-                            cudaStream_t s, void* out_q8 = nullptr) const;
+                            cudaStream_t s, void* out_q8 = nullptr, bool fuse_rope = false) const;
   void ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   // The routed experts of MoE layer il (gpu/forward_moe.cpp), every architecture:
   // route_experts: router logits of h (n_tok rows of n_embd, fp32 logits) and top-k routing
