@@ -79,3 +79,17 @@ llama_bench_rows() {
       tee -a "$R/llama-bench.md"
   done
 }
+
+# same_tokens VAR MODEL_FILE [N]: N (48) greedy tokens of a fixed prompt with VAR=1 and with VAR=0;
+# logs whether they are the same (the on/off check the session 13 scripts wrote out each time).
+same_tokens() {
+  local var=$1 f=$2 n=${3:-48} v b
+  b=$(basename "$f" .gguf)
+  for v in 1 0; do
+    env "$var=$v" timeout 60 "$B/ft" generate --model "$f" --device cuda --prompt-tokens 1,2,3,4,5,6,7,8 \
+      --max-tokens "$n" --temperature 0 --ignore-eos --json > "$R/gen_${b}_${var}_$v.json" 2>>"$R/ft.err"
+  done
+  python3 -c "
+import json; a=json.load(open('$R/gen_${b}_${var}_1.json'))['tokens']; b=json.load(open('$R/gen_${b}_${var}_0.json'))['tokens']
+print('$b $var on / off:', 'same %d tokens' % len(a) if a == b else 'DIFFER', len(a), len(b))" 2>&1 | tee -a "$R/log.txt"
+}
