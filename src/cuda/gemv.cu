@@ -130,12 +130,7 @@ const bool g_env_bulk = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_BULK");
   if (e == nullptr || *e == '\0') return false;
   int m = 0, w = 0, st = 0, c = 0;
-  if (std::sscanf(e, "%d,%d,%d,%d", &m, &w, &st, &c) >= 1) {
-    g_nvfp4_override.bulk = m;
-    g_nvfp4_override.bulk_warps = w;
-    g_nvfp4_override.bulk_stages = st;
-    g_nvfp4_override.bulk_ctas = c;
-  }
+  if (std::sscanf(e, "%d,%d,%d,%d", &m, &w, &st, &c) >= 1) gemv_set_nvfp4_bulk(m, w, st, c);
   return true;
 }();
 
@@ -153,12 +148,7 @@ const bool g_env_tma = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_TMA");
   if (e == nullptr || *e == '\0') return false;
   int m = 0, w = 0, j = 0, st = 0;
-  if (std::sscanf(e, "%d,%d,%d,%d", &m, &w, &j, &st) >= 1) {
-    g_nvfp4_override.tma = m == 0 ? -1 : m;
-    g_nvfp4_override.tma_warps = w;
-    g_nvfp4_override.tma_chunk = j;
-    g_nvfp4_override.tma_stages = st;
-  }
+  if (std::sscanf(e, "%d,%d,%d,%d", &m, &w, &j, &st) >= 1) gemv_set_nvfp4_tma(m == 0 ? -1 : m, w, j, st);
   return true;
 }();
 
