@@ -159,6 +159,17 @@ void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages) {
   g_nvfp4_override.tma_stages = stages;
 }
 
+// FT_GEMV_NVFP4_MOE=0 keeps grouped NVFP4 launches on the slab / packed kernels (the A/B of the
+// MoE tensor-core kernel, gemv_mma_moe.cu).
+const bool g_env_moe = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_MOE");
+  if (e == nullptr || *e == '\0') return false;
+  gemv_set_nvfp4_moe(*e == '0' ? 0 : 1);
+  return true;
+}();
+
+void gemv_set_nvfp4_moe(int mode) { g_nvfp4_override.moe_off = mode == 0; }
+
 void gemv_set_nvfp4_persist(int groups, int stages) {
   static const bool env_off = g_nvfp4_override.persist_off;  // FT_GEMV_NVFP4_PERSIST=0
   g_nvfp4_override.persist_off = groups < 0 || (groups == 0 && env_off);

@@ -591,6 +591,14 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (over.decode == 1 || over.decode == 2) pl.decode = over.decode;
   if (over.minb >= 4 && over.minb <= 8 && over.minb != 7) pl.minb = over.minb;
   if (pl.kernel == 0) return false;
+  // Grouped one-token launches: the MoE tensor-core kernel where it takes them, with the slab or
+  // packed kernel's bits (so not when a test or benchmark forces one of those or a variant).
+  if (grouped && nt == 1 && (pl.kernel == 1 || pl.kernel == 2) && over.kernel < 0 && !over.moe_off &&
+      over.rows == 0 && over.x_smem == 0 && over.decode == 0 && over.minb == 0 &&
+      gemv_nvfp4_mma_moe(p, n_tok, pl.kernel == 2 ? 1 : 0, stream)) {
+    if (p.w2 != nullptr) g_pair_launches.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
 
   // Vector width: 16 bytes when every row, expert and (partial) slab or piece starts
   // 16-aligned (36 * nb % 16 == 0 needs nb % 4 == 0), else 4; rows off 4 bytes: generic kernel.
