@@ -93,3 +93,23 @@ same_tokens() {
 import json; a=json.load(open('$R/gen_${b}_${var}_1.json'))['tokens']; b=json.load(open('$R/gen_${b}_${var}_0.json'))['tokens']
 print('$b $var on / off:', 'same %d tokens' % len(a) if a == b else 'DIFFER', len(a), len(b))" 2>&1 | tee -a "$R/log.txt"
 }
+
+# ab_envs ROUNDS MODEL_FILE "ENV=V [ENV=V..]" "ENV=V.." .. -- [ft bench args]: ft bench's rows under each
+# environment in turn, alternating, ROUNDS rounds (ab_rounds for settings of several variables; "-" for
+# none). Rows go to $R/ft.md, each after its log line; stops at AB_BUDGET seconds (default 500).
+ab_envs() {
+  local rounds=$1 f=$2 round e
+  shift 2
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  for round in $(seq "$rounds"); do
+    for e in "${envs[@]}"; do
+      budget "${AB_BUDGET:-500}" "$e $(basename "$f")" || return 0
+      log "$e round $round $(basename "$f")"
+      [ "$e" = "-" ] && e=""
+      env $e timeout 90 "$B/ft" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows |
+        sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
+    done
+  done
+}

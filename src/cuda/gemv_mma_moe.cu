@@ -40,7 +40,9 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
+#include "cuda/ops_math.cuh"
 #include "cuda/pdl.cuh"
+#include "cuda/q8_tail.cuh"
 
 namespace ft::cuda::gemv_detail {
 namespace {
@@ -56,19 +58,30 @@ struct MoeSmem {
   int frag, xd, bars, stage, red, fin, total;
   int nbp;  // floats per row of red (nb, odd: the final pass reads rows conflict-free)
 };
-MoeSmem moe_smem(int64_t k, int n_dots, int nw, int pitch) {
+MoeSmem moe_smem(int64_t k, int n_x, int n_dots, int nw, int pitch) {
   const int nb = static_cast<int>(k / 64);
   MoeSmem m{};
   m.nbp = nb | 1;
   m.frag = 16;
-  m.xd = m.frag + n_dots * (nb / 2) * kMmaFragGroupBytes;
-  m.bars = ((m.xd + n_dots * 2 * nb * 4) + 15) & ~15;
+  m.xd = m.frag + n_x * (nb / 2) * kMmaFragGroupBytes;
+  m.bars = ((m.xd + n_x * 2 * nb * 4) + 15) & ~15;
   m.stage = m.bars + ((nw * 8 + 127) & ~127);
   m.red = m.stage + nw * kRows * pitch;
   m.fin = m.red + n_dots * kRows * m.nbp * 4;
   m.total = m.fin + n_dots * kRows * 4;
   return m;
 }
+
+// What a launch computes beyond Params: the fp32 order to mirror (0 slab, 1 packed), halves
+// (2: the pair), dots per CTA, and the SwiGLU epilogue (h != nullptr; see gemv_launch.h).
+struct MoeRun {
+  int order = 0, halves = 1, n_dots = 1;
+  float* h = nullptr;
+  int64_t ldh = 0;
+  uint8_t* hq = nullptr;
+  int64_t hq_row = 0;
+  Round h_round = Round::kNone;
+};
 
 // The row's sum of its block values v[0..nb) (stride 1) in the order of the kernel it mirrors.
 __device__ __forceinline__ float row_sum(const float* v, int nb, int order) {
@@ -93,30 +106,30 @@ __device__ __forceinline__ float row_sum(const float* v, int nb, int order) {
 }
 
 template <int NW, int J>
-__global__ void __launch_bounds__(NW * 32) nvfp4_moe_kernel(const Params p, const MoeSmem sm, int order,
-                                                            int halves, int n_dots) {
+__global__ void __launch_bounds__(NW * 32) nvfp4_moe_kernel(const Params p, const MoeSmem sm, const MoeRun run) {
   constexpr int kPitch = moe_pitch(J);
   extern __shared__ __align__(128) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
-  const bool combine = p.slot_w != nullptr;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const bool combine = p.slot_w != nullptr, glu = run.h != nullptr;
+  const int n_dots = run.n_dots, halves = run.halves;
+  // The CTA's rows: one 16-row tile; with the SwiGLU two (a Q8 block of 32 outputs).
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * (glu ? 2 * kRows : kRows);
   const int nb = static_cast<int>(p.k / 64), n_steps = nb / kMmaStepBlocks;
-  // Dot d of this CTA: slot and half (the pair's second tensor).
+  // Dot d of this CTA: its slot, half (the pair's second tensor), first row and activation row.
   const int task = static_cast<int>(blockIdx.y);
-  auto slot_of = [&](int d) { return combine ? task * p.n_used + d : task / halves; };
-  const int half = combine ? 0 : task % halves;
-  const uint8_t* w = half ? p.w2 : p.w;
+  auto slot_of = [&](int d) { return combine ? task * p.n_used + d : glu ? task : task / halves; };
+  auto half_of = [&](int d) { return glu ? d >> 1 : combine ? 0 : task % halves; };
+  auto row_of = [&](int d) { return row0 + (glu ? kRows * (d & 1) : 0); };
   const int u0 = warp * (n_dots * n_steps) / NW, u1 = (warp + 1) * (n_dots * n_steps) / NW;
   uint8_t* ring = smem + sm.stage + warp * (kRows * kPitch);
   uint64_t* bar = reinterpret_cast<uint64_t*>(smem + sm.bars) + warp;
   float* red = reinterpret_cast<float*>(smem + sm.red);
-  const int64_t rows_left = p.rows - row0;
-  const int my_row = rows_left > lane ? lane : static_cast<int>(rows_left) - 1;  // rows past the last: the last
 
   if (lane == 0) mbar_init(bar, 1);
   __syncwarp();
-  // Chunk at unit u: up to J steps of u's dot, not past u1 (returns the unit after it).
+  // Chunk at unit u: up to J steps of u's dot, not past u1 (returns the unit after it). Rows past
+  // the last read the last row (their sums are never stored).
   auto issue = [&](int u) {
     const int d = u / n_steps, s0 = u - d * n_steps;
     const int js = min(min(J, n_steps - s0), u1 - u);
@@ -125,9 +138,11 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_moe_kernel(const Params p, cons
     __syncwarp();
     if (lane < kRows) {
       const int64_t e = p.ids[slot_of(d)];
+      const int64_t row = min(row_of(d) + lane, p.rows - 1);
       bulk_g2s(ring + lane * kPitch,
-               w + e * p.expert_bytes + (row0 + my_row) * p.row_bytes + static_cast<int64_t>(s0) * kMmaRowStep, len,
-               bar);
+               (half_of(d) ? p.w2 : p.w) + e * p.expert_bytes + row * p.row_bytes +
+                   static_cast<int64_t>(s0) * kMmaRowStep,
+               len, bar);
     }
     return u + js;
   };
@@ -136,10 +151,21 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_moe_kernel(const Params p, cons
   pdl_wait();
   pdl_trigger();
   int next = u0 < u1 ? issue(u0) : u1;
+  // Thread (d, r) of the final pass: its row's scale and combine weight, loaded while the weights
+  // stream in (after the sums they were two dependent round trips, ids -> bank, on every CTA's tail).
+  const int fi = static_cast<int>(threadIdx.x), fd = fi / kRows;
+  float f_s = 0.0f, f_w = 0.0f;
+  if (fd < n_dots && row_of(fd) + (fi - fd * kRows) < p.rows) {
+    const int64_t row = row_of(fd) + (fi - fd * kRows);
+    const float ss = slot_scale(p, slot_of(fd), half_of(fd));
+    f_s = p.row_scale != nullptr ? p.row_scale[row] * ss : ss;
+    if (combine) f_w = p.slot_w[slot_of(fd)];
+  }
 
-  // Activation rows of the dots (slot / x_div each), the E2M1 table.
-  mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.xq_row, slot_of(0), p.x_div, n_dots,
-              p.k, nb, NW * 32);
+  // Activation rows (slot / x_div: one for all dots, or one per rank with the combine), the E2M1 table.
+  const int n_x = combine ? n_dots : 1;
+  mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.xq_row, slot_of(0), p.x_div, n_x, p.k,
+              nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
   const q8_detail::E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
@@ -150,9 +176,9 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_moe_kernel(const Params p, cons
 
   uint32_t phase = 0;
   for (int u = u0; u < u1;) {
-    const int d = u / n_steps, s0 = u - d * n_steps, js = next - u;
-    const uint8_t* frag = smem + sm.frag + d * (nb / 2) * kMmaFragGroupBytes + 16 * c;
-    const float* xd = reinterpret_cast<const float*>(smem + sm.xd) + d * 2 * nb;
+    const int d = u / n_steps, s0 = u - d * n_steps, js = next - u, xr = combine ? d : 0;
+    const uint8_t* frag = smem + sm.frag + xr * (nb / 2) * kMmaFragGroupBytes + 16 * c;
+    const float* xd = reinterpret_cast<const float*>(smem + sm.xd) + xr * 2 * nb;
     float* rd = red + d * kRows * sm.nbp;
     mbar_wait(bar, phase);
     phase ^= 1u;
@@ -190,23 +216,35 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_moe_kernel(const Params p, cons
   }
   __syncthreads();
 
-  // Thread (d, r): row r of dot d, in the mirrored kernel's order, scaled and rounded.
+  // Thread (d, r): row r of dot d in the mirrored kernel's order, scaled and rounded (n_dots x 16
+  // <= the CTA's threads: gemv_nvfp4_mma_moe).
   float* fin = reinterpret_cast<float*>(smem + sm.fin);
-  for (int i = static_cast<int>(threadIdx.x); i < n_dots * kRows; i += NW * 32) {
-    const int d = i / kRows, r = i - d * kRows;
-    const int64_t row = row0 + r;
-    if (row >= p.rows) continue;
-    const int slot = slot_of(d);
-    const float ss = slot_scale(p, slot, half);
-    const float s = p.row_scale != nullptr ? p.row_scale[row] * ss : ss;
-    const float v = round_to(p.round, __fmul_rn(row_sum(red + (d * kRows + r) * sm.nbp, nb, order), s));
-    if (combine)
-      fin[i] = __fmul_rn(v, p.slot_w[slot]);
-    else
-      store_out(p.y + (half ? p.y2_off : 0) + static_cast<int64_t>(slot) * p.ldy + row, v, p.accumulate);
+  if (fd < n_dots) {
+    const int r = fi - fd * kRows;
+    const int64_t row = row_of(fd) + r;
+    if (row < p.rows) {
+      const float v = round_to(p.round, __fmul_rn(row_sum(red + (fd * kRows + r) * sm.nbp, nb, run.order), f_s));
+      if (combine)
+        fin[fi] = __fmul_rn(v, f_w);
+      else if (glu)
+        fin[fi] = v;
+      else
+        store_out(p.y + (half_of(fd) ? p.y2_off : 0) + static_cast<int64_t>(slot_of(fd)) * p.ldy + row, v,
+                  p.accumulate);
+    }
   }
-  if (!combine) return;
+  if (!combine && !glu) return;
   __syncthreads();
+  if (glu) {
+    // Warp 0: lane i's output row0 + i, h = round(silu(gate) * up) as swiglu_q8 forms it, and the
+    // 32-value Q8 block of the down projection's input (rows % 32 == 0: the block is whole).
+    if (warp == 0) {
+      const float hv = round_to(run.h_round, ops::mul_rn(ops::silu(fin[lane]), fin[2 * kRows + lane]));
+      run.h[static_cast<int64_t>(task) * run.ldh + row0 + lane] = hv;
+      q8_quantize_warp(hv, row0 / 32, p.rows, run.hq + static_cast<int64_t>(task) * run.hq_row);
+    }
+    return;
+  }
   if (threadIdx.x < kRows) {
     const int r = static_cast<int>(threadIdx.x);
     const int64_t row = row0 + r;
@@ -222,45 +260,55 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_moe_kernel(const Params p, cons
 std::atomic<int64_t> g_moe_launches{0};
 
 template <int NW, int J>
-bool launch_moe(const Params& p, int order, int halves, int n_dots, unsigned tasks, cudaStream_t stream) {
-  const MoeSmem sm = moe_smem(p.k, n_dots, NW, moe_pitch(J));
+bool launch_moe(const Params& p, const MoeRun& run, unsigned row_blocks, unsigned tasks, cudaStream_t stream) {
+  const MoeSmem sm = moe_smem(p.k, p.slot_w != nullptr ? run.n_dots : 1, run.n_dots, NW, moe_pitch(J));
   if (sm.total > max_smem_optin()) return false;
   auto kernel = nvfp4_moe_kernel<NW, J>;
   static std::atomic<uint64_t> cache{0};
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
-  const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows), tasks);
-  launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm, order, halves, n_dots);
+  launch_pdl(kernel, dim3(row_blocks, tasks), dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm, run);
   g_moe_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 }  // namespace
 
-bool gemv_nvfp4_mma_moe(const Params& p, int64_t n_slots, int order, cudaStream_t stream) {
+bool gemv_nvfp4_mma_moe(const Params& p, int64_t n_slots, int order, const MoeGlu* glu, int warps,
+                        cudaStream_t stream) {
   const int64_t nb = p.k / 64;
   const bool combine = p.slot_w != nullptr;
-  const int n_dots = combine ? p.n_used : 1;
-  const int halves = p.w2 != nullptr ? 2 : 1;
-  const int64_t tasks = combine ? n_slots / p.n_used : n_slots * halves;
+  MoeRun run;
+  run.order = order;
+  run.halves = p.w2 != nullptr ? 2 : 1;
+  run.n_dots = combine ? p.n_used : glu != nullptr ? 4 : 1;
+  if (glu != nullptr) {
+    if (p.w2 == nullptr || combine || p.rows % 32 != 0 || p.accumulate) return false;
+    run.h = glu->h;
+    run.ldh = glu->ldh;
+    run.hq = static_cast<uint8_t*>(glu->hq);
+    run.hq_row = act_q8_row_bytes(p.rows);
+    run.h_round = glu->round;
+  }
+  const int64_t tasks = combine ? n_slots / p.n_used : glu != nullptr ? n_slots : n_slots * run.halves;
   // Whole steps, at most 32 blocks a row (the slab order's one block per lane), 16-byte aligned
-  // rows and experts, the combine's ranks within one CTA's threads; sm_90+.
-  if (p.ids == nullptr || nb % kMmaStepBlocks != 0 || nb > 32 ||
-      reinterpret_cast<uintptr_t>(p.w) % 16 != 0 || (p.w2 != nullptr && reinterpret_cast<uintptr_t>(p.w2) % 16 != 0) ||
-      p.row_bytes % 16 != 0 || p.expert_bytes % 16 != 0 || n_dots > 8 || tasks < 1 || tasks > 65535 ||
-      !bulk_copy_supported())
+  // rows and experts, at most 8 dots (the final pass's threads); sm_90+.
+  if (p.ids == nullptr || nb % kMmaStepBlocks != 0 || nb > 32 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0 ||
+      (p.w2 != nullptr && reinterpret_cast<uintptr_t>(p.w2) % 16 != 0) || p.row_bytes % 16 != 0 ||
+      p.expert_bytes % 16 != 0 || run.n_dots > 8 || tasks < 1 || tasks > 65535 || !bulk_copy_supported())
     return false;
   // Warps: a dot's steps (2..8) over 4 warps; the combine's ranks x steps over 8.
-  const int nw = combine ? 8 : 4;
-  const int units = n_dots * static_cast<int>(nb / kMmaStepBlocks), per_warp = (units + nw - 1) / nw;
+  const int nw = run.n_dots > 1 || warps == 8 ? 8 : 4;
+  const int units = run.n_dots * static_cast<int>(nb / kMmaStepBlocks), per_warp = (units + nw - 1) / nw;
   const int j = per_warp <= 2 ? 2 : per_warp <= 4 ? 4 : 8;
-  const unsigned t = static_cast<unsigned>(tasks);
+  const int rows_cta = glu != nullptr ? 2 * kRows : kRows;
+  const unsigned rb = static_cast<unsigned>((p.rows + rows_cta - 1) / rows_cta), t = static_cast<unsigned>(tasks);
   switch (nw * 10 + j) {
-    case 42: return launch_moe<4, 2>(p, order, halves, n_dots, t, stream);
-    case 44: return launch_moe<4, 4>(p, order, halves, n_dots, t, stream);
-    case 48: return launch_moe<4, 8>(p, order, halves, n_dots, t, stream);
-    case 82: return launch_moe<8, 2>(p, order, halves, n_dots, t, stream);
-    case 84: return launch_moe<8, 4>(p, order, halves, n_dots, t, stream);
-    default: return launch_moe<8, 8>(p, order, halves, n_dots, t, stream);
+    case 42: return launch_moe<4, 2>(p, run, rb, t, stream);
+    case 44: return launch_moe<4, 4>(p, run, rb, t, stream);
+    case 48: return launch_moe<4, 8>(p, run, rb, t, stream);
+    case 82: return launch_moe<8, 2>(p, run, rb, t, stream);
+    case 84: return launch_moe<8, 4>(p, run, rb, t, stream);
+    default: return launch_moe<8, 8>(p, run, rb, t, stream);
   }
 }
 

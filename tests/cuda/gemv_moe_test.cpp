@@ -21,6 +21,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
+#include "cuda/glu.h"
 #include "cuda/gemv_q8_ref.h"
 #include "cuda/gemv_tuning.h"
 #include "quant/dequant.h"
@@ -84,7 +85,7 @@ void check_case(const MoeCase& c, std::mt19937& rng) {
       if (static_cast<int64_t>(i % ldy) < c.rows) y0[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
   DeviceBuffer dw = to_device(w), dxq = to_device(xq), dids = to_device(ids), dbank = to_device(bank),
                dsw = to_device(slot_w), drs = to_device(row_scale);
-  auto run = [&](bool moe) {
+  auto run = [&](bool moe, int warps) {
     DeviceBuffer dy = to_device(y0);
     GemvArgs g;
     g.type = GgmlType::NVFP4;
@@ -113,7 +114,7 @@ void check_case(const MoeCase& c, std::mt19937& rng) {
       g.w_pair = g.w + eb * c.n_expert;
       g.w_pair_y_off = c.rows;
     }
-    gemv_set_nvfp4_moe(moe ? 1 : 0);
+    gemv_set_nvfp4_moe(moe ? 1 : 0, warps);
     const int64_t n0 = gemv_nvfp4_moe_launches();
     gemv(g);
     FT_CUDA_CHECK(cudaDeviceSynchronize());
@@ -122,7 +123,7 @@ void check_case(const MoeCase& c, std::mt19937& rng) {
     gemv_set_nvfp4_moe(1);
     return to_host<float>(dy, y0.size());
   };
-  const auto want = run(false), got = run(true);
+  const auto want = run(false, 0), got = run(true, 0), got8 = run(true, 8);  // 8: one-dot launches at 8 warps
   const int64_t written = c.pair ? 2 * c.rows : c.rows;
   for (int64_t o = 0; o < out_rows; ++o)
     for (int64_t r = 0; r < ldy; ++r) {
@@ -134,6 +135,8 @@ void check_case(const MoeCase& c, std::mt19937& rng) {
     }
   ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
       << "the MoE kernel differs from the slab / packed kernel";
+  ASSERT_EQ(std::memcmp(want.data(), got8.data(), want.size() * sizeof(float)), 0)
+      << "the MoE kernel at 8 warps differs from the slab / packed kernel";
 }
 
 TEST(CudaGemvMoe, EqualsSlabAndPackedKernelsBitwise) {
@@ -160,6 +163,89 @@ TEST(CudaGemvMoe, EqualsSlabAndPackedKernelsBitwise) {
       {512, 32, 20, 16, 1, true, false, false, false, Round::kNone, false},
   };
   for (const MoeCase& c : cases) check_case(c, rng);
+}
+
+// gemv_pair_swiglu (the pair with SwiGLU and its Q8 copy in the MoE kernel's epilogue) against
+// the slab / packed kernel's pair then swiglu_q8: h and its act_q8 rows byte for byte; y untouched.
+void check_glu(int64_t k, int64_t rows, int64_t n_expert, int n_used, int64_t n_tok, bool rs, Round round,
+               std::mt19937& rng) {
+  SCOPED_TRACE("glu k=" + std::to_string(k) + " rows=" + std::to_string(rows) + " tokens=" + std::to_string(n_tok) +
+               " round=" + std::to_string(static_cast<int>(round)));
+  const int64_t rb = row_bytes(GgmlType::NVFP4, k), eb = rb * rows, n_slot = n_tok * n_used;
+  std::vector<uint8_t> w(static_cast<size_t>(2 * eb * n_expert));
+  for (int64_t r = 0; r < 2 * rows * n_expert; ++r) {
+    const auto row = quant::testing::random_row(GgmlType::NVFP4, k, rng);
+    std::copy(row.begin(), row.end(), w.begin() + r * rb);
+  }
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<int32_t> ids(static_cast<size_t>(n_slot));
+  for (auto& e : ids) e = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_expert));
+  std::vector<float> bank(static_cast<size_t>(n_expert * 4)), row_scale(static_cast<size_t>(rows));
+  for (auto& v : bank) v = 0.25f + 0.5f * (unit(rng) + 1.0f);
+  for (auto& v : row_scale) v = 0.5f + 0.25f * unit(rng);
+  std::vector<float> x(static_cast<size_t>(k));
+  std::vector<uint8_t> xq(act_q8_bytes(k, n_tok));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (auto& v : x) v = 4.0f * unit(rng) * std::exp(unit(rng));
+    quantize_act_q8_row_ref(x.data(), k, xq.data() + t * act_q8_row_bytes(k));
+  }
+  const int64_t ldgu = 2 * rows, ldh = rows + 5;
+  std::vector<float> gu0(static_cast<size_t>(ldgu * n_slot), poison()), h0(static_cast<size_t>(ldh * n_slot), poison());
+  std::vector<uint8_t> hq0(act_q8_bytes(rows, n_slot), 0xA5);
+  DeviceBuffer dw = to_device(w), dxq = to_device(xq), dids = to_device(ids), dbank = to_device(bank),
+               drs = to_device(row_scale);
+  DeviceBuffer gu1 = to_device(gu0), gu2 = to_device(gu0), h1 = to_device(h0), h2 = to_device(h0), hq1 = to_device(hq0),
+               hq2 = to_device(hq0);
+  GemvArgs g;
+  g.type = GgmlType::NVFP4;
+  g.w = dw.as<uint8_t>();
+  g.row_bytes = rb;
+  g.k = k;
+  g.rows = rows;
+  g.xq = dxq.get();
+  g.n_tok = n_slot;
+  g.ldy = ldgu;
+  g.row_scale = rs ? drs.as<float>() : nullptr;
+  g.round = round;
+  g.ids = dids.as<int32_t>();
+  g.expert_bytes = eb;
+  g.x_div = n_used;
+  g.bank = dbank.as<float>();
+  g.w_pair = g.w + eb * n_expert;
+  g.w_pair_y_off = rows;
+  gemv_set_nvfp4_moe(0);
+  g.y = gu1.as<float>();
+  gemv(g);
+  swiglu_q8(gu1.as<float>(), ldgu, rows, n_slot, h1.as<float>(), ldh, round, hq1.get(), nullptr);
+  EXPECT_FALSE(gemv_pair_swiglu(g, h2.as<float>(), ldh, round, hq2.get())) << "taken with the MoE kernel off";
+  gemv_set_nvfp4_moe(1);
+  g.y = gu2.as<float>();
+  const int64_t n0 = gemv_nvfp4_moe_launches();
+  const bool took = gemv_pair_swiglu(g, h2.as<float>(), ldh, round, hq2.get());
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  if (!bulk_copy_supported()) {
+    EXPECT_FALSE(took);
+    return;
+  }
+  ASSERT_TRUE(took);
+  EXPECT_EQ(gemv_nvfp4_moe_launches(), n0 + 1);
+  const auto gu = to_host<float>(gu2, gu0.size()), ha = to_host<float>(h1, h0.size()), hb = to_host<float>(h2, h0.size());
+  const auto qa = to_host<uint8_t>(hq1, hq0.size()), qb = to_host<uint8_t>(hq2, hq0.size());
+  for (float v : gu) ASSERT_TRUE(is_poison(v)) << "the fused launch wrote y";
+  for (int64_t s = 0; s < n_slot; ++s)
+    for (int64_t r = 0; r < ldh; ++r)
+      ASSERT_EQ(is_poison(hb[static_cast<size_t>(s * ldh + r)]), r >= rows) << "slot " << s << " row " << r;
+  ASSERT_EQ(std::memcmp(ha.data(), hb.data(), ha.size() * sizeof(float)), 0) << "h differs from pair + swiglu_q8";
+  ASSERT_EQ(std::memcmp(qa.data(), qb.data(), qa.size()), 0) << "h's Q8 rows differ from swiglu_q8's";
+}
+
+TEST(CudaGemvMoe, PairSwigluEqualsPairThenSwiglu) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(59);
+  check_glu(2048, 768, 16, 8, 1, false, Round::kNone, rng);  // Qwen3-30B-A3B: slab order
+  check_glu(2048, 384, 8, 4, 3, true, Round::kBF16, rng);
+  check_glu(1024, 64, 5, 3, 8, false, Round::kF16, rng);  // packed order
+  check_glu(256, 96, 4, 2, 2, true, Round::kNone, rng);
 }
 
 }  // namespace
