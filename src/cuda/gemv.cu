@@ -159,22 +159,6 @@ void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages) {
   g_nvfp4_override.tma_stages = stages;
 }
 
-// FT_GEMV_NVFP4_MOE=0 keeps grouped NVFP4 launches on the slab / packed kernels (the A/B of the
-// MoE tensor-core kernel, gemv_mma_moe.cu).
-// FT_GEMV_NVFP4_MOE=1,W: its single-dot launches at W warps (4 or 8).
-const bool g_env_moe = [] {
-  const char* e = std::getenv("FT_GEMV_NVFP4_MOE");
-  if (e == nullptr || *e == '\0') return false;
-  int m = 1, w = 0;
-  if (std::sscanf(e, "%d,%d", &m, &w) >= 1) gemv_set_nvfp4_moe(m, w);
-  return true;
-}();
-
-void gemv_set_nvfp4_moe(int mode, int warps) {
-  g_nvfp4_override.moe_off = mode == 0;
-  g_nvfp4_override.moe_warps = warps;
-}
-
 void gemv_set_nvfp4_persist(int groups, int stages) {
   static const bool env_off = g_nvfp4_override.persist_off;  // FT_GEMV_NVFP4_PERSIST=0
   g_nvfp4_override.persist_off = groups < 0 || (groups == 0 && env_off);
@@ -254,19 +238,6 @@ bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream) {
 }
 
 }  // namespace
-
-bool gemv_pair_swiglu(const GemvArgs& a, float* h, int64_t ldh, Round round, void* hq, cudaStream_t stream) {
-  if (a.w_pair == nullptr || a.ids == nullptr || a.slot_w != nullptr || a.accumulate || !takes_q8(a) ||
-      a.type != GgmlType::NVFP4 || call_lanes(a) != 0 || a.plan_nvfp4_kernel >= 0 || h == nullptr || hq == nullptr ||
-      reinterpret_cast<uintptr_t>(hq) % 16 != 0 || a.rows % 32 != 0 || ldh < a.rows)
-    return false;
-  GemvArgs first = a;
-  first.w_pair = nullptr;
-  Params p = checked_params(first);
-  p.w2 = a.w_pair;
-  p.y2_off = a.w_pair_y_off;
-  return gemv_nvfp4_pair_glu(p, a.n_tok, g_nvfp4_override, MoeGlu{h, ldh, hq, round}, stream);
-}
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
   if (a.w_pair != nullptr) {

@@ -95,13 +95,6 @@ bool gemv_q8_supported(GgmlType t);
 // Enqueues the product on `stream`; throws ft::Error for unsupported types/shapes.
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
 
-// The grouped gate/up pair (a.w_pair, no combine, no accumulate) with SwiGLU fused into its
-// epilogue: h[s][r] = round(silu(gate[s][r]) * up[s][r]) (h at h + s*ldh, rounding `round`) and
-// h's act_q8 copy (hq: a.rows values a slot row, rows % 32 == 0) -- the bytes of gemv(a) then
-// swiglu_q8 -- while a.y is left unwritten. One launch of the NVFP4 MoE kernel (gemv_mma_moe.cu);
-// false, launching nothing, where that kernel does not take the call (then gemv + swiglu_q8).
-bool gemv_pair_swiglu(const GemvArgs& a, float* h, int64_t ldh, Round round, void* hq, cudaStream_t stream = nullptr);
-
 // Tuning knobs for tests and benchmarks (process-wide, not thread-safe; 0 / -1 = the tuning
 // table, cuda/gemv_tuning.h): the cp.async pipeline depth (chunks in flight per warp, 1..4),
 // and for the integer path the lanes per row (4, 8, 16, 32) and rows per lane (1, 2, 4;

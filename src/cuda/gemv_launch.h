@@ -33,8 +33,6 @@ struct Nvfp4Override {
   int bulk_warps = 0, bulk_stages = 0, bulk_ctas = 0;
   int tma = 0;  // FT_GEMV_NVFP4_TMA: 0 the plan, -1 never, 1 where the mma kernel is planned, 2 wherever it fits
   int tma_warps = 0, tma_chunk = 0, tma_stages = 0;
-  bool moe_off = false;  // FT_GEMV_NVFP4_MOE=0: grouped launches stay on the slab / packed kernels
-  int moe_warps = 0;      // FT_GEMV_NVFP4_MOE=1,W: the MoE kernel's one-dot launches at W warps
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -138,24 +136,5 @@ bool gemv_nvfp4_mma_bulk(const Params& p, int64_t n_tok, bool grouped, int warps
 // another fp32 order; warps 4 or 8, chunks of 2 / 4 / 8 steps, 1 or 2 in flight (0: its defaults).
 bool gemv_nvfp4_mma_tma(const Params& p, int64_t n_tok, bool grouped, int warps, int chunk, int stages,
                         cudaStream_t stream);
-
-// The MoE tensor-core kernel (gemv_mma_moe.cu, sm_90+): grouped, one token per slot, n_slots
-// slots (the pair p.w2 and the combine p.slot_w included), k % 256 == 0 and k <= 2048, 16-byte
-// aligned rows and experts, n_used <= 8; order 0 the slab kernel's fp32 order, 1 the packed
-// kernel's, bit for bit. glu (the pair only, rows % 32 == 0): instead of the pair's outputs, their
-// SwiGLU h[slot][row] = round(silu(gate) * up) and its act_q8 copy, swiglu_q8's bytes.
-// false (nothing launched) where it does not take the call.
-struct MoeGlu {
-  float* h;
-  int64_t ldh;
-  void* hq;
-  Round round;
-};
-bool gemv_nvfp4_mma_moe(const Params& p, int64_t n_slots, int order, const MoeGlu* glu, int warps,
-                        cudaStream_t stream);
-// The pair p (p.w2) with the SwiGLU epilogue on the MoE kernel in the plan's order (gemv_nvfp4.cu);
-// false, launching nothing, where it does not take it or a forced kernel / variant keeps it off.
-bool gemv_nvfp4_pair_glu(const Params& p, int64_t n_slots, const Nvfp4Override& over, const MoeGlu& glu,
-                         cudaStream_t stream);
 
 }  // namespace ft::cuda::gemv_detail

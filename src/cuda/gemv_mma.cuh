@@ -95,34 +95,6 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
   }
 }
 
-// The exact integer sums of group grp (blocks 2 gh, 2 gh + 1 of a staged step at st, PITCH
-// bytes a row): lane (g, c) gets cc[0], cc[1] = sub-blocks 2h, 2h + 1 (h = c & 1) of block
-// 2 gh + (c >> 1) of row g, cc[2], cc[3] the same of row g + 8. bx: the lane's B fragments
-// (zero but for its tile my_tile; kept by the caller across steps).
-template <int PITCH>
-__device__ __forceinline__ void mma_group_ints(const uint8_t* st, const uint8_t* frag, int grp, int gh,
-                                               const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,
-                                               int c, int (&cc)[4]) {
-  using namespace q8_detail;
-  // Positive and negative magnitudes in two accumulators: two chains of 8 dependent mma
-  // instead of one of 16 (the n chain's B holds -x, so the sum is cp + cn).
-  int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
-#pragma unroll
-  for (int t = 0; t < 4; ++t) {
-    if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
-    const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
-    uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
-    e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
-    e2m1x8_pn(lds32(st + (g + 8) * PITCH + off), tab, p8l, p8h, n8l, n8h);
-    mma_s8_16816(cp, p0l, p8l, bx[t].x);
-    mma_s8_16816(cn, n0l, n8l, bx[t].z);
-    mma_s8_16816(cp, p0h, p8h, bx[t].y);
-    mma_s8_16816(cn, n0h, n8h, bx[t].w);
-  }
-#pragma unroll
-  for (int j = 0; j < 4; ++j) cc[j] = cp[j] + cn[j];
-}
-
 // One staged step (16 rows x 4 blocks at st, PITCH bytes apart; kMmaRowStep by default) of the dense kernels
 // (gemv_mma.cu, gemv_mma_persist.cu) into a warp's row sums: lane (g, c) adds its sub-blocks
 // of rows g, g + 8 to acc0, acc8 in the fixed order (gh 0 then 1; sub-block a then b), so any
@@ -135,8 +107,25 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
   using namespace q8_detail;
 #pragma unroll
   for (int gh = 0; gh < 2; ++gh) {
+    const int grp = 2 * step + gh;
+    // Positive and negative magnitudes in two accumulators: two chains of 8 dependent mma
+    // instead of one of 16 (the n chain's B holds -x, so the sum is cp + cn).
+    int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
+      const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
+      uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
+      e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
+      e2m1x8_pn(lds32(st + (g + 8) * PITCH + off), tab, p8l, p8h, n8l, n8h);
+      mma_s8_16816(cp, p0l, p8l, bx[t].x);
+      mma_s8_16816(cn, n0l, n8l, bx[t].z);
+      mma_s8_16816(cp, p0h, p8h, bx[t].y);
+      mma_s8_16816(cn, n0h, n8h, bx[t].w);
+    }
     int cc[4];
-    mma_group_ints<PITCH>(st, frag, 2 * step + gh, gh, tab, my_tile, bx, g, c, cc);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) cc[j] = cp[j] + cn[j];
     // Lane (g, c): tile c = block 2 gh + (c >> 1), half h = c & 1: sub-blocks 2h, 2h + 1,
     // activation block 2 (block) + h.
     const int bb = 2 * gh + (c >> 1), h = c & 1;

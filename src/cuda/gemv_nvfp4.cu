@@ -542,21 +542,6 @@ void slab_tokens(const Params& p, int64_t nt, int64_t n_out, const Nv4& g, int R
 
 std::atomic<int64_t> g_pair_launches{0};
 
-// Whether a forced kernel or variant (tests, benchmarks) keeps grouped launches off the MoE kernel.
-bool moe_kernel_allowed(const Nvfp4Override& over) {
-  return over.kernel < 0 && !over.moe_off && over.rows == 0 && over.x_smem == 0 && over.decode == 0 && over.minb == 0;
-}
-
-bool gemv_nvfp4_pair_glu(const Params& p, int64_t n_slots, const Nvfp4Override& over, const MoeGlu& glu,
-                         cudaStream_t stream) {
-  if (!moe_kernel_allowed(over)) return false;
-  const GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, 1, n_slots, 1, true);
-  if ((pl.kernel != 1 && pl.kernel != 2) || !gemv_nvfp4_mma_moe(p, n_slots, pl.kernel == 2 ? 1 : 0, &glu, over.moe_warps, stream))
-    return false;
-  g_pair_launches.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
 bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream) {
   const int n_sub = p.slot_w != nullptr ? p.n_used : 1;
   const int64_t n_out = grouped ? (p.slot_w != nullptr ? n_tok / p.n_used : n_tok) : 1;
@@ -606,13 +591,6 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (over.decode == 1 || over.decode == 2) pl.decode = over.decode;
   if (over.minb >= 4 && over.minb <= 8 && over.minb != 7) pl.minb = over.minb;
   if (pl.kernel == 0) return false;
-  // Grouped one-token launches: the MoE tensor-core kernel where it takes them, with the slab or
-  // packed kernel's bits (so not when a test or benchmark forces one of those or a variant).
-  if (grouped && nt == 1 && (pl.kernel == 1 || pl.kernel == 2) && moe_kernel_allowed(over) &&
-      gemv_nvfp4_mma_moe(p, n_tok, pl.kernel == 2 ? 1 : 0, nullptr, over.moe_warps, stream)) {
-    if (p.w2 != nullptr) g_pair_launches.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
 
   // Vector width: 16 bytes when every row, expert and (partial) slab or piece starts
   // 16-aligned (36 * nb % 16 == 0 needs nb % 4 == 0), else 4; rows off 4 bytes: generic kernel.

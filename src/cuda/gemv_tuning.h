@@ -295,13 +295,6 @@ int64_t gemv_nvfp4_bulk_launches();
 void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages);
 // Launches of the warp-fed bulk-copy kernel so far.
 int64_t gemv_nvfp4_tma_launches();
-// The MoE tensor-core kernel (gemv_mma_moe.cu: grouped one-token launches with k <= 2048, the slab /
-// packed kernels' bits): on by default where it fits (mode 1), 0 off (the slab / packed kernels);
-// warps: its one-dot launches' warps per CTA (4 or 8; 0: 4). FT_GEMV_NVFP4_MOE=MODE[,W] sets it
-// at start-up. Defined in gemv.cu.
-void gemv_set_nvfp4_moe(int mode, int warps = 0);
-// Launches of the MoE tensor-core kernel so far.
-int64_t gemv_nvfp4_moe_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.

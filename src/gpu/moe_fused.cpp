@@ -89,12 +89,6 @@ const bool g_pair = [] {
   return e == nullptr || *e != '0';
 }();
 
-// FT_MOE_GLU=0: the SwiGLU as its own launch after the gate/up pair (the A/B of gemv_pair_swiglu).
-const bool g_glu = [] {
-  const char* e = std::getenv("FT_MOE_GLU");
-  return e == nullptr || *e != '0';
-}();
-
 // Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
 // GEMV sums the slots of a token with their routing weights and adds them to st.x, or with
 // y_slots set writes each route's row there ([n_slots][n_embd]) under the combine's plan.
@@ -131,9 +125,6 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, 
     return a;
   };
   const float* h = st.h;
-  const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
-  void* xq_mid = st.xq_mid ? st.xq_mid : b.xq.get();
-  bool glu_done = false;
   if (E.gate_up) {
     cuda::gemv(grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, !st.xq_ready), s);
   } else if (g_pair && E.gate.type == E.up.type && E.gate.rows == E.up.rows && E.gate.k == E.up.k &&
@@ -144,21 +135,14 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, 
     cuda::GemvArgs a = grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready);
     a.w_pair = E.up.w;
     a.w_pair_y_off = n_ff;
-    // With the SwiGLU and its Q8 copy in the same launch where the NVFP4 MoE kernel takes it
-    // (swiglu_q8's bytes; FT_MOE_GLU=0 off).
-    // Its Q8 rows go apart from b.xq, which the launch reads.
-    void* glu_xq = st.xq_mid ? st.xq_mid : b.xq_mid.get();
-    glu_done = g_glu && q8_mid && !E.gelu && glu_xq != nullptr &&
-               cuda::gemv_pair_swiglu(a, hh, n_ff, num.round, glu_xq, s);
-    if (glu_done) xq_mid = glu_xq;
-    if (!glu_done) cuda::gemv(a, s);
+    cuda::gemv(a, s);
   } else {
     cuda::gemv(grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready), s);
     cuda::gemv(grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, !cuda::gemv_q8_supported(E.gate.type)), s);
   }
-  if (glu_done)
-    ;
-  else if (E.gelu)  // gemma4's GeGLU experts
+  const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
+  void* xq_mid = st.xq_mid ? st.xq_mid : b.xq.get();
+  if (E.gelu)  // gemma4's GeGLU experts
     cuda::geglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, q8_mid ? xq_mid : nullptr, s);
   else if (q8_mid)
     cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, xq_mid, s);

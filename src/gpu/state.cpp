@@ -74,10 +74,6 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     alloc(ysort, rows * hp.n_embd * f);
   }
   if (num.q8) alloc(xq, cuda::act_q8_bytes(max_k, rows));
-  // The decode experts' SwiGLU Q8 rows when the gate/up launch writes them (gemv_pair_swiglu),
-  // apart from xq, which that launch reads.
-  if (num.q8 && n_used > 0 && n_ff % 32 == 0)
-    alloc(xq_mid, cuda::act_q8_bytes(n_ff, std::min<int64_t>(U, cuda::kGemvMaxTokens) * n_used));
   const int64_t logit_rows = std::min<int64_t>(U, cuda::kGemvMaxTokens);
   alloc(logits, logit_rows * hp.n_vocab * f);
 

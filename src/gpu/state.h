@@ -60,7 +60,6 @@ struct GpuBuffers {
   cuda::DeviceBuffer x, h, qkv, attn, gu, hh, router, ids, wts;  // activations
   cuda::DeviceBuffer order, offsets, sort_ws, ysort;                // MoE prefill
   cuda::DeviceBuffer xq;                                           // Q8 activations
-  cuda::DeviceBuffer xq_mid;  // MoE decode: the experts' SwiGLU Q8 rows (moe_fused.cpp); empty: none
   cuda::DeviceBuffer logits;                                       // [n_ubatch][n_vocab] fp32
   cuda::DeviceBuffer rope_cs;                                      // [n_ctx][n_rot]
   cuda::DeviceBuffer attn_ws;
