@@ -293,13 +293,16 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
 
   // PDL (cuda/pdl.cuh): dense weights are never written by earlier kernels, so their first
   // step loads before the wait; expert ids, activations and outputs only after it.
-  if (p.ids != nullptr) pdl_wait(), pdl_trigger();
+  // With ids_early the ids are final before the wait too (gemv.h).
+  const bool early = p.ids == nullptr || p.ids_early;
+  if (!early) pdl_wait(), pdl_trigger();
   Step ahead{0, 0, 0, gw, 0, 0, 0};
   locate(ahead);
   Step m = ahead;
   Vec b0[kV] = {};
   if (n_steps > 0) issue(b0, ahead), advance(ahead);
-  if (p.ids == nullptr) pdl_wait(), pdl_trigger();
+  if (early) pdl_wait(), pdl_trigger();
+  if (p.pf_w != nullptr) prefetch_experts_l2(p);
   if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);  // while the first slab loads
   for (int s = 0; s < n_steps; ++s) {
     __syncwarp();  // every lane is done with the previous step's stage
@@ -437,9 +440,12 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
 
   Vec buf[kV] = {};
   int64_t item = gw;
-  pdl_wait();  // grouped: the ids come from the router
+  // Grouped: the ids come from the router, final before the wait only with ids_early (gemv.h).
+  if (p.ids_early && item < n_items) issue(buf, item);
+  pdl_wait();
   pdl_trigger();
-  if (item < n_items) issue(buf, item);
+  if (!p.ids_early && item < n_items) issue(buf, item);
+  if (p.pf_w != nullptr) prefetch_experts_l2(p);
   if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);
   for (; item < n_items; item += n_w) {
     store(buf);
