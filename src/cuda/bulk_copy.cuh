@@ -60,11 +60,4 @@ __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t by
 #endif
 }
 
-// Prefetches bytes (a multiple of 16; src 16-byte aligned) from global src into L2, no wait.
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-#endif
-}
-
 }  // namespace ft::cuda

@@ -220,12 +220,6 @@ Params checked_params(const GemvArgs& a) {
   p.n_used = a.slot_w != nullptr ? a.n_used : 1;
   p.accumulate = a.accumulate ? 1 : 0;
   p.ids_early = grouped && a.ids_early ? 1 : 0;
-  if (grouped && a.prefetch_w != nullptr && reinterpret_cast<uintptr_t>(a.prefetch_w) % 16 == 0 &&
-      a.prefetch_expert_bytes > 0 && a.prefetch_expert_bytes % 16 == 0) {
-    p.pf_w = a.prefetch_w;
-    p.pf_eb = a.prefetch_expert_bytes;
-    p.pf_slots = a.n_tok;
-  }
   return p;
 }
 

@@ -91,12 +91,6 @@ struct GemvArgs {
   // the NVFP4 slab / packed kernels read them, and stream the first weights of the chosen
   // experts, before their PDL wait. Off: the ids may come from the launch right before.
   bool ids_early = false;
-  // Grouped: after its PDL wait the launch prefetches into L2 the rows of expert ids[s] of the
-  // tensor at prefetch_w (prefetch_expert_bytes an expert, 16-byte aligned) for every slot s --
-  // the next projection's experts (the down experts while gate / up stream), read by the launch
-  // after it from L2. NVFP4 slab / packed kernels on sm_90+ only (elsewhere ignored).
-  const uint8_t* prefetch_w = nullptr;
-  int64_t prefetch_expert_bytes = 0;
 };
 
 bool gemv_supported(GgmlType t);

@@ -49,12 +49,9 @@ struct Params {
   // at w2, written y2_off floats further, bank column + 1. pair_out 0: no pair.
   const uint8_t* w2;
   int64_t y2_off, pair_out;
-  // Grouped (GemvArgs::ids_early): the ids may be read before the PDL wait. GemvArgs::prefetch_w:
-  // after it, the rows of expert ids[s] of the tensor at pf_w (pf_eb bytes an expert) for
-  // s < pf_slots are prefetched into L2. NVFP4 slab / packed kernels only.
+  // Grouped (GemvArgs::ids_early): the ids may be read before the PDL wait (NVFP4 slab / packed
+  // kernels).
   int ids_early;
-  const uint8_t* pf_w;
-  int64_t pf_eb, pf_slots;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

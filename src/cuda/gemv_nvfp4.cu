@@ -302,7 +302,6 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   Vec b0[kV] = {};
   if (n_steps > 0) issue(b0, ahead), advance(ahead);
   if (early) pdl_wait(), pdl_trigger();
-  if (p.pf_w != nullptr) prefetch_experts_l2(p);
   if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);  // while the first slab loads
   for (int s = 0; s < n_steps; ++s) {
     __syncwarp();  // every lane is done with the previous step's stage
@@ -381,22 +380,37 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
       if (i < nvt) st_s<VB>(st + i * VB, buf[u]);
     }
   };
-  auto compute = [&](int64_t item) {
+  // Lane q < P: piece q's scale and combine weight (ids -> bank, row_scale, slot_w).
+  struct Sw {
+    float s = 0.0f, w = 0.0f;
+  };
+  auto load_sw = [&](int64_t item) {
     int64_t out, row0;
     item_pos(item, out, row0);
-    // Lane q < P loads piece q's scale and combine weight before the dot products (after
-    // them they were a dependent round trip, ids -> bank, on the critical path of a warp's one
-    // item; as in the slab kernel the product is formed at once: run 9 within 2% of run 8).
+    const int rl = lane / S, j = lane - rl * S;
+    const int64_t row = row0 + rl;
+    Sw r;
+    if (lane < P && row < p.rows) {
+      const int64_t slot = slot_of(out, j);
+      const float ss = slot_scale(p, slot);
+      r.s = p.row_scale != nullptr ? p.row_scale[row] * ss : ss;
+      r.w = combine ? p.slot_w[slot] : 0.0f;
+    }
+    return r;
+  };
+  // use_pre: pre holds the item's Sw, loaded earlier (the first item with ids_early: before the
+  // PDL wait). By value: a pointer put it in local memory (ptxas -v: an 8-byte stack frame).
+  auto compute = [&](int64_t item, bool use_pre, Sw pre) {
+    int64_t out, row0;
+    item_pos(item, out, row0);
+    // The scale and combine weight before the dot products (after them they were a dependent
+    // round trip, ids -> bank, on the critical path of a warp's one item; as in the slab kernel
+    // the product is formed at once: run 9 within 2% of run 8).
     const int rl = lane / S, j = lane - rl * S;
     const int64_t row = row0 + rl;
     const bool live = lane < P && row < p.rows;
-    float s = 0.0f, w = 0.0f;
-    if (live) {
-      const int64_t slot = slot_of(out, j);
-      const float ss = slot_scale(p, slot);
-      s = p.row_scale != nullptr ? p.row_scale[row] * ss : ss;
-      w = combine ? p.slot_w[slot] : 0.0f;
-    }
+    const Sw sw = use_pre ? pre : load_sw(item);
+    const float s = sw.s, w = sw.w;
 #pragma unroll
     for (int m = 0; m < kPackM; ++m) {
       const int i = lane + 32 * m;
@@ -440,18 +454,19 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
 
   Vec buf[kV] = {};
   int64_t item = gw;
-  // Grouped: the ids come from the router, final before the wait only with ids_early (gemv.h).
-  if (p.ids_early && item < n_items) issue(buf, item);
+  // Grouped: the ids come from the router, final before the wait only with ids_early (gemv.h);
+  // then the first item's weights, scales and combine weights all load before it.
+  Sw first;
+  if (p.ids_early && item < n_items) issue(buf, item), first = load_sw(item);
   pdl_wait();
   pdl_trigger();
   if (!p.ids_early && item < n_items) issue(buf, item);
-  if (p.pf_w != nullptr) prefetch_experts_l2(p);
   if constexpr (XS) stage_x(xs, p, g.xs_rows, g.xs_row);
   for (; item < n_items; item += n_w) {
     store(buf);
     __syncwarp();
     if (item + n_w < n_items) issue(buf, item + n_w);
-    compute(item);
+    compute(item, item == gw && p.ids_early, first);
   }
 }
 

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 
-#include "cuda/bulk_copy.cuh"
 #include "cuda/gemv_kernel.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 
@@ -109,20 +108,6 @@ __device__ __forceinline__ float slot_scale(const Params& p, int64_t slot, int c
   float s = p.scale;
   if (p.ids != nullptr && p.bank != nullptr) s *= p.bank[static_cast<int64_t>(p.ids[slot]) * 4 + p.bank_col + col_add];
   return s;
-}
-
-// GemvArgs::prefetch_w: the next projection's experts of every slot into L2, in 16 KB pieces
-// spread over the grid's threads (after the PDL wait: the ids are final).
-__device__ __forceinline__ void prefetch_experts_l2(const Params& p) {
-  constexpr int64_t kPiece = 16384;
-  const int64_t per = (p.pf_eb + kPiece - 1) / kPiece, total = per * p.pf_slots;
-  const int64_t n_thr = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += n_thr) {
-    const int64_t s = i / per, c = i - s * per;
-    const int64_t left = p.pf_eb - c * kPiece;
-    bulk_prefetch_l2(p.pf_w + static_cast<int64_t>(p.ids[s]) * p.pf_eb + c * kPiece,
-                     static_cast<uint32_t>(left < kPiece ? left : kPiece));
-  }
 }
 
 }  // namespace ft::cuda::gemv_detail

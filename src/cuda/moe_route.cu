@@ -18,9 +18,7 @@
 
 #include <string>
 
-#include "cuda/bulk_copy.cuh"
 #include "cuda/check.h"
-#include "cuda/device.h"
 #include "cuda/ops_math.cuh"
 #include "cuda/ops_reduce.cuh"
 #include "cuda/norm_row.cuh"
@@ -291,28 +289,11 @@ __device__ __forceinline__ float4 load4<__half>(const uint8_t* row, int64_t i) {
 constexpr int kRouterThreads = 256;
 static_assert(kRouterThreads / 32 <= kMaxWarps && kThreads / 32 <= kMaxWarps, "one sort stack a warp");
 
-// RoutePrefetch: the routed experts' rows of pf's tensors into L2, in 16 KB pieces over the
-// block's threads (the block wrote ids; the caller synced).
-__device__ __forceinline__ void prefetch_routed(const RoutePrefetch& pf, const int32_t* ids, int n_slots) {
-  if (pf.w[0] == nullptr) return;
-  constexpr int64_t kPiece = 16384;
-  const int n_w = pf.w[1] != nullptr ? 2 : 1;
-  const int64_t per = (pf.expert_bytes + kPiece - 1) / kPiece, total = per * n_slots * n_w;
-  for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
-    const int64_t c = i % per, sw = i / per, s = sw / n_w;
-    const int wi = static_cast<int>(sw - s * n_w);
-    const int64_t left = pf.expert_bytes - c * kPiece;
-    bulk_prefetch_l2(static_cast<const uint8_t*>(pf.w[wi]) + static_cast<int64_t>(ids[s]) * pf.expert_bytes + c * kPiece,
-                     static_cast<uint32_t>(left < kPiece ? left : kPiece));
-  }
-}
-
 // The end of both router kernels: block e's per-thread sums acc[t] into logits[t][e] (warp
 // sums, then the warps in order, by one thread), and the last block to finish routes.
 __device__ __forceinline__ void router_finish(const float (&acc)[kMoeRouterMaxTokens], int n_tok, int e, int n_expert,
                                               float* logits, int64_t ld, int n_used, int32_t* ids, float* weights,
-                                              unsigned* ticket, bool warp_route, float* smem,
-                                              const RoutePrefetch& pf) {
+                                              unsigned* ticket, bool warp_route, float* smem) {
   __shared__ float part[kRouterThreads / 32][kMoeRouterMaxTokens];
   __shared__ bool last;
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
@@ -344,7 +325,6 @@ __device__ __forceinline__ void router_finish(const float (&acc)[kMoeRouterMaxTo
     }
     __syncthreads();
     if (threadIdx.x == 0) *ticket = 0;
-    prefetch_routed(pf, ids, n_tok * n_used);
     return;
   }
   for (int t = 0; t < n_tok; ++t) {
@@ -355,8 +335,6 @@ __device__ __forceinline__ void router_finish(const float (&acc)[kMoeRouterMaxTo
               weights + t * n_used);
   }
   if (threadIdx.x == 0) *ticket = 0;
-  __syncthreads();  // the ids this block wrote
-  prefetch_routed(pf, ids, n_tok * n_used);
 }
 
 template <class WT>
@@ -364,8 +342,7 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const floa
                                                                       const uint8_t* w, int64_t row_bytes, int64_t k,
                                                                       int n_expert, float* logits, int64_t ld,
                                                                       int n_used, int32_t* ids, float* weights,
-                                                                      unsigned* ticket, bool warp_route,
-                                                                      const RoutePrefetch pf) {
+                                                                      unsigned* ticket, bool warp_route) {
   extern __shared__ float smem[];
   constexpr int kU = 4;  // float4 weight loads in flight per thread
   const int e = static_cast<int>(blockIdx.x);
@@ -405,7 +382,7 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const floa
     if (f0 >= nf) break;
     load(f0);
   }
-  router_finish(acc, n_tok, e, n_expert, logits, ld, n_used, ids, weights, ticket, warp_route, smem, pf);
+  router_finish(acc, n_tok, e, n_expert, logits, ld, n_used, ids, weights, ticket, warp_route, smem);
 }
 
 
@@ -419,7 +396,7 @@ template <class WT, int NV>
 __global__ void __launch_bounds__(kRouterThreads) norm_router_route_kernel(
     const float* x, const float* norm_w, float eps, Round round, float* h, uint8_t* xq, int64_t k, const uint8_t* w,
     int64_t row_bytes, int n_expert, float* logits, int64_t ld, int n_used, int32_t* ids, float* weights,
-    unsigned* ticket, bool warp_route, const RoutePrefetch pf) {
+    unsigned* ticket, bool warp_route) {
   static_assert(kRouterThreads == norm_row::kThreads, "norm_row's thread layout");
   extern __shared__ float smem[];
   __shared__ double scratch[32];
@@ -450,7 +427,7 @@ __global__ void __launch_bounds__(kRouterThreads) norm_router_route_kernel(
     acc[0] = fmaf(q[j].z, o[j].z, acc[0]);
     acc[0] = fmaf(q[j].w, o[j].w, acc[0]);
   }
-  router_finish(acc, 1, e, n_expert, logits, ld, n_used, ids, weights, ticket, warp_route, smem, pf);
+  router_finish(acc, 1, e, n_expert, logits, ld, n_used, ids, weights, ticket, warp_route, smem);
 }
 }  // namespace
 
@@ -506,14 +483,6 @@ void by_weight_type(GgmlType type, F&& f) {
 
 }  // namespace
 
-// pf where its tensors and stride are 16-byte aligned and the device has bulk prefetches, else none.
-static RoutePrefetch checked_prefetch(const RoutePrefetch& pf) {
-  const bool ok = pf.w[0] != nullptr && pf.expert_bytes > 0 && pf.expert_bytes % 16 == 0 &&
-                  reinterpret_cast<uintptr_t>(pf.w[0]) % 16 == 0 && reinterpret_cast<uintptr_t>(pf.w[1]) % 16 == 0 &&
-                  bulk_copy_supported();
-  return ok ? pf : RoutePrefetch{};
-}
-
 bool moe_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes, int64_t n_tok) {
   return (type == GgmlType::F32 || type == GgmlType::BF16 || type == GgmlType::F16) && k > 0 && k % 4 == 0 &&
          row_bytes % 16 == 0 && n_tok >= 1 && n_tok <= kMoeRouterMaxTokens;
@@ -521,7 +490,7 @@ bool moe_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes, int
 
 void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type, const void* w, int64_t row_bytes,
                       int64_t k, int64_t n_expert, float* logits, int64_t ld, int n_used, int32_t* ids,
-                      float* weights, unsigned* ticket, cudaStream_t s, const RoutePrefetch& pf) {
+                      float* weights, unsigned* ticket, cudaStream_t s) {
   if (n_tok <= 0) return;
   if (!moe_router_route_supported(type, k, row_bytes, n_tok) || ldx % 4 != 0 ||
       reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0 || ticket == nullptr)
@@ -535,7 +504,7 @@ void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type,
   by_weight_type(type, [&](auto wt) {
     launch_pdl(router_route_kernel<decltype(wt)>, dim3(grid), dim3(kRouterThreads), smem, s, x, ldx,
                static_cast<int>(n_tok), static_cast<const uint8_t*>(w), row_bytes, k, static_cast<int>(n_expert), logits,
-               ld, n_used, ids, weights, ticket, warp, checked_prefetch(pf));
+               ld, n_used, ids, weights, ticket, warp);
   });
   FT_CUDA_CHECK_LAUNCH();
 }
@@ -550,8 +519,7 @@ bool moe_norm_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes
 
 void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round round, float* h, void* xq,
                            int64_t k, GgmlType type, const void* w, int64_t row_bytes, int64_t n_expert, float* logits,
-                           int64_t ld, int n_used, int32_t* ids, float* weights, unsigned* ticket, cudaStream_t s,
-                           const RoutePrefetch& pf) {
+                           int64_t ld, int n_used, int32_t* ids, float* weights, unsigned* ticket, cudaStream_t s) {
   if (!moe_norm_router_route_supported(type, k, row_bytes, x, norm_w, h, xq, w) || x == nullptr || h == nullptr ||
       xq == nullptr || w == nullptr || ticket == nullptr)
     fail_message("moe_norm_router_route: needs F32/BF16/F16 router weights, k % 32 == 0 and k <= 8192, 16-byte "
@@ -563,8 +531,7 @@ void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round
   const auto* wb = static_cast<const uint8_t*>(w);
   auto go = [&](auto kernel) {
     launch_pdl(kernel, dim3(static_cast<unsigned>(n_expert)), dim3(kRouterThreads), smem, s, x, norm_w, eps, round, h,
-               xq8, k, wb, row_bytes, static_cast<int>(n_expert), logits, ld, n_used, ids, weights, ticket, warp,
-               checked_prefetch(pf));
+               xq8, k, wb, row_bytes, static_cast<int>(n_expert), logits, ld, n_used, ids, weights, ticket, warp);
   };
   const int64_t nv = (k + 4 * kRouterThreads - 1) / (4 * kRouterThreads);
   auto by_nv = [&](auto wt) {

@@ -36,18 +36,10 @@ void moe_route_set_warp(int on);
 // the kernel leaves it zero (graph replays reuse it). Weights F32, BF16 or F16, rows
 // row_bytes apart (16-byte aligned), k % 4 == 0, 1..kMoeRouterMaxTokens tokens.
 inline constexpr int64_t kMoeRouterMaxTokens = 8;
-// Optional: after routing, the last block prefetches into L2 the chosen experts' rows of up to two
-// expert tensors (w[i] + id * expert_bytes, expert_bytes bytes; 16-byte aligned) -- the gate / up
-// weights the next launch reads -- so their DRAM reads start before the router's launch ends
-// (sm_90+; elsewhere ignored). The routing's bits are unchanged.
-struct RoutePrefetch {
-  const void* w[2] = {nullptr, nullptr};
-  int64_t expert_bytes = 0;
-};
 bool moe_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes, int64_t n_tok);
 void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type, const void* w, int64_t row_bytes,
                       int64_t k, int64_t n_expert, float* logits, int64_t ld, int n_used, int32_t* ids,
-                      float* weights, unsigned* ticket, cudaStream_t s, const RoutePrefetch& pf = {});
+                      float* weights, unsigned* ticket, cudaStream_t s);
 
 // One token: RMSNorm of x (k floats, norm weights norm_w or none, eps, rounding `round`) into
 // h and its Q8 copy xq (act_q8 layout), exactly as rmsnorm_q8 writes them, and the router and
@@ -58,7 +50,6 @@ bool moe_norm_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes
                                      const void* w = nullptr);
 void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round round, float* h, void* xq,
                            int64_t k, GgmlType type, const void* w, int64_t row_bytes, int64_t n_expert, float* logits,
-                           int64_t ld, int n_used, int32_t* ids, float* weights, unsigned* ticket, cudaStream_t s,
-                           const RoutePrefetch& pf = {});
+                           int64_t ld, int n_used, int32_t* ids, float* weights, unsigned* ticket, cudaStream_t s);
 
 }  // namespace ft::cuda

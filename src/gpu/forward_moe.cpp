@@ -13,26 +13,6 @@
 namespace ft::gpu {
 namespace {
 
-// FT_MOE_ROUTE_PF=0: the router does not prefetch the chosen experts' gate / up rows.
-const bool g_route_pf = [] {
-  const char* e = std::getenv("FT_MOE_ROUTE_PF");
-  return e == nullptr || *e != '0';
-}();
-
-// What the one-launch routers prefetch into L2 once they have routed: the chosen experts' gate and
-// up rows where the backend keeps every expert resident and they are two tensors of one stride.
-cuda::RoutePrefetch route_prefetch(const MoeBackend* moe, int64_t il) {
-  cuda::RoutePrefetch pf;
-  const DevExperts* E = g_route_pf && moe != nullptr ? moe->resident_experts(il) : nullptr;
-  if (E == nullptr || E->gate_up || !E->gate || !E->up || E->gate.w == nullptr || E->up.w == nullptr ||
-      E->gate.expert_bytes != E->up.expert_bytes)
-    return pf;
-  pf.w[0] = E->gate.w;
-  pf.w[1] = E->up.w;
-  pf.expert_bytes = E->gate.expert_bytes;
-  return pf;
-}
-
 // A router the one-launch kernels take: one part, no row or tensor scale.
 bool router_one_launch(const DevLayer& L) {
   return L.router.parts.size() == 1 && L.router.row_scale == nullptr && L.router.parts[0].scale == 1.0f;
@@ -52,7 +32,7 @@ void GpuForward::route_experts(int64_t il, const float* h, int64_t n_tok, bool x
     // Decode: router GEMV and routing in one launch.
     cuda::moe_router_route(h, n_embd, n_tok, r0.type, r0.w, r0.row_bytes, r0.k, n_expert, b_.router.as<float>(),
                            n_expert, n_used, b_.ids.as<int32_t>(), b_.wts.as<float>(),
-                           b_.route_ticket.as<unsigned>(), s, route_prefetch(moe_, il));
+                           b_.route_ticket.as<unsigned>(), s);
     return;
   }
   // Router logits stay fp32 in every dtype (as on the CPU and in llama.cpp).
@@ -79,7 +59,7 @@ bool GpuForward::norm_route_experts(int64_t il, const float* x, float* h, cudaSt
   cuda::moe_norm_router_route(x, L.ffn_norm, hp.rms_eps, num_.round, h, b_.xq.get(), hp.n_embd, r0.type, r0.w,
                               r0.row_bytes, hp.n_expert, b_.router.as<float>(), hp.n_expert,
                               static_cast<int>(hp.n_expert_used[il]), b_.ids.as<int32_t>(), b_.wts.as<float>(),
-                              b_.route_ticket.as<unsigned>(), s, route_prefetch(moe_, il));
+                              b_.route_ticket.as<unsigned>(), s);
   return true;
 }
 

@@ -110,12 +110,6 @@ class MoeBackend {
     (void)g;
     return false;
   }
-  // The layer's experts when every one sits in GPU memory where the router's ids index them (the
-  // fused backend): the router may prefetch the chosen ones' gate / up rows into L2. nullptr: not so.
-  virtual const DevExperts* resident_experts(int64_t layer) const {
-    (void)layer;
-    return nullptr;
-  }
 };
 
 // The experts of one layer as the grouped kernels read them: expert (or slot) i of tensor t

@@ -122,13 +122,9 @@ void check_fused(GgmlType type, int64_t n_expert, int64_t k, int64_t n_tok, int 
   DeviceBuffer dwt = to_device(w), dx = to_device(x), dl(static_cast<size_t>(n_tok * ld) * 4),
                dids(static_cast<size_t>(n_tok * n_used) * 4), dwts(static_cast<size_t>(n_tok * n_used) * 4),
                dticket = to_device(std::vector<uint32_t>{0});
-  RoutePrefetch pf;  // the last call also prefetches the chosen rows (the router's own) into L2
-  pf.w[0] = dwt.get();
-  pf.expert_bytes = row_bytes;
   for (int rep = 0; rep < 3; ++rep)
     moe_router_route(dx.as<float>(), ldx, n_tok, type, dwt.get(), row_bytes, k, n_expert, dl.as<float>(), ld, n_used,
-                     dids.as<int32_t>(), dwts.as<float>(), dticket.as<unsigned>(), nullptr,
-                     rep == 2 ? pf : RoutePrefetch{});
+                     dids.as<int32_t>(), dwts.as<float>(), dticket.as<unsigned>(), nullptr);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_EQ(to_host<uint32_t>(dticket, 1)[0], 0u);
   const auto l = to_host<float>(dl, static_cast<size_t>(n_tok * ld));
@@ -193,15 +189,10 @@ void check_norm_fused(GgmlType type, int64_t n_expert, int64_t k, int n_used, bo
   rmsnorm_q8(dx.as<float>(), k, nwp, k, 1e-6f, 1, a.h.as<float>(), k, round, a.xq.get(), nullptr);
   moe_router_route(a.h.as<float>(), k, 1, type, dwt.get(), row_bytes, k, n_expert, a.l.as<float>(), n_expert, n_used,
                    a.ids.as<int32_t>(), a.wts.as<float>(), dticket.as<unsigned>(), nullptr);
-  // The second call also prefetches the chosen rows of two "expert tensors" (the router's own
-  // rows here) into L2: the bits stay.
-  RoutePrefetch pf;
-  pf.w[0] = pf.w[1] = dwt.get();
-  pf.expert_bytes = row_bytes;
   for (int rep = 0; rep < 2; ++rep)
     moe_norm_router_route(dx.as<float>(), nwp, 1e-6f, round, b.h.as<float>(), b.xq.get(), k, type, dwt.get(),
                           row_bytes, n_expert, b.l.as<float>(), n_expert, n_used, b.ids.as<int32_t>(),
-                          b.wts.as<float>(), dticket.as<unsigned>(), nullptr, rep == 1 ? pf : RoutePrefetch{});
+                          b.wts.as<float>(), dticket.as<unsigned>(), nullptr);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_EQ(to_host<uint32_t>(dticket, 1)[0], 0u);
   auto same = [](const DeviceBuffer& p, const DeviceBuffer& q, size_t n, const char* what) {
