@@ -168,6 +168,13 @@ void gemv_set_nvfp4_persist(int groups, int stages) {
 
 namespace {
 
+// FT_GEMV_Y_EARLY=0: accumulating launches read y after their PDL wait whatever GemvArgs::y_early says
+// (the A/B of session 14).
+const bool g_y_early_off = [] {
+  const char* e = std::getenv("FT_GEMV_Y_EARLY");
+  return e != nullptr && *e == '0';
+}();
+
 // Checks a's arguments (throws ft::Error) and makes the kernels' Params.
 Params checked_params(const GemvArgs& a) {
   const std::string tn(type_name(a.type));
@@ -220,6 +227,7 @@ Params checked_params(const GemvArgs& a) {
   p.n_used = a.slot_w != nullptr ? a.n_used : 1;
   p.accumulate = a.accumulate ? 1 : 0;
   p.ids_early = grouped && a.ids_early ? 1 : 0;
+  p.y_early = a.accumulate && a.y_early && !g_y_early_off ? 1 : 0;
   return p;
 }
 

@@ -91,6 +91,11 @@ struct GemvArgs {
   // the NVFP4 slab / packed kernels read them, and stream the first weights of the chosen
   // experts, before their PDL wait. Off: the ids may come from the launch right before.
   bool ids_early = false;
+  // Accumulate: y was written at least two launches before this one (the residual stream under
+  // the wo / down projection), so the NVFP4 slab kernel (one token, dense) and the packed
+  // combine read it, for their first rows, before their PDL wait: the add's L2 round trip leaves
+  // the launch's tail. Off: y may come from the launch right before.
+  bool y_early = false;
 };
 
 bool gemv_supported(GgmlType t);

@@ -49,9 +49,9 @@ struct Params {
   // at w2, written y2_off floats further, bank column + 1. pair_out 0: no pair.
   const uint8_t* w2;
   int64_t y2_off, pair_out;
-  // Grouped (GemvArgs::ids_early): the ids may be read before the PDL wait (NVFP4 slab / packed
-  // kernels).
-  int ids_early;
+  // Grouped (GemvArgs::ids_early): the ids may be read before the PDL wait; accumulate
+  // (GemvArgs::y_early): y too (NVFP4 slab / packed kernels).
+  int ids_early, y_early;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)
@@ -124,6 +124,8 @@ __device__ __forceinline__ void stage_rows(uint8_t* stage, const uint8_t* w, con
 __device__ __forceinline__ void store_out(float* y, float v, int accumulate) {
   *y = accumulate ? __fadd_rn(*y, v) : v;
 }
+// y += v with y's value read earlier (GemvArgs::y_early): the same add.
+__device__ __forceinline__ void store_acc(float* y, float y_old, float v) { *y = __fadd_rn(y_old, v); }
 
 // A position in a warp's work list. A warp takes the row groups ("groups") gw, gw + n_w,
 // gw + 2 n_w, ... of all out rows; each group runs n_sub sub-slots (the ranks of a combined

@@ -233,6 +233,9 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
     }
   };
 
+  // y_early (dense, one token): lane r's row of the warp's first item, read before the PDL wait.
+  const bool y_pre = NT == 1 && p.y_early && p.ids == nullptr;
+  float y_old = 0.0f;
   auto epilogue = [&](const Step& m, const Scl& sc) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -262,8 +265,13 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
       } else {
 #pragma unroll
         for (int t = 0; t < NT; ++t)
-          if (t < p.n_tok && lane == r * NT + t)
-            store_out(p.y + t * p.ldy + row, round_to(p.round, __fmul_rn(acc[r][t], s)), p.accumulate);
+          if (t < p.n_tok && lane == r * NT + t) {
+            const float v = round_to(p.round, __fmul_rn(acc[r][t], s));
+            if (y_pre && m.item == gw)
+              store_acc(p.y + t * p.ldy + row, y_old, v);
+            else
+              store_out(p.y + t * p.ldy + row, v, p.accumulate);
+          }
       }
     }
   };
@@ -299,6 +307,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   Step ahead{0, 0, 0, gw, 0, 0, 0};
   locate(ahead);
   Step m = ahead;
+  if (y_pre && lane < R && gw < n_items && ahead.row0 + lane < p.rows) y_old = p.y[ahead.row0 + lane];
   Vec b0[kV] = {};
   if (n_steps > 0) issue(b0, ahead), advance(ahead);
   if (early) pdl_wait(), pdl_trigger();
@@ -382,7 +391,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
   };
   // Lane q < P: piece q's scale and combine weight (ids -> bank, row_scale, slot_w).
   struct Sw {
-    float s = 0.0f, w = 0.0f;
+    float s = 0.0f, w = 0.0f, y = 0.0f;  // y: the combine's old y (y_early)
   };
   auto load_sw = [&](int64_t item) {
     int64_t out, row0;
@@ -398,9 +407,17 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
     }
     return r;
   };
+  // The combine's old y of the item's row (its first lane), y_early.
+  auto load_y = [&](int64_t item) {
+    int64_t out, row0;
+    item_pos(item, out, row0);
+    const int rl = lane / S, j = lane - rl * S;
+    const int64_t row = row0 + rl;
+    return lane < P && row < p.rows && j == 0 ? p.y[out * p.ldy + row] : 0.0f;
+  };
   // use_pre: pre holds the item's Sw, loaded earlier (the first item with ids_early: before the
   // PDL wait). By value: a pointer put it in local memory (ptxas -v: an 8-byte stack frame).
-  auto compute = [&](int64_t item, bool use_pre, Sw pre) {
+  auto compute = [&](int64_t item, bool use_pre, bool use_y, Sw pre) {
     int64_t out, row0;
     item_pos(item, out, row0);
     // The scale and combine weight before the dot products (after them they were a dependent
@@ -447,7 +464,12 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
         const float pj = __fmul_rn(__shfl_sync(0xFFFFFFFFu, v, src), __shfl_sync(0xFFFFFFFFu, wk, src));
         cb = i == 0 ? pj : __fadd_rn(cb, pj);
       }
-      if (live && j == 0) store_out(p.y + out * p.ldy + row, round_to(p.round, cb), p.accumulate);
+      if (live && j == 0) {
+        if (use_y)
+          store_acc(p.y + out * p.ldy + row, pre.y, round_to(p.round, cb));
+        else
+          store_out(p.y + out * p.ldy + row, round_to(p.round, cb), p.accumulate);
+      }
     }
     __syncwarp();  // red and the stage are rewritten for the next item
   };
@@ -458,6 +480,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
   // then the first item's weights, scales and combine weights all load before it.
   Sw first;
   if (p.ids_early && item < n_items) issue(buf, item), first = load_sw(item);
+  const bool y_pre = combine && p.y_early;
+  if (y_pre && item < n_items) first.y = load_y(item);
   pdl_wait();
   pdl_trigger();
   if (!p.ids_early && item < n_items) issue(buf, item);
@@ -466,7 +490,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) packed_kernel(const Params 
     store(buf);
     __syncwarp();
     if (item + n_w < n_items) issue(buf, item + n_w);
-    compute(item, item == gw && p.ids_early, first);
+    compute(item, item == gw && p.ids_early, item == gw && y_pre, first);
   }
 }
 

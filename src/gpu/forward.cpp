@@ -66,7 +66,7 @@ GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers
 
 void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
                         int64_t ldy, Round round, bool accumulate, bool q8, cudaStream_t s,
-                        bool exact, bool xq_ready) const {
+                        bool exact, bool xq_ready, bool y_early) const {
   if (use_gemv(n_tok)) {
     bool quantised = false;
     for (const DevMatrix& p : l.parts) quantised |= q8 && cuda::gemv_q8_supported(p.type);
@@ -75,6 +75,7 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
       cuda::GemvArgs a;
       fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
       a.xq = q8 && cuda::gemv_q8_supported(p.type) ? b_.xq.get() : nullptr;
+      a.y_early = y_early;
       if (a.xq == nullptr && cuda::gemv_half_supported(a))
         cuda::gemv_half(a, s);  // BF16/F16 (the output head): the register-direct kernel
       else
@@ -115,14 +116,18 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
   if (b_.batch != nullptr) {  // several sequences, each token against its own KV slot
     batch_attention(m_, L, il, b_, num_, n_tok, s);
-    linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s);
+    // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
+    linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, false,
+           /*y_early=*/true);
     return;
   }
   // Decode: the attention kernel also writes the Q8 copy the wo GEMV reads (one launch fewer).
   const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
   rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
                        /*fuse_rope=*/true);
-  linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo);
+  // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
+  linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
+         /*y_early=*/true);
 }
 
 void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_t n_tok, float* out, int64_t ldo,
@@ -199,7 +204,9 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, b_.xq.get(), s);
     else
       cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
-    linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid);
+    // x was last written by wo, four launches back: y_early (cuda/gemv.h).
+    linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid,
+           /*y_early=*/true);
     return;
   }
   const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;

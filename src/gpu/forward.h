@@ -42,7 +42,7 @@ class GpuForward {
  private:
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
               cuda::Round round, bool accumulate, bool q8, cudaStream_t s,
-              bool exact = false, bool xq_ready = false) const;
+              bool exact = false, bool xq_ready = false, bool y_early = false) const;
   // Whether the integer GEMV will read b_.xq for this projection / expert tensor.
   bool wants_q8(const DevLinear& l) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;

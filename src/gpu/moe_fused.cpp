@@ -164,6 +164,7 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, 
     down.slot_w = st.wts;
     down.n_used = n_used;
     down.accumulate = true;
+    down.y_early = true;  // st.x: written before the gate / up and SwiGLU launches
   } else {
     plan_as_combine(E.down, st, down);
   }

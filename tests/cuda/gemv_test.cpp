@@ -120,6 +120,16 @@ void check_dense(const Case& c, std::mt19937& rng) {
   gemv(g);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   const auto y = to_host<float>(dy, static_cast<size_t>(ldy * kGemvMaxTokens));
+  if (c.accumulate) {  // y read before the PDL wait (gemv.h y_early): the same bits
+    DeviceBuffer dy2 = to_device(y0);
+    GemvArgs g2 = g;
+    g2.y = dy2.as<float>();
+    g2.y_early = true;
+    gemv(g2);
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto y2 = to_host<float>(dy2, y.size());
+    ASSERT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)), 0) << "y_early changed the bits";
+  }
 
   std::vector<float> wrow(static_cast<size_t>(c.k));
   for (int64_t r = 0; r < c.rows; ++r) {
@@ -386,6 +396,16 @@ void check_dense_q8(const Case& c, std::mt19937& rng) {
   gemv(g);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   const auto y = to_host<float>(dy, static_cast<size_t>(ldy * kGemvMaxTokens));
+  if (c.accumulate) {  // y read before the PDL wait (gemv.h y_early): the same bits
+    DeviceBuffer dy2 = to_device(y0);
+    GemvArgs g2 = g;
+    g2.y = dy2.as<float>();
+    g2.y_early = true;
+    gemv(g2);
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto y2 = to_host<float>(dy2, y.size());
+    ASSERT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)), 0) << "y_early changed the bits";
+  }
 
   const double ulp = c.round == quant::Round::kBF16 ? 1.0 / 128 : c.round == quant::Round::kF16 ? 1.0 / 1024 : 0.0;
   for (int64_t r = 0; r < c.rows; ++r) {
@@ -577,11 +597,12 @@ void check_grouped_epilogue(GgmlType type, bool q8, bool combine, bool accumulat
   GemvArgs g2 = g;
   g2.y = dy2.as<float>();
   g2.ids_early = true;
+  g2.y_early = accumulate;
   gemv(g2);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   const auto y = to_host<float>(dy, want.size());
   const auto y2 = to_host<float>(dy2, want.size());
-  ASSERT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)), 0) << "ids_early changed the bits";
+  ASSERT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)), 0) << "ids_early / y_early changed the bits";
   for (int64_t t = 0; t < out_rows; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
       const size_t at = static_cast<size_t>(t * ldy + r);
