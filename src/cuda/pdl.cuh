@@ -14,6 +14,12 @@
 //     parked blocks never take SM space this grid still needs.
 // A kernel launched without the attribute sees pdl_wait()/pdl_trigger() as no-ops, and on
 // GPUs before sm_90 both compile to nothing and launch_pdl() is a plain launch.
+// Consequence: when this kernel starts, every kernel two or more launches back has completed
+// (the one right before has passed its wait, so the one before that is done and visible). Data
+// written that far back -- weights, the MoE ids under the down projection, the residual under
+// wo / down -- may be read before pdl_wait(); the caller says so (cuda::GemvArgs::ids_early,
+// y_early). H200 session 14: the down experts' first loads before the wait, Qwen3-30B-A3B
+// decode +5.6%.
 #pragma once
 
 #include <cuda_runtime.h>
