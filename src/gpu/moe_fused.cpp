@@ -12,6 +12,7 @@
 #include "cuda/geglu.h"
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
+#include "cuda/moe_decode_fused.h"
 #include "gpu/moe_backend.h"
 #include "quant/act_quant.h"
 
@@ -97,10 +98,56 @@ const bool g_ids_early = [] {
   return e == nullptr || *e != '0';
 }();
 
+// FT_MOE_FUSED_DECODE=1: one token's NVFP4 experts in one persistent launch (cuda/moe_decode_fused.h:
+// gate / up, SwiGLU + Q8 and down + combine, the same bits as the three launches below). Off by
+// default: not yet measured on a GPU.
+const bool g_fused_decode = [] {
+  const char* e = std::getenv("FT_MOE_FUSED_DECODE");
+  return e != nullptr && *e == '1';
+}();
+
+// The one-launch experts where they apply (plain decode of one token, NVFP4 banks on the integer
+// path, the Q8 mid activations free to go into hh's bytes: nothing reads hh as floats after it).
+bool fused_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, cudaStream_t s) {
+  const GpuNumerics& num = *st.num;
+  GpuBuffers& b = *st.b;
+  if (!g_fused_decode || st.n_tok != 1 || st.xq_mid != nullptr || E.gate_up || E.gelu || !num.q8 ||
+      E.gate.type != GgmlType::NVFP4 || E.up.type != GgmlType::NVFP4 || E.down.type != GgmlType::NVFP4 ||
+      E.gate.row_bytes != E.up.row_bytes || E.gate.expert_bytes != E.up.expert_bytes || !b.moe_sync.get() ||
+      b.hh.bytes() < static_cast<size_t>(cuda::act_q8_bytes(E.n_ff, st.n_used)))
+    return false;
+  cuda::MoeFusedDecodeArgs a;
+  a.w_gate = E.gate.w;
+  a.w_up = E.up.w;
+  a.w_down = E.down.w;
+  a.gu_row_bytes = E.gate.row_bytes;
+  a.gu_expert_bytes = E.gate.expert_bytes;
+  a.down_row_bytes = E.down.row_bytes;
+  a.down_expert_bytes = E.down.expert_bytes;
+  a.n_embd = E.n_embd;
+  a.n_ff = E.n_ff;
+  a.n_used = st.n_used;
+  a.ids = ids;
+  a.slot_w = st.wts;
+  a.bank = E.bank;
+  a.xq = b.xq.get();
+  a.xq_mid = b.hh.get();
+  a.y = st.x;
+  a.round = num.round;
+  a.sync = b.moe_sync.as<unsigned>();
+  if (E.gate.k != E.n_embd || E.down.k != E.n_ff || E.gate.rows != E.n_ff || E.down.rows != E.n_embd ||
+      !cuda::moe_fused_decode_supported(a))
+    return false;
+  if (!st.xq_ready) cuda::quantize_act_q8(st.h, E.n_embd, E.n_embd, 1, b.xq.get(), s);
+  cuda::moe_fused_decode(a, s);
+  return true;
+}
+
 // Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
 // GEMV sums the slots of a token with their routing weights and adds them to st.x, or with
 // y_slots set writes each route's row there ([n_slots][n_embd]) under the combine's plan.
 void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, float* y_slots, cudaStream_t s) {
+  if (y_slots == nullptr && fused_decode(E, ids, st, s)) return;
   const GpuNumerics& num = *st.num;
   GpuBuffers& b = *st.b;
   const int n_used = st.n_used;

@@ -98,6 +98,10 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   FT_CUDA_CHECK(cudaMemset(bad.get(), 0, sizeof(int32_t)));
   alloc(route_ticket, sizeof(unsigned));
   FT_CUDA_CHECK(cudaMemset(route_ticket.get(), 0, sizeof(unsigned)));
+  if (n_used > 0) {
+    alloc(moe_sync, 2 * sizeof(unsigned));
+    FT_CUDA_CHECK(cudaMemset(moe_sync.get(), 0, 2 * sizeof(unsigned)));
+  }
 
   gemm = std::make_unique<cuda::Gemm>(max_k, U);
   ws += gemm->workspace_bytes();

@@ -67,6 +67,7 @@ struct GpuBuffers {
   std::vector<int64_t> kv_cells;  // rows of each layer's cache (position p in row p % cells)
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
   cuda::DeviceBuffer route_ticket;                                 // moe_router_route's counter (0)
+  cuda::DeviceBuffer moe_sync;                                     // moe_fused_decode's 2 counters (0)
   std::unique_ptr<cuda::Gemm> gemm;
   std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
   std::unique_ptr<Gemma4Buffers> g4;   // gemma4: sliding rope table, branch and PLE scratch
