@@ -118,9 +118,11 @@ __global__ void chain_kernel(const Chain ch) {
     if (lane != 0) return;
     int64_t q = 0;
     for (int p = ch.p0; p < ch.p1; ++p) {
-      if (ch.persistent && !ch.run_ahead)
-        while (released < p) {
-        }
+      if (ch.persistent && !ch.run_ahead) {
+        const long long t0 = clock64();
+        while (released < p)
+          if (clock64() - t0 > (1ll << 31)) __trap();
+      }
       int64_t b0, b1;
       slice_of(ch.bytes[p], c, g, b0, b1);
       const uint8_t* src = ch.w + ch.off[p];
@@ -149,9 +151,12 @@ __global__ void chain_kernel(const Chain ch) {
         __threadfence();
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ch.arrive) : "memory");
         unsigned v = 0;
-        do {
+        const long long t0 = clock64();
+        for (;;) {  // a barrier that never opens traps after ~1 s (a launch error, not a hang)
           asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(ch.arrive) : "memory");
-        } while (v < target);
+          if (v >= target) break;
+          if (clock64() - t0 > (1ll << 31)) __trap();
+        }
         __threadfence();
         released = p;
       }

@@ -179,10 +179,15 @@ __global__ void __launch_bounds__(kThreads, 1) moe_fused_kernel(const Fused f) {
 
   // Phase 2: every unit done, then the mid activations into shared memory.
   if (threadIdx.x == 0) {
+    // A unit that never comes (a bug, or a counter not left at zero) traps after ~1 s instead
+    // of hanging the stream: a launch error the caller sees.
+    const long long t0 = clock64();
     unsigned v = 0;
-    do {
+    for (;;) {
       asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(f.sync) : "memory");
-    } while (v < static_cast<unsigned>(n_units));
+      if (v >= static_cast<unsigned>(n_units)) break;
+      if (clock64() - t0 > (1ll << 31)) __trap();
+    }
     __threadfence();
   }
   __syncthreads();
