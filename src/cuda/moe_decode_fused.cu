@@ -2,7 +2,7 @@
 // up rows and their SwiGLU + Q8 blocks, phase 2 the down rows and the combine, after a counter
 // says every phase-1 unit is done.
 //
-// Grid: one CTA of 8 warps per SM (the shared memory below takes ~160 KB), all resident: the
+// Grid: one CTA of 8 warps per SM (the shared memory, Layout, takes up to ~215 KB), all resident: the
 // phase-2 wait spins, so every CTA must be running (a CTA that has not started cannot trigger
 // the next launch, and the launches before this one end on their own, so all CTAs do start).
 //
@@ -12,7 +12,9 @@
 // xor tree; scale; rounding). The CTA's 32 gate and 32 up values meet in shared memory; warp 0
 // forms SwiGLU (glu.cu's swiglu1) and quantises the block (q8_quantize_warp: quantize_act_q8's
 // bytes) into xq_mid row j, then counts the unit done (fence, then atomicAdd on sync[0]).
-// CTA c takes units c, c + grid, ...
+// CTA c takes units c, c + grid, ...; where a CTA has two and they fit (Qwen3-30B-A3B: 192 units,
+// 132 SMs) both are copied in at the start, beside the down rows, so every weight byte of the
+// launch is requested right after the PDL wait.
 // Phase 2 item = down row r (all n_used ranks, the packed kernel's item at one row): warp gw
 // takes rows gw and gw + 8 grid. Both items' weights (n_used pieces of nb blocks) are copied
 // into shared memory with the first phase-1 unit, right after the PDL wait. When sync[0] reaches
@@ -54,19 +56,32 @@ constexpr int kBlock = 36;                           // NVFP4 block bytes
 constexpr int kSlab = 32 * kBlock;                   // a gate / up row's stage (<= 32 blocks)
 constexpr int kStageA = 2 * kRowsA * kSlab;          // a warp's gate + up rows: 9,216 bytes
 constexpr int kEntries = 128;                        // phase-2 (piece, block) entries an item (lane l: l + 32 m)
-constexpr int kStageB = kEntries * kBlock;           // 4,608 bytes an item
 constexpr int kItemsB = 2;                           // down rows a warp
 constexpr int kMaxUsed = 8;
 constexpr int kMaxFf = 1024;                         // n_used * n_ff / 64 <= kEntries at 8 ranks
+constexpr int kMaxASlots = 2;                        // phase-1 units a CTA can hold at once
 
-struct Smem {
-  static constexpr int a = 0;
-  static constexpr int b = a + kWarps * kStageA;
-  static constexpr int red = b + kWarps * kItemsB * kStageB;
-  static constexpr int vals = red + kWarps * kEntries * 4;
-  static constexpr int xs = vals + 2 * 32 * 4;
+// Shared memory, laid out at launch: a_slots phase-1 stages a warp (a CTA's units all requested
+// at once where two fit: Qwen3-30B-A3B's 192 units on 132 SMs, 214 KB), the warps' two down
+// items (n_used pieces of nb blocks each), the partial sums, the gate / up values, the staged mid
+// activations.
+struct Layout {
+  int a_slots = 1;
+  int stage_b = 0;  // bytes an item: n_used * nb_b * 36
+  int b = 0, red = 0, vals = 0, xs = 0;
+  size_t total = 0;
 };
-size_t smem_bytes(int64_t n_used, int64_t mid_row) { return Smem::xs + static_cast<size_t>(n_used * mid_row); }
+Layout layout(int a_slots, int64_t n_used, int64_t n_ff, int64_t mid_row) {
+  Layout l;
+  l.a_slots = a_slots;
+  l.stage_b = static_cast<int>(n_used * (n_ff / 64) * kBlock);
+  l.b = kWarps * kStageA * a_slots;
+  l.red = l.b + kWarps * kItemsB * l.stage_b;
+  l.vals = l.red + kWarps * kEntries * 4;
+  l.xs = l.vals + 2 * 32 * 4;
+  l.total = static_cast<size_t>(l.xs) + static_cast<size_t>(n_used * mid_row);
+  return l;
+}
 
 struct Fused {
   const uint8_t *wg, *wu, *wd;
@@ -82,6 +97,7 @@ struct Fused {
   float* y;
   Round round;
   unsigned* sync;
+  Layout l;
 };
 
 __device__ __forceinline__ float bank_scale(const Fused& f, int64_t e, int col) {
@@ -95,26 +111,27 @@ __global__ void __launch_bounds__(kThreads, 1) moe_fused_kernel(const Fused f) {
   const int nb_a = f.k_in / 64, nb_b = f.n_ff / 64, S = f.n_used;
   const int blocks_ff = f.n_ff / 32, n_units = S * blocks_ff;
   const q8_detail::E2m1Table tab = q8_detail::e2m1_table();
-  uint8_t* st_a = smem + Smem::a + warp * kStageA;
-  float* red = reinterpret_cast<float*>(smem + Smem::red) + warp * kEntries;
-  float* vals = reinterpret_cast<float*>(smem + Smem::vals);  // [0, 32): gate, [32, 64): up
-  uint8_t* xs = smem + Smem::xs;
+  const Layout& L = f.l;
+  float* red = reinterpret_cast<float*>(smem + L.red) + warp * kEntries;
+  float* vals = reinterpret_cast<float*>(smem + L.vals);  // [0, 32): gate, [32, 64): up
+  uint8_t* xs = smem + L.xs;
 
   // The router's ids and Q8 row come from the launch before.
   pdl_wait();
   pdl_trigger();
 
-  // Phase-1 copies of unit u: this warp's 4 gate rows, then its 4 up rows, at kSlab a row.
+  // Phase-1 copies of unit u into A slot a: this warp's 4 gate rows, then its 4 up rows, kSlab apart.
   const int nva = nb_a * kBlock / 16;  // 16-byte vectors a gate / up row
-  auto issue_a = [&](int u) {
+  auto issue_a = [&](int u, int a) {
     const int j = u / blocks_ff, b = u - j * blocks_ff;
     const int64_t e = f.ids[j];
     const int64_t r0 = 32 * static_cast<int64_t>(b) + kRowsA * warp;
+    uint8_t* st = smem + (a * kWarps + warp) * kStageA;
     for (int i = lane; i < 2 * kRowsA * nva; i += 32) {
       const int q = i / nva, o = i - q * nva;  // q: tensor * 4 + row
       const uint8_t* w = q < kRowsA ? f.wg : f.wu;
       const int r = q & (kRowsA - 1);
-      cp_async16(st_a + q * kSlab + 16 * o, w + e * f.gu_exp + (r0 + r) * f.gu_row + 16 * o);
+      cp_async16(st + q * kSlab + 16 * o, w + e * f.gu_exp + (r0 + r) * f.gu_row + 16 * o);
     }
   };
   // Phase-2 copies of item k (row gw + k * n_w): piece q (rank q) at q * nb_b * 36 of its stage.
@@ -123,7 +140,7 @@ __global__ void __launch_bounds__(kThreads, 1) moe_fused_kernel(const Fused f) {
   auto issue_b = [&](int k) {
     const int64_t row = gw + static_cast<int64_t>(k) * n_w;
     if (row >= f.n_out) return;
-    uint8_t* st = smem + Smem::b + (warp * kItemsB + k) * kStageB;
+    uint8_t* st = smem + L.b + (warp * kItemsB + k) * L.stage_b;
     for (int i = lane; i < S * nvb; i += 32) {
       const int q = i / nvb, o = i - q * nvb;
       cp_async16(st + q * nb_b * kBlock + 16 * o,
@@ -131,17 +148,26 @@ __global__ void __launch_bounds__(kThreads, 1) moe_fused_kernel(const Fused f) {
     }
   };
 
-  // Group 1: the first unit's rows; group 2: both down items. Waiting for one pending group then
-  // waits for the first only.
-  if (c < n_units) issue_a(c);
-  cp_async_commit();
+  // Copy groups, oldest first: this CTA's first a_slots units (one group each, empty where it
+  // has fewer), both down items, then one group per later unit, issued into the slot its unit
+  // i - a_slots has just left. Unit i's group has (committed - 1 - its index) groups after it.
+  const int A = L.a_slots;
+  const int my_units = c < n_units ? (n_units - c + G - 1) / G : 0;
+  for (int i = 0; i < A; ++i) {
+    if (i < my_units) issue_a(c + i * G, i);
+    cp_async_commit();
+  }
   for (int k = 0; k < kItemsB; ++k) issue_b(k);
   cp_async_commit();
+  const int later = my_units > A ? my_units - A : 0;
 
-  for (int u = c; u < n_units; u += G) {
-    if (u == c) cp_async_wait(1);
-    else issue_a(u), cp_async_commit(), cp_async_wait(0);
+  for (int i = 0; i < my_units; ++i) {
+    const int committed = A + 1 + (i < later ? i : later);
+    const int idx = i < A ? i : i + 1;
+    cp_async_wait(committed - 1 - idx);
     __syncwarp();
+    const int u = c + i * G;
+    const uint8_t* st_a = smem + ((i % A) * kWarps + warp) * kStageA;
     const int j = u / blocks_ff, b = u - j * blocks_ff;
     const int64_t e = f.ids[j];
     float ag[kRowsA][1], au[kRowsA][1];
@@ -158,6 +184,8 @@ __global__ void __launch_bounds__(kThreads, 1) moe_fused_kernel(const Fused f) {
         ag[r][0] += __shfl_xor_sync(0xFFFFFFFFu, ag[r][0], o);
         au[r][0] += __shfl_xor_sync(0xFFFFFFFFu, au[r][0], o);
       }
+    __syncwarp();  // every lane has read this stage: the unit A slots on may be copied into it
+    if (i + A < my_units) issue_a(c + (i + A) * G, i % A), cp_async_commit();
     if (lane < kRowsA) {
       float g = ag[0][0], v = au[0][0];
 #pragma unroll
@@ -174,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, 1) moe_fused_kernel(const Fused f) {
       __syncwarp();
       if (lane == 0) atomicAdd(f.sync, 1u);
     }
-    __syncthreads();  // vals and the stages are rewritten by the next unit
+    __syncthreads();  // vals is rewritten by the next unit
   }
 
   // Phase 2: every unit done, then the mid activations into shared memory.
@@ -207,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, 1) moe_fused_kernel(const Fused f) {
   for (int k = 0; k < kItemsB; ++k) {
     const int64_t row = gw + static_cast<int64_t>(k) * n_w;
     if (row >= f.n_out) break;
-    const uint8_t* st = smem + Smem::b + (warp * kItemsB + k) * kStageB;
+    const uint8_t* st = smem + L.b + (warp * kItemsB + k) * L.stage_b;
 #pragma unroll
     for (int m = 0; m < kEntries / 32; ++m) {
       const int i = lane + 32 * m;
@@ -251,6 +279,18 @@ std::atomic<int64_t> g_launches{0};
 
 int grid_size() { return gemv_detail::sm_count(); }
 
+// The layout of a call: two phase-1 stages a warp where some CTA has two units and they fit.
+Layout plan(const MoeFusedDecodeArgs& a) {
+  const int64_t mid_row = act_q8_row_bytes(a.n_ff);
+  const int64_t n_units = a.n_used * a.n_ff / 32;
+  const size_t limit = static_cast<size_t>(gemv_detail::max_smem_optin());
+  if (n_units > grid_size()) {
+    const Layout two = layout(kMaxASlots, a.n_used, a.n_ff, mid_row);
+    if (two.total <= limit) return two;
+  }
+  return layout(1, a.n_used, a.n_ff, mid_row);
+}
+
 }  // namespace
 
 bool moe_fused_decode_supported(const MoeFusedDecodeArgs& a) {
@@ -270,9 +310,7 @@ bool moe_fused_decode_supported(const MoeFusedDecodeArgs& a) {
   if (a.ids == nullptr || a.slot_w == nullptr || a.xq == nullptr || a.xq_mid == nullptr || a.y == nullptr ||
       a.sync == nullptr)
     return false;
-  const int64_t mid_row = act_q8_row_bytes(a.n_ff);
-  const size_t smem = smem_bytes(a.n_used, mid_row);
-  if (smem > static_cast<size_t>(gemv_detail::max_smem_optin())) return false;
+  if (plan(a).total > static_cast<size_t>(gemv_detail::max_smem_optin())) return false;
   // Two down rows a warp cover the rows.
   return a.n_embd <= int64_t{kItemsB} * kWarps * grid_size();
 }
@@ -305,7 +343,8 @@ void moe_fused_decode(const MoeFusedDecodeArgs& a, cudaStream_t s) {
   f.y = a.y;
   f.round = a.round;
   f.sync = a.sync;
-  const size_t smem = smem_bytes(a.n_used, f.mid_row);
+  f.l = plan(a);
+  const size_t smem = f.l.total;
   static std::atomic<uint64_t> cache{0};
   if (gemv_detail::cached_ctas_per_sm(moe_fused_kernel, smem, kThreads, cache) < 1)
     fail_message("moe_fused_decode: a CTA of " + std::to_string(smem) + " bytes of shared memory does not fit an SM");
