@@ -356,24 +356,7 @@ class Runner {
         graph_ok_ = false;
       }
     }
-    cudaEvent_t a, b;
-    FT_CUDA_CHECK(cudaEventCreate(&a));
-    FT_CUDA_CHECK(cudaEventCreate(&b));
-    enqueue(mode);  // warm-up
-    std::vector<float> ms;
-    for (int r = 0; r < 7; ++r) {
-      FT_CUDA_CHECK(cudaEventRecord(a, s_));
-      enqueue(mode);
-      FT_CUDA_CHECK(cudaEventRecord(b, s_));
-      FT_CUDA_CHECK(cudaEventSynchronize(b));
-      float t = 0;
-      FT_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-      ms.push_back(t);
-    }
-    FT_CUDA_CHECK(cudaEventDestroy(a));
-    FT_CUDA_CHECK(cudaEventDestroy(b));
-    std::sort(ms.begin(), ms.end());
-    return 1000.0f * ms[3];
+    return 1000.0f * tools::events_median_ms(s_, [&] { enqueue(mode); });
   }
 
   // act after one step of `mode`, rows 1..n.

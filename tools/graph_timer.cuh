@@ -12,16 +12,17 @@
 
 namespace ft::tools {
 
-// Median of 7 replays of `exec` on `s`, in ms per replay.
-inline float graph_median_ms(cudaGraphExec_t exec, cudaStream_t s) {
+// Median of 7 runs of launch() on `s` between a cudaEvent pair, after one warm-up run, in ms.
+template <class F>
+float events_median_ms(cudaStream_t s, F&& launch) {
   cudaEvent_t a, b;
   FT_CUDA_CHECK(cudaEventCreate(&a));
   FT_CUDA_CHECK(cudaEventCreate(&b));
-  FT_CUDA_CHECK(cudaGraphLaunch(exec, s));  // warm-up
+  launch();  // warm-up
   std::vector<float> ms;
   for (int r = 0; r < 7; ++r) {
     FT_CUDA_CHECK(cudaEventRecord(a, s));
-    FT_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    launch();
     FT_CUDA_CHECK(cudaEventRecord(b, s));
     FT_CUDA_CHECK(cudaEventSynchronize(b));
     float t = 0;
@@ -32,6 +33,11 @@ inline float graph_median_ms(cudaGraphExec_t exec, cudaStream_t s) {
   FT_CUDA_CHECK(cudaEventDestroy(b));
   std::sort(ms.begin(), ms.end());
   return ms[3];
+}
+
+// Median of 7 replays of `exec` on `s`, in ms per replay.
+inline float graph_median_ms(cudaGraphExec_t exec, cudaStream_t s) {
+  return events_median_ms(s, [&] { FT_CUDA_CHECK(cudaGraphLaunch(exec, s)); });
 }
 
 // Captures what launch() enqueues on `s` into a graph and returns graph_median_ms of it.
