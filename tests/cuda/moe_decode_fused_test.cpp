@@ -166,6 +166,14 @@ void check_case(const Case& c, Round round, std::mt19937& rng) {
     moe_fused_decode(f, nullptr);
     FT_CUDA_CHECK(cudaDeviceSynchronize());
     EXPECT_EQ(moe_fused_decode_launches(), n0 + 1);
+    // Phase 1 first (gate / up, SwiGLU, Q8: the mid rows), then phase 2 (down + combine), so a
+    // failure names the phase.
+    const size_t row = static_cast<size_t>(act_q8_row_bytes(c.n_ff));
+    const auto m1 = to_host<uint8_t>(xq_mid, act_q8_bytes(c.n_ff, c.n_used));
+    const auto m2 = to_host<uint8_t>(mid2, act_q8_bytes(c.n_ff, c.n_used));
+    for (size_t i = 0; i < m1.size(); ++i)
+      ASSERT_EQ(m2[i], m1[i]) << "phase 1: mid activation byte " << i % row << " of rank " << i / row
+                              << " differs from swiglu_q8's (codes below n_ff " << c.n_ff << ", then 8-byte scales)";
     const std::vector<float> got = to_host<float>(y, y0.size());
     size_t bad = 0, first = got.size();
     for (size_t i = 0; i < got.size(); ++i)
@@ -173,12 +181,9 @@ void check_case(const Case& c, Round round, std::mt19937& rng) {
         if (first == got.size()) first = i;
         ++bad;
       }
-    ASSERT_EQ(bad, 0u) << bad << " of " << got.size() << " rows differ from the three launches; first row " << first
-                       << ": got " << got[first] << ", want " << want[first];
-    // Its Q8 mid activations are swiglu_q8's bytes too.
-    const auto m1 = to_host<uint8_t>(xq_mid, act_q8_bytes(c.n_ff, c.n_used));
-    const auto m2 = to_host<uint8_t>(mid2, act_q8_bytes(c.n_ff, c.n_used));
-    ASSERT_EQ(std::memcmp(m1.data(), m2.data(), m1.size()), 0) << "mid activations differ from swiglu_q8's";
+    ASSERT_EQ(bad, 0u) << "phase 2: " << bad << " of " << got.size()
+                       << " rows differ from the three launches; first row " << first << ": got " << got[first]
+                       << ", want " << want[first];
     const auto s = to_host<unsigned>(sync, 2);
     ASSERT_EQ(s[0], 0u) << "unit counter left at " << s[0];
     ASSERT_EQ(s[1], 0u) << "exit counter left at " << s[1];
