@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/act_q8.h"
@@ -284,7 +285,13 @@ Layout plan(const MoeFusedDecodeArgs& a) {
   const int64_t mid_row = act_q8_row_bytes(a.n_ff);
   const int64_t n_units = a.n_used * a.n_ff / 32;
   const size_t limit = static_cast<size_t>(gemv_detail::max_smem_optin());
-  if (n_units > grid_size()) {
+  // FT_MOE_FUSED_A_SLOTS=1: one phase-1 stage a warp (the later unit copied after the first is
+  // done; 135 KB instead of 214 KB at Qwen3-30B-A3B's shape) -- a measurement switch.
+  static const bool one_slot = [] {
+    const char* e = std::getenv("FT_MOE_FUSED_A_SLOTS");
+    return e != nullptr && std::string(e) == "1";
+  }();
+  if (n_units > grid_size() && !one_slot) {
     const Layout two = layout(kMaxASlots, a.n_used, a.n_ff, mid_row);
     if (two.total <= limit) return two;
   }
