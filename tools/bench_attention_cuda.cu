@@ -3,6 +3,7 @@
 // hd 128).
 //
 //   ft-bench-attention-cuda [--kv bf16|f16|f32] [--pool-gib N] [--decode-only] [--sweep]
+//                           [--only MODEL:LIVE]
 //
 // Decode (1 query token at 8, 512, 4096 and 16384 live keys; 8 tokens at 4096; a 32k cache
 // holding 4k live keys to show the cost of idle chunks; short contexts in a 4096-row cache as
@@ -15,7 +16,8 @@
 // ("dedicated"; "pipe off" / "pipe on": without / with the next step's K/V loads issued
 // early) and the SIMT split-K kernel + combine ("simt"); --sweep adds the dedicated
 // kernel with other plans (rows per block, blocks per SM, keys per lane group, reduction)
-// and without AttnArgs::ws_zeroed (a ticket memset per call).
+// and without AttnArgs::ws_zeroed (a ticket memset per call). --only llama-8b:4096 runs that one
+// decode case (one token, cache of max(4096, LIVE) rows) with the engine's plan: a target for ncu.
 //
 // Prefill (512 tokens from position 0, and 512 tokens after 4096 cached ones): time per
 // layer and TFLOP/s counting 4*d flops per (query head, visible key) pair; for bf16/f16 the
@@ -187,6 +189,7 @@ int main(int argc, char** argv) {
   KvType kv = KvType::kBF16;
   double pool_gib = 2.0;
   bool decode_only = false, sweep = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--kv" && i + 1 < argc) {
@@ -198,9 +201,12 @@ int main(int argc, char** argv) {
       decode_only = true;
     } else if (arg == "--sweep") {
       sweep = true;
+    } else if (arg == "--only" && i + 1 < argc && std::strchr(argv[i + 1], ':') != nullptr) {
+      only = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: ft-bench-attention-cuda [--kv bf16|f16|f32] [--pool-gib N] [--decode-only] [--sweep]\n");
+                   "usage: ft-bench-attention-cuda [--kv bf16|f16|f32] [--pool-gib N] [--decode-only] [--sweep] "
+                   "[--only MODEL:LIVE]\n");
       return 2;
     }
   }
@@ -240,6 +246,14 @@ int main(int argc, char** argv) {
       plans.push_back({"dedicated rows4 pipe on", 2, 4, 0, true, 0, 0, 2});
       plans.push_back({"dedicated 2/SM pipe on", 2, 0, 2, true, 0, 0, 2});
       plans.push_back({"dedicated 8/SM pipe on", 2, 0, 8, true, 0, 0, 2});
+    }
+    if (!only.empty()) {
+      const std::string name = only.substr(0, only.find(':'));
+      const int64_t live = std::atoll(only.c_str() + only.find(':') + 1);
+      for (const Model& m : models)
+        if (name == m.name && live > 0) b.run(m, std::max<int64_t>(4096, live), live, 1, true);
+      FT_CUDA_CHECK(cudaStreamDestroy(s));
+      return 0;
     }
     struct DecodeCase {
       int64_t n_ctx, live, n_tok;
