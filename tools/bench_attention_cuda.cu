@@ -17,7 +17,8 @@
 // early) and the SIMT split-K kernel + combine ("simt"); --sweep adds the dedicated
 // kernel with other plans (rows per block, blocks per SM, keys per lane group, reduction)
 // and without AttnArgs::ws_zeroed (a ticket memset per call). --only llama-8b:4096 runs that one
-// decode case (one token, cache of max(4096, LIVE) rows) with the engine's plan: a target for ncu.
+// decode case (one token, cache of max(4096, LIVE) rows) with the engine's plan, then the mma
+// kernel (mode 3): a target for ncu.
 //
 // Prefill (512 tokens from position 0, and 512 tokens after 4096 cached ones): time per
 // layer and TFLOP/s counting 4*d flops per (query head, visible key) pair; for bf16/f16 the
@@ -229,7 +230,8 @@ int main(int argc, char** argv) {
                                       {"dedicated", 2, 0, 0, true, 0, 0},
                                       {"dedicated pipe off", 2, 0, 0, true, 0, 0, 1},
                                       {"dedicated pipe on", 2, 0, 0, true, 0, 0, 2},
-                                      {"simt", 1, 0, 0, true, 0, 0}};
+                                      {"simt", 1, 0, 0, true, 0, 0},
+                                      {"mma", 3, 0, 0, true, 0, 0}};
     if (sweep) {
       plans.push_back({"dedicated rows1", 2, 1, 0, true, 0, 0});
       plans.push_back({"dedicated rows4", 2, 4, 0, true, 0, 0});
@@ -251,7 +253,10 @@ int main(int argc, char** argv) {
       const std::string name = only.substr(0, only.find(':'));
       const int64_t live = std::atoll(only.c_str() + only.find(':') + 1);
       for (const Model& m : models)
-        if (name == m.name && live > 0) b.run(m, std::max<int64_t>(4096, live), live, 1, true);
+        if (name == m.name && live > 0) {
+          b.run(m, std::max<int64_t>(4096, live), live, 1, true);
+          b.run(m, std::max<int64_t>(4096, live), live, 1, true, Bench::Plan{"mma", 3, 0, 0, true, 0, 0});
+        }
       FT_CUDA_CHECK(cudaStreamDestroy(s));
       return 0;
     }

@@ -114,7 +114,9 @@ void attention_set_prefill_override(int mode);
 
 // Decode kernel choice for tests and benchmarks (process-wide, not thread-safe): mode 0
 // automatic (the dedicated decode kernel, attn_decode.cuh, up to 4 tokens; the SIMT split-K
-// kernel + combine kernel above), 1 always the SIMT kernel, 2 always the dedicated kernel.
+// kernel + combine kernel above), 1 always the SIMT kernel, 2 always the dedicated kernel, 3 the
+// tensor-core decode kernel (attn_decode_mma.cuh: one token, 16-bit caches, head dim 128, groups
+// <= 8, no rope inside; other calls as in mode 0) + the combine kernel.
 // max_rows (1, 2, 4, 8; 0 = tuning default) caps the query rows per decode block,
 // blocks_per_sm (0 = default) sets the grid the split plan aims for, and keys_per_slot
 // (1, 2, 4, 8; 0 = default; 16-bit caches at head dim 128 only) the keys each lane group

@@ -18,6 +18,7 @@
 #include "cuda/attention.h"
 #include "cuda/attn_args.cuh"
 #include "cuda/attn_decode.cuh"
+#include "cuda/attn_decode_mma.cuh"
 #include "cuda/attn_decode_tuning.cuh"
 #include "cuda/attn_plan.cuh"
 #include "cuda/attn_simt.cuh"
@@ -58,6 +59,9 @@ void quantize_out_q8(const AttnArgs& a, cudaStream_t s) {
 }
 
 void simt_decode(const AttnArgs& a, float* parts, cudaStream_t s);
+void combine(const AttnArgs& a, const float* part_acc, const float* part_ml, int64_t splits, cudaStream_t s);
+bool mma_decode_supported(const AttnArgs& a);
+void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s);
 void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_t s);
 
 }  // namespace
@@ -113,6 +117,10 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   float* parts = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + kDecodeTicketBytes);
   if (a.out_q8 != nullptr && reinterpret_cast<uintptr_t>(a.out_q8) % 16 != 0)
     fail_message("cuda attention_decode: out_q8 must be a 16-byte aligned device buffer");
+  if (g_decode_mode == 3 && a.qkv_raw == nullptr && mma_decode_supported(a)) {
+    mma_decode(a, parts, s);
+    return quantize_out_q8(a, s);
+  }
   if (g_decode_mode == 1 || (g_decode_mode == 0 && a.n_tok > kDecodeFastMaxTokens)) {
     simt_decode(a, parts, s);
     return quantize_out_q8(a, s);
@@ -151,9 +159,14 @@ void simt_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
                                             static_cast<unsigned>(splits)),
                       s);
 
+  combine(a, p.part_acc, p.part_ml, splits, s);
+}
+
+// Merges the chunk partials (SIMT layout) into a.out: one block per (token, head) row.
+void combine(const AttnArgs& a, const float* part_acc, const float* part_ml, int64_t splits, cudaStream_t s) {
   CombineParams c{};
-  c.part_acc = p.part_acc;
-  c.part_ml = p.part_ml;
+  c.part_acc = part_acc;
+  c.part_ml = part_ml;
   c.d_pos = a.d_pos;
   c.out = a.out;
   c.ldo = a.ldo;
@@ -161,10 +174,41 @@ void simt_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   c.n_ctx = a.n_ctx;
   c.n_head = a.n_head;
   c.splits = splits;
-  c.d = d;
+  c.d = a.head_dim_v;
   c.round = a.round;
-  attn_combine_kernel<<<static_cast<unsigned>(a.n_tok * a.n_head), static_cast<unsigned>(d), 0, s>>>(c);
+  attn_combine_kernel<<<static_cast<unsigned>(a.n_tok * a.n_head), static_cast<unsigned>(c.d), 0, s>>>(c);
   FT_CUDA_CHECK_LAUNCH();
+}
+
+bool mma_decode_supported(const AttnArgs& a) {
+  return a.n_tok == 1 && a.head_dim_k == kMmaDecodeD && a.head_dim_v == kMmaDecodeD &&
+         (a.kv_type == KvType::kF16 || a.kv_type == KvType::kBF16) && a.n_head % a.n_head_kv == 0 &&
+         a.n_head / a.n_head_kv <= kMmaDecodeMaxGroup;
+}
+
+void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
+  const int64_t d = kMmaDecodeD, group = a.n_head / a.n_head_kv;
+  const int64_t per_sm = g_decode_blocks_per_sm > 0 ? g_decode_blocks_per_sm : kSimtBlocksPerSm;
+  const int64_t splits = decode_splits(a.n_ctx, a.n_head_kv, 1, per_sm * sm_count());
+  MmaDecodeParams p{};
+  p.q = a.q;
+  p.k = a.k_cache;
+  p.v = a.v_cache;
+  p.kv_stride = a.n_head_kv * d;
+  p.part_acc = parts;
+  p.part_ml = parts + a.n_head * splits * d;
+  p.d_pos = a.d_pos;
+  p.n_ctx = a.n_ctx;
+  p.splits = splits;
+  p.group = static_cast<int>(group);
+  p.scale_log2 = a.scale * 1.4426950408889634f;
+  const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(a.n_head_kv));
+  if (a.kv_type == KvType::kF16)
+    launch_pdl(attn_mma_decode_kernel<__half>, grid, dim3(kMmaDecodeWarps * 32), 0, s, p);
+  else
+    launch_pdl(attn_mma_decode_kernel<__nv_bfloat16>, grid, dim3(kMmaDecodeWarps * 32), 0, s, p);
+  FT_CUDA_CHECK_LAUNCH();
+  combine(a, p.part_acc, p.part_ml, splits, s);
 }
 
 void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_t s) {

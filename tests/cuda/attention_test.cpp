@@ -331,6 +331,26 @@ TEST(CudaAttention, DecodeKernelSweep) {
         }
 }
 
+// The tensor-core decode kernel (mode 3): one token, 16-bit caches, head dim 128, GQA groups
+// 1..8, live lengths around the 16-key tile, the 64-key chunk and several chunks a split, caches
+// filled to n_ctx or not; groups above 8, other head dims and f32 caches fall back (checked too).
+TEST(CudaAttention, MmaDecodeMatchesRef) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(21);
+  DecodeOverride mma(3);
+  const int64_t groups[][2] = {{8, 1}, {32, 4}, {32, 8}, {4, 4}, {6, 2}, {16, 1}};
+  int n = 0;
+  for (KvType t : {KvType::kF16, KvType::kBF16})
+    for (int64_t live : {1, 5, 16, 17, 63, 64, 65, 300, 4097, 9000})
+      for (const auto& hh : groups) {
+        const bool full = ++n % 3 == 0;
+        run_case({t, 128, hh[0], hh[1], 1, live - 1, Path::kDecode, full ? 0 : 37}, rng);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  run_case({KvType::kF32, 128, 8, 1, 1, 299, Path::kDecode}, rng);  // fallback: f32 cache
+  run_case({KvType::kF16, 64, 8, 1, 1, 299, Path::kDecode}, rng);   // fallback: head dim 64
+}
+
 // Fewer rows per block than the group has (several row blocks per KV head, each with its own
 // ticket), small and large grids, and the SIMT split-K path kept behind the override.
 TEST(CudaAttention, DecodeOverrides) {

@@ -1,0 +1,210 @@
+// One-token decode attention on tensor cores (mma.sync m16n8k16, fp32 accumulate; sm_80+), for
+// 16-bit caches at head dim 128 and GQA groups of at most 8: attention_decode's mode 3
+// (attention_set_decode_override), measured against the dedicated SIMT kernel (attn_decode.cuh).
+// Twin: engine::attention_ref (tests/cuda/attention_test.cpp, CudaAttention.MmaDecode*).
+//
+// Why: ncu of the dedicated kernel at 4096 keys (Qwen3-30B-A3B shape, benches/h200.md session
+// 16) showed it instruction- and latency-bound, not memory-bound: 6.2 M warp instructions a
+// launch (~94 a key and row block: per key a 16-lane dot, a butterfly, a softmax update and the
+// V update, repeated by each of the 4 row blocks of a group of 8), 25% occupancy (128
+// registers), DRAM 6%. Here a warp does a 16-key tile for all the group's heads with 64 MMAs,
+// 32 byte permutes and 16 16-byte loads a lane.
+//
+// Grid (splits, n_head_kv); block = 4 warps, one KV head, one chunk of keys (attn_plan.cuh
+// decode_plan with kChunkUnit, the SIMT combine's plan); warp w takes the chunk's 16-key tiles
+// w, w + 4, ... Per tile (lane = 4 g + c):
+//   S = Q K^T:  A = Q (rows = the group's heads, 8..15 zero), B = K^T with the 128 dims in a
+//               lane-friendly order: lane (g, c) loads dims 32 j + 8 c .. + 7 (j < 4) of key g
+//               (four 16-byte loads; 8 lanes of a row read 64 contiguous bytes per load) and
+//               k-step s takes its values 4 (s % 2) .. + 3 of load s / 2; Q's fragment uses
+//               the same dims. Q and P are split into hi + lo in the cache type (two MMAs
+//               each, as the prefill kernel does: ~22 / ~16 mantissa bits instead of 11 / 8).
+//   softmax:    base 2 (q pre-scaled by scale * log2 e), row max over the quad (2 shuffles),
+//               running sum per lane (reduced once at the end).
+//   O^T += V^T P^T: A = V^T (rows = dims: lane g's m-tile t rows are dims 16 g + 2 t and
+//               + 1), built from the lane's four V rows (keys 2c, 2c+1, 2c+8, 2c+9; 32 bytes
+//               each) by byte permutes; B = P^T, which is exactly S's C fragment of rows 0..7.
+//               O^T (128 dims x 8 heads) is 32 registers a lane.
+// The 4 warps merge in shared memory; the block writes its chunk's partial (acc, m ln 2, l) in
+// the SIMT kernel's layout, and attn_combine_kernel (attn_simt_phases.cuh combine_column)
+// merges the chunks and rounds the output.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/attn_mma.cuh"
+#include "cuda/attn_plan.cuh"
+#include "cuda/pdl.cuh"
+
+namespace ft::cuda::attn_detail {
+
+inline constexpr int kMmaDecodeD = 128;
+inline constexpr int kMmaDecodeMaxGroup = 8;
+inline constexpr int kMmaDecodeWarps = 4;
+inline constexpr int kMmaDecodeTile = 16;  // keys a warp step
+
+struct MmaDecodeParams {
+  const float* q;  // one token: head h at q + h * 128
+  const void* k;
+  const void* v;
+  int64_t kv_stride;  // elements between cache rows
+  float* part_acc;    // [n_head][splits][128]
+  float* part_ml;     // [n_head][splits][2]: (m ln 2, l)
+  const int32_t* d_pos;
+  int64_t n_ctx, splits;
+  int group;
+  float scale_log2;
+};
+
+// split2 (attn_mma_lane.cuh): hi + lo pairs of the cache type.
+__device__ __forceinline__ uint4 ld_kv(const void* base, int64_t elem) {
+  return __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + elem));
+}
+
+template <class T>
+__global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(const MmaDecodeParams p) {
+  constexpr int D = kMmaDecodeD;
+  __shared__ float s_o[kMmaDecodeWarps][kMmaDecodeMaxGroup][D];
+  __shared__ float s_m[kMmaDecodeWarps][kMmaDecodeMaxGroup], s_l[kMmaDecodeWarps][kMmaDecodeMaxGroup];
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  const int g = lane >> 2, c = lane & 3;
+  const int64_t split = blockIdx.x, kvh = blockIdx.y;
+  pdl_wait();
+  pdl_trigger();
+  const int64_t n_kv = live_keys(*p.d_pos, 1, p.n_ctx);
+  const DecodePlan plan = decode_plan(n_kv, p.splits);
+  if (split >= plan.n_chunks) return;  // the whole block: no barrier below is skipped by part of it
+  const int64_t kbeg = split * plan.chunk, kend = kbeg + plan.chunk < n_kv ? kbeg + plan.chunk : n_kv;
+  const int64_t col = kvh * D;  // the KV head's first element in a cache row
+
+  // Q fragments (rows 8..15 of A are zero: a1 = a3 = 0).
+  uint32_t qh[8][2], ql[8][2];
+  {
+    const bool live = g < p.group;
+    const float* q = p.q + (kvh * p.group + (live ? g : 0)) * D;
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      const int d0 = 32 * (s >> 1) + 8 * c + 4 * (s & 1);
+      float x[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = live ? q[d0 + i] * p.scale_log2 : 0.0f;
+      split2<T>(x[0], x[1], qh[s][0], ql[s][0]);
+      split2<T>(x[2], x[3], qh[s][1], ql[s][1]);
+    }
+  }
+
+  float o[8][4];
+#pragma unroll
+  for (int t = 0; t < 8; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+
+  for (int64_t t0 = kbeg + kMmaDecodeTile * warp; t0 < kend; t0 += kMmaDecodeTile * kMmaDecodeWarps) {
+    // K: key t0 + 8 j + g, dims 32 jj + 8 c .. + 7. V: keys t0 + {2c, 2c+1, 2c+8, 2c+9}, dims 16 g .. + 15.
+    uint4 kq[2][4], vr[4][2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int64_t key = t0 + 8 * j + g;
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+        kq[j][jj] = key < kend ? ld_kv(p.k, key * p.kv_stride + col + 32 * jj + 8 * c) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int64_t key = t0 + 2 * c + (i & 1) + 8 * (i >> 1);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        vr[i][h] = key < kend ? ld_kv(p.v, key * p.kv_stride + col + 16 * g + 8 * h) : make_uint4(0, 0, 0, 0);
+    }
+    // S = Q K^T for keys t0 .. t0 + 7 (j = 0) and t0 + 8 .. t0 + 15 (j = 1).
+    float sc[2][4];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+#pragma unroll
+      for (int s = 0; s < 8; ++s) {
+        const uint4 w = kq[j][s >> 1];
+        const uint32_t b0 = (s & 1) ? w.z : w.x, b1 = (s & 1) ? w.w : w.y;
+        const uint32_t ah[4] = {qh[s][0], 0u, qh[s][1], 0u}, al[4] = {ql[s][0], 0u, ql[s][1], 0u};
+        mma16816(sc[j], ah, b0, b1, T{});
+        mma16816(sc[j], al, b0, b1, T{});
+      }
+    }
+    // Lane (g, c) holds head g's scores of keys t0 + 8 j + 2 c (+1) in sc[j][0..1].
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int64_t key = t0 + 8 * j + 2 * c + i;
+        if (key >= kend) sc[j][i] = -INFINITY;
+        mx = fmaxf(mx, sc[j][i]);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+    const float mn = fmaxf(m, mx);  // finite: the tile's first key is live
+    const float alpha = exp2f(m - mn);
+    m = mn;
+    float pr[2][2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) pr[j][i] = exp2f(sc[j][i] - mn);
+    l = fmaf(l, alpha, (pr[0][0] + pr[0][1]) + (pr[1][0] + pr[1][1]));
+    // O^T columns are heads 2c and 2c + 1: their rescale factors live in quads 2c and 2c + 1.
+    const float a0 = __shfl_sync(0xFFFFFFFFu, alpha, 8 * c), a1 = __shfl_sync(0xFFFFFFFFu, alpha, 8 * c + 4);
+#pragma unroll
+    for (int t = 0; t < 8; ++t) o[t][0] *= a0, o[t][1] *= a1, o[t][2] *= a0, o[t][3] *= a1;
+    uint32_t ph0, pl0, ph1, pl1;  // B = P^T: (keys 2c, 2c+1; head g), (keys 2c+8, 2c+9; head g)
+    split2<T>(pr[0][0], pr[0][1], ph0, pl0);
+    split2<T>(pr[1][0], pr[1][1], ph1, pl1);
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const uint32_t w0 = (&vr[0][t >> 2].x)[t & 3], w1 = (&vr[1][t >> 2].x)[t & 3];
+      const uint32_t w2 = (&vr[2][t >> 2].x)[t & 3], w3 = (&vr[3][t >> 2].x)[t & 3];
+      const uint32_t a[4] = {__byte_perm(w0, w1, 0x5410), __byte_perm(w0, w1, 0x7632), __byte_perm(w2, w3, 0x5410),
+                             __byte_perm(w2, w3, 0x7632)};
+      mma16816(o[t], a, ph0, ph1, T{});
+      mma16816(o[t], a, pl0, pl1, T{});
+    }
+  }
+  l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
+  l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
+
+  // The warps' (m, l, O) into shared memory: o[t] = (dim 16g+2t, heads 2c, 2c+1), (dim 16g+2t+1, same heads).
+  if (c == 0) s_m[warp][g] = m, s_l[warp][g] = l;
+#pragma unroll
+  for (int t = 0; t < 8; ++t) {
+    const int dd = 16 * g + 2 * t;
+    s_o[warp][2 * c][dd] = o[t][0];
+    s_o[warp][2 * c + 1][dd] = o[t][1];
+    s_o[warp][2 * c][dd + 1] = o[t][2];
+    s_o[warp][2 * c + 1][dd + 1] = o[t][3];
+  }
+  __syncthreads();
+  const int dim = static_cast<int>(threadIdx.x);  // 128 threads, one dim each
+  for (int h = 0; h < p.group; ++h) {
+    float M = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kMmaDecodeWarps; ++w) M = fmaxf(M, s_m[w][h]);
+    float acc = 0.0f, L = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kMmaDecodeWarps; ++w) {
+      const float e = s_m[w][h] == -INFINITY ? 0.0f : exp2f(s_m[w][h] - M);
+      acc = fmaf(e, s_o[w][h][dim], acc);
+      L = fmaf(e, s_l[w][h], L);
+    }
+    const int64_t row = kvh * p.group + h;
+    p.part_acc[(row * p.splits + split) * D + dim] = acc;
+    if (dim == 0) {
+      p.part_ml[(row * p.splits + split) * 2] = M * 0.6931471805599453f;  // the combine's natural-log scale
+      p.part_ml[(row * p.splits + split) * 2 + 1] = L;
+    }
+  }
+}
+
+}  // namespace ft::cuda::attn_detail
