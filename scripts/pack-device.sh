@@ -28,8 +28,9 @@ for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft
 done
 # Debian libraries the binaries link that the device image lacks (its CUDA image has glibc and
 # libstdc++ only): whatever ldd resolves under /lib/x86_64-linux-gnu except those.
-for f in "$OUT"/ft "$OUT"/test_cuda "$OUT"/test_parity "$OUT"/test_moe_cpu; do
-  if [ -f "$f" ]; then ldd "$f" | awk '$3 ~ /^(\/usr)?\/lib\/x86_64-linux-gnu\// {print $3}'; fi
+# (Every packed binary: ft-bench-attention-cuda alone links libutf8proc, which test_cuda does not.)
+for f in "$OUT"/*; do
+  if [ -f "$f" ] && [ -x "$f" ]; then ldd "$f" | awk '$3 ~ /^(\/usr)?\/lib\/x86_64-linux-gnu\// {print $3}'; fi
 done | sort -u | { grep -vE '/lib(c|m|gcc_s|stdc\+\+|pthread|dl|rt)\.so' || true; } |
   while read -r lib; do cp -L "$lib" "$OUT/"; done
 L=.deps/llama/lib

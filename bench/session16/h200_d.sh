@@ -9,7 +9,7 @@
 R=/tmp/resd
 source bench/device_common.sh
 log "tests"
-(cd $B && timeout 150 ./test_cuda --gtest_brief=1 --gtest_filter='CudaAttention.MmaDecode*:CudaAttention.DecodeMatchesRef:CudaAttention.GraphReplay*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
+[ -n "${SKIP_TESTS:-}" ] || (cd $B && timeout 150 ./test_cuda --gtest_brief=1 --gtest_filter='CudaAttention.*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
 grep -E "tests? ran|PASSED|FAILED|rc=|Failure|got|want" $R/test.txt | head -20
 for kv in f16 bf16; do
   budget 250 "bench $kv" || break

@@ -117,11 +117,8 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   float* parts = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + kDecodeTicketBytes);
   if (a.out_q8 != nullptr && reinterpret_cast<uintptr_t>(a.out_q8) % 16 != 0)
     fail_message("cuda attention_decode: out_q8 must be a 16-byte aligned device buffer");
-  if (g_decode_mode == 3 && a.qkv_raw == nullptr && mma_decode_supported(a)) {
-    mma_decode(a, parts, s);
-    return quantize_out_q8(a, s);
-  }
-  if (g_decode_mode == 1 || (g_decode_mode == 0 && a.n_tok > kDecodeFastMaxTokens)) {
+  if (g_decode_mode == 3 && a.qkv_raw == nullptr && mma_decode_supported(a)) return mma_decode(a, parts, s);
+  if (g_decode_mode == 1 || ((g_decode_mode == 0 || g_decode_mode == 3) && a.n_tok > kDecodeFastMaxTokens)) {
     simt_decode(a, parts, s);
     return quantize_out_q8(a, s);
   }
@@ -202,13 +199,18 @@ void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   p.splits = splits;
   p.group = static_cast<int>(group);
   p.scale_log2 = a.scale * 1.4426950408889634f;
+  p.out = a.out;
+  p.round = a.round;
+  p.out_q8 = static_cast<uint8_t*>(a.out_q8);
+  p.q8_k = a.n_head * d;
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(a.n_head_kv));
   if (a.kv_type == KvType::kF16)
     launch_pdl(attn_mma_decode_kernel<__half>, grid, dim3(kMmaDecodeWarps * 32), 0, s, p);
   else
     launch_pdl(attn_mma_decode_kernel<__nv_bfloat16>, grid, dim3(kMmaDecodeWarps * 32), 0, s, p);
   FT_CUDA_CHECK_LAUNCH();
-  combine(a, p.part_acc, p.part_ml, splits, s);
+  launch_pdl(mma_combine_kernel, dim3(static_cast<unsigned>(a.n_head)), dim3(kMmaDecodeD), 0, s, p);
+  FT_CUDA_CHECK_LAUNCH();
 }
 
 void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_t s) {

@@ -26,8 +26,8 @@
 //               each) by byte permutes; B = P^T, which is exactly S's C fragment of rows 0..7.
 //               O^T (128 dims x 8 heads) is 32 registers a lane.
 // The 4 warps merge in shared memory; the block writes its chunk's partial (acc, m ln 2, l) in
-// the SIMT kernel's layout, and attn_combine_kernel (attn_simt_phases.cuh combine_column)
-// merges the chunks and rounds the output.
+// the SIMT kernel's layout, and mma_combine_kernel below merges the chunks, rounds the output
+// and writes its Q8 copy. The first tile's K/V loads are issued before the PDL wait.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -40,6 +40,7 @@
 #include "cuda/attn_mma.cuh"
 #include "cuda/attn_plan.cuh"
 #include "cuda/pdl.cuh"
+#include "cuda/q8_tail.cuh"
 
 namespace ft::cuda::attn_detail {
 
@@ -59,12 +60,19 @@ struct MmaDecodeParams {
   int64_t n_ctx, splits;
   int group;
   float scale_log2;
+  // The combine (mma_combine_kernel): the output row and its optional Q8 copy.
+  float* out;
+  Round round;
+  uint8_t* out_q8;  // nullptr, or the act_q8 row of n_head * 128 values
+  int64_t q8_k;
 };
 
 // split2 (attn_mma_lane.cuh): hi + lo pairs of the cache type.
 __device__ __forceinline__ uint4 ld_kv(const void* base, int64_t elem) {
   return __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + elem));
 }
+
+__device__ __forceinline__ int64_t t0_key(int64_t t0, int j, int g) { return t0 + 8 * j + g; }
 
 template <class T>
 __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(const MmaDecodeParams p) {
@@ -74,13 +82,54 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int g = lane >> 2, c = lane & 3;
   const int64_t split = blockIdx.x, kvh = blockIdx.y;
-  pdl_wait();
-  pdl_trigger();
-  const int64_t n_kv = live_keys(*p.d_pos, 1, p.n_ctx);
+  // The position and the cache rows before it are at least two launches old (written before the
+  // step's first kernel, or by earlier steps): read before the PDL wait, so the first tile's K/V
+  // loads overlap the launch before. The new key (row pos) may come from the launch before.
+  const int64_t pos = *p.d_pos;
+  const int64_t n_kv = live_keys(pos, 1, p.n_ctx);
   const DecodePlan plan = decode_plan(n_kv, p.splits);
-  if (split >= plan.n_chunks) return;  // the whole block: no barrier below is skipped by part of it
+  if (split >= plan.n_chunks) {  // the whole block: no barrier below is skipped by part of it
+    pdl_wait();
+    pdl_trigger();
+    return;
+  }
   const int64_t kbeg = split * plan.chunk, kend = kbeg + plan.chunk < n_kv ? kbeg + plan.chunk : n_kv;
   const int64_t col = kvh * D;  // the KV head's first element in a cache row
+
+  // K: key t0 + 8 j + g, dims 32 jj + 8 c .. + 7. V: keys t0 + {2c, 2c+1, 2c+8, 2c+9}, dims 16 g .. + 15.
+  uint4 kq[2][4], vr[4][2];
+  auto load_tile = [&](int64_t t0, int64_t lim) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int64_t key = t0 + 8 * j + g;
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+        kq[j][jj] = key < lim ? ld_kv(p.k, key * p.kv_stride + col + 32 * jj + 8 * c) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int64_t key = t0 + 2 * c + (i & 1) + 8 * (i >> 1);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        vr[i][h] = key < lim ? ld_kv(p.v, key * p.kv_stride + col + 16 * g + 8 * h) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  const int64_t first = kbeg + kMmaDecodeTile * warp;
+  if (first < kend) load_tile(first, kend < pos ? kend : pos);
+  pdl_wait();
+  pdl_trigger();
+  if (first < kend && first + kMmaDecodeTile > pos && kend > pos) {  // this tile holds the new key
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      if (t0_key(first, j, g) == pos)
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) kq[j][jj] = ld_kv(p.k, pos * p.kv_stride + col + 32 * jj + 8 * c);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (first + 2 * c + (i & 1) + 8 * (i >> 1) == pos)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) vr[i][h] = ld_kv(p.v, pos * p.kv_stride + col + 16 * g + 8 * h);
+  }
 
   // Q fragments (rows 8..15 of A are zero: a1 = a3 = 0).
   uint32_t qh[8][2], ql[8][2];
@@ -103,23 +152,8 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   for (int t = 0; t < 8; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
   float m = -INFINITY, l = 0.0f;
 
-  for (int64_t t0 = kbeg + kMmaDecodeTile * warp; t0 < kend; t0 += kMmaDecodeTile * kMmaDecodeWarps) {
-    // K: key t0 + 8 j + g, dims 32 jj + 8 c .. + 7. V: keys t0 + {2c, 2c+1, 2c+8, 2c+9}, dims 16 g .. + 15.
-    uint4 kq[2][4], vr[4][2];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int64_t key = t0 + 8 * j + g;
-#pragma unroll
-      for (int jj = 0; jj < 4; ++jj)
-        kq[j][jj] = key < kend ? ld_kv(p.k, key * p.kv_stride + col + 32 * jj + 8 * c) : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int64_t key = t0 + 2 * c + (i & 1) + 8 * (i >> 1);
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        vr[i][h] = key < kend ? ld_kv(p.v, key * p.kv_stride + col + 16 * g + 8 * h) : make_uint4(0, 0, 0, 0);
-    }
+  for (int64_t t0 = first; t0 < kend; t0 += kMmaDecodeTile * kMmaDecodeWarps) {
+    if (t0 != first) load_tile(t0, kend);
     // S = Q K^T for keys t0 .. t0 + 7 (j = 0) and t0 + 8 .. t0 + 15 (j = 1).
     float sc[2][4];
 #pragma unroll
@@ -204,6 +238,69 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
       p.part_ml[(row * p.splits + split) * 2] = M * 0.6931471805599453f;  // the combine's natural-log scale
       p.part_ml[(row * p.splits + split) * 2 + 1] = L;
     }
+  }
+}
+
+// Merges one head's chunk partials (one block of 128 threads a query head): the chunks' (m, l)
+// staged in shared memory and reduced in parallel, then thread (slice s, quad q) sums dims
+// 4q .. 4q + 3 over chunks s, s + 4, ... with eight loads in flight, the four slices meet in
+// shared memory, and warp 0 writes the rounded row segment and its Q8 blocks (q8_quantize_quad:
+// quantize_act_q8's bytes). Same arithmetic as combine_column up to the order of the sums.
+__global__ void __launch_bounds__(128) mma_combine_kernel(const MmaDecodeParams p) {
+  constexpr int D = kMmaDecodeD;
+  __shared__ float s_w[kMaxSplits], s_red[4][D], s_max[4], s_sum[4];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int64_t h = blockIdx.x;
+  pdl_wait();
+  pdl_trigger();
+  const int64_t n_kv = live_keys(*p.d_pos, 1, p.n_ctx);
+  const int n_chunks = static_cast<int>(decode_plan(n_kv, p.splits).n_chunks);
+  const float* ml = p.part_ml + h * p.splits * 2;
+  const float m = tid < n_chunks && ml[2 * tid + 1] > 0.0f ? ml[2 * tid] : -INFINITY;
+  const float lv = tid < n_chunks ? ml[2 * tid + 1] : 0.0f;
+  float mx = m;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
+  if (lane == 0) s_max[warp] = mx;
+  __syncthreads();
+  mx = fmaxf(fmaxf(s_max[0], s_max[1]), fmaxf(s_max[2], s_max[3]));
+  const float w = m == -INFINITY ? 0.0f : expf(m - mx);
+  if (tid < kMaxSplits) s_w[tid] = w;
+  float l = w * lv;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xFFFFFFFFu, l, o);
+  if (lane == 0) s_sum[warp] = l;
+  __syncthreads();
+  l = (s_sum[0] + s_sum[1]) + (s_sum[2] + s_sum[3]);
+  const int q = lane, sl = warp;
+  const float4* acc = reinterpret_cast<const float4*>(p.part_acc + h * p.splits * D) + q;
+  float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int c0 = sl; c0 < n_chunks; c0 += 32) {
+    float4 v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const int ch = c0 + 4 * u;
+      v[u] = ch < n_chunks ? __ldg(acc + static_cast<int64_t>(ch) * (D / 4)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const int ch = c0 + 4 * u;
+      const float wu = ch < n_chunks ? s_w[ch] : 0.0f;
+      a.x = fmaf(wu, v[u].x, a.x), a.y = fmaf(wu, v[u].y, a.y), a.z = fmaf(wu, v[u].z, a.z), a.w = fmaf(wu, v[u].w, a.w);
+    }
+  }
+  reinterpret_cast<float4*>(s_red[sl])[q] = a;
+  __syncthreads();
+  if (warp == 0) {
+    float4 o;
+    const float4 r0 = reinterpret_cast<const float4*>(s_red[0])[q], r1 = reinterpret_cast<const float4*>(s_red[1])[q];
+    const float4 r2 = reinterpret_cast<const float4*>(s_red[2])[q], r3 = reinterpret_cast<const float4*>(s_red[3])[q];
+    o.x = round_hd(p.round, ((r0.x + r1.x) + (r2.x + r3.x)) / l);
+    o.y = round_hd(p.round, ((r0.y + r1.y) + (r2.y + r3.y)) / l);
+    o.z = round_hd(p.round, ((r0.z + r1.z) + (r2.z + r3.z)) / l);
+    o.w = round_hd(p.round, ((r0.w + r1.w) + (r2.w + r3.w)) / l);
+    *reinterpret_cast<float4*>(p.out + h * D + 4 * q) = o;
+    if (p.out_q8 != nullptr) q8_quantize_quad(o, h * D + 4 * q, p.q8_k, p.out_q8);
   }
 }
 

@@ -487,15 +487,17 @@ TEST(CudaAttention, DecodeQ8EpilogueEqualsQuantize) {
   std::mt19937 rng(13);
   const int64_t heads[][2] = {{8, 2}, {32, 8}, {3, 1}, {16, 2}};
   int n = 0;
+  for (int mode : {0, 3})  // 3: the tensor-core decode kernel where it applies (1 token, 16-bit, d 128)
   for (KvType t : kKvTypes)
     for (int64_t d : kDims)
       for (int64_t live : {1, 300, 4097})
         for (int64_t n_tok : {1, 2, 4, 8, 17}) {
           if (n_tok > live || (live == 4097 && n_tok > 2 && n_tok != 17)) continue;
+          if (mode == 3 && (n_tok != 1 || d != 128)) continue;
           const auto& hh = heads[n++ % 4];
           const Case c{t, d, hh[0], hh[1], n_tok, live - n_tok, Path::kAuto};
-          SCOPED_TRACE(describe(c) + (n % 3 == 0 ? " rows 1" : ""));
-          DecodeOverride rows(0, n % 3 == 0 ? 1 : 0);  // several row blocks per KV head
+          SCOPED_TRACE(describe(c) + (n % 3 == 0 ? " rows 1" : "") + " mode " + std::to_string(mode));
+          DecodeOverride rows(mode, n % 3 == 0 ? 1 : 0);  // several row blocks per KV head
           Fixture s(c, rng);
           const int64_t k = c.n_head * c.d;
           const size_t out_n = static_cast<size_t>(n_tok * s.ldo), qb = act_q8_bytes(k, n_tok);
