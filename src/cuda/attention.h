@@ -77,6 +77,10 @@ struct AttnArgs {
   // (rope table rope_cs of n_rot values a position, at *d_pos; neox pairs or adjacent) exactly as
   // qk_norm_rope_store would, and the new K and V rows are stored into the caches: one launch
   // for qk_norm_rope_store + attention, the same bits.
+  // One token at depth: the tensor-core decode kernel (attn_decode_mma.cuh) where
+  // attention_mma_decode_supported (no qkv_raw: the rope and KV store run before). Faster from
+  // ~512 live keys, slower below (two launches; benches/h200.md session 16).
+  bool decode_mma = false;
   const float* qkv_raw = nullptr;
   const float* q_norm_w = nullptr;
   const float* k_norm_w = nullptr;
@@ -89,6 +93,12 @@ struct AttnArgs {
 // Whether attention() takes AttnArgs::qkv_raw for these arguments: one token, equal k / v head
 // dims of at most 128, the dedicated decode kernel (not the SIMT one forced for tests).
 bool attention_fused_rope_supported(const AttnArgs& a);
+
+// Whether AttnArgs::decode_mma takes effect for these arguments (qkv_raw aside): one token,
+// head dims 128, a 16-bit cache, GQA groups of at most 8.
+bool attention_mma_decode_supported(const AttnArgs& a);
+// Calls that ran the tensor-core decode kernel so far (tests: that a path really took it).
+int64_t attention_mma_decode_launches();
 
 // Device workspace that attention() needs for calls of up to max_tok query tokens: 64 KB of
 // ticket counters, then the decode split partials, [min(max_tok, 8) * n_head]

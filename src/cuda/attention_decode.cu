@@ -11,6 +11,7 @@
 // Workspace: kDecodeTicketBytes of ticket counters (zero between calls), then the partials.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -34,6 +35,8 @@ namespace {
 constexpr int64_t kSimtBlocksPerSm = 4;
 
 // attention_set_decode_override (tests and benchmarks).
+std::atomic<int64_t> g_mma_launches{0};  // attention_mma_decode_launches
+
 int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0, g_decode_scatter = 0,
     g_decode_pipe = 0;
 
@@ -100,6 +103,10 @@ bool attention_fused_rope_supported(const AttnArgs& a) {
          a.n_rot >= 0 && a.n_rot % 2 == 0 && a.n_rot <= a.head_dim_k;
 }
 
+bool attention_mma_decode_supported(const AttnArgs& a) { return attn_detail::mma_decode_supported(a); }
+
+int64_t attention_mma_decode_launches() { return attn_detail::g_mma_launches.load(std::memory_order_relaxed); }
+
 void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   using namespace attn_detail;
   check_args(a, "cuda attention_decode");
@@ -117,7 +124,8 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   float* parts = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + kDecodeTicketBytes);
   if (a.out_q8 != nullptr && reinterpret_cast<uintptr_t>(a.out_q8) % 16 != 0)
     fail_message("cuda attention_decode: out_q8 must be a 16-byte aligned device buffer");
-  if (g_decode_mode == 3 && a.qkv_raw == nullptr && mma_decode_supported(a)) return mma_decode(a, parts, s);
+  if ((g_decode_mode == 3 || (g_decode_mode == 0 && a.decode_mma)) && a.qkv_raw == nullptr && mma_decode_supported(a))
+    return mma_decode(a, parts, s);
   if (g_decode_mode == 1 || ((g_decode_mode == 0 || g_decode_mode == 3) && a.n_tok > kDecodeFastMaxTokens)) {
     simt_decode(a, parts, s);
     return quantize_out_q8(a, s);
@@ -211,6 +219,7 @@ void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   FT_CUDA_CHECK_LAUNCH();
   launch_pdl(mma_combine_kernel, dim3(static_cast<unsigned>(a.n_head)), dim3(kMmaDecodeD), 0, s, p);
   FT_CUDA_CHECK_LAUNCH();
+  g_mma_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_t s) {

@@ -157,7 +157,9 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   a.ws_zeroed = true;  // GpuBuffers zeroed the workspace's counters once
   a.out_q8 = out_q8;
   const bool neox = hp.rope.type == model::RopeType::kNeox;
-  if (fuse_rope && g_attn_rope) {  // the norm, rope and KV store inside the attention launch
+  // At depth the tensor-core decode kernel (after the rope + KV store launch) beats the fused one.
+  const bool mma = long_ctx_ && n_tok == 1 && cuda::attention_mma_decode_supported(a);
+  if (fuse_rope && g_attn_rope && !mma) {  // the norm, rope and KV store inside the attention launch
     cuda::AttnArgs f = a;
     f.qkv_raw = qkv;
     f.q_norm_w = L.q_norm;
@@ -178,6 +180,7 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   kv.v_head_dim = hp.head_dim_v;
   cuda::qk_norm_rope_store(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps, b_.rope_cs.as<float>(),
                            hp.rope.n_rot, neox, pos, num_.round, kv, s);
+  a.decode_mma = mma;
   cuda::attention(a, b_.attn_ws.get(), s);
 }
 

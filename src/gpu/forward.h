@@ -39,7 +39,13 @@ class GpuForward {
   // (kAll: n_tok <= kGemvMaxTokens rows), kArgmax leaves the last row's argmax in b.argmax.
   void run(int64_t n_tok, Head head, cudaStream_t s) const;
 
+  // One decode token at depth (the session sets it per step and keys its graphs by it): the
+  // attention of rope_store_attention runs the rope + KV store launch and the tensor-core decode
+  // kernel (cuda::AttnArgs::decode_mma) instead of the fused dedicated kernel, where it applies.
+  void set_long_context(bool on) { long_ctx_ = on; }
+
  private:
+  bool long_ctx_ = false;
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
               cuda::Round round, bool accumulate, bool q8, cudaStream_t s,
               bool exact = false, bool xq_ready = false, bool y_early = false) const;

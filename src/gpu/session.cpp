@@ -28,6 +28,17 @@ bool step_clock_on() {
   return on;
 }
 
+// Live keys from which one decode token takes the tensor-core decode attention (after its own
+// rope + KV store launch) instead of the fused dedicated kernel. ft-bench-attention-cuda on the
+// H200 (session 16, f16, us a launch, dedicated / mma): Qwen3-30B-A3B 3.9 / 6.3 at 8 keys, 11.8 /
+// 8.6 at 512, 20.5 / 11.5 at 4096, 39.9 / 25.9 at 16384; Llama-8B 3.9 / 6.5, 12.0 / 9.0,
+// 21.3 / 18.2, 43.2 / 31.7. The rope launch costs ~2-3 us: past ~1k keys the pair wins.
+// FT_ATTN_MMA_MIN_KEYS=N sets it, 0 turns the kernel off (read each step: tests switch it).
+int64_t mma_min_keys() {
+  const char* e = std::getenv("FT_ATTN_MMA_MIN_KEYS");
+  return e != nullptr ? std::atoll(e) : int64_t{1024};
+}
+
 double wall_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -326,11 +337,16 @@ void GpuSession::step(const int32_t* tokens, int64_t n, Head head) {
   GpuBuffers& b = *b_;
   std::memcpy(b.h_tokens, tokens, n * sizeof(int32_t));
   *b.h_pos = static_cast<int32_t>(n_past_);
+  // One token with at least mma_min_keys() live keys: the tensor-core decode attention
+  // (GpuForward::set_long_context); graphs are keyed by it, so a step replays the right one.
+  const int64_t min_keys = mma_min_keys();
+  const bool deep = n == 1 && min_keys > 0 && n_past_ + 1 >= min_keys;
+  fwd_->set_long_context(deep);
   const bool capture = graphs_ && n <= cuda::kGemvMaxTokens && head != Head::kAll;
   if (!capture) {
     enqueue(n, head);
   } else {
-    const auto key = std::make_pair(n, static_cast<int>(head));
+    const auto key = std::make_pair(n, 2 * static_cast<int>(head) + (deep ? 1 : 0));
     auto it = graphs_by_shape_.find(key);
     if (it == graphs_by_shape_.end()) {
       cudaGraph_t g = nullptr;
@@ -424,7 +440,7 @@ void GpuSession::prepare_sampling(const engine::Sampler& s) {
                     sp.penalty_tokens == sp_.penalty_tokens && sp.n_penalty == sp_.n_penalty;
   if (!same) {  // graphs captured with other parameters must not replay
     for (auto it = graphs_by_shape_.begin(); it != graphs_by_shape_.end();) {
-      if (it->first.second == static_cast<int>(Head::kSample)) {
+      if (it->first.second / 2 == static_cast<int>(Head::kSample)) {
         cudaGraphExecDestroy(it->second);
         it = graphs_by_shape_.erase(it);
       } else {

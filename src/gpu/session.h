@@ -109,6 +109,7 @@ class GpuSession : public engine::Runner {
   std::unique_ptr<MoeBackend> moe_;
   std::unique_ptr<GpuForward> fwd_;
   cudaStream_t stream_ = nullptr;
+  // (n tokens, 2 * head + deep): deep = the tensor-core decode attention (mma_min_keys()).
   std::map<std::pair<int64_t, int>, cudaGraphExec_t> graphs_by_shape_;
   std::vector<float> logits_;
   // Sampling on the device (eval_sample): the CPU sampler's draw and penalty window travel

@@ -10,11 +10,15 @@
 // FT_PARITY_DEVICE=cuda (tests/oracle/parity_test.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "cuda/attention.h"
 #include "cuda/device.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -105,6 +109,68 @@ TEST_P(GpuVsCpu, Matches) {
   EXPECT_EQ(am, ft::engine::argmax(lg.data(), static_cast<int32_t>(V)));
   std::error_code ec;
   fs::remove(tm.path, ec);
+}
+
+// The tensor-core decode attention inside a session (FT_ATTN_MMA_MIN_KEYS=1: every one-token
+// step, after its own rope + KV store launch) against the fused dedicated kernel
+// (FT_ATTN_MMA_MIN_KEYS=0): qwen3 and qwen3moe at head dim 128 (the kernel's) and GQA 4 / 2, in
+// bf16 and f16 (16-bit caches), 40 token-by-token steps with graphs on: logits within the
+// session tolerance at every step, the same greedy argmax where the margin is not a near tie,
+// and the kernel counted as launched.
+TEST(GpuAttentionMma, SessionMatchesFusedKernel) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const fs::path dir = test_dir("ft-gpu-attn-mma-");
+  for (Arch arch : {Arch::kQwen3, Arch::kQwen3Moe})
+    for (const char* dtype : {"bfloat16", "float16"}) {
+      auto spec = ft::gpu_test::base(arch, 17);
+      spec.head_dim = 128;
+      spec.n_head = arch == Arch::kQwen3 ? 8 : 4;
+      spec.n_head_kv = 2;
+      const std::string name = std::string(ft::testgen::arch_name(arch)) + "_" + dtype;
+      SCOPED_TRACE(name);
+      const TestModel tm = write_model(all(spec, GgmlType::BF16), dir, name);
+      const ft::model::Model& m = *tm.m;
+      const int64_t V = m.hp.n_vocab;
+      const std::vector<int32_t> prompt = make_prompt(40, tm.gen.n_vocab);
+      ft::gpu::GpuSessionOptions go;
+      go.n_ctx = 128;
+      go.dtype = dtype;
+      auto run = [&](const char* min_keys) {
+        setenv("FT_ATTN_MMA_MIN_KEYS", min_keys, 1);
+        ft::gpu::GpuSession g(m, go);
+        std::vector<std::vector<float>> out;
+        for (int32_t t : prompt) {
+          const float* l = g.eval(&t, 1);
+          out.emplace_back(l, l + V);
+        }
+        unsetenv("FT_ATTN_MMA_MIN_KEYS");
+        return out;
+      };
+      const int64_t before = ft::cuda::attention_mma_decode_launches();
+      const auto mma = run("1");
+      EXPECT_GT(ft::cuda::attention_mma_decode_launches(), before) << "the tensor-core kernel did not run";
+      const int64_t after = ft::cuda::attention_mma_decode_launches();
+      const auto fused = run("0");
+      EXPECT_EQ(ft::cuda::attention_mma_decode_launches(), after) << "FT_ATTN_MMA_MIN_KEYS=0 still ran it";
+      int agree = 0, ties = 0;
+      for (size_t i = 0; i < prompt.size(); ++i) {
+        EXPECT_LE(max_abs_diff(mma[i].data(), fused[i].data(), V), session_tol(dtype)) << "step " << i;
+        std::vector<float> sorted = fused[i];
+        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+        if (sorted[0] - sorted[1] < 0.05f) {
+          ++ties;
+          continue;
+        }
+        const int32_t a = ft::engine::argmax(mma[i].data(), static_cast<int32_t>(V));
+        const int32_t b = ft::engine::argmax(fused[i].data(), static_cast<int32_t>(V));
+        EXPECT_EQ(a, b) << "step " << i;
+        agree += a == b;
+      }
+      std::printf("ATTN-MMA %s: argmax agree %d, near ties %d, of %zu steps\n", name.c_str(), agree, ties,
+                  prompt.size());
+      std::error_code ec;
+      fs::remove(tm.path, ec);
+    }
 }
 
 // Sampling on the device (GpuSession::eval_sample) picks the CPU sampler's tokens: same
