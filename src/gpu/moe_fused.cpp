@@ -100,7 +100,9 @@ const bool g_ids_early = [] {
 
 // FT_MOE_FUSED_DECODE=1: one token's NVFP4 experts in one persistent launch (cuda/moe_decode_fused.h:
 // gate / up, SwiGLU + Q8 and down + combine, the same bits as the three launches below). Off by
-// default: not yet measured on a GPU.
+// default: H200 session 16, Qwen3-30B-A3B tg128 385.4-387.3 on against 401.0-403.2 off, alternating
+// in one call (serialised 20.5 us a layer against 23.4 for the three launches, but its 214 KB of
+// shared memory a CTA keeps the neighbouring launches from overlapping it under PDL).
 const bool g_fused_decode = [] {
   const char* e = std::getenv("FT_MOE_FUSED_DECODE");
   return e != nullptr && *e == '1';
