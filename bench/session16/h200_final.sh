@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Session 16, final call: main's head -- the whole GPU test suite, and issue 3's figures at depth
+# 0 / 4096 / 16384 beside llama.cpp v0.5.0's CUDA build in the same call where time allows:
+#   ft bench -m F --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562
+#   llama-bench -m F -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2
+#   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
+#   run(command="timeout -s KILL 430 bash bench/session16/h200_final.sh; tar czf $OUT/resf.tgz -C /tmp resf",
+#       carry=[".devcarry/pack"])
+R=/tmp/resf
+source bench/device_common.sh
+llama_build_bg
+(model llama8b-nvfp4; model qwen3moe-30b-nvfp4) > $R/models.txt 2>&1 &
+MP=$!
+log "test_cuda (all)"
+(cd $B && timeout 250 ./test_cuda --gtest_brief=1 > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
+grep -E "tests? ran|PASSED|FAILED|rc=|Failure|exception" $R/test.txt | tail -12
+wait $MP; cat $R/models.txt
+L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
+for f in $L $Q; do
+  budget 340 "ft bench $f" || break
+  log "ft bench $(basename $f)"
+  timeout 60 "$B/ft" bench -m $f --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562 2>>$R/ft.err | rows | sed 's/ | cuda (NVIDIA[^|]*//' | tee -a $R/ft.md
+done
+llama_wait 360
+[ -x "${LB:-}" ] && for f in $L $Q; do
+  budget 395 "llama-bench $f" || break
+  log "llama-bench $(basename $f)"
+  timeout 30 "$LB" -m "$f" -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2 -o md 2>>"$R/lb.err" | tee -a "$R/lb_raw.md" | rows | tee -a "$R/llama-bench.md"
+done
+finish resf
