@@ -113,3 +113,28 @@ ab_envs() {
     done
   done
 }
+
+# depth_figures FT_UNTIL LB_WAIT LB_UNTIL FILE..: issue 3's figures at depth 0 / 4096 / 16384 --
+# ft bench on each file while the call is younger than FT_UNTIL seconds, then (after llama_wait
+# LB_WAIT; llama_build_bg must have started it) llama-bench on each while younger than LB_UNTIL:
+#   ft bench -m F --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562
+#   llama-bench -m F -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2
+# Rows into $R/ft.md and $R/llama-bench.md (whole llama-bench tables into $R/lb_raw.md).
+depth_figures() {
+  local ft_until=$1 lb_wait=$2 lb_until=$3 f
+  shift 3
+  for f in "$@"; do
+    budget "$ft_until" "ft bench $f" || break
+    log "ft bench $(basename "$f")"
+    timeout 100 "$B/ft" bench -m "$f" --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562 2>>"$R/ft.err" |
+      rows | sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
+  done
+  llama_wait "$lb_wait"
+  [ -x "${LB:-}" ] || return 0
+  for f in "$@"; do
+    budget "$lb_until" "llama-bench $f" || break
+    log "llama-bench $(basename "$f")"
+    timeout 100 "$LB" -m "$f" -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2 -o md 2>>"$R/lb.err" |
+      tee -a "$R/lb_raw.md" | rows | tee -a "$R/llama-bench.md"
+  done
+}

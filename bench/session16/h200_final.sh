@@ -16,15 +16,5 @@ log "test_cuda (all)"
 grep -E "tests? ran|PASSED|FAILED|rc=|Failure|exception" $R/test.txt | tail -12
 wait $MP; cat $R/models.txt
 L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
-for f in $L $Q; do
-  budget 340 "ft bench $f" || break
-  log "ft bench $(basename $f)"
-  timeout 60 "$B/ft" bench -m $f --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562 2>>$R/ft.err | rows | sed 's/ | cuda (NVIDIA[^|]*//' | tee -a $R/ft.md
-done
-llama_wait 360
-[ -x "${LB:-}" ] && for f in $L $Q; do
-  budget 395 "llama-bench $f" || break
-  log "llama-bench $(basename $f)"
-  timeout 30 "$LB" -m "$f" -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2 -o md 2>>"$R/lb.err" | tee -a "$R/lb_raw.md" | rows | tee -a "$R/llama-bench.md"
-done
+depth_figures 340 360 395 $L $Q
 finish resf
