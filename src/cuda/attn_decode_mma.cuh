@@ -72,8 +72,6 @@ __device__ __forceinline__ uint4 ld_kv(const void* base, int64_t elem) {
   return __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + elem));
 }
 
-__device__ __forceinline__ int64_t t0_key(int64_t t0, int j, int g) { return t0 + 8 * j + g; }
-
 template <class T>
 __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(const MmaDecodeParams p) {
   constexpr int D = kMmaDecodeD;
@@ -118,10 +116,11 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   if (first < kend) load_tile(first, kend < pos ? kend : pos);
   pdl_wait();
   pdl_trigger();
-  if (first < kend && first + kMmaDecodeTile > pos && kend > pos) {  // this tile holds the new key
+  // The tile holding the new key loads it now (a kernel-old row: the read-only path is valid).
+  if (first < kend && first + kMmaDecodeTile > pos && kend > pos) {
 #pragma unroll
     for (int j = 0; j < 2; ++j)
-      if (t0_key(first, j, g) == pos)
+      if (first + 8 * j + g == pos)
 #pragma unroll
         for (int jj = 0; jj < 4; ++jj) kq[j][jj] = ld_kv(p.k, pos * p.kv_stride + col + 32 * jj + 8 * c);
 #pragma unroll
