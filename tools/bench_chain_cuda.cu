@@ -280,11 +280,7 @@ class Runner {
     arrive_ = DeviceBuffer(sizeof(unsigned));
     off_host_ = off;
     smem_ = static_cast<size_t>(su.stages) * su.chunk;
-    // The opt-in limit counts the kernel's static shared memory (barriers, reductions) too.
-    cudaFuncAttributes fa{};
-    FT_CUDA_CHECK(cudaFuncGetAttributes(&fa, chain_kernel));
-    FT_CUDA_CHECK(cudaFuncSetAttribute(chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       gemv_detail::max_smem_optin() - static_cast<int>(fa.sharedSizeBytes)));
+    gemv_detail::allow_max_dynamic_smem(chain_kernel);
     int blocks = 0;
     FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, chain_kernel, threads(), smem_));
     ctas_per_sm_ = blocks;

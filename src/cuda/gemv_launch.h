@@ -65,6 +65,18 @@ inline int max_smem_optin() {
   return v;
 }
 
+// Allows `kernel` the most dynamic shared memory the device grants a block: the opt-in limit
+// less the kernel's static shared memory (which the limit counts too; setting the whole limit
+// on a kernel with static shared memory fails with cudaErrorInvalidValue). Returns that amount.
+template <class K>
+int allow_max_dynamic_smem(K kernel) {
+  cudaFuncAttributes fa{};
+  FT_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+  const int dyn = max_smem_optin() - static_cast<int>(fa.sharedSizeBytes);
+  FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn));
+  return dyn;
+}
+
 // Resident CTAs per SM of `kernel` at `smem` bytes and `threads`, cached per kernel in `cache`
 // (smem << 32 | ctas; one occupancy query per size, not per launch); above 48 KB the kernel is
 // first allowed the opt-in maximum (unless set_limit is false: the caller set its own).
@@ -72,8 +84,7 @@ template <class K>
 int cached_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t>& cache, bool set_limit = true) {
   const uint64_t c = cache.load(std::memory_order_relaxed);
   if ((c >> 32) == smem && (c & 0xFFFFFFFFu) != 0) return static_cast<int>(c & 0xFFFFFFFFu);
-  if (set_limit && smem > size_t{48} << 10)
-    FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()));
+  if (set_limit && smem > size_t{48} << 10) allow_max_dynamic_smem(kernel);
   int blocks = 0;
   FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
   cache.store((static_cast<uint64_t>(smem) << 32) | static_cast<uint64_t>(blocks), std::memory_order_relaxed);

@@ -174,13 +174,7 @@ template <int NW, int NS>
 bool launch_bulk(const Params& p, int ctas, cudaStream_t stream) {
   auto kernel = nvfp4_bulk_kernel<NW, NS>;
   // The opt-in limit counts the static shared memory (the barriers) too.
-  static const int static_smem = [kernel] {
-    cudaFuncAttributes fa{};
-    FT_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
-    const int st = static_cast<int>(fa.sharedSizeBytes);
-    FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin() - st));
-    return st;
-  }();
+  static const int static_smem = [kernel] { return max_smem_optin() - allow_max_dynamic_smem(kernel); }();
   const int64_t n_tiles = (p.rows + kRows - 1) / kRows;
   const int64_t n_cta = std::min<int64_t>(n_tiles, static_cast<int64_t>(sm_count()) * ctas);
   const BulkSmem sm = bulk_smem(p.k, NW, NS, (n_tiles + n_cta - 1) / n_cta);

@@ -195,8 +195,7 @@ template <class K>
 int persist_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t>& cache) {
   const uint64_t c = cache.load(std::memory_order_relaxed);
   if ((c >> 32) == smem && (c & 0xFFFFFFFFu) != 0) return static_cast<int>(c & 0xFFFFFFFFu);
-  if (smem > size_t{48} << 10)
-    FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()));
+  if (smem > size_t{48} << 10) allow_max_dynamic_smem(kernel);
   int blocks = 0;
   FT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
   cache.store((static_cast<uint64_t>(smem) << 32) | static_cast<uint64_t>(blocks), std::memory_order_relaxed);
