@@ -33,10 +33,12 @@ bool step_clock_on() {
 // H200 (session 16, f16, us a launch, dedicated / mma): Qwen3-30B-A3B 3.9 / 6.3 at 8 keys, 11.8 /
 // 8.6 at 512, 20.5 / 11.5 at 4096, 39.9 / 25.9 at 16384; Llama-8B 3.9 / 6.5, 12.0 / 9.0,
 // 21.3 / 18.2, 43.2 / 31.7. The rope launch costs ~2-3 us: past ~1k keys the pair wins.
-// FT_ATTN_MMA_MIN_KEYS=N sets it, 0 turns the kernel off (read each step: tests switch it).
-int64_t mma_min_keys() {
+// GpuSessionOptions::attn_mma_min_keys or FT_ATTN_MMA_MIN_KEYS=N sets it, 0 turns the kernel off.
+constexpr int64_t kMmaMinKeys = 1024;
+int64_t mma_min_keys(int64_t option) {
+  if (option >= 0) return option;
   const char* e = std::getenv("FT_ATTN_MMA_MIN_KEYS");
-  return e != nullptr ? std::atoll(e) : int64_t{1024};
+  return e != nullptr ? std::atoll(e) : kMmaMinKeys;
 }
 
 double wall_ms() {
@@ -108,7 +110,8 @@ bool gpu_supports(const model::Model& m) {
 }
 
 GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
-    : m_(m), dtype_(o.dtype), num_(gpu_numerics(o.dtype, m.arch->name)), graphs_(o.graphs) {
+    : m_(m), dtype_(o.dtype), num_(gpu_numerics(o.dtype, m.arch->name)), graphs_(o.graphs),
+      mma_min_keys_(mma_min_keys(o.attn_mma_min_keys)) {
   if (!cuda::has_device()) fail("--device cuda: no CUDA device is available (driver and GPU needed)");
   if (!gpu_supports(m))
     fail("{}: the CUDA backend does not run architecture '{}' yet; use --device cpu", m.file->path(), m.arch->name);
@@ -337,16 +340,15 @@ void GpuSession::step(const int32_t* tokens, int64_t n, Head head) {
   GpuBuffers& b = *b_;
   std::memcpy(b.h_tokens, tokens, n * sizeof(int32_t));
   *b.h_pos = static_cast<int32_t>(n_past_);
-  // One token with at least mma_min_keys() live keys: the tensor-core decode attention
+  // One token with at least mma_min_keys_ live keys: the tensor-core decode attention
   // (GpuForward::set_long_context); graphs are keyed by it, so a step replays the right one.
-  const int64_t min_keys = mma_min_keys();
-  const bool deep = n == 1 && min_keys > 0 && n_past_ + 1 >= min_keys;
+  const bool deep = n == 1 && mma_min_keys_ > 0 && n_past_ + 1 >= mma_min_keys_;
   fwd_->set_long_context(deep);
   const bool capture = graphs_ && n <= cuda::kGemvMaxTokens && head != Head::kAll;
   if (!capture) {
     enqueue(n, head);
   } else {
-    const auto key = std::make_pair(n, 2 * static_cast<int>(head) + (deep ? 1 : 0));
+    const auto key = std::make_tuple(n, head, deep);
     auto it = graphs_by_shape_.find(key);
     if (it == graphs_by_shape_.end()) {
       cudaGraph_t g = nullptr;
@@ -440,7 +442,7 @@ void GpuSession::prepare_sampling(const engine::Sampler& s) {
                     sp.penalty_tokens == sp_.penalty_tokens && sp.n_penalty == sp_.n_penalty;
   if (!same) {  // graphs captured with other parameters must not replay
     for (auto it = graphs_by_shape_.begin(); it != graphs_by_shape_.end();) {
-      if (it->first.second / 2 == static_cast<int>(Head::kSample)) {
+      if (std::get<1>(it->first) == Head::kSample) {
         cudaGraphExecDestroy(it->second);
         it = graphs_by_shape_.erase(it);
       } else {

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "cuda/buffer.h"
@@ -41,6 +42,9 @@ struct GpuSessionOptions {
   // GPU; kHostBankUbatch where prompts stream every expert from host RAM once per micro-batch.
   bool ubatch_auto = false;
   bool graphs = true;
+  // Live keys from which one decode token takes the tensor-core decode attention (gpu/session.cpp
+  // kMmaMinKeys); 0 never; -1: FT_ATTN_MMA_MIN_KEYS, else the default.
+  int64_t attn_mma_min_keys = -1;
   std::function<void(uint64_t, uint64_t)> progress;  // weight upload
   MoeBackendOptions moe;  // --moe-backend, --moe-cache-size/-rate (gpu/moe_backend.h)
 };
@@ -103,14 +107,15 @@ class GpuSession : public engine::Runner {
   std::string dtype_;
   GpuNumerics num_;
   bool graphs_;
+  int64_t mma_min_keys_;  // GpuSessionOptions::attn_mma_min_keys, resolved
   std::unique_ptr<DeviceWeights> w_;
   std::unique_ptr<GpuBuffers> b_;
   std::shared_ptr<const HostBanks> host_banks_;  // offload-family backends
   std::unique_ptr<MoeBackend> moe_;
   std::unique_ptr<GpuForward> fwd_;
   cudaStream_t stream_ = nullptr;
-  // (n tokens, 2 * head + deep): deep = the tensor-core decode attention (mma_min_keys()).
-  std::map<std::pair<int64_t, int>, cudaGraphExec_t> graphs_by_shape_;
+  // (n tokens, head, deep): deep = the tensor-core decode attention (mma_min_keys_).
+  std::map<std::tuple<int64_t, Head, bool>, cudaGraphExec_t> graphs_by_shape_;
   std::vector<float> logits_;
   // Sampling on the device (eval_sample): the CPU sampler's draw and penalty window travel
   // through pinned slots; the parameters are baked into the captured graphs, which are

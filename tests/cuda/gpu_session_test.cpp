@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <set>
 #include <string>
@@ -111,9 +110,8 @@ TEST_P(GpuVsCpu, Matches) {
   fs::remove(tm.path, ec);
 }
 
-// The tensor-core decode attention inside a session (FT_ATTN_MMA_MIN_KEYS=1: every one-token
-// step, after its own rope + KV store launch) against the fused dedicated kernel
-// (FT_ATTN_MMA_MIN_KEYS=0): qwen3 and qwen3moe at head dim 128 (the kernel's) and GQA 4 / 2, in
+// The tensor-core decode attention inside a session (attn_mma_min_keys 1: every one-token step,
+// after its own rope + KV store launch) against the fused dedicated kernel (attn_mma_min_keys 0): qwen3 and qwen3moe at head dim 128 (the kernel's) and GQA 4 / 2, in
 // bf16 and f16 (16-bit caches), 40 token-by-token steps with graphs on: logits within the
 // session tolerance at every step, the same greedy argmax where the margin is not a near tie,
 // and the kernel counted as launched.
@@ -135,23 +133,22 @@ TEST(GpuAttentionMma, SessionMatchesFusedKernel) {
       ft::gpu::GpuSessionOptions go;
       go.n_ctx = 128;
       go.dtype = dtype;
-      auto run = [&](const char* min_keys) {
-        setenv("FT_ATTN_MMA_MIN_KEYS", min_keys, 1);
+      auto run = [&](int64_t min_keys) {
+        go.attn_mma_min_keys = min_keys;
         ft::gpu::GpuSession g(m, go);
         std::vector<std::vector<float>> out;
         for (int32_t t : prompt) {
           const float* l = g.eval(&t, 1);
           out.emplace_back(l, l + V);
         }
-        unsetenv("FT_ATTN_MMA_MIN_KEYS");
         return out;
       };
       const int64_t before = ft::cuda::attention_mma_decode_launches();
-      const auto mma = run("1");
+      const auto mma = run(1);
       EXPECT_GT(ft::cuda::attention_mma_decode_launches(), before) << "the tensor-core kernel did not run";
       const int64_t after = ft::cuda::attention_mma_decode_launches();
-      const auto fused = run("0");
-      EXPECT_EQ(ft::cuda::attention_mma_decode_launches(), after) << "FT_ATTN_MMA_MIN_KEYS=0 still ran it";
+      const auto fused = run(0);
+      EXPECT_EQ(ft::cuda::attention_mma_decode_launches(), after) << "attn_mma_min_keys 0 still ran it";
       int agree = 0, ties = 0;
       for (size_t i = 0; i < prompt.size(); ++i) {
         EXPECT_LE(max_abs_diff(mma[i].data(), fused[i].data(), V), session_tol(dtype)) << "step " << i;
