@@ -71,16 +71,16 @@ struct AttnArgs {
   // blocks of each head in its epilogue, so the wo GEMV's input needs no quantise launch;
   // the other paths quantise `out` after themselves.
   void* out_q8 = nullptr;
+  // One token at depth: the tensor-core decode kernel (attn_decode_mma.cuh) where
+  // attention_mma_decode_supported (no qkv_raw: the rope and KV store run before). Faster from
+  // ~512 live keys, slower below (two launches; benches/h200.md session 16).
+  bool decode_mma = false;
   // Optional, the rope inside the decode kernel (attention_fused_rope_supported): q and the new
   // key come raw from qkv_raw (one token: q heads, then k heads, then v heads, head_dim apart;
   // q is not read), are normed (q_norm_w / k_norm_w, rms eps; nullptr: no norm) and rotated
   // (rope table rope_cs of n_rot values a position, at *d_pos; neox pairs or adjacent) exactly as
   // qk_norm_rope_store would, and the new K and V rows are stored into the caches: one launch
   // for qk_norm_rope_store + attention, the same bits.
-  // One token at depth: the tensor-core decode kernel (attn_decode_mma.cuh) where
-  // attention_mma_decode_supported (no qkv_raw: the rope and KV store run before). Faster from
-  // ~512 live keys, slower below (two launches; benches/h200.md session 16).
-  bool decode_mma = false;
   const float* qkv_raw = nullptr;
   const float* q_norm_w = nullptr;
   const float* k_norm_w = nullptr;

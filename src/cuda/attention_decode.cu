@@ -34,9 +34,9 @@ namespace {
 // memory, so 4 fit on an SM and keep ~128 KB of K/V loads in flight there.
 constexpr int64_t kSimtBlocksPerSm = 4;
 
-// attention_set_decode_override (tests and benchmarks).
 std::atomic<int64_t> g_mma_launches{0};  // attention_mma_decode_launches
 
+// attention_set_decode_override (tests and benchmarks).
 int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0, g_decode_scatter = 0,
     g_decode_pipe = 0;
 
@@ -62,7 +62,6 @@ void quantize_out_q8(const AttnArgs& a, cudaStream_t s) {
 }
 
 void simt_decode(const AttnArgs& a, float* parts, cudaStream_t s);
-void combine(const AttnArgs& a, const float* part_acc, const float* part_ml, int64_t splits, cudaStream_t s);
 bool mma_decode_supported(const AttnArgs& a);
 void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s);
 void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_t s);
@@ -164,14 +163,9 @@ void simt_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
                                             static_cast<unsigned>(splits)),
                       s);
 
-  combine(a, p.part_acc, p.part_ml, splits, s);
-}
-
-// Merges the chunk partials (SIMT layout) into a.out: one block per (token, head) row.
-void combine(const AttnArgs& a, const float* part_acc, const float* part_ml, int64_t splits, cudaStream_t s) {
   CombineParams c{};
-  c.part_acc = part_acc;
-  c.part_ml = part_ml;
+  c.part_acc = p.part_acc;
+  c.part_ml = p.part_ml;
   c.d_pos = a.d_pos;
   c.out = a.out;
   c.ldo = a.ldo;
@@ -179,9 +173,9 @@ void combine(const AttnArgs& a, const float* part_acc, const float* part_ml, int
   c.n_ctx = a.n_ctx;
   c.n_head = a.n_head;
   c.splits = splits;
-  c.d = a.head_dim_v;
+  c.d = d;
   c.round = a.round;
-  attn_combine_kernel<<<static_cast<unsigned>(a.n_tok * a.n_head), static_cast<unsigned>(c.d), 0, s>>>(c);
+  attn_combine_kernel<<<static_cast<unsigned>(a.n_tok * a.n_head), static_cast<unsigned>(d), 0, s>>>(c);
   FT_CUDA_CHECK_LAUNCH();
 }
 

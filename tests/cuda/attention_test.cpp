@@ -487,48 +487,51 @@ TEST(CudaAttention, DecodeQ8EpilogueEqualsQuantize) {
   std::mt19937 rng(13);
   const int64_t heads[][2] = {{8, 2}, {32, 8}, {3, 1}, {16, 2}};
   int n = 0;
-  for (int mode : {0, 3})  // 3: the tensor-core decode kernel where it applies (1 token, 16-bit, d 128)
-  for (KvType t : kKvTypes)
-    for (int64_t d : kDims)
-      for (int64_t live : {1, 300, 4097})
-        for (int64_t n_tok : {1, 2, 4, 8, 17}) {
-          if (n_tok > live || (live == 4097 && n_tok > 2 && n_tok != 17)) continue;
-          if (mode == 3 && (n_tok != 1 || d != 128)) continue;
-          const auto& hh = heads[n++ % 4];
-          const Case c{t, d, hh[0], hh[1], n_tok, live - n_tok, Path::kAuto};
-          SCOPED_TRACE(describe(c) + (n % 3 == 0 ? " rows 1" : "") + " mode " + std::to_string(mode));
-          DecodeOverride rows(mode, n % 3 == 0 ? 1 : 0);  // several row blocks per KV head
-          Fixture s(c, rng);
-          const int64_t k = c.n_head * c.d;
-          const size_t out_n = static_cast<size_t>(n_tok * s.ldo), qb = act_q8_bytes(k, n_tok);
-          DeviceBuffer o1 = to_device(std::vector<float>(out_n, poison()));
-          DeviceBuffer o2 = to_device(std::vector<float>(out_n, poison()));
-          DeviceBuffer q1(qb), q2(qb);
-          FT_CUDA_CHECK(cudaMemset(q1.get(), 0xAB, qb));
-          FT_CUDA_CHECK(cudaMemset(q2.get(), 0xAB, qb));
-          DeviceBuffer ws(attention_workspace_bytes(c.n_head, n_tok, s.n_ctx, c.d) + 16);
-          attention_workspace_init(ws.get(), ws.bytes(), nullptr);
-          AttnArgs a = s.args(o1.as<float>());
-          a.ws_zeroed = true;
-          attention(a, ws.get(), nullptr);
-          quantize_act_q8(o1.as<float>(), s.ldo, k, n_tok, q1.get(), nullptr);
-          a.out = o2.as<float>();
-          a.out_q8 = q2.get();
-          attention(a, ws.get(), nullptr);
-          FT_CUDA_CHECK(cudaDeviceSynchronize());
-          const auto y1 = to_host<float>(o1, out_n), y2 = to_host<float>(o2, out_n);
-          ASSERT_EQ(std::memcmp(y1.data(), y2.data(), out_n * 4), 0) << "the output changed with out_q8";
-          std::vector<uint8_t> b1(qb), b2(qb);
-          q1.download(b1.data(), qb);
-          q2.download(b2.data(), qb);
-          for (size_t i = 0; i < qb; ++i) ASSERT_EQ(b1[i], b2[i]) << "Q8 byte " << i << " of " << qb;
-          std::vector<uint8_t> host(static_cast<size_t>(act_q8_row_bytes(k)));
-          for (int64_t tt = 0; tt < n_tok; ++tt) {
-            quantize_act_q8_row_ref(y1.data() + tt * s.ldo, k, host.data());
-            ASSERT_EQ(std::memcmp(host.data(), b2.data() + tt * act_q8_row_bytes(k), static_cast<size_t>(k + k / 4)), 0)
-                << "token " << tt << ": Q8 row differs from the host twin";
+  // Mode 3: the tensor-core decode kernel where it applies (1 token, 16-bit caches, head dim 128).
+  for (int mode : {0, 3}) {
+    for (KvType t : kKvTypes)
+      for (int64_t d : kDims)
+        for (int64_t live : {1, 300, 4097})
+          for (int64_t n_tok : {1, 2, 4, 8, 17}) {
+            if (n_tok > live || (live == 4097 && n_tok > 2 && n_tok != 17)) continue;
+            if (mode == 3 && (n_tok != 1 || d != 128)) continue;
+            const auto& hh = heads[n++ % 4];
+            const Case c{t, d, hh[0], hh[1], n_tok, live - n_tok, Path::kAuto};
+            SCOPED_TRACE(describe(c) + (n % 3 == 0 ? " rows 1" : "") + " mode " + std::to_string(mode));
+            DecodeOverride rows(mode, n % 3 == 0 ? 1 : 0);  // several row blocks per KV head
+            Fixture s(c, rng);
+            const int64_t k = c.n_head * c.d;
+            const size_t out_n = static_cast<size_t>(n_tok * s.ldo), qb = act_q8_bytes(k, n_tok);
+            DeviceBuffer o1 = to_device(std::vector<float>(out_n, poison()));
+            DeviceBuffer o2 = to_device(std::vector<float>(out_n, poison()));
+            DeviceBuffer q1(qb), q2(qb);
+            FT_CUDA_CHECK(cudaMemset(q1.get(), 0xAB, qb));
+            FT_CUDA_CHECK(cudaMemset(q2.get(), 0xAB, qb));
+            DeviceBuffer ws(attention_workspace_bytes(c.n_head, n_tok, s.n_ctx, c.d) + 16);
+            attention_workspace_init(ws.get(), ws.bytes(), nullptr);
+            AttnArgs a = s.args(o1.as<float>());
+            a.ws_zeroed = true;
+            attention(a, ws.get(), nullptr);
+            quantize_act_q8(o1.as<float>(), s.ldo, k, n_tok, q1.get(), nullptr);
+            a.out = o2.as<float>();
+            a.out_q8 = q2.get();
+            attention(a, ws.get(), nullptr);
+            FT_CUDA_CHECK(cudaDeviceSynchronize());
+            const auto y1 = to_host<float>(o1, out_n), y2 = to_host<float>(o2, out_n);
+            ASSERT_EQ(std::memcmp(y1.data(), y2.data(), out_n * 4), 0) << "the output changed with out_q8";
+            std::vector<uint8_t> b1(qb), b2(qb);
+            q1.download(b1.data(), qb);
+            q2.download(b2.data(), qb);
+            for (size_t i = 0; i < qb; ++i) ASSERT_EQ(b1[i], b2[i]) << "Q8 byte " << i << " of " << qb;
+            std::vector<uint8_t> host(static_cast<size_t>(act_q8_row_bytes(k)));
+            for (int64_t tt = 0; tt < n_tok; ++tt) {
+              quantize_act_q8_row_ref(y1.data() + tt * s.ldo, k, host.data());
+              const uint8_t* row = b2.data() + tt * act_q8_row_bytes(k);
+              ASSERT_EQ(std::memcmp(host.data(), row, static_cast<size_t>(k + k / 4)), 0)
+                  << "token " << tt << ": Q8 row differs from the host twin";
+            }
           }
-        }
+  }
 }
 
 // ---- no GPU needed below ----
