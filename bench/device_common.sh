@@ -30,6 +30,14 @@ model() {
   grep bytes_per_token "$M/$1.info"
 }
 
+# models_bg PRESET..: writes the presets' files in the background (logs in $R/models.txt);
+# models_wait waits for them and prints that log.
+models_bg() {
+  ( for p in "$@"; do model "$p"; done ) > "$R/models.txt" 2>&1 &
+  MODELS_PID=$!
+}
+models_wait() { wait "$MODELS_PID"; cat "$R/models.txt"; }
+
 # llama_build_bg: builds llama.cpp's CUDA llama-bench (pruned v0.5.0 tree, arch 90) in the
 # background into $W; llama_wait SECONDS waits for it until T0 + SECONDS, then sets LB.
 W=/tmp/ft-llama

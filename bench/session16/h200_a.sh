@@ -10,13 +10,12 @@
 R=/tmp/resa
 source bench/device_common.sh
 llama_build_bg
-(model qwen3moe-30b-nvfp4) > $R/models.txt 2>&1 &
-MP=$!
+models_bg qwen3moe-30b-nvfp4
 log "tests"
 (cd $B && timeout 120 ./test_cuda --gtest_brief=1 --gtest_filter='CudaMoeFusedDecode*:CudaGemvNvfp4.Pair*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
 grep -E "tests? ran|PASSED|FAILED|rc=|Failure|differ|exception" $R/test.txt | head -20
 timeout 60 "$B/ft-bench-chain-cuda" --check 2>&1 | tee $R/check.txt
-wait $MP; cat $R/models.txt
+models_wait
 Q=$M/qwen3moe-30b-nvfp4.gguf
 AB_BUDGET=330 ab_rounds FT_MOE_FUSED_DECODE "1 0" 3 $Q -p 0 -n 128 -r 2 --bw-gbs 4562
 same_tokens FT_MOE_FUSED_DECODE $Q

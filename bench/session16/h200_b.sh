@@ -9,11 +9,10 @@
 #       carry=[".devcarry/pack"])
 R=/tmp/resb
 source bench/device_common.sh
-(model qwen3moe-30b-nvfp4) > $R/models.txt 2>&1 &
-MP=$!
+models_bg qwen3moe-30b-nvfp4
 timeout 60 "$B/ft-bench-chain-cuda" --check 2>&1 | tee $R/check.txt
 timeout 90 "$B/ft-bench-chain-cuda" 2>&1 | tee $R/chain.md
-wait $MP; cat $R/models.txt
+models_wait
 Q=$M/qwen3moe-30b-nvfp4.gguf
 AB_BUDGET=260 ab_envs 2 $Q FT_MOE_FUSED_DECODE=1 "FT_MOE_FUSED_DECODE=1 FT_MOE_FUSED_A_SLOTS=1" FT_MOE_FUSED_DECODE=0 -- \
   -p 0 -n 128 -r 2 --bw-gbs 4562

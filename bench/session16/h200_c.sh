@@ -11,8 +11,7 @@
 R=/tmp/resc
 source bench/device_common.sh
 llama_build_bg
-(model llama8b-nvfp4; model qwen3moe-30b-nvfp4) > $R/models.txt 2>&1 &
-MP=$!
+models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "attention benchmark"
 timeout 120 "$B/ft-bench-attention-cuda" --kv f16 --decode-only 2>&1 | tee $R/attn.txt | grep -E "^decode|streaming"
 for c in qwen3-30b-a3b:4096 llama-8b:16384; do
@@ -21,7 +20,7 @@ for c in qwen3-30b-a3b:4096 llama-8b:16384; do
   ncu -i $R/ncu_${c%%:*}.ncu-rep --page details > $R/ncu_${c%%:*}.txt 2>&1
   grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy|Block Limit|Grid Size|Issue Slots Busy|No Eligible|Warp Cycles Per Issued" $R/ncu_${c%%:*}.txt | head -20
 done
-wait $MP; cat $R/models.txt
+models_wait
 L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
 depth_figures 330 360 575 $L $Q
 finish resc

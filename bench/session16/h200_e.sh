@@ -8,12 +8,11 @@
 #       carry=[".devcarry/pack"])
 R=/tmp/rese
 source bench/device_common.sh
-(model llama8b-nvfp4; model qwen3moe-30b-nvfp4) > $R/models.txt 2>&1 &
-MP=$!
+models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "tests"
 (cd $B && timeout 200 ./test_cuda --gtest_brief=1 --gtest_filter='CudaAttention.*:GpuAttentionMma.*:GpuVsCpu.*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
 grep -E "tests? ran|PASSED|FAILED|rc=|Failure|ATTN-MMA" $R/test.txt | head -20
-wait $MP; cat $R/models.txt
+models_wait
 L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
 for f in $Q $L; do
   AB_BUDGET=470 ab_envs 2 $f FT_ATTN_MMA_MIN_KEYS=1024 FT_ATTN_MMA_MIN_KEYS=0 -- -p 0 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562
