@@ -159,23 +159,6 @@ void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages) {
   g_nvfp4_override.tma_stages = stages;
 }
 
-// FT_GEMV_SPLIT=S (or S,W,NS or S,W,NS,MAX_ROWS) sends every one-token dense shape the split-k mma
-// kernel takes (of at most MAX_ROWS rows) to it; 0 never (not even the plan's).
-const bool g_env_split = [] {
-  const char* e = std::getenv("FT_GEMV_SPLIT");
-  if (e == nullptr || *e == '\0') return false;
-  int sp = 0, w = 0, st = 0, mr = 0;
-  if (std::sscanf(e, "%d,%d,%d,%d", &sp, &w, &st, &mr) >= 1) gemv_set_nvfp4_split(sp == 0 ? -1 : sp, w, st, mr);
-  return true;
-}();
-
-void gemv_set_nvfp4_split(int split, int warps, int stages, int64_t max_rows) {
-  g_nvfp4_override.split = split;
-  g_nvfp4_override.split_max_rows = max_rows;
-  g_nvfp4_override.split_warps = warps;
-  g_nvfp4_override.split_stages = stages;
-}
-
 void gemv_set_nvfp4_persist(int groups, int stages) {
   static const bool env_off = g_nvfp4_override.persist_off;  // FT_GEMV_NVFP4_PERSIST=0
   g_nvfp4_override.persist_off = groups < 0 || (groups == 0 && env_off);
@@ -245,12 +228,6 @@ Params checked_params(const GemvArgs& a) {
   p.accumulate = a.accumulate ? 1 : 0;
   p.ids_early = grouped && a.ids_early ? 1 : 0;
   p.y_early = a.accumulate && a.y_early && !g_y_early_off ? 1 : 0;
-  p.split_k = 1;
-  if (a.split_ws != nullptr) {
-    if (reinterpret_cast<uintptr_t>(a.split_ws) % 16 != 0) fail_message("cuda gemv: split_ws must be 16-byte aligned");
-    p.split_ws = static_cast<float*>(a.split_ws);
-    p.split_tickets = reinterpret_cast<unsigned*>(p.split_ws + kGemvSplitMax * kGemvSplitMaxTiles * 16);
-  }
   return p;
 }
 

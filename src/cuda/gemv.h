@@ -96,21 +96,7 @@ struct GemvArgs {
   // combine read it, for their first rows, before their PDL wait: the add's L2 round trip leaves
   // the launch's tail. Off: y may come from the launch right before.
   bool y_early = false;
-  // One token, dense: a device workspace of gemv_split_workspace_bytes(), zeroed once before its
-  // first use (its tickets are left at zero by every call), that lets the NVFP4 mma kernel split
-  // the row over k into several CTAs a tile where the plan says (GemvNvfp4Plan::split). One
-  // workspace per stream: calls on it must not run concurrently. nullptr: no split.
-  void* split_ws = nullptr;
 };
-
-// The split-k workspace: kGemvSplitMax partial sums of up to kGemvSplitMaxTiles 16-row tiles, then a
-// ticket per tile.
-inline constexpr int kGemvSplitMax = 4;
-inline constexpr int64_t kGemvSplitMaxTiles = 512;
-inline constexpr size_t gemv_split_workspace_bytes() {
-  return static_cast<size_t>(kGemvSplitMax * kGemvSplitMaxTiles * 16) * sizeof(float) +
-         static_cast<size_t>(kGemvSplitMaxTiles) * sizeof(unsigned);
-}
 
 bool gemv_supported(GgmlType t);
 // Types with an integer (xq) kernel.

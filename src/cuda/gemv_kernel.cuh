@@ -52,12 +52,6 @@ struct Params {
   // Grouped (GemvArgs::ids_early): the ids may be read before the PDL wait; accumulate
   // (GemvArgs::y_early): y too (NVFP4 slab / packed kernels).
   int ids_early, y_early;
-  // One token, dense, split over k (GemvArgs::split_ws; the mma kernel, gemv_mma.cu): split_k CTAs a
-  // 16-row tile, their partial row sums in split_ws[split][row], the tile's ticket in split_tickets
-  // (zero between calls). split_k 1: none.
-  int split_k;
-  float* split_ws;
-  unsigned* split_tickets;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

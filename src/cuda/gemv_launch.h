@@ -33,8 +33,6 @@ struct Nvfp4Override {
   int bulk_warps = 0, bulk_stages = 0, bulk_ctas = 0;
   int tma = 0;  // FT_GEMV_NVFP4_TMA: 0 the plan, -1 never, 1 where the mma kernel is planned, 2 wherever it fits
   int tma_warps = 0, tma_chunk = 0, tma_stages = 0;
-  int split = 0, split_warps = 0, split_stages = 0;  // gemv_set_nvfp4_split (0 the plan, -1 never)
-  int64_t split_max_rows = 0;
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.

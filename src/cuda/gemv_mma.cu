@@ -48,7 +48,6 @@
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
-#include "cuda/gemv.h"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_mma.cuh"
 #include "cuda/gemv_nvfp4_dot.cuh"
@@ -67,20 +66,13 @@ constexpr int kRowStep = kMmaRowStep;
 constexpr int kStageBytes = kMmaStageBytes;
 constexpr int kVecPerLane = kMmaVecPerLane;
 
-// SPLIT: CTA (tile, blockIdx.y) sums the steps [s0, s1) of its split of the row (Params::split_k
-// splits of whole steps), writes its 16 partial sums to split_ws, and the tile's last CTA to finish
-// (a ticket) adds the splits in split order and runs the epilogue: split_k x more CTAs where the
-// rows are few (a 4096-row tile grid is 256 CTAs). Sums in another fp32 order than SPLIT false.
-template <int NW, int NS, bool SPLIT>
+template <int NW, int NS>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int nb = static_cast<int>(p.k / 64), n_all = nb / kStepBlocks;
-  const int split = SPLIT ? static_cast<int>(blockIdx.y) : 0;
-  const int s0 = SPLIT ? split * n_all / p.split_k : 0;
-  const int n_steps = SPLIT ? (split + 1) * n_all / p.split_k - s0 : n_all;
+  const int nb = static_cast<int>(p.k / 64), n_steps = nb / kStepBlocks;
   const uint8_t* wbase = p.w + row0 * p.row_bytes;
   uint8_t* stages = smem + sm.stage + warp * (NS * kStageBytes);
 
@@ -99,7 +91,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
   auto issue = [&](int i) {
     if (i < my_steps) {
-      const uint8_t* src = wbase + static_cast<int64_t>(s0 + warp + NW * i) * kRowStep;
+      const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * kRowStep;
       uint8_t* dst = stages + (i % NS) * kStageBytes;
 #pragma unroll
       for (int v = 0; v < kVecPerLane; ++v)
@@ -135,7 +127,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
     issue(i + NS - 1);
     const uint8_t* st = stages + (i % NS) * kStageBytes;
-    mma_step_acc(st, frag, xd, s0 + warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
+    mma_step_acc(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
   cp_async_wait(0);
 
@@ -150,37 +142,12 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     red[warp * kRows + g + 8] = acc8;
   }
   __syncthreads();
-  if constexpr (SPLIT) {
-    __shared__ bool s_last;
-    if (threadIdx.x < kRows && row0 + threadIdx.x < p.rows) {
-      const int r = static_cast<int>(threadIdx.x);
-      float v = red[r];
-      for (int w = 1; w < NW; ++w) v += red[w * kRows + r];
-      p.split_ws[split * p.rows + row0 + r] = v;
-    }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      const unsigned t = atomicAdd(p.split_tickets + blockIdx.x, 1u);
-      s_last = t == static_cast<unsigned>(p.split_k) - 1u;
-      if (s_last) p.split_tickets[blockIdx.x] = 0;  // for the next call
-    }
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
-  }
   if (threadIdx.x < kRows) {
     const int r = static_cast<int>(threadIdx.x);
     const int64_t row = row0 + r;
     if (row < p.rows) {
-      float v;
-      if constexpr (SPLIT) {
-        v = __ldcg(p.split_ws + row);  // written by other CTAs of this launch: past L1
-        for (int sp = 1; sp < p.split_k; ++sp) v += __ldcg(p.split_ws + sp * p.rows + row);
-      } else {
-        v = red[r];
-        for (int w = 1; w < NW; ++w) v += red[w * kRows + r];
-      }
+      float v = red[r];
+      for (int w = 1; w < NW; ++w) v += red[w * kRows + r];
       const float s = p.row_scale != nullptr ? p.row_scale[row] * p.scale : p.scale;
       store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
@@ -189,14 +156,14 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_mma_launches{0};
 
-template <int NW, int NS, bool SPLIT = false>
+template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
-  auto kernel = nvfp4_mma_kernel<NW, NS, SPLIT>;
+  auto kernel = nvfp4_mma_kernel<NW, NS>;
   static std::atomic<uint64_t> cache{0};
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
-  const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows), SPLIT ? static_cast<unsigned>(p.split_k) : 1u);
+  const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -210,18 +177,6 @@ bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int
   if (grouped || n_tok != 1 || nb % kStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0 ||
       p.row_bytes % 16 != 0 || p.row_bytes * kRows > (int64_t{1} << 30))
     return false;
-  if (p.split_k > 1) {
-    // Whole steps for every split, the tiles' tickets and partials within the workspace.
-    if (nb / kStepBlocks < p.split_k || p.split_ws == nullptr || p.split_tickets == nullptr ||
-        (p.rows + kRows - 1) / kRows > kGemvSplitMaxTiles || p.split_k > kGemvSplitMax)
-      return false;
-    switch (warps * 10 + stages) {
-      case 42: return launch_mma<4, 2, true>(p, stream);
-      case 43: return launch_mma<4, 3, true>(p, stream);
-      case 82: return launch_mma<8, 2, true>(p, stream);
-      default: return false;
-    }
-  }
   switch (warps * 10 + stages) {
     case 42: return launch_mma<4, 2>(p, stream);
     case 43: return launch_mma<4, 3>(p, stream);

@@ -586,7 +586,6 @@ void slab_tokens(const Params& p, int64_t nt, int64_t n_out, const Nv4& g, int R
 }  // namespace
 
 std::atomic<int64_t> g_pair_launches{0};
-std::atomic<int64_t> g_split_launches{0};
 
 bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream) {
   const int n_sub = p.slot_w != nullptr ? p.n_used : 1;
@@ -598,19 +597,6 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;
   if (over.persist_groups > 0) pl.persist_groups = over.persist_groups;
   if (over.persist_stages > 0) pl.persist_stages = over.persist_stages;
-  // The mma kernel split over k, planned or forced (gemv_set_nvfp4_split; -1 off).
-  const int split = over.split != 0 && (over.split_max_rows == 0 || p.rows <= over.split_max_rows) ? over.split
-                                                                                                   : pl.split;
-  if (split > 1 && !grouped && nt == 1 && p.split_ws != nullptr && over.kernel < 0) {
-    Params q = p;
-    q.split_k = split;
-    const int w = over.split_warps > 0 ? over.split_warps : pl.split_warps;
-    const int st = over.split_stages > 0 ? over.split_stages : pl.split_stages;
-    if (gemv_nvfp4_mma(q, nt, grouped, w, st, stream)) {
-      g_split_launches.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-  }
   // The warp-fed bulk-copy mma kernel, planned or switched on (gemv_set_nvfp4_tma; -1 off).
   const bool tma_plan = pl.tma && over.tma == 0 && over.kernel < 0 && !over.mma_off && over.bulk == 0;
   if (tma_plan || over.tma == 2 || (over.tma == 1 && pl.kernel == 3 && over.kernel < 0)) {
@@ -707,7 +693,6 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
 
 namespace ft::cuda {
 int64_t gemv_nvfp4_pair_launches() { return gemv_detail::g_pair_launches.load(std::memory_order_relaxed); }
-int64_t gemv_nvfp4_split_launches() { return gemv_detail::g_split_launches.load(std::memory_order_relaxed); }
 namespace {
 
 __global__ void decode_probe_kernel(const uint32_t* in, uint32_t* out, int n) {

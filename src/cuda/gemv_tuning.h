@@ -115,9 +115,6 @@ struct GemvNvfp4Plan {
   // The warp-fed bulk-copy mma kernel (gemv_mma_tma.cu) instead of kernel 3, at its defaults
   // (the mma warps; a warp's steps in one chunk): kernel-3 shapes with k <= kNvfp4TmaMaxK.
   bool tma = false;
-  // One token, dense: the mma kernel split over k into this many CTAs a tile (gemv_mma.cu SPLIT,
-  // with GemvArgs::split_ws), at split_warps x split_stages; 1: no split.
-  int split = 1, split_warps = 4, split_stages = 2;
 };
 // The mma kernel (gemv_mma.cu) takes dense one-token launches with k % 256 == 0 (whole
 // 4-block steps; 16-byte aligned rows, checked at launch) and at least this many rows (run 10:
@@ -298,13 +295,6 @@ int64_t gemv_nvfp4_bulk_launches();
 void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages);
 // Launches of the warp-fed bulk-copy kernel so far.
 int64_t gemv_nvfp4_tma_launches();
-// The split-k mma kernel (GemvNvfp4Plan::split): split 0 the plan, -1 never, 2..kGemvSplitMax on
-// every one-token dense shape it takes (with GemvArgs::split_ws) of at most max_rows rows (0: any);
-// warps x stages 4x2, 4x3, 8x2 (0: the plan's). FT_GEMV_SPLIT=S[,W,NS[,MAX_ROWS]] sets it at
-// start-up (0: never). Defined in gemv.cu.
-void gemv_set_nvfp4_split(int split, int warps, int stages, int64_t max_rows = 0);
-// Launches of the split-k mma kernel so far.
-int64_t gemv_nvfp4_split_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.

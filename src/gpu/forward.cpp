@@ -76,7 +76,6 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
       fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
       a.xq = q8 && cuda::gemv_q8_supported(p.type) ? b_.xq.get() : nullptr;
       a.y_early = y_early;
-      a.split_ws = b_.gemv_ws.get();
       if (a.xq == nullptr && cuda::gemv_half_supported(a))
         cuda::gemv_half(a, s);  // BF16/F16 (the output head): the register-direct kernel
       else

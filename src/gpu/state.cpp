@@ -91,8 +91,6 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   alloc(attn_ws, cuda::attention_workspace_bytes(n_head, U, n_ctx, hp.head_dim_v));
   // The decode kernel's ticket counters start at zero and are left at zero by every call.
   cuda::attention_workspace_init(attn_ws.get(), attn_ws.bytes(), nullptr);
-  alloc(gemv_ws, cuda::gemv_split_workspace_bytes());
-  FT_CUDA_CHECK(cudaMemset(gemv_ws.get(), 0, gemv_ws.bytes()));  // the split GEMV's tickets
   alloc(tokens, U * sizeof(int32_t));
   alloc(pos, sizeof(int32_t));
   alloc(argmax, U * sizeof(int32_t));

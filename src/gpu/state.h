@@ -63,7 +63,6 @@ struct GpuBuffers {
   cuda::DeviceBuffer logits;                                       // [n_ubatch][n_vocab] fp32
   cuda::DeviceBuffer rope_cs;                                      // [n_ctx][n_rot]
   cuda::DeviceBuffer attn_ws;
-  cuda::DeviceBuffer gemv_ws;  // cuda::GemvArgs::split_ws (zeroed once)
   std::vector<cuda::DeviceBuffer> k_cache, v_cache;                // per layer
   std::vector<int64_t> kv_cells;  // rows of each layer's cache (position p in row p % cells)
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints

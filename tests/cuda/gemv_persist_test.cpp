@@ -1,4 +1,3 @@
-// (Also the split-k mma kernel, CudaGemvSplit below: against the twin, deterministic.)
 // The persistent NVFP4 mma GEMV (cuda/gemv_mma_persist.cu) against gemv_mma.cu's kernel forced
 // at the same warps (its fold): every output bit for bit (memcmp), for every instance, over
 // shapes with one tile, partial last tiles, more tiles than one resident wave (several tiles
@@ -57,8 +56,7 @@ Problem make_problem(int64_t k, int64_t rows, std::mt19937& rng) {
 }
 
 // One launch; y has rows + 5 entries, poisoned but for `init` when accumulating.
-std::vector<float> run(const Problem& pr, bool row_scale, Round round, bool accumulate, const std::vector<float>& init,
-                       void* split_ws = nullptr) {
+std::vector<float> run(const Problem& pr, bool row_scale, Round round, bool accumulate, const std::vector<float>& init) {
   DeviceBuffer dy = to_device(init);
   GemvArgs g;
   g.type = GgmlType::NVFP4;
@@ -74,7 +72,6 @@ std::vector<float> run(const Problem& pr, bool row_scale, Round round, bool accu
   g.scale = row_scale ? 0.75f : 1.0f;
   g.round = round;
   g.accumulate = accumulate;
-  g.split_ws = split_ws;
   gemv(g);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   return to_host<float>(dy, init.size());
@@ -177,74 +174,6 @@ void check_bulk(const Problem& pr, int warps, int stages, int variant, bool twin
   ASSERT_EQ(gemv_nvfp4_bulk_launches(), b0 + 1) << "the bulk kernel did not run";
   gemv_set_nvfp4_bulk(0, 0, 0);
   verify(pr, v, got, &want, twin);
-}
-
-// The mma kernel split over k (gemv_mma.cu SPLIT; GemvArgs::split_ws) at split S and warps / stages:
-// against the scalar twin within the fp32 bound (another order than the unsplit kernel), bit for bit
-// the same on a second call (its tickets left at zero: checked), launched once.
-void check_split(const Problem& pr, int split, int warps, int stages, int variant, DeviceBuffer& ws) {
-  SCOPED_TRACE("split " + std::to_string(split) + " warps " + std::to_string(warps) + " stages " +
-               std::to_string(stages) + " k " + std::to_string(pr.k) + " rows " + std::to_string(pr.rows) +
-               " variant " + std::to_string(variant));
-  const Variant v = variant_of(pr, variant);
-  gemv_set_nvfp4_split(split, warps, stages);
-  const int64_t s0 = gemv_nvfp4_split_launches();
-  const auto got = run(pr, v.rs, v.round, v.acc, v.init, ws.get());
-  const auto again = run(pr, v.rs, v.round, v.acc, v.init, ws.get());
-  gemv_set_nvfp4_split(0, 0, 0);
-  ASSERT_EQ(gemv_nvfp4_split_launches(), s0 + 2) << "the split kernel did not run";
-  ASSERT_EQ(std::memcmp(got.data(), again.data(), got.size() * sizeof(float)), 0) << "not deterministic";
-  const auto tickets = to_host<unsigned>(ws, ws.bytes() / sizeof(unsigned));
-  for (size_t i = kGemvSplitMax * kGemvSplitMaxTiles * 16; i < tickets.size(); ++i)
-    ASSERT_EQ(tickets[i], 0u) << "ticket " << i << " left set";
-  verify(pr, v, got, nullptr, true);
-}
-
-TEST(CudaGemvSplit, MatchesTwin) {
-  FT_REQUIRE_GPU();
-  std::mt19937 rng(2727);
-  DeviceBuffer ws(gemv_split_workspace_bytes());
-  FT_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.bytes()));
-  struct Shape {
-    int64_t k, rows;
-  };
-  // k: 2 steps (split 2 only), 9 steps (uneven splits), Llama-8B's 16 and 56; rows: one tile, a partial
-  // last tile, Llama-8B's 4096 (256 tiles), the workspace's 8192.
-  int variant = 0;
-  for (const Shape sh : {Shape{512, 16}, Shape{2304, 45}, Shape{4096, 4096}, Shape{14336, 333}, Shape{4096, 8192}}) {
-    const Problem pr = make_problem(sh.k, sh.rows, rng);
-    for (int split : {2, 3, 4}) {
-      if (sh.k / 256 < split) continue;
-      for (const auto& ws_inst : {std::pair{4, 2}, std::pair{4, 3}, std::pair{8, 2}}) {
-        check_split(pr, split, ws_inst.first, ws_inst.second, variant++, ws);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
-    }
-  }
-}
-
-// Where the split cannot run (fewer steps than splits, no workspace, more tiles than it holds) the
-// call still gives the plan's result and the split kernel does not launch.
-TEST(CudaGemvSplit, DeclinesAndFallsBack) {
-  FT_REQUIRE_GPU();
-  std::mt19937 rng(3131);
-  DeviceBuffer ws(gemv_split_workspace_bytes());
-  FT_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.bytes()));
-  struct Case {
-    int64_t k, rows;
-    bool with_ws;
-  };
-  for (const Case cs : {Case{256, 64, true}, Case{4096, 256, false}, Case{1024, 16 * kGemvSplitMaxTiles + 16, true}}) {
-    const Problem pr = make_problem(cs.k, cs.rows, rng);
-    const Variant v = variant_of(pr, 1);
-    const auto want = run(pr, v.rs, v.round, v.acc, v.init);
-    gemv_set_nvfp4_split(4, 4, 2);
-    const int64_t s0 = gemv_nvfp4_split_launches();
-    const auto got = run(pr, v.rs, v.round, v.acc, v.init, cs.with_ws ? ws.get() : nullptr);
-    gemv_set_nvfp4_split(0, 0, 0);
-    EXPECT_EQ(gemv_nvfp4_split_launches(), s0) << "k " << cs.k << " rows " << cs.rows;
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "k " << cs.k << " rows " << cs.rows;
-  }
 }
 
 TEST(CudaGemvPersist, EqualsMmaKernelBitwise) {
