@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/act_q8.h"
@@ -185,10 +187,25 @@ bool mma_decode_supported(const AttnArgs& a) {
          a.n_head / a.n_head_kv <= kMmaDecodeMaxGroup;
 }
 
+// The tensor-core decode kernel's grid: blocks per SM it aims for and the keys a chunk is a multiple
+// of (FT_ATTN_MMA_PLAN=PER_SM,UNIT overrides them for measurements).
+struct MmaPlanTuning {
+  int64_t per_sm = kSimtBlocksPerSm, unit = kChunkUnit;
+};
+const MmaPlanTuning g_mma_plan = [] {
+  MmaPlanTuning t;
+  if (const char* e = std::getenv("FT_ATTN_MMA_PLAN")) {
+    long long ps = 0, u = 0;
+    if (std::sscanf(e, "%lld,%lld", &ps, &u) >= 1 && ps > 0) t.per_sm = ps;
+    if (u >= kChunkUnit && u % kChunkUnit == 0) t.unit = u;  // the workspace holds the splits of kChunkUnit
+  }
+  return t;
+}();
+
 void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   const int64_t d = kMmaDecodeD, group = a.n_head / a.n_head_kv;
-  const int64_t per_sm = g_decode_blocks_per_sm > 0 ? g_decode_blocks_per_sm : kSimtBlocksPerSm;
-  const int64_t splits = decode_splits(a.n_ctx, a.n_head_kv, 1, per_sm * sm_count());
+  const int64_t per_sm = g_decode_blocks_per_sm > 0 ? g_decode_blocks_per_sm : g_mma_plan.per_sm;
+  const int64_t splits = decode_splits(a.n_ctx, a.n_head_kv, 1, per_sm * sm_count(), g_mma_plan.unit);
   MmaDecodeParams p{};
   p.q = a.q;
   p.k = a.k_cache;
@@ -198,6 +215,7 @@ void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   p.part_ml = parts + a.n_head * splits * d;
   p.d_pos = a.d_pos;
   p.n_ctx = a.n_ctx;
+  p.unit = g_mma_plan.unit;
   p.splits = splits;
   p.group = static_cast<int>(group);
   p.scale_log2 = a.scale * 1.4426950408889634f;

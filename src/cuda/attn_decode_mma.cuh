@@ -58,6 +58,7 @@ struct MmaDecodeParams {
   float* part_ml;     // [n_head][splits][2]: (m ln 2, l)
   const int32_t* d_pos;
   int64_t n_ctx, splits;
+  int64_t unit;  // keys: chunks are whole multiples (decode_plan's unit; the combine's plan too)
   int group;
   float scale_log2;
   // The combine (mma_combine_kernel): the output row and its optional Q8 copy.
@@ -85,7 +86,7 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   // loads overlap the launch before. The new key (row pos) may come from the launch before.
   const int64_t pos = *p.d_pos;
   const int64_t n_kv = live_keys(pos, 1, p.n_ctx);
-  const DecodePlan plan = decode_plan(n_kv, p.splits);
+  const DecodePlan plan = decode_plan(n_kv, p.splits, p.unit);
   if (split >= plan.n_chunks) {  // the whole block: no barrier below is skipped by part of it
     pdl_wait();
     pdl_trigger();
@@ -253,7 +254,7 @@ __global__ void __launch_bounds__(128) mma_combine_kernel(const MmaDecodeParams 
   pdl_wait();
   pdl_trigger();
   const int64_t n_kv = live_keys(*p.d_pos, 1, p.n_ctx);
-  const int n_chunks = static_cast<int>(decode_plan(n_kv, p.splits).n_chunks);
+  const int n_chunks = static_cast<int>(decode_plan(n_kv, p.splits, p.unit).n_chunks);
   const float* ml = p.part_ml + h * p.splits * 2;
   const float m = tid < n_chunks && ml[2 * tid + 1] > 0.0f ? ml[2 * tid] : -INFINITY;
   const float lv = tid < n_chunks ? ml[2 * tid + 1] : 0.0f;
