@@ -187,10 +187,10 @@ bool mma_decode_supported(const AttnArgs& a) {
          a.n_head / a.n_head_kv <= kMmaDecodeMaxGroup;
 }
 
-// The tensor-core decode kernel's grid: blocks per SM it aims for and the keys a chunk is a multiple
-// of (FT_ATTN_MMA_PLAN=PER_SM,UNIT overrides them for measurements).
+// The tensor-core decode kernel's grid (attn_decode_tuning.cuh); FT_ATTN_MMA_PLAN=PER_SM,UNIT
+// overrides it for measurements.
 struct MmaPlanTuning {
-  int64_t per_sm = kSimtBlocksPerSm, unit = kChunkUnit;
+  int64_t per_sm = kMmaDecodeBlocksPerSm, unit = kMmaDecodeUnit;
 };
 const MmaPlanTuning g_mma_plan = [] {
   MmaPlanTuning t;
