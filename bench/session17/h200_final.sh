@@ -4,7 +4,7 @@
 #   ft bench -m F --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562
 #   llama-bench -m F -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
-#   run(command="timeout -s KILL 430 bash bench/session16/h200_final.sh; tar czf $OUT/resf.tgz -C /tmp resf",
+#   run(command="timeout -s KILL 430 bash bench/session17/h200_final.sh; tar czf $OUT/resf.tgz -C /tmp resf",
 #       carry=[".devcarry/pack"])
 R=/tmp/resf
 source bench/device_common.sh
