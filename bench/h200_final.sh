@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The final call of a session (sessions 16-17 ran it as bench/session1{6,7}/h200_final.sh): main's
-# head -- the whole GPU test suite, and issue 3's figures at depth 0 / 4096 / 16384 beside llama.cpp v0.5.0's CUDA build in the same call where time allows:
+# head -- the whole GPU test suite, and issue 3's figures at depth 0 / 4096 / 16384 beside llama.cpp
+# v0.5.0's CUDA build in the same call where time allows:
 #   ft bench -m F --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562
 #   llama-bench -m F -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
