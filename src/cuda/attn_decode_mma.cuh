@@ -11,9 +11,9 @@
 // 32 byte permutes and 16 16-byte loads a lane.
 //
 // Grid (splits, n_head_kv); block = 4 warps, one KV head, one chunk of keys (attn_plan.cuh
-// decode_plan with MmaDecodeParams::unit, attn_decode_tuning.cuh's kMmaDecodeUnit: 128 keys, so a
-// warp streams two tiles or more where the SIMT plan's 64 gave it one); warp w takes the chunk's 16-key tiles
-// w, w + 4, ... Per tile (lane = 4 g + c):
+// decode_plan with MmaDecodeParams::unit, attn_decode_tuning.cuh's kMmaDecodeUnit: 128 keys, so
+// a warp streams two tiles or more where the SIMT plan's 64 gave it one); warp w takes the
+// chunk's 16-key tiles w, w + 4, ... Per tile (lane = 4 g + c):
 //   S = Q K^T:  A = Q (rows = the group's heads, 8..15 zero), B = K^T with the 128 dims in a
 //               lane-friendly order: lane (g, c) loads dims 32 j + 8 c .. + 7 (j < 4) of key g
 //               (four 16-byte loads; 8 lanes of a row read 64 contiguous bytes per load) and

@@ -74,15 +74,16 @@ static_assert(kDecodeTicketsPerHead >= 1 + kDecodeMaxGroups, "ticket slots");
 inline constexpr int64_t kDecodeTickets = 16384;
 inline constexpr size_t kDecodeTicketBytes = kDecodeTickets * sizeof(uint32_t);
 
-// The tensor-core decode kernel (attn_decode_mma.cuh): the blocks per SM its split plan aims for
-// and the keys a chunk is a multiple of. H200 session 17 (call 4; ft-bench-attention-cuda --kv f16,
-// us at 4096 / 16384 live keys; PER_SM,UNIT): Qwen3-30B-A3B 4,64 11.57 / 26.32, 2,128 10.47 / 18.73,
-// 2,256 11.08 / 18.37, 1,256 11.08 / 20.62, 8,64 11.58 / 26.27; Llama-8B 4,64 18.34 / 32.39, 2,128
-// 12.79 / 26.06, 2,256 12.80 / 25.82, 8,64 18.36 / 43.76. Bigger chunks give each warp several 16-key
-// tiles to stream instead of one. End to end (tg128 at depth 4096 / 16384, alternating): Qwen3-30B-A3B
-// 2,128 371.6 / 311.4 and 372.0 / 312.6 against 4,64 361.0 / 293.6 and 361.8 / 294.4; Llama-8B 2,256
-// 369.9 / 314.2 and 370.9 / 313.0 against 350.7 / 301.2 and 348.9 / 299.8. FT_ATTN_MMA_PLAN=PER_SM,UNIT
-// overrides them (attention_decode.cu).
+// The tensor-core decode kernel (attn_decode_mma.cuh): the blocks per SM its split plan aims
+// for and the keys a chunk is a multiple of. H200 session 17 (call 4; ft-bench-attention-cuda
+// --kv f16, us at 4096 / 16384 live keys; PER_SM,UNIT): Qwen3-30B-A3B 4,64 11.57 / 26.32,
+// 2,128 10.47 / 18.73, 2,256 11.08 / 18.37, 1,256 11.08 / 20.62, 8,64 11.58 / 26.27; Llama-8B
+// 4,64 18.34 / 32.39, 2,128 12.79 / 26.06, 2,256 12.80 / 25.82, 8,64 18.36 / 43.76. Bigger
+// chunks give each warp several 16-key tiles to stream instead of one. End to end (tg128 at
+// depth 4096 / 16384, alternating): Qwen3-30B-A3B 2,128 371.6 / 311.4 and 372.0 / 312.6
+// against 4,64 361.0 / 293.6 and 361.8 / 294.4; Llama-8B 2,256 369.9 / 314.2 and 370.9 / 313.0
+// against 350.7 / 301.2 and 348.9 / 299.8 (2,128 the same as 2,256 in call 5).
+// FT_ATTN_MMA_PLAN=PER_SM,UNIT overrides them (attention_decode.cu).
 inline constexpr int64_t kMmaDecodeBlocksPerSm = 2;
 inline constexpr int64_t kMmaDecodeUnit = 128;  // a multiple of kChunkUnit (the workspace's splits)
 static_assert(kMmaDecodeUnit % kChunkUnit == 0, "the workspace is sized for kChunkUnit chunks");

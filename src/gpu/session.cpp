@@ -32,12 +32,12 @@ bool step_clock_on() {
 // rope + KV store launch) instead of the fused dedicated kernel. ft-bench-attention-cuda on the
 // H200 (session 16, f16, us a launch, dedicated / mma): Qwen3-30B-A3B 3.9 / 6.3 at 8 keys, 11.8 /
 // 8.6 at 512, 20.5 / 11.5 at 4096, 39.9 / 25.9 at 16384; Llama-8B 3.9 / 6.5, 12.0 / 9.0,
-// 21.3 / 18.2, 43.2 / 31.7. Session 17, with the kernel's 128-key chunks (attn_decode_tuning.cuh):
-// Qwen3-30B-A3B 3.9 / 6.2 at 8 keys, 11.9 / 8.1 at 512, 20.7 / 10.6 at 4096; Llama-8B 4.0 / 5.8,
-// 12.1 / 9.0, 21.5 / 12.9 -- and end to end tg128 at depth 512 (keys 512..640) with the threshold at
-// 256 against 1024: Qwen3-30B-A3B 404.8 vs 344.8, Llama-8B 393.3 vs 357.2 (depths 1024 / 2048 and 0
-// unchanged). GpuSessionOptions::attn_mma_min_keys or FT_ATTN_MMA_MIN_KEYS=N sets it, 0 turns the
-// kernel off.
+// 21.3 / 18.2, 43.2 / 31.7. Session 17, with the kernel's 128-key chunks
+// (attn_decode_tuning.cuh): Qwen3-30B-A3B 3.9 / 6.2 at 8 keys, 11.9 / 8.1 at 512, 20.7 / 10.6
+// at 4096; Llama-8B 4.0 / 5.8, 12.1 / 9.0, 21.5 / 12.9 -- and end to end tg128 at depth 512
+// (keys 512..640) with the threshold at 256 against 1024: Qwen3-30B-A3B 404.8 vs 344.8,
+// Llama-8B 393.3 vs 357.2 (depths 1024 / 2048 and 0 unchanged). GpuSessionOptions::
+// attn_mma_min_keys or FT_ATTN_MMA_MIN_KEYS=N sets it, 0 turns the kernel off.
 constexpr int64_t kMmaMinKeys = 256;
 int64_t mma_min_keys(int64_t option) {
   if (option >= 0) return option;
