@@ -17,6 +17,17 @@ export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64 PATH=/usr/local/cuda/bin:$PATH
 export FT_LLAMA_LIB_DIR=$B FT_BIN_DIR=$B
 M=/dev/shm/m
 mkdir -p "$M"
+# The issue-3 models' files (models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4 writes them).
+L=$M/llama8b-nvfp4.gguf
+Q=$M/qwen3moe-30b-nvfp4.gguf
+
+# gpu_tests SECONDS [FILTER]: test_cuda (all tests, or the gtest filter) into $R/test.txt within
+# SECONDS; prints its summary and failure lines.
+gpu_tests() {
+  (cd "$B" && timeout "$1" ./test_cuda --gtest_brief=1 ${2:+--gtest_filter=$2} > "$R/test.txt" 2>&1
+   echo "rc=$?" >> "$R/test.txt")
+  grep -E "tests? ran|PASSED|FAILED|rc=|Failure|exception|ATTN-MMA" "$R/test.txt" | tail -20
+}
 
 # budget SECONDS WHAT: true while the call is younger than SECONDS, else logs that WHAT is skipped.
 budget() { [ $(($(date +%s) - T0)) -lt "$1" ] || { log "skipped (time): $2"; return 1; }; }

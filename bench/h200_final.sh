@@ -12,9 +12,7 @@ source bench/device_common.sh
 llama_build_bg
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "test_cuda (all)"
-(cd $B && timeout 250 ./test_cuda --gtest_brief=1 > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
-grep -E "tests? ran|PASSED|FAILED|rc=|Failure|exception" $R/test.txt | tail -12
+gpu_tests 250
 models_wait
-L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
 depth_figures 340 360 395 $L $Q
 finish resf

@@ -1,19 +1,8 @@
 #!/usr/bin/env bash
-# Session 16, final call: main's head -- the whole GPU test suite, and issue 3's figures at depth
-# 0 / 4096 / 16384 beside llama.cpp v0.5.0's CUDA build in the same call where time allows:
-#   ft bench -m F --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562
-#   llama-bench -m F -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2
+# Session 16, final call (7): bench/h200_final.sh, which this script held line for line when it ran
+# (the test step has since become device_common.sh's gpu_tests) -- the whole GPU test suite and
+# issue 3's figures at depth 0 / 4096 / 16384 beside llama.cpp's CUDA build.
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 430 bash bench/session16/h200_final.sh; tar czf $OUT/resf.tgz -C /tmp resf",
 #       carry=[".devcarry/pack"])
-R=/tmp/resf
-source bench/device_common.sh
-llama_build_bg
-models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
-log "test_cuda (all)"
-(cd $B && timeout 250 ./test_cuda --gtest_brief=1 > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
-grep -E "tests? ran|PASSED|FAILED|rc=|Failure|exception" $R/test.txt | tail -12
-models_wait
-L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
-depth_figures 340 360 395 $L $Q
-finish resf
+exec bash "$(dirname "$0")/../h200_final.sh"

@@ -10,10 +10,8 @@ R=/tmp/resa
 source bench/device_common.sh
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "tests"
-(cd $B && timeout 150 ./test_cuda --gtest_brief=1 --gtest_filter='CudaAttention.*:GpuAttentionMma.*:Models/GpuVsCpu.*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
-grep -E "tests? ran|PASSED|FAILED|rc=|Failure|ATTN-MMA" $R/test.txt | head -20
+gpu_tests 150 'CudaAttention.*:GpuAttentionMma.*:Models/GpuVsCpu.*'
 models_wait
-L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
 for f in $Q $L; do
   AB_BUDGET=400 ab_envs 2 $f FT_ATTN_MMA_MIN_KEYS=1024 FT_ATTN_MMA_MIN_KEYS=0 -- -p 0 -n 128 -d 4096,16384 -r 1 --bw-gbs 4562
 done

@@ -9,10 +9,8 @@ R=/tmp/resb
 source bench/device_common.sh
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "tests"
-(cd $B && timeout 200 ./test_cuda --gtest_brief=1 --gtest_filter='CudaGemvGlu.*:GpuGlu.*:CudaAttention.*:GpuAttentionMma.*:Models/GpuVsCpu.*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
-grep -E "tests? ran|PASSED|FAILED|rc=|Failure|ATTN-MMA" $R/test.txt | head -20
+gpu_tests 200 'CudaGemvGlu.*:GpuGlu.*:CudaAttention.*:GpuAttentionMma.*:Models/GpuVsCpu.*'
 models_wait
-L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
 AB_BUDGET=330 ab_envs 3 $L FT_GEMV_GLU=1 FT_GEMV_GLU=0 -- -p 0 -n 128 -r 2 --bw-gbs 4562
 AB_BUDGET=360 ab_envs 1 $L FT_GEMV_GLU=4,3 FT_GEMV_GLU=8,2 FT_GEMV_GLU=8,3 -- -p 0 -n 128 -r 2 --bw-gbs 4562
 for f in $Q $L; do

@@ -9,10 +9,8 @@ R=/tmp/resc
 source bench/device_common.sh
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "tests"
-(cd $B && timeout 150 ./test_cuda --gtest_brief=1 --gtest_filter='CudaGemvSplit.*:CudaGemvPersist.*:CudaGemvNvfp4*:Models/GpuVsCpu.*' > $R/test.txt 2>&1; echo "rc=$?" >> $R/test.txt)
-grep -E "tests? ran|PASSED|FAILED|rc=|Failure" $R/test.txt | head -20
+gpu_tests 150 'CudaGemvSplit.*:CudaGemvPersist.*:CudaGemvNvfp4*:Models/GpuVsCpu.*'
 models_wait
-L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
 AB_BUDGET=250 ab_envs 2 $L FT_GEMV_SPLIT=0 FT_GEMV_SPLIT=2,4,2,4096 FT_GEMV_SPLIT=4,4,2,4096 FT_GEMV_SPLIT=3,4,2,4096 FT_GEMV_SPLIT=4,8,2,4096 FT_GEMV_SPLIT=2,4,2,8192 -- -p 0 -n 128 -r 2 --bw-gbs 4562
 AB_BUDGET=370 ab_envs 2 $Q FT_GEMV_SPLIT=0 FT_GEMV_SPLIT=2,4,2,4096 FT_GEMV_SPLIT=4,4,2,4096 FT_GEMV_SPLIT=3,4,2,4096 FT_GEMV_SPLIT=4,8,2,4096 -- -p 0 -n 128 -r 2 --bw-gbs 4562
 finish resc

@@ -31,7 +31,6 @@ PY
 log "best plans (qwen3, llama): $best"
 set -- $best
 models_wait
-L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
 AB_BUDGET=300 ab_envs 2 $Q FT_ATTN_MMA_PLAN=4,64 FT_ATTN_MMA_PLAN=$1 -- -p 0 -n 128 -d 4096,16384 -r 1 --bw-gbs 4562
 AB_BUDGET=370 ab_envs 2 $L FT_ATTN_MMA_PLAN=4,64 FT_ATTN_MMA_PLAN=$2 -- -p 0 -n 128 -d 4096,16384 -r 1 --bw-gbs 4562
 finish resd

@@ -11,7 +11,6 @@ source bench/device_common.sh
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 timeout 60 "$B/ft-bench-attention-cuda" --kv f16 --decode-only --pool-gib 0.5 2>&1 | tee $R/attn.txt | grep -E "^(decode|mma) "
 models_wait
-L=$M/llama8b-nvfp4.gguf; Q=$M/qwen3moe-30b-nvfp4.gguf
 for f in $Q $L; do
   AB_BUDGET=200 ab_envs 1 $f FT_ATTN_MMA_MIN_KEYS=1024 FT_ATTN_MMA_MIN_KEYS=256 -- -p 0 -n 128 -d 512,1024,2048 -r 1 --bw-gbs 4562
 done

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 17, final call (6): bench/h200_final.sh, which this script held word for word when it ran --
+# Session 17, final call (6): bench/h200_final.sh, which this script held line for line when it ran
+# (the test step has since become device_common.sh's gpu_tests) --
 # the whole GPU test suite and issue 3's figures at depth 0 / 4096 / 16384 beside llama.cpp's CUDA build.
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 430 bash bench/session17/h200_final.sh; tar czf $OUT/resf.tgz -C /tmp resf",
