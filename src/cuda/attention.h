@@ -72,8 +72,9 @@ struct AttnArgs {
   // the other paths quantise `out` after themselves.
   void* out_q8 = nullptr;
   // One token at depth: the tensor-core decode kernel (attn_decode_mma.cuh) where
-  // attention_mma_decode_supported (no qkv_raw: the rope and KV store run before). Faster from
-  // ~512 live keys, slower below (two launches; benches/h200.md session 16).
+  // attention_mma_decode_supported (no qkv_raw: the rope and KV store run before). Faster from a
+  // few hundred live keys, slower below (two launches; the session's threshold, gpu/session.cpp
+  // kMmaMinKeys, and benches/h200.md sessions 16-17).
   bool decode_mma = false;
   // Optional, the rope inside the decode kernel (attention_fused_rope_supported): q and the new
   // key come raw from qkv_raw (one token: q heads, then k heads, then v heads, head_dim apart;

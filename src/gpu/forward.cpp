@@ -130,6 +130,23 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
          /*y_early=*/true);
 }
 
+bool GpuForward::decode_mma_applies() const {
+  if (b_.g4) return false;  // gemma4's own pass never reads long_ctx_
+  const model::HParams& hp = m_.hp;
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.is_recurrent(il)) continue;
+    cuda::AttnArgs a;
+    a.n_head = hp.n_head[il];
+    a.n_head_kv = hp.n_head_kv[il];
+    a.head_dim_k = hp.head_dim_k;
+    a.head_dim_v = hp.head_dim_v;
+    a.n_tok = 1;
+    a.kv_type = num_.kv;
+    if (cuda::attention_mma_decode_supported(a)) return true;
+  }
+  return false;
+}
+
 void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_t n_tok, float* out, int64_t ldo,
                                       cudaStream_t s, void* out_q8, bool fuse_rope) const {
   const model::HParams& hp = m_.hp;

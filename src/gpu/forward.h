@@ -43,6 +43,10 @@ class GpuForward {
   // attention of rope_store_attention runs the rope + KV store launch and the tensor-core decode
   // kernel (cuda::AttnArgs::decode_mma) instead of the fused dedicated kernel, where it applies.
   void set_long_context(bool on) { long_ctx_ = on; }
+  // Whether set_long_context(true) changes any launch of this model: some attention layer goes
+  // through rope_store_attention (not gemma4's pass, not a Gated DeltaNet layer) with a shape the
+  // tensor-core kernel takes. The session keys its graphs by the flag only then.
+  bool decode_mma_applies() const;
 
  private:
   bool long_ctx_ = false;
