@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 17, call 7 (after the review): graphs keyed by the deep-attention flag only where the
+# tensor-core kernel applies (GpuForward::decode_mma_applies). The attention, session and GPU-vs-CPU
+# tests, and tg128 at depth 0 / 4096 on both models (the kernel must still engage at depth).
+#   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
+#   run(command="timeout -s KILL 300 bash bench/session17/h200_g.sh; tar czf $OUT/resg.tgz -C /tmp resg",
+#       carry=[".devcarry/pack"])
+R=/tmp/resg
+source bench/device_common.sh
+models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
+log "tests"
+gpu_tests 200 'CudaAttention.*:GpuAttentionMma.*:Models/GpuVsCpu.*:GpuSampling.*:Qwen35*:Gemma4*'
+models_wait
+for f in $L $Q; do
+  budget 280 "ft bench $f" || break
+  timeout 60 "$B/ft" bench -m "$f" --device cuda -p 0 -n 128 -d 0,4096 -r 2 --bw-gbs 4562 2>>"$R/ft.err" | rows |
+    sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
+done
+finish resg
