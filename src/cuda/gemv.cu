@@ -15,7 +15,6 @@
 #include "cuda/check.h"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_tuning.h"
-#include "cuda/glu.h"
 
 namespace ft::cuda {
 namespace {
@@ -240,21 +239,11 @@ int call_lanes(const GemvArgs& a) { return a.plan_lanes != 0 ? a.plan_lanes : g_
 
 // The NVFP4 kernels (gemv_nvfp4.cu) on p where a's type, path and plan knobs let them take it;
 // false, launching nothing, where they do not.
-bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream, bool* glu_done = nullptr) {
+bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream) {
   Nvfp4Override nv = g_nvfp4_override;
   if (a.plan_nvfp4_kernel >= 0) nv.kernel = a.plan_nvfp4_kernel;
   return takes_q8(a) && a.type == GgmlType::NVFP4 && call_lanes(a) == 0 && nv.kernel != 0 &&
-         gemv_nvfp4(p, a.n_tok, a.ids != nullptr, nv, stream, glu_done);
-}
-
-// GemvArgs::glu_*'s requirements (a clear error for a caller that breaks them).
-void check_glu(const GemvArgs& a) {
-  const int64_t n = a.glu_n_ff;
-  if (a.ids != nullptr || a.n_tok != 1 || a.accumulate || n <= 0 || n % 32 != 0 || a.rows != 2 * n ||
-      a.glu_h == nullptr || a.glu_xq == nullptr || reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0)
-    fail_message("cuda gemv: the SwiGLU tail needs one dense token, rows = 2 * n_ff with n_ff % 32 == 0 (rows " +
-                 std::to_string(a.rows) + ", n_ff " + std::to_string(n) + "), no accumulate, h and a 16-byte "
-                 "aligned Q8 buffer");
+         gemv_nvfp4(p, a.n_tok, a.ids != nullptr, nv, stream);
 }
 
 }  // namespace
@@ -275,20 +264,6 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     second.bank_col = a.bank_col + 1;
     gemv(first, stream);
     gemv(second, stream);
-    return;
-  }
-  if (a.glu_ticket != nullptr) {
-    check_glu(a);
-    GemvArgs plain = a;
-    plain.glu_ticket = nullptr;
-    Params p = checked_params(plain);
-    p.glu_h = a.glu_h;
-    p.glu_xq = static_cast<uint8_t*>(a.glu_xq);
-    p.glu_ticket = a.glu_ticket;
-    p.glu_n_ff = a.glu_n_ff;
-    bool done = false;
-    if (!nvfp4_launch(plain, p, stream, &done)) gemv(plain, stream);
-    if (!done) swiglu_q8(a.y, 2 * a.glu_n_ff, a.glu_n_ff, 1, a.glu_h, a.glu_n_ff, a.round, a.glu_xq, stream);
     return;
   }
   const Params p = checked_params(a);

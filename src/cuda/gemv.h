@@ -96,17 +96,6 @@ struct GemvArgs {
   // combine read it, for their first rows, before their PDL wait: the add's L2 round trip leaves
   // the launch's tail. Off: y may come from the launch right before.
   bool y_early = false;
-  // The SwiGLU after a fused gate | up projection, in the same launch (one token, dense, rows =
-  // 2 * glu_n_ff, gate rows first, glu_n_ff % 32 == 0, not accumulating): also writes
-  // glu_h[j] = swiglu(y[j], y[glu_n_ff + j]) and its Q8 copy glu_xq (act_q8.h, k = glu_n_ff) --
-  // the bytes of cuda::swiglu_q8 on y. The NVFP4 tensor-core kernel does it in the epilogue of
-  // the last of the 4 CTAs that write a 32-element block's gate and up rows (glu_ticket: device,
-  // glu_n_ff / 32 counters, zero before the call and left zero); under any other kernel a
-  // swiglu_q8 launch follows. glu_xq must not alias xq (other CTAs may still read it).
-  float* glu_h = nullptr;
-  void* glu_xq = nullptr;
-  unsigned* glu_ticket = nullptr;
-  int64_t glu_n_ff = 0;
 };
 
 bool gemv_supported(GgmlType t);

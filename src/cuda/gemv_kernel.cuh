@@ -52,11 +52,6 @@ struct Params {
   // Grouped (GemvArgs::ids_early): the ids may be read before the PDL wait; accumulate
   // (GemvArgs::y_early): y too (NVFP4 slab / packed kernels).
   int ids_early, y_early;
-  // GemvArgs::glu_* (the tensor-core kernel only; null ticket: none).
-  float* glu_h;
-  uint8_t* glu_xq;
-  unsigned* glu_ticket;
-  int64_t glu_n_ff;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

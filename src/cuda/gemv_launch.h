@@ -131,14 +131,10 @@ void gemv_float(GgmlType type, const Params& p, int64_t n_tok, bool grouped, con
 void gemv_q8(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const Q8Plan& plan, cudaStream_t stream);
 // The NVFP4 integer-path kernels (gemv_nvfp4.cu); false when the plan or the alignment of
 // the weights leaves the product to gemv_q8.
-// glu_done (optional): set when the kernel that ran also wrote p's SwiGLU tail (p.glu_ticket).
-bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream,
-                bool* glu_done = nullptr);
+bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream);
 // The tensor-core kernel (gemv_mma.cu): one token, dense, k % 256 == 0, 16-byte aligned rows;
 // false (nothing launched) for other shapes or when its shared memory does not fit.
-// It writes p's SwiGLU tail where p.glu_ticket is set (and says so in glu_done).
-bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream,
-                    bool* glu_done = nullptr);
+bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream);
 // The persistent tensor-core kernel (gemv_mma_persist.cu): the same shapes and the same bits as
 // gemv_nvfp4_mma at warps = fold; CTAs of `groups` x fold warps walk the 16-row tiles.
 bool gemv_nvfp4_mma_persist(const Params& p, int64_t n_tok, bool grouped, int fold, int groups, int stages,

@@ -53,9 +53,7 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
-#include "cuda/glu.cuh"
 #include "cuda/pdl.cuh"
-#include "cuda/q8_tail.cuh"
 
 namespace ft::cuda::gemv_detail {
 namespace {
@@ -67,29 +65,6 @@ constexpr int kStepBlocks = kMmaStepBlocks;
 constexpr int kRowStep = kMmaRowStep;
 constexpr int kStageBytes = kMmaStageBytes;
 constexpr int kVecPerLane = kMmaVecPerLane;
-
-// GemvArgs::glu_*: the CTA's 16 rows lie in one 32-element block of the gate (rows < n_ff) or the
-// up half; the last of the block's 4 CTAs (2 gate tiles, 2 up tiles) to count its ticket reads
-// the block's 64 stored values back from L2 and writes the SwiGLU and its Q8 block with
-// swiglu_q8's arithmetic (glu.cuh, q8_tail.cuh), then re-arms the ticket. Why not a launch:
-// a decode step is a chain of dependent launches that each cost a few microseconds whatever
-// their size (benches/h200.md, session 16's chain probe); this drops one a dense layer.
-__device__ __forceinline__ void glu_tail(const Params& p, int64_t row0) {
-  __shared__ int last;
-  if (threadIdx.x < kRows) __threadfence();  // this CTA's stores before its ticket
-  __syncthreads();
-  const int64_t blk = (row0 % p.glu_n_ff) / 32;
-  if (threadIdx.x == 0) last = atomicAdd(p.glu_ticket + blk, 1u) == 3u;
-  __syncthreads();
-  if (!last || threadIdx.x >= 32) return;
-  __threadfence();  // the other CTAs' stores, fenced before their tickets, are visible now
-  const int lane = static_cast<int>(threadIdx.x);
-  const float g = __ldcg(p.y + 32 * blk + lane), u = __ldcg(p.y + p.glu_n_ff + 32 * blk + lane);
-  const float h = swiglu1(g, u, p.round);
-  p.glu_h[32 * blk + lane] = h;
-  q8_quantize_warp(h, blk, p.glu_n_ff, p.glu_xq);
-  if (lane == 0) p.glu_ticket[blk] = 0u;
-}
 
 template <int NW, int NS>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
@@ -177,7 +152,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
       store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
   }
-  if (p.glu_ticket != nullptr) glu_tail(p, row0);
 }
 
 std::atomic<int64_t> g_mma_launches{0};
@@ -197,25 +171,21 @@ bool launch_mma(const Params& p, cudaStream_t stream) {
 
 }  // namespace
 
-bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream,
-                    bool* glu_done) {
+bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream) {
   const int64_t nb = p.k / 64;
   // One token, dense, whole steps, 16-byte aligned rows, 32-bit load offsets.
   if (grouped || n_tok != 1 || nb % kStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0 ||
       p.row_bytes % 16 != 0 || p.row_bytes * kRows > (int64_t{1} << 30))
     return false;
-  bool ok = false;
   switch (warps * 10 + stages) {
-    case 42: ok = launch_mma<4, 2>(p, stream); break;
-    case 43: ok = launch_mma<4, 3>(p, stream); break;
-    case 44: ok = launch_mma<4, 4>(p, stream); break;
-    case 82: ok = launch_mma<8, 2>(p, stream); break;
-    case 84: ok = launch_mma<8, 4>(p, stream); break;
-    case 162: ok = launch_mma<16, 2>(p, stream); break;
-    default: ok = launch_mma<8, 3>(p, stream); break;
+    case 42: return launch_mma<4, 2>(p, stream);
+    case 43: return launch_mma<4, 3>(p, stream);
+    case 44: return launch_mma<4, 4>(p, stream);
+    case 82: return launch_mma<8, 2>(p, stream);
+    case 84: return launch_mma<8, 4>(p, stream);
+    case 162: return launch_mma<16, 2>(p, stream);
+    default: return launch_mma<8, 3>(p, stream);
   }
-  if (ok && glu_done != nullptr) *glu_done = p.glu_ticket != nullptr;
-  return ok;
 }
 
 }  // namespace ft::cuda::gemv_detail

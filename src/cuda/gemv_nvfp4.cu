@@ -587,8 +587,7 @@ void slab_tokens(const Params& p, int64_t nt, int64_t n_out, const Nv4& g, int R
 
 std::atomic<int64_t> g_pair_launches{0};
 
-bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream,
-                bool* glu_done) {
+bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream) {
   const int n_sub = p.slot_w != nullptr ? p.n_used : 1;
   const int64_t n_out = grouped ? (p.slot_w != nullptr ? n_tok / p.n_used : n_tok) : 1;
   const int64_t nt = grouped ? 1 : n_tok;
@@ -619,7 +618,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (pl.kernel == 3 && over.mma_off) pl.kernel = 1;
   if (pl.kernel == 3 || over.kernel == 3) {
     if (over.kernel < 0 || over.kernel == 3) {
-      if (gemv_nvfp4_mma(p, nt, grouped, pl.mma_warps, pl.mma_stages, stream, glu_done)) return true;
+      if (gemv_nvfp4_mma(p, nt, grouped, pl.mma_warps, pl.mma_stages, stream)) return true;
     }
     if (pl.kernel == 3) pl.kernel = 1;
   }

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "cuda/check.h"
-#include "cuda/glu.cuh"
 #include "cuda/ops_math.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
@@ -17,6 +16,8 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kPerThread = 4;
+
+__device__ __forceinline__ float swiglu1(float g, float u, Round r) { return round_to(r, ops::mul_rn(ops::silu(g), u)); }
 
 template <bool kVec>
 __global__ void swiglu_kernel(const float* gu, int64_t ldgu, int64_t n_ff, float* h, int64_t ldh, Round r,

@@ -53,12 +53,6 @@ const bool g_attn_rope = [] {
   return e == nullptr || *e != '0';
 }();
 
-// FT_GLU_TAIL=0: decode's dense SwiGLU in its own launch after gate | up (the A/B switch).
-const bool g_glu_tail = [] {
-  const char* e = std::getenv("FT_GLU_TAIL");
-  return e == nullptr || *e != '0';
-}();
-
 }  // namespace
 
 GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers& b,
@@ -97,23 +91,16 @@ const DevLinear& GpuForward::after_wo(int64_t il) const {
 
 void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
                         int64_t ldy, Round round, bool accumulate, bool q8, cudaStream_t s,
-                        bool exact, bool xq_ready, bool y_early, const GluTail* glu, const void* xq_in) const {
+                        bool exact, bool xq_ready, bool y_early) const {
   if (use_gemv(n_tok)) {
     bool quantised = false;
     for (const DevMatrix& p : l.parts) quantised |= q8 && cuda::gemv_q8_supported(p.type);
-    void* xq = xq_in != nullptr ? const_cast<void*>(xq_in) : b_.xq.get();
-    if (quantised && !xq_ready) cuda::quantize_act_q8(x, ldx, l.k, n_tok, xq, s);
+    if (quantised && !xq_ready) cuda::quantize_act_q8(x, ldx, l.k, n_tok, b_.xq.get(), s);
     for (const DevMatrix& p : l.parts) {
       cuda::GemvArgs a;
       fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
-      a.xq = q8 && cuda::gemv_q8_supported(p.type) ? xq : nullptr;
+      a.xq = q8 && cuda::gemv_q8_supported(p.type) ? b_.xq.get() : nullptr;
       a.y_early = y_early;
-      if (glu != nullptr) {
-        a.glu_h = glu->h;
-        a.glu_xq = glu->xq;
-        a.glu_ticket = glu->ticket;
-        a.glu_n_ff = glu->n_ff;
-      }
       if (a.xq == nullptr && cuda::gemv_half_supported(a))
         cuda::gemv_half(a, s);  // BF16/F16 (the output head): the register-direct kernel
       else
@@ -262,25 +249,16 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     else
       cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
     prefetch(L.down, ChainPrefetch::kWith, n_tok, s);
-    // One token: the SwiGLU (and the Q8 copy down reads) in the gate | up launch's tail, its Q8
-    // row beside the one gate | up reads (cuda::GemvArgs::glu_*).
-    const bool tail = q8_in && q8_mid && n_tok == 1 && g_glu_tail && L.gate_up.parts.size() == 1 &&
-                      b_.glu_ticket.get() != nullptr && L.gate_up.rows == 2 * n_ff;
-    void* xq_mid = tail ? static_cast<uint8_t*>(b_.xq.get()) + cuda::act_q8_bytes(b_.max_k, 1) : b_.xq.get();
-    GluTail glu{hh, xq_mid, b_.glu_ticket.as<unsigned>(), n_ff};
-    linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in, false,
-           tail ? &glu : nullptr);
+    linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in);
     prefetch(L.down, ChainPrefetch::kAfter, n_tok, s);
-    if (tail)
-      ;  // written by the gate | up launch
-    else if (q8_mid)
+    if (q8_mid)
       cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, b_.xq.get(), s);
     else
       cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
     prefetch(next_qkv(il), ChainPrefetch::kWith, n_tok, s);
     // x was last written by wo, four launches back: y_early (cuda/gemv.h).
     linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid,
-           /*y_early=*/true, nullptr, xq_mid);
+           /*y_early=*/true);
     prefetch(next_qkv(il), ChainPrefetch::kAfter, n_tok, s);
     return;
   }

@@ -54,18 +54,9 @@ class GpuForward {
 
  private:
   bool long_ctx_ = false;
-  // Decode's fused gate | up projection with its SwiGLU in the same launch (cuda::GemvArgs::glu_*).
-  struct GluTail {
-    float* h = nullptr;
-    void* xq = nullptr;
-    unsigned* ticket = nullptr;
-    int64_t n_ff = 0;
-  };
-  // xq_in: the Q8 copy of x the integer GEMV reads (nullptr: b.xq).
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
               cuda::Round round, bool accumulate, bool q8, cudaStream_t s,
-              bool exact = false, bool xq_ready = false, bool y_early = false, const GluTail* glu = nullptr,
-              const void* xq_in = nullptr) const;
+              bool exact = false, bool xq_ready = false, bool y_early = false) const;
   // Whether the integer GEMV will read b_.xq for this projection / expert tensor.
   bool wants_q8(const DevLinear& l) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;

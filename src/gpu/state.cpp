@@ -98,13 +98,6 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   FT_CUDA_CHECK(cudaMemset(bad.get(), 0, sizeof(int32_t)));
   alloc(route_ticket, sizeof(unsigned));
   FT_CUDA_CHECK(cudaMemset(route_ticket.get(), 0, sizeof(unsigned)));
-  // Dense layers' SwiGLU tail: its Q8 row sits after the first max_k row of xq (U >= 2 rows).
-  bool dense = false;
-  for (int64_t il = 0; il < hp.n_layer; ++il) dense |= !m.layers[il].is_moe() && !m.layers[il].ffn_gate_up.empty();
-  if (num.q8 && dense && U >= 2 && n_ff % 32 == 0) {
-    alloc(glu_ticket, static_cast<size_t>(n_ff / 32) * sizeof(unsigned));
-    FT_CUDA_CHECK(cudaMemset(glu_ticket.get(), 0, glu_ticket.bytes()));
-  }
   if (n_used > 0) {
     alloc(moe_sync, 2 * sizeof(unsigned));
     FT_CUDA_CHECK(cudaMemset(moe_sync.get(), 0, 2 * sizeof(unsigned)));

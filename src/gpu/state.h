@@ -68,9 +68,6 @@ struct GpuBuffers {
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
   cuda::DeviceBuffer route_ticket;                                 // moe_router_route's counter (0)
   cuda::DeviceBuffer moe_sync;                                     // moe_fused_decode's 2 counters (0)
-  // Dense decode's SwiGLU tail in the gate | up GEMV (cuda::GemvArgs::glu_ticket): n_ff / 32
-  // counters (0); unset where no dense layer can take it (its Q8 goes to xq's second row).
-  cuda::DeviceBuffer glu_ticket;
   std::unique_ptr<cuda::Gemm> gemm;
   std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
   std::unique_ptr<Gemma4Buffers> g4;   // gemma4: sliding rope table, branch and PLE scratch
