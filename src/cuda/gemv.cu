@@ -175,6 +175,12 @@ const bool g_y_early_off = [] {
   return e != nullptr && *e == '0';
 }();
 
+// FT_GEMV_RS_EARLY=0: the tensor-core kernels load row_scale in their epilogue (Params::rs_early).
+const bool g_rs_early_off = [] {
+  const char* e = std::getenv("FT_GEMV_RS_EARLY");
+  return e != nullptr && *e == '0';
+}();
+
 // Checks a's arguments (throws ft::Error) and makes the kernels' Params.
 Params checked_params(const GemvArgs& a) {
   const std::string tn(type_name(a.type));
@@ -228,6 +234,7 @@ Params checked_params(const GemvArgs& a) {
   p.accumulate = a.accumulate ? 1 : 0;
   p.ids_early = grouped && a.ids_early ? 1 : 0;
   p.y_early = a.accumulate && a.y_early && !g_y_early_off ? 1 : 0;
+  p.rs_early = g_rs_early_off ? 0 : 1;
   return p;
 }
 
