@@ -10,14 +10,8 @@
 namespace ft::gpu {
 namespace {
 
-// Tuning (H200, benches/h200.md "Session 18"; tg128, alternating in one call). Qwen3-30B-A3B,
-// kWith (qkv and wo of its MoE layers): 403.6 / 402.5 / 403.2 vs 399.8 / 401.0 / 400.8 (call 2),
-// 407.9 / 406.0 / 407.8 vs 405.6 / 402.1 / 403.5 (call 5). Llama-8B (dense FFN: its gate|up and
-// down stream 99 MB between a fork and the use, more than L2): kWith 378.0 / 376.5 vs 397.7 /
-// 390.8, capped at 12 MB 398.4 / 397.1, at 16 MB 384-386 vs 386-389 (calls 1, 3). The experts
-// (kExpertsDown 4: 402.1 / 399.3 / 401.8; with gate and up, 12: 389.8 / 390.3 / 390.7) did not
-// pay (call 2). So by default: kWith, at MoE layers only (ChainPrefetch::moe_only).
-constexpr int kDefaultMode = ChainPrefetch::kWith;
+// Tuning (H200; benches/h200.md "Session 18").
+constexpr int kDefaultMode = 0;
 constexpr size_t kDefaultMiB = 32;
 constexpr size_t kDefaultKiB = 32;
 
@@ -36,10 +30,7 @@ size_t env_size(const char* name, size_t dflt) {
 }  // namespace
 
 ChainPrefetch::ChainPrefetch(int mode) {
-  const char* e = std::getenv("FT_L2_PREFETCH");
-  moe_only_ = mode < 0 && (e == nullptr || *e == '\0');
-  if (mode < 0) mode = static_cast<int>(env_size("FT_L2_PREFETCH", kDefaultMode));
-  mode_ = mode & (kWith | kAfter | kExpertsDown | kExpertsUp);
+  mode_ = (mode >= 0 ? mode : static_cast<int>(env_size("FT_L2_PREFETCH", kDefaultMode))) & (kWith | kAfter | kExpertsDown | kExpertsUp);
   cap_ = env_size("FT_L2_PREFETCH_MB", kDefaultMiB) << 20;
   chunk_ = std::max<size_t>(16, env_size("FT_L2_PREFETCH_KB", kDefaultKiB) << 10);
   if (mode_ == 0 || cap_ == 0 || !cuda::l2_prefetch_supported()) {

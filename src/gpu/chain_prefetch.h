@@ -21,7 +21,7 @@ class ChainPrefetch {
   // the routing, beside the expert launches.
   enum When : int { kWith = 1, kAfter = 2, kExpertsDown = 4, kExpertsUp = 8 };
 
-  // mode: a mask of When, 0 off; -1: FT_L2_PREFETCH, else kDefaultMode (at MoE layers only). FT_L2_PREFETCH_MB (bytes
+  // mode: a mask of When, 0 off; -1: FT_L2_PREFETCH, else kDefaultMode. FT_L2_PREFETCH_MB (bytes
   // a fork asks for, from the start of the projection), FT_L2_PREFETCH_KB (bytes a thread's bulk
   // prefetch covers); the defaults are tuning (chain_prefetch.cpp). Off where
   // cuda::l2_prefetch_supported() is not.
@@ -32,9 +32,6 @@ class ChainPrefetch {
 
   bool on(When w) const { return (mode_ & w) != 0; }
   int mode() const { return mode_; }
-  // The default mode forks at MoE layers only (the tuning in chain_prefetch.cpp); a mode given by
-  // the caller or FT_L2_PREFETCH forks at every layer.
-  bool moe_only() const { return moe_only_; }
   // Forks since construction (a test's proof that the branch ran).
   int64_t forks() const { return forks_; }
   // Prefetch l's parts (at most the cap in all) on the side stream, after what s has enqueued.
@@ -46,7 +43,6 @@ class ChainPrefetch {
 
  private:
   int mode_ = 0;
-  bool moe_only_ = false;
   size_t cap_ = 0, chunk_ = 0;
   cudaStream_t side_ = nullptr;
   cudaEvent_t fork_ev_ = nullptr, join_ev_ = nullptr;

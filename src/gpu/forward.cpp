@@ -65,8 +65,8 @@ GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers
   pf_ = std::make_unique<ChainPrefetch>(-1);
 }
 
-void GpuForward::prefetch(int64_t il, const DevLinear& l, ChainPrefetch::When w, int64_t n_tok, cudaStream_t s) const {
-  if (use_gemv(n_tok) && pf_->on(w) && (!pf_->moe_only() || w_.layers[il].moe)) pf_->fork(l, s);
+void GpuForward::prefetch(const DevLinear& l, ChainPrefetch::When w, int64_t n_tok, cudaStream_t s) const {
+  if (use_gemv(n_tok) && pf_->on(w)) pf_->fork(l, s);
 }
 
 void GpuForward::prefetch_experts(int64_t il, int64_t n_tok, cudaStream_t s) const {
@@ -138,9 +138,9 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
   else
     cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
-  prefetch(il, L.wo, ChainPrefetch::kWith, n_tok, s);
+  prefetch(L.wo, ChainPrefetch::kWith, n_tok, s);
   linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
-  prefetch(il, L.wo, ChainPrefetch::kAfter, n_tok, s);
+  prefetch(L.wo, ChainPrefetch::kAfter, n_tok, s);
   if (b_.batch != nullptr) {  // several sequences, each token against its own KV slot
     batch_attention(m_, L, il, b_, num_, n_tok, s);
     // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
@@ -152,11 +152,11 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
   rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
                        /*fuse_rope=*/true);
-  prefetch(il, after_wo(il), ChainPrefetch::kWith, n_tok, s);
+  prefetch(after_wo(il), ChainPrefetch::kWith, n_tok, s);
   // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
   linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
          /*y_early=*/true);
-  prefetch(il, after_wo(il), ChainPrefetch::kAfter, n_tok, s);
+  prefetch(after_wo(il), ChainPrefetch::kAfter, n_tok, s);
 }
 
 bool GpuForward::decode_mma_applies() const {
@@ -248,18 +248,18 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
     else
       cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
-    prefetch(il, L.down, ChainPrefetch::kWith, n_tok, s);
+    prefetch(L.down, ChainPrefetch::kWith, n_tok, s);
     linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in);
-    prefetch(il, L.down, ChainPrefetch::kAfter, n_tok, s);
+    prefetch(L.down, ChainPrefetch::kAfter, n_tok, s);
     if (q8_mid)
       cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, b_.xq.get(), s);
     else
       cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
-    prefetch(il, next_qkv(il), ChainPrefetch::kWith, n_tok, s);
+    prefetch(next_qkv(il), ChainPrefetch::kWith, n_tok, s);
     // x was last written by wo, four launches back: y_early (cuda/gemv.h).
     linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid,
            /*y_early=*/true);
-    prefetch(il, next_qkv(il), ChainPrefetch::kAfter, n_tok, s);
+    prefetch(next_qkv(il), ChainPrefetch::kAfter, n_tok, s);
     return;
   }
   const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;

@@ -98,8 +98,7 @@ class GpuForward {
   void gemma4_layer_end(int64_t il, int64_t n_tok, cudaStream_t s) const;
 
   // Decode (n_tok GEMV-sized): the L2 prefetch of l from a side branch, where the mode has w.
-  // (layer il's fork place; the default mode forks at MoE layers only.)
-  void prefetch(int64_t il, const DevLinear& l, ChainPrefetch::When w, int64_t n_tok, cudaStream_t s) const;
+  void prefetch(const DevLinear& l, ChainPrefetch::When w, int64_t n_tok, cudaStream_t s) const;
   // The dense projection a decode step reads after layer il's wo / down: the next layer's qkv
   // (the output head after the last layer), or layer il's gate_up where the FFN is dense.
   const DevLinear& after_wo(int64_t il) const;
