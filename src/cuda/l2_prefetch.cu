@@ -20,20 +20,6 @@ __global__ void l2_prefetch_kernel(const uint8_t* p, size_t bytes, size_t chunk)
 #endif
 }
 
-// Expert blockIdx.y's slice; the id read is the kernel's only dependent load (the router wrote it
-// before this launch was allowed to start).
-__global__ void l2_prefetch_experts_kernel(const int32_t* ids, const uint8_t* base, size_t expert_bytes, size_t bytes,
-                                           size_t chunk) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const size_t off = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * chunk;
-  if (off >= bytes) return;
-  const uint32_t n = static_cast<uint32_t>(bytes - off < chunk ? bytes - off : chunk) & ~15u;
-  if (n == 0) return;
-  const uint8_t* p = base + static_cast<size_t>(ids[blockIdx.y]) * expert_bytes + off;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(n) : "memory");
-#endif
-}
-
 }  // namespace
 
 bool l2_prefetch_supported() { return bulk_copy_supported(); }
@@ -44,24 +30,6 @@ void l2_prefetch(const void* p, size_t bytes, size_t chunk, cudaStream_t s) {
   constexpr unsigned kThreads = 32;
   const auto grid = static_cast<unsigned>((pieces + kThreads - 1) / kThreads);
   l2_prefetch_kernel<<<grid, kThreads, 0, s>>>(static_cast<const uint8_t*>(p), bytes, chunk);
-  FT_CUDA_CHECK(cudaGetLastError());
-}
-
-}  // namespace ft::cuda
-
-namespace ft::cuda {
-
-void l2_prefetch_experts(const int32_t* ids, int n_ids, const void* base, size_t expert_bytes, size_t bytes,
-                         size_t chunk, cudaStream_t s) {
-  if (ids == nullptr || n_ids <= 0 || base == nullptr || bytes < 16 || chunk < 16 || expert_bytes % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(base) % 16 != 0)
-    return;
-  bytes = bytes < expert_bytes ? bytes : expert_bytes;
-  const size_t pieces = (bytes + chunk - 1) / chunk;
-  constexpr unsigned kThreads = 32;
-  const dim3 grid(static_cast<unsigned>((pieces + kThreads - 1) / kThreads), static_cast<unsigned>(n_ids));
-  l2_prefetch_experts_kernel<<<grid, kThreads, 0, s>>>(ids, static_cast<const uint8_t*>(base), expert_bytes, bytes,
-                                                       chunk);
   FT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -9,7 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <cstdint>
 
 namespace ft::cuda {
 
@@ -19,10 +18,5 @@ bool l2_prefetch_supported();
 // Enqueues on s a kernel that asks L2 for bytes of p (16-byte aligned; the tail past the last
 // multiple of 16 is left out) in pieces of chunk bytes, one piece a thread; returns at once.
 void l2_prefetch(const void* p, size_t bytes, size_t chunk, cudaStream_t s);
-
-// The same for routed experts: for each of the n_ids ids (device, written by an earlier launch)
-// the first `bytes` of expert id's slice, base + id * expert_bytes (16-byte aligned).
-void l2_prefetch_experts(const int32_t* ids, int n_ids, const void* base, size_t expert_bytes, size_t bytes,
-                         size_t chunk, cudaStream_t s);
 
 }  // namespace ft::cuda

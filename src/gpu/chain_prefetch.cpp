@@ -30,7 +30,7 @@ size_t env_size(const char* name, size_t dflt) {
 }  // namespace
 
 ChainPrefetch::ChainPrefetch(int mode) {
-  mode_ = (mode >= 0 ? mode : static_cast<int>(env_size("FT_L2_PREFETCH", kDefaultMode))) & (kWith | kAfter | kExpertsDown | kExpertsUp);
+  mode_ = (mode >= 0 ? mode : static_cast<int>(env_size("FT_L2_PREFETCH", kDefaultMode))) & (kWith | kAfter);
   cap_ = env_size("FT_L2_PREFETCH_MB", kDefaultMiB) << 20;
   chunk_ = std::max<size_t>(16, env_size("FT_L2_PREFETCH_KB", kDefaultKiB) << 10);
   if (mode_ == 0 || cap_ == 0 || !cuda::l2_prefetch_supported()) {
@@ -59,16 +59,6 @@ void ChainPrefetch::fork(const DevLinear& l, cudaStream_t s) {
     left -= bytes;
     if (left == 0) break;
   }
-  pending_ = true;
-  ++forks_;
-}
-
-void ChainPrefetch::fork_experts(const DevExpertTensor& t, const int32_t* ids, int n_ids, cudaStream_t s) {
-  if (mode_ == 0 || !t || t.w == nullptr) return;
-  FT_CUDA_CHECK(cudaEventRecord(fork_ev_, s));
-  FT_CUDA_CHECK(cudaStreamWaitEvent(side_, fork_ev_, 0));
-  cuda::l2_prefetch_experts(ids, n_ids, t.w, static_cast<size_t>(t.expert_bytes),
-                            std::min(cap_, static_cast<size_t>(t.expert_bytes)), chunk_, side_);
   pending_ = true;
   ++forks_;
 }

@@ -17,9 +17,7 @@ namespace ft::gpu {
 
 class ChainPrefetch {
  public:
-  // kExpertsDown / kExpertsUp: a MoE layer's chosen experts (down; gate and up), forked after
-  // the routing, beside the expert launches.
-  enum When : int { kWith = 1, kAfter = 2, kExpertsDown = 4, kExpertsUp = 8 };
+  enum When : int { kWith = 1, kAfter = 2 };
 
   // mode: a mask of When, 0 off; -1: FT_L2_PREFETCH, else kDefaultMode. FT_L2_PREFETCH_MB (bytes
   // a fork asks for, from the start of the projection), FT_L2_PREFETCH_KB (bytes a thread's bulk
@@ -36,8 +34,6 @@ class ChainPrefetch {
   int64_t forks() const { return forks_; }
   // Prefetch l's parts (at most the cap in all) on the side stream, after what s has enqueued.
   void fork(const DevLinear& l, cudaStream_t s);
-  // Prefetch the slices of the n_ids experts in ids (device) of t, after what s has enqueued.
-  void fork_experts(const DevExpertTensor& t, const int32_t* ids, int n_ids, cudaStream_t s);
   // s waits for every fork since the last join (nothing when there was none).
   void join(cudaStream_t s);
 

@@ -69,18 +69,6 @@ void GpuForward::prefetch(const DevLinear& l, ChainPrefetch::When w, int64_t n_t
   if (use_gemv(n_tok) && pf_->on(w)) pf_->fork(l, s);
 }
 
-void GpuForward::prefetch_experts(int64_t il, int64_t n_tok, cudaStream_t s) const {
-  if (!use_gemv(n_tok)) return;
-  const DevExperts& E = w_.layers[il].experts;
-  const int n_ids = static_cast<int>(n_tok * m_.hp.n_expert_used[il]);
-  if (pf_->on(ChainPrefetch::kExpertsUp)) {
-    pf_->fork_experts(E.gate_up, b_.ids.as<int32_t>(), n_ids, s);
-    pf_->fork_experts(E.gate, b_.ids.as<int32_t>(), n_ids, s);
-    pf_->fork_experts(E.up, b_.ids.as<int32_t>(), n_ids, s);
-  }
-  if (pf_->on(ChainPrefetch::kExpertsDown)) pf_->fork_experts(E.down, b_.ids.as<int32_t>(), n_ids, s);
-}
-
 const DevLinear& GpuForward::next_qkv(int64_t il) const {
   return il + 1 < m_.hp.n_layer ? w_.layers[il + 1].qkv : w_.output;
 }
@@ -267,7 +255,6 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   // One decode token: the norm inside the router's launch (H200 session 12, Qwen3-30B-A3B tg128
   // 402.9 / 402.7 tok/s against 395.4 / 395.5 with FT_MOE_NORM_ROUTE=0, alternating in one call).
   if (q8_in && n_tok == 1 && norm_route_experts(il, x, h, s)) {
-    prefetch_experts(il, n_tok, s);
     run_experts(il, h, n_tok, /*xq_ready=*/true, x, s);
     return;
   }

@@ -102,8 +102,6 @@ class GpuForward {
   // The dense projection a decode step reads after layer il's wo / down: the next layer's qkv
   // (the output head after the last layer), or layer il's gate_up where the FFN is dense.
   const DevLinear& after_wo(int64_t il) const;
-  // The same for layer il's chosen experts (b.ids, after the routing).
-  void prefetch_experts(int64_t il, int64_t n_tok, cudaStream_t s) const;
   const DevLinear& next_qkv(int64_t il) const;
   void run_pass(int64_t n_tok, Head head, cudaStream_t s) const;
 
