@@ -62,19 +62,6 @@ GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers
     own_moe_ = make_moe_fused(w_);
     moe_ = own_moe_.get();
   }
-  pf_ = std::make_unique<ChainPrefetch>(-1);
-}
-
-void GpuForward::prefetch(const DevLinear& l, ChainPrefetch::When w, int64_t n_tok, cudaStream_t s) const {
-  if (use_gemv(n_tok) && pf_->on(w)) pf_->fork(l, s);
-}
-
-const DevLinear& GpuForward::next_qkv(int64_t il) const {
-  return il + 1 < m_.hp.n_layer ? w_.layers[il + 1].qkv : w_.output;
-}
-
-const DevLinear& GpuForward::after_wo(int64_t il) const {
-  return w_.layers[il].moe ? next_qkv(il) : w_.layers[il].gate_up;
 }
 
 void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
@@ -126,9 +113,7 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
   else
     cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
-  prefetch(L.wo, ChainPrefetch::kWith, n_tok, s);
   linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
-  prefetch(L.wo, ChainPrefetch::kAfter, n_tok, s);
   if (b_.batch != nullptr) {  // several sequences, each token against its own KV slot
     batch_attention(m_, L, il, b_, num_, n_tok, s);
     // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
@@ -140,11 +125,9 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
   rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
                        /*fuse_rope=*/true);
-  prefetch(after_wo(il), ChainPrefetch::kWith, n_tok, s);
   // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
   linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
          /*y_early=*/true);
-  prefetch(after_wo(il), ChainPrefetch::kAfter, n_tok, s);
 }
 
 bool GpuForward::decode_mma_applies() const {
@@ -236,18 +219,14 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
     else
       cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
-    prefetch(L.down, ChainPrefetch::kWith, n_tok, s);
     linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in);
-    prefetch(L.down, ChainPrefetch::kAfter, n_tok, s);
     if (q8_mid)
       cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, b_.xq.get(), s);
     else
       cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
-    prefetch(next_qkv(il), ChainPrefetch::kWith, n_tok, s);
     // x was last written by wo, four launches back: y_early (cuda/gemv.h).
     linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid,
            /*y_early=*/true);
-    prefetch(next_qkv(il), ChainPrefetch::kAfter, n_tok, s);
     return;
   }
   const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;
@@ -266,11 +245,6 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
 }
 
 void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
-  run_pass(n_tok, head, s);
-  pf_->join(s);  // the side branch of the L2 prefetches back on s (gpu/chain_prefetch.h)
-}
-
-void GpuForward::run_pass(int64_t n_tok, Head head, cudaStream_t s) const {
   if (b_.g4) {  // gemma4: its own pass over the same kernels (gpu/forward_gemma4.cpp)
     gemma4_run(n_tok, head, s);
     return;

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <memory>
 
-#include "gpu/chain_prefetch.h"
 #include "gpu/moe_backend.h"
 #include "gpu/state.h"
 #include "gpu/weights.h"
@@ -48,9 +47,6 @@ class GpuForward {
   // through rope_store_attention (not gemma4's pass, not a Gated DeltaNet layer) with a shape the
   // tensor-core kernel takes. The session keys its graphs by the flag only then.
   bool decode_mma_applies() const;
-  // Decode's L2 prefetch mode (GpuSessionOptions::l2_prefetch; -1: FT_L2_PREFETCH / default).
-  void set_l2_prefetch(int mode) { pf_ = std::make_unique<ChainPrefetch>(mode); }
-  const ChainPrefetch& l2_prefetch() const { return *pf_; }
 
  private:
   bool long_ctx_ = false;
@@ -97,21 +93,12 @@ class GpuForward {
   void gemma4_ffn(int64_t il, int64_t n_tok, cudaStream_t s) const;
   void gemma4_layer_end(int64_t il, int64_t n_tok, cudaStream_t s) const;
 
-  // Decode (n_tok GEMV-sized): the L2 prefetch of l from a side branch, where the mode has w.
-  void prefetch(const DevLinear& l, ChainPrefetch::When w, int64_t n_tok, cudaStream_t s) const;
-  // The dense projection a decode step reads after layer il's wo / down: the next layer's qkv
-  // (the output head after the last layer), or layer il's gate_up where the FFN is dense.
-  const DevLinear& after_wo(int64_t il) const;
-  const DevLinear& next_qkv(int64_t il) const;
-  void run_pass(int64_t n_tok, Head head, cudaStream_t s) const;
-
   const model::Model& m_;
   const DeviceWeights& w_;
   GpuBuffers& b_;
   GpuNumerics num_;
   std::unique_ptr<MoeBackend> own_moe_;
   MoeBackend* moe_ = nullptr;
-  std::unique_ptr<ChainPrefetch> pf_;
 };
 
 }  // namespace ft::gpu

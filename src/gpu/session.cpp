@@ -115,7 +115,7 @@ bool gpu_supports(const model::Model& m) {
 
 GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
     : m_(m), dtype_(o.dtype), num_(gpu_numerics(o.dtype, m.arch->name)), graphs_(o.graphs),
-      mma_min_keys_(mma_min_keys(o.attn_mma_min_keys)), l2_prefetch_(o.l2_prefetch) {
+      mma_min_keys_(mma_min_keys(o.attn_mma_min_keys)) {
   if (!cuda::has_device()) fail("--device cuda: no CUDA device is available (driver and GPU needed)");
   if (!gpu_supports(m))
     fail("{}: the CUDA backend does not run architecture '{}' yet; use --device cpu", m.file->path(), m.arch->name);
@@ -191,7 +191,6 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   }
   log::info("moe backend: {} ({})", moe_->describe(), why);
   fwd_ = std::make_unique<GpuForward>(m, *w_, *b_, num_, moe_.get());
-  fwd_->set_l2_prefetch(l2_prefetch_);
   decode_mma_applies_ = fwd_->decode_mma_applies();
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   mem_.moe = moe_->device_bytes();
@@ -245,7 +244,6 @@ MoeCandidate GpuSession::tune_moe(const MoeFactoryArgs& a, const std::vector<Moe
       ac.o = c[i].o;
       moe_ = make_moe_backend(c[i].backend, ac);
       fwd_ = std::make_unique<GpuForward>(m_, *w_, *b_, num_, moe_.get());
-      fwd_->set_l2_prefetch(l2_prefetch_);
       decode_mma_applies_ = fwd_->decode_mma_applies();
       n_past_ = 0;
       for (int t = 0; t < kWarm + kTimed && n_past_ < b_->n_ctx; ++t) {
@@ -302,8 +300,6 @@ GpuSession::~GpuSession() {
 }
 
 int64_t GpuSession::n_vocab() const { return m_.hp.n_vocab; }
-
-int64_t GpuSession::l2_prefetch_forks() const { return fwd_->l2_prefetch().forks(); }
 
 std::string GpuSession::describe() const {
   return fmt::format("cuda ({}), {}{}{}", cuda::device_summary(), dtype_, graphs_ ? ", graphs" : "",

@@ -45,9 +45,6 @@ struct GpuSessionOptions {
   // Live keys from which one decode token takes the tensor-core decode attention (gpu/session.cpp
   // kMmaMinKeys); 0 never; -1: FT_ATTN_MMA_MIN_KEYS, else the default.
   int64_t attn_mma_min_keys = -1;
-  // Decode's L2 prefetch of the next projection (gpu/chain_prefetch.h): a mask of
-  // ChainPrefetch::When, 0 off; -1: FT_L2_PREFETCH, else the default.
-  int l2_prefetch = -1;
   std::function<void(uint64_t, uint64_t)> progress;  // weight upload
   MoeBackendOptions moe;  // --moe-backend, --moe-cache-size/-rate (gpu/moe_backend.h)
 };
@@ -96,8 +93,6 @@ class GpuSession : public engine::Runner {
   const GpuNumerics& numerics() const { return num_; }
   int64_t n_ubatch() const { return b_->n_ubatch; }
   bool graphs() const { return graphs_; }
-  // Forks of decode's L2 prefetch branch so far (gpu/chain_prefetch.h; 0 when it is off).
-  int64_t l2_prefetch_forks() const;
 
  private:
   void check(const int32_t* tokens, int64_t n) const;
@@ -113,7 +108,6 @@ class GpuSession : public engine::Runner {
   GpuNumerics num_;
   bool graphs_;
   int64_t mma_min_keys_;  // GpuSessionOptions::attn_mma_min_keys, resolved
-  int l2_prefetch_ = -1;  // GpuSessionOptions::l2_prefetch
   bool decode_mma_applies_ = false;  // GpuForward::decode_mma_applies (else no graph is keyed by it)
   std::unique_ptr<DeviceWeights> w_;
   std::unique_ptr<GpuBuffers> b_;
