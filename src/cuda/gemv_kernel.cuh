@@ -52,8 +52,8 @@ struct Params {
   // Grouped (GemvArgs::ids_early): the ids may be read before the PDL wait; accumulate
   // (GemvArgs::y_early): y too (NVFP4 slab / packed kernels).
   int ids_early, y_early;
-  // The tensor-core kernels read their rows' row_scale before the PDL wait (a weight-side
-  // constant); 0 (FT_GEMV_RS_EARLY=0): in the epilogue, after the sums.
+  // gemv_mma.cu / gemv_mma_tma.cu read their rows' row_scale before the PDL wait
+  // (gemv_mma.cuh mma_row_scale_early); 0 (FT_GEMV_RS_EARLY=0): in the epilogue, after the sums.
   int rs_early;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))

@@ -104,12 +104,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // the wait; the activations only after it.
 #pragma unroll
   for (int i = 0; i < NS - 1; ++i) issue(i);
-  // The row scales are weights (never written by a kernel): loaded before the wait, they leave
-  // the epilogue's critical path (one dependent L2 / HBM round trip after the sums, at the end
-  // of every CTA of the fused qkv / gate|up launches).
-  float rs = 1.0f;
-  if (p.rs_early && p.row_scale != nullptr && threadIdx.x < kRows && row0 + threadIdx.x < p.rows)
-    rs = p.row_scale[row0 + threadIdx.x];
+  const float rs = mma_row_scale_early(p, row0);  // a weight: before the wait
   pdl_wait();
   pdl_trigger();
 
@@ -154,7 +149,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     if (row < p.rows) {
       float v = red[r];
       for (int w = 1; w < NW; ++w) v += red[w * kRows + r];
-      const float s = p.row_scale != nullptr ? (p.rs_early ? rs : p.row_scale[row]) * p.scale : p.scale;
+      const float s = mma_row_scale(p, rs, row);
       store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
   }

@@ -140,4 +140,19 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
   }
 }
 
+// The epilogue's row scale of tile row0's row threadIdx.x (threads < kMmaRows), loaded before
+// the PDL wait where Params::rs_early says so: row scales are weights, never written by a kernel,
+// and loaded after the sums they were one dependent L2 / HBM round trip at the end of every CTA of
+// the fused qkv / gate|up launches (H200 session 18, tg128 alternating: Llama-8B 399.1 vs 394.7,
+// Qwen3-30B-A3B 403.7 vs 402.0). gemv_mma.cu and gemv_mma_tma.cu; the persistent kernel, whose
+// CTAs walk tiles, keeps the late load.
+__device__ __forceinline__ float mma_row_scale_early(const Params& p, int64_t row0) {
+  const int64_t row = row0 + static_cast<int64_t>(threadIdx.x);
+  return p.rs_early && p.row_scale != nullptr && threadIdx.x < kMmaRows && row < p.rows ? p.row_scale[row] : 1.0f;
+}
+// The scale of `row` (this thread's row of the tile; early: mma_row_scale_early's value).
+__device__ __forceinline__ float mma_row_scale(const Params& p, float early, int64_t row) {
+  return p.row_scale != nullptr ? (p.rs_early ? early : p.row_scale[row]) * p.scale : p.scale;
+}
+
 }  // namespace ft::cuda::gemv_detail
