@@ -2,16 +2,16 @@
 # Session 18, call 9 (after the review): the early row scale moved into gemv_mma.cuh's helpers (the same
 # expressions). The GEMV and GPU-vs-CPU tests, tg128 once on each model.
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
-#   run(command="timeout -s KILL 200 bash bench/session18/h200_h.sh; tar czf $OUT/resh.tgz -C /tmp resh",
+#   run(command="timeout -s KILL 170 bash bench/session18/h200_h.sh; tar czf $OUT/resh.tgz -C /tmp resh",
 #       carry=[".devcarry/pack"])
 R=/tmp/resh
 source bench/device_common.sh
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "tests"
-gpu_tests 110 'CudaGemv*:Models/GpuVsCpu.*'
+gpu_tests 80 'CudaGemv*:Models/GpuVsCpu.*'
 models_wait
 for f in $L $Q; do
-  budget 185 "ft bench $f" || break
+  budget 150 "ft bench $f" || break
   timeout 40 "$B/ft" bench -m "$f" --device cuda -p 0 -n 128 -r 1 --bw-gbs 4562 2>>"$R/ft.err" | rows | tee -a "$R/ft.md"
 done
 finish resh
