@@ -62,6 +62,7 @@ GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers
     own_moe_ = make_moe_fused(w_);
     moe_ = own_moe_.get();
   }
+  decode_mma_applies_ = find_decode_mma();
 }
 
 void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
@@ -130,7 +131,7 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
          /*y_early=*/true);
 }
 
-bool GpuForward::decode_mma_applies() const {
+bool GpuForward::find_decode_mma() const {
   if (b_.g4) return false;  // gemma4's own pass never reads long_ctx_
   const model::HParams& hp = m_.hp;
   for (int64_t il = 0; il < hp.n_layer; ++il) {

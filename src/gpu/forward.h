@@ -46,10 +46,12 @@ class GpuForward {
   // Whether set_long_context(true) changes any launch of this model: some attention layer goes
   // through rope_store_attention (not gemma4's pass, not a Gated DeltaNet layer) with a shape the
   // tensor-core kernel takes. The session keys its graphs by the flag only then.
-  bool decode_mma_applies() const;
+  bool decode_mma_applies() const { return decode_mma_applies_; }
 
  private:
   bool long_ctx_ = false;
+  bool decode_mma_applies_ = false;  // resolved once at construction (find_decode_mma)
+  bool find_decode_mma() const;
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
               cuda::Round round, bool accumulate, bool q8, cudaStream_t s,
               bool exact = false, bool xq_ready = false, bool y_early = false) const;

@@ -191,7 +191,6 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   }
   log::info("moe backend: {} ({})", moe_->describe(), why);
   fwd_ = std::make_unique<GpuForward>(m, *w_, *b_, num_, moe_.get());
-  decode_mma_applies_ = fwd_->decode_mma_applies();
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   mem_.moe = moe_->device_bytes();
   mem_.host = moe_->host_bytes();
@@ -244,7 +243,6 @@ MoeCandidate GpuSession::tune_moe(const MoeFactoryArgs& a, const std::vector<Moe
       ac.o = c[i].o;
       moe_ = make_moe_backend(c[i].backend, ac);
       fwd_ = std::make_unique<GpuForward>(m_, *w_, *b_, num_, moe_.get());
-      decode_mma_applies_ = fwd_->decode_mma_applies();
       n_past_ = 0;
       for (int t = 0; t < kWarm + kTimed && n_past_ < b_->n_ctx; ++t) {
         const int32_t tok = static_cast<int32_t>((int64_t{t} * 7919 + 11) % V);
@@ -348,7 +346,8 @@ void GpuSession::step(const int32_t* tokens, int64_t n, Head head) {
   *b.h_pos = static_cast<int32_t>(n_past_);
   // One token with at least mma_min_keys_ live keys: the tensor-core decode attention
   // (GpuForward::set_long_context); graphs are keyed by it, so a step replays the right one.
-  const bool deep = n == 1 && mma_min_keys_ > 0 && n_past_ + 1 >= mma_min_keys_ && decode_mma_applies_;
+  const bool deep = n == 1 && mma_min_keys_ > 0 && n_past_ + 1 >= mma_min_keys_ &&
+                    fwd_->decode_mma_applies();
   fwd_->set_long_context(deep);
   const bool capture = graphs_ && n <= cuda::kGemvMaxTokens && head != Head::kAll;
   if (!capture) {

@@ -108,7 +108,6 @@ class GpuSession : public engine::Runner {
   GpuNumerics num_;
   bool graphs_;
   int64_t mma_min_keys_;  // GpuSessionOptions::attn_mma_min_keys, resolved
-  bool decode_mma_applies_ = false;  // GpuForward::decode_mma_applies (else no graph is keyed by it)
   std::unique_ptr<DeviceWeights> w_;
   std::unique_ptr<GpuBuffers> b_;
   std::shared_ptr<const HostBanks> host_banks_;  // offload-family backends
