@@ -133,6 +133,19 @@ ab_envs() {
   done
 }
 
+# ft_bench_each UNTIL SECONDS "ARGS" FILE..: ft bench -m FILE --device cuda ARGS on each file (each within
+# SECONDS) while the call is younger than UNTIL seconds; rows (device column dropped) into $R/ft.md.
+ft_bench_each() {
+  local until=$1 secs=$2 args=$3 f
+  shift 3
+  for f in "$@"; do
+    budget "$until" "ft bench $f" || break
+    log "ft bench $(basename "$f")"
+    timeout "$secs" "$B/ft" bench -m "$f" --device cuda $args 2>>"$R/ft.err" | rows |
+      sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
+  done
+}
+
 # depth_figures FT_UNTIL LB_WAIT LB_UNTIL FILE..: issue 3's figures at depth 0 / 4096 / 16384 --
 # ft bench on each file while the call is younger than FT_UNTIL seconds, then (after llama_wait
 # LB_WAIT; llama_build_bg must have started it) llama-bench on each while younger than LB_UNTIL:
@@ -142,12 +155,7 @@ ab_envs() {
 depth_figures() {
   local ft_until=$1 lb_wait=$2 lb_until=$3 f
   shift 3
-  for f in "$@"; do
-    budget "$ft_until" "ft bench $f" || break
-    log "ft bench $(basename "$f")"
-    timeout 100 "$B/ft" bench -m "$f" --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562 2>>"$R/ft.err" |
-      rows | sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
-  done
+  ft_bench_each "$ft_until" 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" "$@"
   llama_wait "$lb_wait"
   [ -x "${LB:-}" ] || return 0
   for f in "$@"; do

@@ -5,15 +5,13 @@
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 300 bash bench/session17/h200_g.sh; tar czf $OUT/resg.tgz -C /tmp resg",
 #       carry=[".devcarry/pack"])
+# (Its ft bench loop is device_common.sh's ft_bench_each since session 18's review; the script held the
+# loop itself when it ran.)
 R=/tmp/resg
 source bench/device_common.sh
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "tests"
 gpu_tests 200 'CudaAttention.*:GpuAttentionMma.*:Models/GpuVsCpu.*:GpuSampling.*:Qwen35*:Gemma4*'
 models_wait
-for f in $L $Q; do
-  budget 280 "ft bench $f" || break
-  timeout 60 "$B/ft" bench -m "$f" --device cuda -p 0 -n 128 -d 0,4096 -r 2 --bw-gbs 4562 2>>"$R/ft.err" | rows |
-    sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
-done
+ft_bench_each 280 60 "-p 0 -n 128 -d 0,4096 -r 2 --bw-gbs 4562" $L $Q
 finish resg
