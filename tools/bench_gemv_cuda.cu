@@ -9,7 +9,7 @@
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
 // --dense: those dense one-token cases only (routed plan and mma instances; for ncu).
 // --experts: the MoE expert gate (slab) and down + combine (packed) cases, and the dense
-// one-token shapes routed, slab and mma; each once back to back and once after a dependent quantize_act_q8 ("dep", as in a
+// one-token shapes routed, slab, mma and tiled (cuda/nvfp4_tiled.h); each once back to back and once after a dependent quantize_act_q8 ("dep", as in a
 // decode step, where PDL cannot overlap one GEMV's weight stream with another's; the
 // quantiser's time alone is subtracted).
 //
@@ -51,6 +51,7 @@
 #include "cuda/device.h"
 #include "cuda/gemv.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/nvfp4_tiled.h"
 #include "cuda/pdl.cuh"
 
 using namespace ft;
@@ -301,6 +302,9 @@ struct Case {
   // kernel before it: PDL cannot overlap two GEMVs' weight streams as it does back to back);
   // the quantiser's own time, measured alone, is subtracted.
   bool dep = false;
+  // Dense NVFP4 weights in the tiled layout (cuda/nvfp4_tiled.h; GemvArgs::tiled): the kernel a
+  // tiled call takes.
+  bool tiled = false;
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -314,6 +318,8 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   const int64_t copies = std::max<int64_t>(3, static_cast<int64_t>(pool_bytes) / matrix_bytes);
   DeviceBuffer w(static_cast<size_t>(matrix_bytes * copies));
   randomize(w, 17);
+  if (c.tiled)  // random bytes, so tiling only moves them: the timing of the tiled reads
+    for (int64_t i = 0; i < copies; ++i) nvfp4_tile(w.as<uint8_t>() + i * matrix_bytes, c.rows, rb, nullptr);
   const int64_t n_slot = grouped ? c.n_tok * c.n_used : c.n_tok;
   const int64_t x_rows = grouped ? (c.shared_input ? c.n_tok : n_slot) : c.n_tok;
   DeviceBuffer x(static_cast<size_t>(x_rows * c.k * 4));
@@ -382,6 +388,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
       }
     } else {
       a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
+      a.tiled = c.tiled;
     }
     if (c.dep) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), s);
     if (c.sol) {  // the bytes this launch's GEMV reads: the matrix, or its n_slot experts'
@@ -475,6 +482,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
     if (c.nv_pg < 0) plan += "-p";
   }
   if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : c.sol == 6 ? "rows" : "sol";
+  if (c.tiled) plan += " tiled";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
@@ -706,12 +714,18 @@ int main(int argc, char** argv) {
           c.dep = dep;
           cases.push_back(c);
         }
-        for (const auto& d : dense)
+        for (const auto& d : dense) {
           for (int kern : {-1, 1, 3}) {
             Case r{"dense", GgmlType::NVFP4, d[0], d[1], 1};
             r.q8 = true, r.dep = dep, r.nv_kernel = kern;
             cases.push_back(r);
           }
+          if (nvfp4_tile_ok(d[0], d[1], row_bytes(GgmlType::NVFP4, d[1]))) {  // what a tiled call takes
+            Case r{"dense tiled", GgmlType::NVFP4, d[0], d[1], 1};
+            r.q8 = true, r.dep = dep, r.tiled = true;
+            cases.push_back(r);
+          }
+        }
       }
       for (const Case& c : cases) run_case(c, pool, launches);
       return 0;

@@ -4,10 +4,12 @@
 #include <cuda_fp16.h>
 
 #include <string>
+#include <type_traits>
 
 #include "cuda/check.h"
 #include "cuda/dequant.h"
 #include "cuda/gemm_decode.cuh"
+#include "cuda/nvfp4_tiled.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -16,14 +18,21 @@ using namespace gemm_detail;
 
 template <class F, DequantOut O>
 __global__ void dequant_kernel(const uint8_t* w, int64_t row_bytes, int64_t k, int64_t n_rows, void* dst,
-                               int64_t ld) {
+                               int64_t ld, bool tiled) {
   const int64_t per_row = k / 8;
   const int64_t total = per_row * n_rows;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / per_row, pc = i - r * per_row;
     float v[8];
-    decode8<F>(w + r * row_bytes, pc, v);
+    if constexpr (std::is_same_v<F, FmtNVFP4>) {
+      if (tiled)  // nvfp4_tiled.h: the piece's block, found through the tiled layout
+        decode8<F>(w + nvfp4_tiled_offset(r, (pc >> 3) * F::kBlockBytes, row_bytes), pc & 7, v);
+      else
+        decode8<F>(w + r * row_bytes, pc, v);
+    } else {
+      decode8<F>(w + r * row_bytes, pc, v);
+    }
     const int64_t o = r * ld + 8 * pc;
     if constexpr (O == DequantOut::kF32) {
       float4* d = reinterpret_cast<float4*>(static_cast<float*>(dst) + o);
@@ -46,8 +55,11 @@ __global__ void dequant_kernel(const uint8_t* w, int64_t row_bytes, int64_t k, i
 }  // namespace
 
 void dequant_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t k, int64_t n_rows, void* dst,
-                  int64_t ld, DequantOut out, cudaStream_t s) {
+                  int64_t ld, DequantOut out, cudaStream_t s, bool tiled) {
   if (n_rows <= 0) return;
+  if (tiled && (type != GgmlType::NVFP4 || n_rows % kTileRows != 0 || row_bytes % kTilePiece != 0))
+    fail_message("dequant_rows: tiled rows must be NVFP4, whole tiles of 16 rows (n_rows = " + std::to_string(n_rows) +
+                 ")");
   const int64_t elem = out == DequantOut::kF32 ? 4 : 2;
   if (k % 32 != 0 || ld < k || (ld * elem) % 16 != 0 || reinterpret_cast<uintptr_t>(dst) % 16 != 0) {
     fail_message("dequant_rows: k=" + std::to_string(k) + ", ld=" + std::to_string(ld) +
@@ -59,9 +71,9 @@ void dequant_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t k,
   const bool ok = gemm_detail::with_format(type, [&](auto f) {
     using F = decltype(f);
     switch (out) {
-      case DequantOut::kF32: dequant_kernel<F, DequantOut::kF32><<<blocks, kThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld); break;
-      case DequantOut::kBF16: dequant_kernel<F, DequantOut::kBF16><<<blocks, kThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld); break;
-      case DequantOut::kF16: dequant_kernel<F, DequantOut::kF16><<<blocks, kThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld); break;
+      case DequantOut::kF32: dequant_kernel<F, DequantOut::kF32><<<blocks, kThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld, tiled); break;
+      case DequantOut::kBF16: dequant_kernel<F, DequantOut::kBF16><<<blocks, kThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld, tiled); break;
+      case DequantOut::kF16: dequant_kernel<F, DequantOut::kF16><<<blocks, kThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld, tiled); break;
     }
   });
   if (!ok) fail_message("dequant_rows: weight type " + std::string(type_name(type)) + " has no GPU decoder");

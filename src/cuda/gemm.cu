@@ -23,6 +23,7 @@
 #include "cuda/gemm.h"
 #include "cuda/gemm_fused.h"
 #include "cuda/gemm_tuning.h"
+#include "cuda/nvfp4_tiled.cuh"
 #include "cuda/round.cuh"
 
 namespace ft::cuda {
@@ -179,8 +180,12 @@ void Gemm::run(const GemmArgs& args, cudaStream_t s) {
   a.prec = gemm_split_prec(a.type, a.prec);
   gemm_detail::check_args(a, "Gemm::run");
   if (a.rows == 0 || a.n_tok == 0) return;
+  if (a.tiled && (a.type != GgmlType::NVFP4 || a.rows % kTileRows != 0))
+    fail_message("Gemm::run: a tiled weight must be NVFP4 with rows a multiple of 16 (rows = " + std::to_string(a.rows) +
+                 ")");
   GemmRoute r = route_;
   if (r == GemmRoute::kAuto) r = gemm_pick_route(a.type, a.prec, a.n_tok);
+  if (a.tiled) r = GemmRoute::kCublas;  // the fused kernel reads row-major weights only
   // The fused kernel reads X with float4 loads; anything else goes through cuBLAS.
   const bool x_vec = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.ldx % 4 == 0;
   if (r == GemmRoute::kFused && (x_vec || route_ == GemmRoute::kFused)) {
@@ -262,8 +267,10 @@ void Gemm::run_cublas(const GemmArgs& a, cudaStream_t s) {
       wb = a.w + r0 * a.row_bytes;
       lda = a.row_bytes / static_cast<int64_t>(esize);
     } else {
+      // Tiled: row chunks are whole tiles (rc a multiple of kRowAlign, rows of 16), each at its
+      // row-major offset.
       dequant_rows(a.type, a.w + r0 * a.row_bytes, a.row_bytes, a.k, nr, wq, static_cast<int64_t>(w_row / esize),
-                   f32 ? DequantOut::kF32 : bf16_ops ? DequantOut::kBF16 : DequantOut::kF16, s);
+                   f32 ? DequantOut::kF32 : bf16_ops ? DequantOut::kBF16 : DequantOut::kF16, s, a.tiled);
       wb = wq;
       lda = static_cast<int64_t>(w_row / esize);
     }

@@ -77,6 +77,8 @@ struct GemmArgs {
   Round round = Round::kNone;
   bool accumulate = false;  // y = round(sum * s_r) + y (the add is not rounded again)
   GemmPrec prec = GemmPrec::kBF16;
+  // NVFP4 in the tiled layout (cuda/nvfp4_tiled.h): the cuBLAS route, its dequantiser reading it.
+  bool tiled = false;
 };
 
 // True for the weight types the GEMM decodes.

@@ -15,6 +15,7 @@
 #include "cuda/check.h"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/nvfp4_tiled.h"
 
 namespace ft::cuda {
 namespace {
@@ -181,6 +182,9 @@ const bool g_rs_early_off = [] {
   return e != nullptr && *e == '0';
 }();
 
+// Whether the integer path takes a (else the float path).
+bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a.type); }
+
 // Checks a's arguments (throws ft::Error) and makes the kernels' Params.
 Params checked_params(const GemvArgs& a) {
   const std::string tn(type_name(a.type));
@@ -235,11 +239,13 @@ Params checked_params(const GemvArgs& a) {
   p.ids_early = grouped && a.ids_early ? 1 : 0;
   p.y_early = a.accumulate && a.y_early && !g_y_early_off ? 1 : 0;
   p.rs_early = g_rs_early_off ? 0 : 1;
+  p.tiled = a.tiled ? 1 : 0;
+  if (a.tiled && (a.type != GgmlType::NVFP4 || grouped || !takes_q8(a) || a.w_pair != nullptr ||
+                  !nvfp4_tile_ok(a.rows, a.k, a.row_bytes)))
+    fail_message("cuda gemv: a tiled weight needs NVFP4, dense, the integer path (xq) and a tileable shape (rows " +
+                 std::to_string(a.rows) + ", k " + std::to_string(a.k) + ")");
   return p;
 }
-
-// Whether the integer path takes a (else the float path).
-bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a.type); }
 
 // The integer-path lanes per row of this call (0: the table's).
 int call_lanes(const GemvArgs& a) { return a.plan_lanes != 0 ? a.plan_lanes : g_lanes_override; }
@@ -247,6 +253,7 @@ int call_lanes(const GemvArgs& a) { return a.plan_lanes != 0 ? a.plan_lanes : g_
 // The NVFP4 kernels (gemv_nvfp4.cu) on p where a's type, path and plan knobs let them take it;
 // false, launching nothing, where they do not.
 bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream) {
+  if (a.tiled) return gemv_nvfp4_tiled(p, a.n_tok, stream), true;  // checked_params: NVFP4, dense, q8
   Nvfp4Override nv = g_nvfp4_override;
   if (a.plan_nvfp4_kernel >= 0) nv.kernel = a.plan_nvfp4_kernel;
   return takes_q8(a) && a.type == GgmlType::NVFP4 && call_lanes(a) == 0 && nv.kernel != 0 &&

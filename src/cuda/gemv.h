@@ -96,6 +96,9 @@ struct GemvArgs {
   // combine read it, for their first rows, before their PDL wait: the add's L2 round trip leaves
   // the launch's tail. Off: y may come from the launch right before.
   bool y_early = false;
+  // NVFP4, dense, integer path: w is in the tiled layout (cuda/nvfp4_tiled.h); the one-token
+  // tensor-core GEMVs and the slab kernel take it, anything else throws.
+  bool tiled = false;
 };
 
 bool gemv_supported(GgmlType t);

@@ -55,6 +55,8 @@ struct Params {
   // gemv_mma.cu / gemv_mma_tma.cu read their rows' row_scale before the PDL wait
   // (gemv_mma.cuh mma_row_scale_early); 0 (FT_GEMV_RS_EARLY=0): in the epilogue, after the sums.
   int rs_early;
+  // NVFP4 in the tiled layout (cuda/nvfp4_tiled.h): gemv_mma.cu, gemv_mma_tma.cu, the slab kernel.
+  int tiled;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

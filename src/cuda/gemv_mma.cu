@@ -66,14 +66,16 @@ constexpr int kRowStep = kMmaRowStep;
 constexpr int kStageBytes = kMmaStageBytes;
 constexpr int kVecPerLane = kMmaVecPerLane;
 
-template <int NW, int NS>
+template <int NW, int NS, bool TILED>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int nb = static_cast<int>(p.k / 64), n_steps = nb / kStepBlocks;
-  const uint8_t* wbase = p.w + row0 * p.row_bytes;
+  // TILED (nvfp4_tiled.h): a step of the tile is one contiguous 2304-byte piece, laid out as
+  // the stage (rows 144 bytes apart); rows is a multiple of 16 there.
+  const uint8_t* wbase = TILED ? p.w + static_cast<int64_t>(blockIdx.x) * n_steps * kStageBytes : p.w + row0 * p.row_bytes;
   uint8_t* stages = smem + sm.stage + warp * (NS * kStageBytes);
 
   // This lane's cp.async vectors of a step: vector i = lane + 32 v is 16-byte piece o of row
@@ -84,14 +86,14 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 #pragma unroll
   for (int v = 0; v < kVecPerLane; ++v) {
     const int i = lane + 32 * v, q = i / 9, o = i - 9 * q;
-    src_off[v] = (q < last ? q : last) * static_cast<int>(p.row_bytes) + 16 * o;
+    src_off[v] = TILED ? 16 * i : (q < last ? q : last) * static_cast<int>(p.row_bytes) + 16 * o;
     dst_off[v] = i < kStageBytes / 16 ? q * kRowStep + 16 * o : -1;
   }
   // The i-th step of this warp is step warp + NW * i of the row.
   const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
   auto issue = [&](int i) {
     if (i < my_steps) {
-      const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * kRowStep;
+      const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * (TILED ? kStageBytes : kRowStep);
       uint8_t* dst = stages + (i % NS) * kStageBytes;
 #pragma unroll
       for (int v = 0; v < kVecPerLane; ++v)
@@ -161,9 +163,9 @@ template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
-  auto kernel = nvfp4_mma_kernel<NW, NS>;
-  static std::atomic<uint64_t> cache{0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
+  auto kernel = p.tiled ? nvfp4_mma_kernel<NW, NS, true> : nvfp4_mma_kernel<NW, NS, false>;
+  static std::atomic<uint64_t> cache[2] = {0, 0};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[p.tiled ? 1 : 0]) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);

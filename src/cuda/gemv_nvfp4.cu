@@ -39,6 +39,7 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
+#include "cuda/nvfp4_tiled.cuh"
 #include "cuda/pdl.cuh"
 
 namespace ft::cuda::gemv_detail {
@@ -162,21 +163,31 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   // only the 64-bit multiplies went. Vectors past the R rows get INT_MAX, and rows past the
   // last (row0 + nr) fail off[v] < nr * row_bytes (o * VB < row_bytes). gemv_nvfp4 keeps
   // 4 * row_bytes below 2^31.
+  // Tiled (nvfp4_tiled.h; dense, rows a multiple of 16, so a group of R rows lies in one tile
+  // and every row is live): byte b of the group's row q sits at nvfp4_tiled_offset past the
+  // tile, i.e. (b / 144) * 2304 + q * 144 + b % 144 past the group's first row in its first
+  // piece -- again the same every step (a slab is 8 whole pieces).
   const int rb32 = static_cast<int>(p.row_bytes);
   int off[kV];
 #pragma unroll
   for (int v = 0; v < kV; ++v) {
     const int i = lane + 32 * v, q = i / kNv, o = i - q * kNv;
-    off[v] = i < R * kNv ? q * rb32 + o * VB : 0x7FFFFFFF;
+    const int b = o * VB, pc = b / kTilePiece;
+    off[v] = i >= R * kNv ? 0x7FFFFFFF
+             : p.tiled   ? pc * kTileStep + q * kTilePiece + (b - pc * kTilePiece)
+                         : q * rb32 + o * VB;
   }
   auto issue = [&](Vec (&buf)[kV], const Step& m) {
-    const uint8_t* base = (m.half ? p.w2 : p.w) + m.row0 * p.row_bytes + static_cast<int64_t>(m.slab) * kSlabBytes;
+    const uint8_t* base =
+        p.tiled ? p.w + (m.row0 / kTileRows) * kTileRows * p.row_bytes + (m.row0 % kTileRows) * kTilePiece +
+                      static_cast<int64_t>(m.slab) * (kSlabBytes / kTilePiece) * kTileStep
+                : (m.half ? p.w2 : p.w) + m.row0 * p.row_bytes + static_cast<int64_t>(m.slab) * kSlabBytes;
     if (p.ids != nullptr) base += static_cast<int64_t>(p.ids[m.slot]) * p.expert_bytes;
     const int64_t rl = p.rows - m.row0;
     const int nr = rl < R ? static_cast<int>(rl) : R;
     const int64_t bl = g.nb - static_cast<int64_t>(m.slab) * kSlabBlocks;
     if (bl >= kSlabBlocks) {
-      const int lim = nr * rb32;
+      const int lim = p.tiled ? 0x7FFFFFFF : nr * rb32;
 #pragma unroll
       for (int v = 0; v < kV; ++v)
         if (off[v] < lim) buf[v] = ld_w<VB>(base + off[v]);
@@ -184,8 +195,10 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
       const int nv = static_cast<int>(bl) * kBlockBytes / VB;
 #pragma unroll
       for (int v = 0; v < kV; ++v) {
-        const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
-        if (q < nr) buf[v] = ld_w<VB>(base + q * p.row_bytes + o * VB);
+        const int i = lane + 32 * v, q = i / nv, o = i - q * nv, b = o * VB, pc = b / kTilePiece;
+        if (q < nr)
+          buf[v] = ld_w<VB>(base + (p.tiled ? pc * kTileStep + q * kTilePiece + (b - pc * kTilePiece)
+                                            : q * p.row_bytes + o * VB));
       }
     }
   };
@@ -687,6 +700,32 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (vb == 16) xs ? slab_tokens<true, 16>(p, nt, n_out, g, R, stream) : slab_tokens<false, 16>(p, nt, n_out, g, R, stream);
   else xs ? slab_tokens<true, 4>(p, nt, n_out, g, R, stream) : slab_tokens<false, 4>(p, nt, n_out, g, R, stream);
   return true;
+}
+
+void gemv_nvfp4_tiled(const Params& p, int64_t n_tok, cudaStream_t stream) {
+  const GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, n_tok, 1, 1, false);
+  if (n_tok == 1) {
+    int warps = 0, stages = 0;
+    gemv_nvfp4_mma_shape(p.rows, p.k, warps, stages);
+    if (p.k <= kNvfp4TmaMaxK && gemv_nvfp4_mma_tma(p, 1, false, warps, 0, 0, stream)) return;
+    if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream)) return;
+  }
+  // The slab kernel at the plan's rows (at least 2 for several tokens; 16 / R groups a tile).
+  Nv4 g{};
+  g.nb = p.k / 64;
+  g.n_slabs = static_cast<int>((g.nb + kSlabBlocks - 1) / kSlabBlocks);
+  g.n_sub = 1;
+  g.xs_row = static_cast<int>(p.k + p.k / 4);
+  const bool xs = pl.x_smem && n_tok * g.xs_row <= kNvfp4XSmemMax;
+  g.xs_rows = xs ? static_cast<int>(n_tok) : 0;
+  const int R = n_tok > 1 && pl.rows < 2 ? 2 : pl.rows;
+  if (n_tok == 1 && !xs) {
+    if (R == 1) slab_variant<1>(p, 1, g, pl.decode, pl.minb, stream);
+    else if (R == 2) slab_variant<2>(p, 1, g, pl.decode, pl.minb, stream);
+    else slab_variant<4>(p, 1, g, pl.decode, pl.minb, stream);
+    return;
+  }
+  xs ? slab_tokens<true, 16>(p, n_tok, 1, g, R, stream) : slab_tokens<false, 16>(p, n_tok, 1, g, R, stream);
 }
 
 }  // namespace ft::cuda::gemv_detail

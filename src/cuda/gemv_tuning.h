@@ -193,6 +193,18 @@ inline void gemv_nvfp4_persist_shape(int64_t rows, int64_t k, GemvNvfp4Plan& pl)
 // (qkv 6144x4096, gate/up 28672x4096 routed) 370.9 / 373.6 vs 394.9 / 393.9. So: k <= 2048 only.
 inline constexpr int64_t kNvfp4TmaMaxK = 2048;
 
+// Dense NVFP4 projections the GPU stores tiled (cuda/nvfp4_tiled.h, gpu/weights.cpp): those the
+// one-token plan gives gemv_mma.cu's kernel (rows >= kNvfp4MmaMinRows, k above the bulk-copy
+// kernel's kNvfp4TmaMaxK), and the long-k ones of 4096+ rows, which run faster as the tiled
+// tensor-core kernel than as the slab. H200 session 19 (ft-bench-gemv-cuda --experts, after a
+// dependent quantiser): 4096x14336 14.11 us tiled vs the slab's 14.97, 4096x4096 7.92 vs 6.44
+// (stays row-major for the slab); end to end, Llama-8B tg128 414.7 / 414.0 / 416.1 tiled vs
+// 402.5 / 402.4 / 402.9 row-major (+3.1%, the same 32 greedy tokens), while Qwen3-30B-A3B's
+// 5120x2048 qkv on the bulk-copy kernel lost a little tiled (400.9 / 399.7 vs 402.1 / 401.3).
+inline bool gemv_nvfp4_tile_wanted(int64_t rows, int64_t k) {
+  return (rows >= kNvfp4MmaMinRows && k > kNvfp4TmaMaxK) || (rows >= 4096 && k >= 8192);
+}
+
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
 // decoder (H200 run 5); with the sign-split decoder the dense one-token shapes gain (run 8:
 // 14336x4096 14.04 vs 15.46 us, 4096x14336 14.58 vs 14.56) and the expert ones still lose

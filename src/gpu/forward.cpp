@@ -42,6 +42,7 @@ void fill_common(A& a, const DevMatrix& p, const DevLinear& l, const float* x, i
   a.scale = p.scale;
   a.round = round;
   a.accumulate = accumulate;
+  a.tiled = p.tiled;
 }
 
 // Decode sizes run the GEMV family; larger batches the tensor-core GEMM.

@@ -3,13 +3,17 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <deque>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "cuda/check.h"
 #include "cuda/gemv.h"
+#include "cuda/gemv_tuning.h"
+#include "cuda/nvfp4_tiled.h"
 #include "core/log.h"
 #include "engine/linear.h"
 #include "quant/dequant.h"
@@ -232,9 +236,33 @@ void fix_gemma4_layer(DevLayer& D, uint8_t* base) {
   fix(D.pl_post_norm, base);
 }
 
+// FT_NVFP4_TILE: 0 none, "all" every tileable projection, 1 or unset the tuning rule's.
+enum class TileMode { kNone, kRule, kAll };
+TileMode tile_mode(bool wanted) {
+  if (!wanted) return TileMode::kNone;
+  const char* e = std::getenv("FT_NVFP4_TILE");
+  if (e == nullptr || *e == '\0' || std::string(e) == "1") return TileMode::kRule;
+  if (std::string(e) == "0") return TileMode::kNone;
+  if (std::string(e) == "all") return TileMode::kAll;
+  fail("FT_NVFP4_TILE='{}': expected 0, 1 (the tuning rule, as unset) or all", e);
+}
+
+// Stores l's one NVFP4 part tiled (cuda/nvfp4_tiled.h) when the mode and its shape say so and
+// no row-major reader shares its bytes; returns whether it did.
+bool tile_linear(DevLinear& l, TileMode mode, const std::vector<const uint8_t*>& shared) {
+  if (mode == TileMode::kNone || l.parts.size() != 1) return false;
+  DevMatrix& p = l.parts[0];
+  if (p.type != GgmlType::NVFP4 || p.tiled || !cuda::nvfp4_tile_ok(p.rows, p.k, p.row_bytes)) return false;
+  if (mode == TileMode::kRule && !cuda::gemv_nvfp4_tile_wanted(p.rows, p.k)) return false;
+  if (std::find(shared.begin(), shared.end(), p.w) != shared.end()) return false;
+  cuda::nvfp4_tile(const_cast<uint8_t*>(p.w), p.rows, p.row_bytes, nullptr);
+  p.tiled = true;
+  return true;
+}
+
 }  // namespace
 
-DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bool upload_experts) {
+DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bool upload_experts, bool tile_nvfp4) {
   Planner pl;
   const auto& te = m.token_embd;
   const Src tes = source(pl, te, te.ne[1]);
@@ -336,6 +364,18 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
     fix(D.gate_up_shexp, base);
     fix(D.down_shexp, base);
     fix(D.gate_inp_shexp, base);
+  }
+
+  // The layers' dense projections tiled in place (row-major readers of the same bytes -- the
+  // embeddings, the output head -- keep them row-major).
+  const TileMode mode = tile_mode(tile_nvfp4);
+  if (mode != TileMode::kNone) {
+    std::vector<const uint8_t*> shared{token_embd.w, per_layer_token_embd.w};
+    for (const DevMatrix& p : output.parts) shared.push_back(p.w);
+    for (DevLayer& D : layers)
+      for (DevLinear* l : {&D.qkv, &D.wo, &D.gate_up, &D.down, &D.gdn_in, &D.gdn_out, &D.gate_up_shexp, &D.down_shexp})
+        tiled_count_ += tile_linear(*l, mode, shared) ? 1 : 0;
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
   }
 }
 

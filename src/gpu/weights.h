@@ -29,6 +29,7 @@ struct DevMatrix {
   int64_t rows = 0;
   int64_t row0 = 0;      // first output row inside its projection
   float scale = 1.0f;    // scalar epilogue scale
+  bool tiled = false;    // NVFP4 in the tiled layout (cuda/nvfp4_tiled.h)
 };
 
 struct DevLinear {
@@ -97,9 +98,13 @@ class DeviceWeights {
   // Throws ft::Error (naming the tensor) for a type the GPU kernels do not handle.
   // upload_experts = false: routed expert tensors are described (type, shapes) but not
   // uploaded (w = nullptr); an offload-family MoE backend keeps them in host banks.
-  DeviceWeights(const model::Model& m, const Progress& progress, bool upload_experts = true);
+  // tile_nvfp4: the session decodes on the integer path (GpuNumerics::q8), so the layers' dense
+  // NVFP4 projections that cuda::gemv_nvfp4_tile_wanted names are stored tiled
+  // (cuda/nvfp4_tiled.h). FT_NVFP4_TILE=0 tiles none, =all every one that can be (tests).
+  DeviceWeights(const model::Model& m, const Progress& progress, bool upload_experts = true, bool tile_nvfp4 = false);
 
   size_t bytes() const { return arena_.bytes(); }
+  int tiled_count() const { return tiled_count_; }
 
   DevMatrix token_embd;  // rows = n_vocab, k = n_embd
   const float* output_norm = nullptr;
@@ -112,6 +117,7 @@ class DeviceWeights {
 
  private:
   cuda::DeviceBuffer arena_;
+  int tiled_count_ = 0;
 };
 
 }  // namespace ft::gpu

@@ -1,0 +1,44 @@
+// The tiled NVFP4 layout of a dense weight matrix on the device, and its in-place repack.
+//
+// Row-major (the GGUF layout): row r's 36-byte blocks one after another, row_bytes a row.
+// Tiled: the same bytes cut into 144-byte pieces (4 blocks = 256 elements) and, within each
+// group of 16 rows (a tile: the tensor-core GEMV's CTA), stored piece-major:
+//
+//   tile t = r / 16 at t * 16 * row_bytes (as in row-major: a tile keeps its byte range);
+//   piece p of row r at tile + p * 2304 + (r % 16) * 144;  block j at piece j / 4, + (j % 4) * 36.
+//
+// So one step of gemv_mma.cu (16 rows x 4 blocks) is one contiguous 2304-byte piece instead
+// of 16 pieces of 144 bytes a row apart. Why: H200 session 19 (ft-bench-gemv-cuda --experts,
+// the same kernel reading either way): 28672x4096 23.50 -> 21.87 us back to back, 14336x4096
+// 13.69 -> 12.54, and a Llama-8B decode step 2.4% faster.
+//
+// Who reads tiled weights: the one-token tensor-core GEMVs (gemv_mma.cu, gemv_mma_tma.cu),
+// the slab kernel (batched decode, gemv_nvfp4.cu) and the dequantiser of the cuBLAS GEMM route
+// (dequant.cu); GemvArgs::tiled / GemmArgs::tiled say so. Nothing else takes them (the float
+// GEMVs, the fused GEMM and the grouped kernels refuse), so gpu/weights.cpp tiles only dense
+// NVFP4 projections of a session on the integer path (GpuNumerics::q8).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "cuda/nvfp4_tiled.cuh"
+
+namespace ft::cuda {
+
+// Whether a matrix of `rows` rows of k NVFP4 elements, row_bytes apart, can be tiled: rows a
+// multiple of 16, k of 256, rows exactly k / 64 * 36 bytes (no padding), and a tile within the
+// repack kernel's shared memory.
+bool nvfp4_tile_ok(int64_t rows, int64_t k, int64_t row_bytes);
+
+// Repacks w (device, row-major, nvfp4_tile_ok) into the tiled layout in place, on stream s.
+void nvfp4_tile(uint8_t* w, int64_t rows, int64_t row_bytes, cudaStream_t s);
+
+// Matrices tiled by nvfp4_tile so far (tests check that a session tiled).
+int64_t nvfp4_tile_launches();
+
+// The host twin: dst (rows x row_bytes) = src tiled (tests).
+void nvfp4_tile_host(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes);
+
+}  // namespace ft::cuda

@@ -1,0 +1,246 @@
+// The tiled NVFP4 layout (cuda/nvfp4_tiled.h): the device repack against its host twin and
+// the offset formula; every reader of tiled weights against the same kernel on the row-major
+// bytes, bit for bit (the tiled layout moves bytes, not arithmetic): the one-token tensor-core
+// GEMVs (gemv_mma.cu; gemv_mma_tma.cu at k <= 2048), the slab kernel at 2..8 tokens, and the
+// cuBLAS GEMM route's dequantiser; and against the scalar twin gemv_q8_ref within the fp32
+// bound of the other GEMV tests. Callers that cannot read tiled weights get an error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "../quant/random_blocks.h"
+#include "core/error.h"
+#include "cuda/act_q8.h"
+#include "cuda/buffer.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "cuda/gemm.h"
+#include "cuda/gemv.h"
+#include "cuda/gemv_q8_ref.h"
+#include "cuda/gemv_tuning.h"
+#include "cuda/nvfp4_tiled.h"
+#include "quant/dequant.h"
+
+namespace ft::cuda {
+namespace {
+
+struct Matrix {
+  int64_t rows = 0, k = 0, rb = 0;
+  std::vector<uint8_t> w;  // row-major
+  DeviceBuffer row_major, tiled;
+};
+
+Matrix make_matrix(int64_t rows, int64_t k, std::mt19937& rng) {
+  Matrix m;
+  m.rows = rows, m.k = k, m.rb = row_bytes(GgmlType::NVFP4, k);
+  m.w.resize(static_cast<size_t>(m.rb * rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = quant::testing::random_row(GgmlType::NVFP4, k, rng);
+    std::copy(row.begin(), row.end(), m.w.begin() + r * m.rb);
+  }
+  m.row_major = to_device(m.w);
+  m.tiled = to_device(m.w);
+  nvfp4_tile(m.tiled.as<uint8_t>(), rows, m.rb, nullptr);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  return m;
+}
+
+std::vector<uint8_t> quantised_x(int64_t k, int64_t n_tok, std::mt19937& rng) {
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<uint8_t> xq(act_q8_bytes(k, n_tok));
+  std::vector<float> x(static_cast<size_t>(k));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (auto& v : x) v = unit(rng) * std::exp(2.0f * unit(rng));
+    quantize_act_q8_row_ref(x.data(), k, xq.data() + t * act_q8_row_bytes(k));
+  }
+  return xq;
+}
+
+TEST(CudaNvfp4Tiled, RepackEqualsHostTwinAndTheFormula) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
+  // The formula on a hand-worked case: row 17 (tile 1, row 1 of it), byte 300 (piece 2, 12 in).
+  EXPECT_EQ(nvfp4_tiled_offset(17, 300, 576), 16 * 576 + 2 * 2304 + 144 + 12);
+  std::mt19937 rng(7);
+  for (const auto& [rows, k] :
+       std::vector<std::pair<int64_t, int64_t>>{{16, 256}, {48, 2048}, {32, 14336}, {4224, 512}}) {
+    const Matrix m = make_matrix(rows, k, rng);
+    std::vector<uint8_t> want(m.w.size());
+    nvfp4_tile_host(m.w.data(), want.data(), rows, m.rb);
+    const std::vector<uint8_t> got = to_host<uint8_t>(m.tiled, m.w.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0) << rows << "x" << k;
+    // Every byte moved once: tiling is a permutation, and block j of row r lands where the
+    // formula says.
+    for (int64_t r = 0; r < rows; r += 7)
+      for (int64_t b = 0; b < m.rb; b += 36)
+        ASSERT_EQ(std::memcmp(want.data() + nvfp4_tiled_offset(r, b, m.rb),
+                              m.w.data() + r * m.rb + b, 36),
+                  0);
+  }
+  EXPECT_FALSE(nvfp4_tile_ok(40, 256, 144)) << "rows not a multiple of 16";
+  EXPECT_FALSE(nvfp4_tile_ok(32, 320, 180)) << "k not a multiple of 256";
+  EXPECT_FALSE(nvfp4_tile_ok(32, 256, 160)) << "padded rows";
+  EXPECT_TRUE(nvfp4_tile_ok(32, 256, 144));
+}
+
+// y (poisoned, or a start when accumulating) after one gemv of m at n_tok tokens.
+std::vector<float> run_gemv(const Matrix& m, bool tiled, const DeviceBuffer& dxq, int64_t n_tok,
+                            const DeviceBuffer& rs, bool use_rs, Round round, bool acc,
+                            const std::vector<float>& init) {
+  DeviceBuffer dy = to_device(init);
+  GemvArgs g;
+  g.type = GgmlType::NVFP4;
+  g.w = (tiled ? m.tiled : m.row_major).as<uint8_t>();
+  g.row_bytes = m.rb;
+  g.k = m.k;
+  g.rows = m.rows;
+  g.xq = dxq.get();
+  g.n_tok = n_tok;
+  g.y = dy.as<float>();
+  g.ldy = m.rows;
+  g.row_scale = use_rs ? rs.as<float>() : nullptr;
+  g.scale = use_rs ? 0.75f : 1.0f;
+  g.round = round;
+  g.accumulate = acc;
+  g.tiled = tiled;
+  gemv(g);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  return to_host<float>(dy, init.size());
+}
+
+TEST(CudaNvfp4Tiled, GemvEqualsRowMajorBitwiseAndTheTwin) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  // k 2048: the bulk-copy kernel at one token; 4096 / 14336: gemv_mma.cu; 4224 rows: two CTAs
+  // an SM (4 warps); the rest 8 warps.
+  for (const auto& [rows, k] : std::vector<std::pair<int64_t, int64_t>>{
+           {16, 256}, {96, 2048}, {4224, 4096}, {256, 14336}, {64, 1024}}) {
+    const Matrix m = make_matrix(rows, k, rng);
+    std::vector<float> rsv(static_cast<size_t>(rows));
+    for (auto& v : rsv) v = 0.5f + 0.25f * unit(rng);
+    const DeviceBuffer rs = to_device(rsv);
+    for (int64_t n_tok = 1; n_tok <= 8; ++n_tok) {
+      const std::vector<uint8_t> xq = quantised_x(k, n_tok, rng);
+      const DeviceBuffer dxq = to_device(xq);
+      const int variant = static_cast<int>(n_tok + rows) % 4;
+      const bool use_rs = variant & 1, acc = variant == 2;
+      const Round round = variant == 3 ? Round::kBF16 : Round::kNone;
+      std::vector<float> init(static_cast<size_t>(rows * n_tok), std::nanf(""));
+      if (acc)
+        for (size_t i = 0; i < init.size(); ++i) init[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+      SCOPED_TRACE(testing::Message()
+                   << rows << "x" << k << " n_tok " << n_tok << " variant " << variant);
+      // The row-major reference on the kernel the tiled call takes: one token, the tensor-core
+      // kernel at gemv_nvfp4_mma_shape's warps (the bulk-copy one at k <= 2048); else the slab.
+      int warps = 0, stages = 0;
+      gemv_nvfp4_mma_shape(rows, k, warps, stages);
+      if (n_tok == 1 && k <= 2048) {
+        gemv_set_nvfp4_tma(2, warps, 0, 0);
+      } else if (n_tok == 1) {
+        gemv_set_nvfp4_override(3, 0, 0);
+        gemv_set_nvfp4_mma(warps, stages);
+      }
+      const int64_t mma0 = gemv_nvfp4_mma_launches(), tma0 = gemv_nvfp4_tma_launches();
+      const std::vector<float> want = run_gemv(m, false, dxq, n_tok, rs, use_rs, round, acc, init);
+      gemv_set_nvfp4_tma(0, 0, 0, 0);
+      gemv_set_nvfp4_override(-1, 0, 0);
+      gemv_set_nvfp4_mma(0, 0);
+      const int64_t mma1 = gemv_nvfp4_mma_launches(), tma1 = gemv_nvfp4_tma_launches();
+      const std::vector<float> got = run_gemv(m, true, dxq, n_tok, rs, use_rs, round, acc, init);
+      if (n_tok == 1) {  // both calls ran the same one-token kernel
+        const bool tma = k <= 2048;
+        EXPECT_EQ((tma ? gemv_nvfp4_tma_launches() - tma1 : gemv_nvfp4_mma_launches() - mma1), 1);
+        EXPECT_EQ((tma ? tma1 - tma0 : mma1 - mma0), 1);
+      }
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << "tiled differs from row-major";
+      // The twin, within the fp32 reassociation bound.
+      std::vector<float> ref = init;
+      gemv_q8_ref(GgmlType::NVFP4, m.w.data(), m.rb, k, rows, xq.data(), n_tok, ref.data(), rows,
+                  use_rs ? rsv.data() : nullptr, use_rs ? 0.75f : 1.0f, round, acc);
+      std::vector<float> wd(static_cast<size_t>(k));
+      for (int64_t r = 0; r < rows; r += 5) {
+        quant::dequantize_row_ref(GgmlType::NVFP4, m.w.data() + r * m.rb, wd.data(), k);
+        for (int64_t t = 0; t < n_tok; ++t) {
+          const float g = got[static_cast<size_t>(t * rows + r)],
+                      w = ref[static_cast<size_t>(t * rows + r)];
+          double mag = 0;
+          const uint8_t* xt = xq.data() + t * act_q8_row_bytes(k);
+          for (int64_t i = 0; i < k; ++i)
+            mag += std::fabs(wd[static_cast<size_t>(i)] * act_q8_value(xt, k, i));
+          const double s = use_rs ? 0.75 * rsv[static_cast<size_t>(r)] : 1.0;
+          const double ulp = round == Round::kBF16 ? 1.0 / 128 : 0.0;
+          ASSERT_LE(
+              std::fabs(static_cast<double>(g) - w),
+              1e-5 * mag * s + ulp * std::fabs(w) + (acc ? 2.4e-7 * std::fabs(w) : 0.0) + 1e-30)
+              << "row " << r << " token " << t;
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaNvfp4Tiled, GemmEqualsRowMajorBitwise) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
+  std::mt19937 rng(13);
+  const int64_t rows = 384, k = 512, n_tok = 40;
+  const Matrix m = make_matrix(rows, k, rng);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n_tok * k));
+  for (auto& v : x) v = unit(rng);
+  const DeviceBuffer dx = to_device(x);
+  // A workspace of ~200 rows at a time: chunks of whole tiles (128 rows), the last one short.
+  Gemm gemm(k, n_tok, size_t{1} << 20);
+  for (GemmPrec prec : {GemmPrec::kBF16, GemmPrec::kF32}) {
+    auto run = [&](bool tiled) {
+      DeviceBuffer dy(static_cast<size_t>(n_tok * rows) * 4);
+      GemmArgs g;
+      g.type = GgmlType::NVFP4;
+      g.w = (tiled ? m.tiled : m.row_major).as<uint8_t>();
+      g.row_bytes = m.rb, g.k = k, g.rows = rows;
+      g.x = dx.as<float>(), g.ldx = k, g.n_tok = n_tok;
+      g.y = dy.as<float>(), g.ldy = rows;
+      g.prec = prec;
+      g.tiled = tiled;
+      gemm.run(g, nullptr);
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      return to_host<float>(dy, static_cast<size_t>(n_tok * rows));
+    };
+    const std::vector<float> want = run(false), got = run(true);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+        << "prec " << static_cast<int>(prec);
+  }
+  // The fused route reads row-major weights only: a tiled call takes cuBLAS even when forced.
+  gemm.set_route(GemmRoute::kFused);
+  DeviceBuffer dy(static_cast<size_t>(n_tok * rows) * 4);
+  GemmArgs g;
+  g.type = GgmlType::NVFP4, g.w = m.tiled.as<uint8_t>(), g.row_bytes = m.rb, g.k = k, g.rows = rows;
+  g.x = dx.as<float>(), g.ldx = k, g.n_tok = n_tok, g.y = dy.as<float>(), g.ldy = rows,
+  g.tiled = true;
+  EXPECT_NO_THROW(gemm.run(g, nullptr));
+}
+
+TEST(CudaNvfp4Tiled, RefusesCallersThatCannotReadIt) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
+  std::mt19937 rng(17);
+  const Matrix m = make_matrix(32, 256, rng);
+  std::vector<float> x(256, 0.5f);
+  const DeviceBuffer dx = to_device(x), dy(32 * 4);
+  GemvArgs g;
+  g.type = GgmlType::NVFP4, g.w = m.tiled.as<uint8_t>(), g.row_bytes = m.rb, g.k = 256, g.rows = 32;
+  g.x = dx.as<float>(), g.ldx = 256, g.y = const_cast<float*>(dy.as<float>()), g.ldy = 32,
+  g.tiled = true;
+  EXPECT_THROW(gemv(g), Error) << "the float path";
+  g.rows = 24;  // not whole tiles
+  const std::vector<uint8_t> xq = quantised_x(256, 1, rng);
+  const DeviceBuffer dxq = to_device(xq);
+  g.xq = dxq.get();
+  EXPECT_THROW(gemv(g), Error) << "rows not a multiple of 16";
+  EXPECT_THROW(nvfp4_tile(m.tiled.as<uint8_t>(), 24, m.rb, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace ft::cuda
