@@ -3,7 +3,7 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist]
+//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled]
 //
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
@@ -22,6 +22,9 @@
 // --persist: the dense one-token shapes (and NVFP4 output heads) in the dep mode: session 7's
 // plan (persistent kernel off), the routed plan, slab and mma forced, and every instance of the
 // persistent mma kernel (gemv_mma_persist.cu: fold warps / groups per CTA / stages).
+//
+// --tiled: the tiled layout's (cuda/nvfp4_tiled.h) one-token kernels on the dense shapes, dep mode:
+// the routed choice, gemv_mma.cu at each warps x stages, gemv_mma_tma.cu at warps x chunk x stages.
 //
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
@@ -305,6 +308,7 @@ struct Case {
   // Dense NVFP4 weights in the tiled layout (cuda/nvfp4_tiled.h; GemvArgs::tiled): the kernel a
   // tiled call takes.
   bool tiled = false;
+  int tma = 0, tma_w = 0, tma_j = 0, tma_s = 0;  // gemv_set_nvfp4_tma
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -359,6 +363,8 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
   gemv_set_nvfp4_persist(c.nv_pg, c.nv_ps);
   gemv_set_nvfp4_bulk(c.bulk ? 2 : 0, c.bulk, c.bulk_ctas > 1 ? 2 : 0, c.bulk_ctas);
+  if (c.tma != 0) gemv_set_nvfp4_tma(c.tma, c.tma_w, c.tma_j, c.tma_s);
+  const int64_t tma_before = gemv_nvfp4_tma_launches();
   const int64_t bulk_before = gemv_nvfp4_bulk_launches();
   const int64_t mma_before = gemv_nvfp4_mma_launches(), persist_before = gemv_nvfp4_persist_launches();
   DeviceBuffer sol_out(static_cast<size_t>(g_sms) * 4 * 8 * 4);
@@ -439,6 +445,8 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_mma(0, 0);
   gemv_set_nvfp4_persist(0, 0);
   gemv_set_nvfp4_bulk(0, 0, 0);
+  if (c.tma != 0) gemv_set_nvfp4_tma(0, 0, 0, 0);
+  const bool ran_tma = gemv_nvfp4_tma_launches() > tma_before;
   if (c.bulk && gemv_nvfp4_bulk_launches() == bulk_before) std::fprintf(stderr, "note: the bulk kernel declined %s\n", c.name.c_str());
   const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
   const bool ran_persist = gemv_nvfp4_persist_launches() > persist_before;
@@ -482,6 +490,9 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
     if (c.nv_pg < 0) plan += "-p";
   }
   if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : c.sol == 6 ? "rows" : "sol";
+  if (ran_tma)  // the bulk-copy mma kernel: warps / chunk steps / stages (0: its defaults)
+    plan = std::string(c.tma != 0 ? "N" : "n") + "5/" + std::to_string(c.tma_w) + "/" + std::to_string(c.tma_j) + "/" +
+           std::to_string(c.tma_s);
   if (c.tiled) plan += " tiled";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
@@ -503,7 +514,7 @@ int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
   bool quick = false, sweep = true, nvfp4_only = false, variants_only = false, dense_only = false, experts_only = false;
-  bool sol_only = false, persist_only = false;
+  bool sol_only = false, persist_only = false, tiled_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
@@ -516,8 +527,9 @@ int main(int argc, char** argv) {
     else if (a == "--experts") experts_only = true;
     else if (a == "--sol") sol_only = true;
     else if (a == "--persist") persist_only = true;
+    else if (a == "--tiled") tiled_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled]\n");
       return 2;
     }
   }
@@ -578,6 +590,41 @@ int main(int argc, char** argv) {
     };
     const int64_t dense_shapes[][2] = {{14336, 4096}, {28672, 4096}, {6144, 4096}, {4096, 4096},
                                        {4096, 14336}, {5120, 2048},  {2048, 4096}};
+    if (tiled_only) {
+      // The tiled layout's one-token kernels over their knobs, after a dependent quantiser (as in
+      // a decode step): gemv_mma.cu at warps x stages, gemv_mma_tma.cu at warps x chunk x stages.
+      const int64_t shapes[][2] = {{28672, 4096}, {14336, 4096}, {6144, 4096}, {4096, 14336}, {5120, 2048}};
+      struct Ws {
+        int w, s;
+      };
+      struct Tj {
+        int w, j, s;
+      };
+      for (const auto& d : shapes) {
+        Case base{"tiled", GgmlType::NVFP4, d[0], d[1], 1};
+        base.q8 = true, base.dep = true, base.tiled = true;
+        cases.push_back(base);
+        for (const Ws ws : {Ws{4, 2}, Ws{4, 3}, Ws{4, 4}, Ws{8, 2}, Ws{8, 3}, Ws{8, 4}, Ws{16, 2}}) {
+          Case c = base;
+          c.tma = -1, c.nv_mma_w = ws.w, c.nv_mma_s = ws.s;
+          cases.push_back(c);
+        }
+        for (const Tj t : {Tj{4, 2, 2}, Tj{4, 4, 1}, Tj{4, 4, 2}, Tj{4, 8, 1}, Tj{8, 2, 2}, Tj{8, 4, 1}, Tj{8, 2, 1}}) {
+          Case c = base;
+          c.tma = 2, c.tma_w = t.w, c.tma_j = t.j, c.tma_s = t.s;
+          cases.push_back(c);
+        }
+      }
+      for (const Case& c : cases) {
+        try {
+          run_case(c, pool, launches);
+        } catch (const std::exception& e) {
+          std::printf("| %s %lldx%lld | error: %s |\n", c.name.c_str(), static_cast<long long>(c.rows),
+                      static_cast<long long>(c.k), e.what());
+        }
+      }
+      return 0;
+    }
     if (sol_only) {
       // Per shape and mode: the routed GEMV and the pure read of the same bytes.
       std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% | bulk us (%%) | bulk-pre us (%%) | ldg us (%%) | GEMV-bulk w4 us (%%) | w8 | w16 | rows (its copies alone) | w8 x2 CTAs | w4 x2 CTAs |\n");

@@ -253,8 +253,8 @@ int call_lanes(const GemvArgs& a) { return a.plan_lanes != 0 ? a.plan_lanes : g_
 // The NVFP4 kernels (gemv_nvfp4.cu) on p where a's type, path and plan knobs let them take it;
 // false, launching nothing, where they do not.
 bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream) {
-  if (a.tiled) return gemv_nvfp4_tiled(p, a.n_tok, stream), true;  // checked_params: NVFP4, dense, q8
   Nvfp4Override nv = g_nvfp4_override;
+  if (a.tiled) return gemv_nvfp4_tiled(p, a.n_tok, nv, stream), true;  // checked_params: NVFP4, dense, q8
   if (a.plan_nvfp4_kernel >= 0) nv.kernel = a.plan_nvfp4_kernel;
   return takes_q8(a) && a.type == GgmlType::NVFP4 && call_lanes(a) == 0 && nv.kernel != 0 &&
          gemv_nvfp4(p, a.n_tok, a.ids != nullptr, nv, stream);

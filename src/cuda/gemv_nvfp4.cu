@@ -702,12 +702,16 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   return true;
 }
 
-void gemv_nvfp4_tiled(const Params& p, int64_t n_tok, cudaStream_t stream) {
+void gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream) {
   const GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, n_tok, 1, 1, false);
   if (n_tok == 1) {
     int warps = 0, stages = 0;
-    gemv_nvfp4_mma_shape(p.rows, p.k, warps, stages);
-    if (p.k <= kNvfp4TmaMaxK && gemv_nvfp4_mma_tma(p, 1, false, warps, 0, 0, stream)) return;
+    gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
+    if (over.tma == 2 && gemv_nvfp4_mma_tma(p, 1, false, over.tma_warps > 0 ? over.tma_warps : warps, over.tma_chunk,
+                                  over.tma_stages, stream))
+      return;
+    if (over.mma_warps > 0) warps = over.mma_warps;
+    if (over.mma_stages > 0) stages = over.mma_stages;
     if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream)) return;
   }
   // The slab kernel at the plan's rows (at least 2 for several tokens; 16 / R groups a tile).

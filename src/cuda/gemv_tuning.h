@@ -200,9 +200,21 @@ inline constexpr int64_t kNvfp4TmaMaxK = 2048;
 // dependent quantiser): 4096x14336 14.11 us tiled vs the slab's 14.97, 4096x4096 7.92 vs 6.44
 // (stays row-major for the slab); end to end, Llama-8B tg128 414.7 / 414.0 / 416.1 tiled vs
 // 402.5 / 402.4 / 402.9 row-major (+3.1%, the same 32 greedy tokens), while Qwen3-30B-A3B's
-// 5120x2048 qkv on the bulk-copy kernel lost a little tiled (400.9 / 399.7 vs 402.1 / 401.3).
+// 5120x2048 qkv on the bulk-copy kernel lost a little tiled (400.9 / 399.7 vs 402.1 / 401.3), and
+// on gemv_mma.cu at 4 x 2 (4.53 us tiled against the bulk-copy kernel's 4.82 row-major, call 4)
+// gained nothing measurable (call 5: 401.8 / 401.4 / 399.8 vs 399.9 / 400.2 / 401.0) while its
+// other fp32 order changed the synthetic model's greedy tokens: k <= kNvfp4TmaMaxK stays row-major.
 inline bool gemv_nvfp4_tile_wanted(int64_t rows, int64_t k) {
   return (rows >= kNvfp4MmaMinRows && k > kNvfp4TmaMaxK) || (rows >= 4096 && k >= 8192);
+}
+// The one-token kernel of a tiled weight: gemv_mma.cu at gemv_nvfp4_mma_shape's warps, and at 4
+// warps 2 stages. H200 session 19, ft-bench-gemv-cuda --tiled (dep, us, warps/stages): 28672x4096
+// 4/2 23.44, 4/3 24.60, 8/2 26.28; 14336x4096 4/2 13.71, 4/3 15.71; 6144x4096 4/2 8.06, 4/3 8.73;
+// 5120x2048 4/2 4.53, 4/3 5.01, the bulk-copy kernel 4.88-7.00 at every warps x chunk x stages;
+// 4096x14336 8/3 14.23, 16/2 14.74, 4/2 17.90.
+inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stages) {
+  gemv_nvfp4_mma_shape(rows, k, warps, stages);
+  if (warps == 4) stages = 2;
 }
 
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm

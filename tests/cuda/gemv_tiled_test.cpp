@@ -1,14 +1,16 @@
 // The tiled NVFP4 layout (cuda/nvfp4_tiled.h): the device repack against its host twin and
 // the offset formula; every reader of tiled weights against the same kernel on the row-major
 // bytes, bit for bit (the tiled layout moves bytes, not arithmetic): the one-token tensor-core
-// GEMVs (gemv_mma.cu; gemv_mma_tma.cu at k <= 2048), the slab kernel at 2..8 tokens, and the
-// cuBLAS GEMM route's dequantiser; and against the scalar twin gemv_q8_ref within the fp32
-// bound of the other GEMV tests. Callers that cannot read tiled weights get an error.
+// GEMV (gemv_mma.cu), the slab kernel at 2..8 tokens, the bulk-copy tensor-core GEMV where a
+// benchmark forces it (gemv_mma_tma.cu), and the cuBLAS GEMM route's dequantiser; and against the
+// scalar twin gemv_q8_ref within the fp32 bound of the other GEMV tests. Callers that cannot read
+// tiled weights get an error.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "../quant/random_blocks.h"
@@ -114,8 +116,7 @@ TEST(CudaNvfp4Tiled, GemvEqualsRowMajorBitwiseAndTheTwin) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  // k 2048: the bulk-copy kernel at one token; 4096 / 14336: gemv_mma.cu; 4224 rows: two CTAs
-  // an SM (4 warps); the rest 8 warps.
+  // 4224 rows: two CTAs an SM (4 warps x 2 stages); the rest 8 warps (4 where k is short).
   for (const auto& [rows, k] : std::vector<std::pair<int64_t, int64_t>>{
            {16, 256}, {96, 2048}, {4224, 4096}, {256, 14336}, {64, 1024}}) {
     const Matrix m = make_matrix(rows, k, rng);
@@ -133,28 +134,24 @@ TEST(CudaNvfp4Tiled, GemvEqualsRowMajorBitwiseAndTheTwin) {
         for (size_t i = 0; i < init.size(); ++i) init[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
       SCOPED_TRACE(testing::Message()
                    << rows << "x" << k << " n_tok " << n_tok << " variant " << variant);
-      // The row-major reference on the kernel the tiled call takes: one token, the tensor-core
-      // kernel at gemv_nvfp4_mma_shape's warps (the bulk-copy one at k <= 2048); else the slab.
+      // The row-major reference on the kernel the tiled call takes: one token, gemv_mma.cu at
+      // gemv_nvfp4_tiled_mma's warps and stages; else the slab.
       int warps = 0, stages = 0;
-      gemv_nvfp4_mma_shape(rows, k, warps, stages);
-      if (n_tok == 1 && k <= 2048) {
-        gemv_set_nvfp4_tma(2, warps, 0, 0);
-      } else if (n_tok == 1) {
+      gemv_nvfp4_tiled_mma(rows, k, warps, stages);
+      if (n_tok == 1) {
         gemv_set_nvfp4_override(3, 0, 0);
         gemv_set_nvfp4_mma(warps, stages);
       }
-      const int64_t mma0 = gemv_nvfp4_mma_launches(), tma0 = gemv_nvfp4_tma_launches();
+      const int64_t mma0 = gemv_nvfp4_mma_launches();
       const std::vector<float> want = run_gemv(m, false, dxq, n_tok, rs, use_rs, round, acc, init);
-      gemv_set_nvfp4_tma(0, 0, 0, 0);
       gemv_set_nvfp4_override(-1, 0, 0);
       gemv_set_nvfp4_mma(0, 0);
-      const int64_t mma1 = gemv_nvfp4_mma_launches(), tma1 = gemv_nvfp4_tma_launches();
+      const int64_t mma1 = gemv_nvfp4_mma_launches();
       const std::vector<float> got = run_gemv(m, true, dxq, n_tok, rs, use_rs, round, acc, init);
-      if (n_tok == 1) {  // both calls ran the same one-token kernel
-        const bool tma = k <= 2048;
-        EXPECT_EQ((tma ? gemv_nvfp4_tma_launches() - tma1 : gemv_nvfp4_mma_launches() - mma1), 1);
-        EXPECT_EQ((tma ? tma1 - tma0 : mma1 - mma0), 1);
-      }
+      const int64_t ran =
+          n_tok == 1 ? 1 : 0;  // both calls ran the tensor-core kernel at one token, else the slab
+      EXPECT_EQ(mma1 - mma0, ran);
+      EXPECT_EQ(gemv_nvfp4_mma_launches() - mma1, ran);
       ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
           << "tiled differs from row-major";
       // The twin, within the fp32 reassociation bound.
@@ -181,6 +178,32 @@ TEST(CudaNvfp4Tiled, GemvEqualsRowMajorBitwiseAndTheTwin) {
       }
     }
   }
+}
+
+// gemv_mma_tma.cu forced (FT_GEMV_NVFP4_TMA=2 / gemv_set_nvfp4_tma: benchmarks) reads tiled
+// weights too: the same bits as on row-major bytes at the same warps, chunk and stages.
+TEST(CudaNvfp4Tiled, BulkCopyGemvEqualsRowMajorBitwise) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
+  std::mt19937 rng(23);
+  const DeviceBuffer rs = to_device(std::vector<float>(4224, 1.0f));
+  for (const auto& [rows, k] :
+       std::vector<std::pair<int64_t, int64_t>>{{96, 2048}, {4224, 4096}, {64, 1024}})
+    for (const auto& [w, j, st] :
+         std::vector<std::tuple<int, int, int>>{{4, 0, 0}, {8, 2, 2}, {4, 4, 1}}) {
+      SCOPED_TRACE(testing::Message() << rows << "x" << k << " tma " << w << "/" << j << "/" << st);
+      const Matrix m = make_matrix(rows, k, rng);
+      const DeviceBuffer dxq = to_device(quantised_x(k, 1, rng));
+      const std::vector<float> init(static_cast<size_t>(rows), std::nanf(""));
+      gemv_set_nvfp4_tma(2, w, j, st);
+      const int64_t t0 = gemv_nvfp4_tma_launches();
+      const std::vector<float> want =
+          run_gemv(m, false, dxq, 1, rs, false, Round::kNone, false, init);
+      const std::vector<float> got =
+          run_gemv(m, true, dxq, 1, rs, false, Round::kNone, false, init);
+      gemv_set_nvfp4_tma(0, 0, 0, 0);
+      EXPECT_EQ(gemv_nvfp4_tma_launches() - t0, 2) << "the bulk-copy kernel ran both";
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+    }
 }
 
 TEST(CudaNvfp4Tiled, GemmEqualsRowMajorBitwise) {

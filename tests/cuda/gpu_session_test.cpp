@@ -177,10 +177,10 @@ TEST(GpuAttentionMma, SessionMatchesFusedKernel) {
 // The tiled NVFP4 layout in a session (cuda/nvfp4_tiled.h; FT_NVFP4_TILE=all tiles every
 // projection that can be: at n_embd 256 and n_ff 512 a llama's qkv, wo, gate|up and down, a
 // qwen3moe's qkv and wo) at auto (the integer path, which tiles). Against the same session
-// row-major with the bulk-copy tensor-core GEMV forced on every one-token shape (the kernel the
-// tiled one-token calls take at k <= 2048; the slab at 2..8 tokens and the cuBLAS GEMM are the
-// same kernels either way): the same logits bit for bit after a 20-token prompt, a 5-token chunk
-// and 24 decode steps. And the llama against the CPU engine under compare_to_cpu's rules.
+// row-major with gemv_mma.cu forced on every one-token NVFP4 shape at 4 warps x 2 stages (what
+// the tiled calls take at these shapes, gemv_nvfp4_tiled_mma; the slab at 2..8 tokens and the
+// cuBLAS GEMM are the same kernels either way): the same logits bit for bit after a 20-token
+// prompt, a 5-token chunk and 24 decode steps. And the llama against the CPU engine under compare_to_cpu's rules.
 // FT_NVFP4_TILE=0 tiles nothing.
 TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
@@ -209,13 +209,18 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
     };
     const int64_t t0 = ft::cuda::nvfp4_tile_launches();
     setenv("FT_NVFP4_TILE", "0", 1);
-    ft::cuda::gemv_set_nvfp4_tma(2, 0, 0, 0);
+    int warps = 0, stages = 0;
+    ft::cuda::gemv_nvfp4_tiled_mma(256, 512, warps, stages);
+    ASSERT_EQ(warps * 10 + stages, 42) << "the shapes' tiled kernel";
+    ft::cuda::gemv_set_nvfp4_override(3, 0, 0);
+    ft::cuda::gemv_set_nvfp4_mma(4, 2);
     std::vector<float> want;
     {
       ft::gpu::GpuSession plain(m, go);
       want = logits(plain);
     }
-    ft::cuda::gemv_set_nvfp4_tma(0, 0, 0, 0);
+    ft::cuda::gemv_set_nvfp4_override(-1, 0, 0);
+    ft::cuda::gemv_set_nvfp4_mma(0, 0);
     EXPECT_EQ(ft::cuda::nvfp4_tile_launches(), t0) << "FT_NVFP4_TILE=0 tiled";
     setenv("FT_NVFP4_TILE", "all", 1);
     ft::gpu::GpuSession gpu(m, go);
