@@ -38,6 +38,15 @@ constexpr int64_t kSimtBlocksPerSm = 4;
 
 std::atomic<int64_t> g_mma_launches{0};  // attention_mma_decode_launches
 
+// The dedicated kernel's least chunk (attn_decode_tuning.cuh kDecodeMinChunk); FT_ATTN_MIN_CHUNK=N
+// sets N keys (rounded up to kDecodeUnit), 0 none.
+const int64_t g_min_chunk = [] {
+  const char* e = std::getenv("FT_ATTN_MIN_CHUNK");
+  if (e == nullptr || *e == '\0') return kDecodeMinChunk;
+  const int64_t n = std::atoll(e);
+  return n > 0 ? ceil_div(n, kDecodeUnit) * kDecodeUnit : int64_t{0};
+}();
+
 // attention_set_decode_override (tests and benchmarks).
 int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0, g_decode_scatter = 0,
     g_decode_pipe = 0;
@@ -267,6 +276,7 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
   p.n_head = a.n_head;
   p.splits = splits;
   p.row_blocks = row_blocks;
+  p.min_chunk = g_min_chunk;
   p.scale_log2 = a.scale * 1.4426950408889634f;
   p.round = a.round;
   p.out_q8 = static_cast<uint8_t*>(a.out_q8);  // the kernel's epilogue writes it

@@ -53,6 +53,7 @@ struct DecodeParams {
   uint32_t* tickets;   // [n_head_kv][row_blocks][kDecodeTicketsPerHead], zero between calls
   const int32_t* d_pos;
   int64_t n_tok, n_ctx, group, n_head, splits, row_blocks;
+  int64_t min_chunk;  // keys a live chunk holds at least (decode_plan_min; a multiple of kDecodeUnit)
   float scale_log2;  // scale * log2(e): scores in base 2, exp2f on the SFU
   Round round;
   uint8_t* out_q8;       // nullptr, or the Q8 copy of out (act_q8.h rows of q8_k values)
@@ -290,7 +291,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
 
   const int64_t pos = *p.d_pos;
   const int64_t n_kv = live_keys(pos, p.n_tok, p.n_ctx);
-  const DecodePlan pl = decode_plan(n_kv, p.splits, kDecodeUnit);
+  const DecodePlan pl = decode_plan_min(n_kv, p.splits, kDecodeUnit, p.min_chunk);
   if (split >= pl.n_chunks) return;  // the whole block: no barrier is skipped by part of it
   const int64_t n_rows = p.n_tok * p.group, row0 = rb * R;
   const int rows_here = static_cast<int>(n_rows - row0 < R ? n_rows - row0 : R);

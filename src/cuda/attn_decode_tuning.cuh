@@ -52,6 +52,17 @@ inline constexpr bool kDecodePipe = false;
 // Decode chunks are whole multiples of this many keys: small enough that 300 live keys use
 // ten blocks per KV head instead of five, large enough that a block does real work.
 inline constexpr int64_t kDecodeUnit = 32;
+// ... but a live chunk holds at least this many keys (decode_plan_min): below it the partials,
+// tickets and merge cost more than the keys a block reads alone. H200 session 19: inside the
+// decode chain the attention launch took ~12 us a layer of Llama-8B at 0..128 keys (tg128 with
+// the launch skipped, FT_DEBUG_SKIP=attn: 493 vs 414 tok/s); tg128 alternating in one call,
+// FT_ATTN_MIN_CHUNK 0 / 64 / 128 / 256 / 512: Llama-8B 411.9, 413.3 / 416.0, 417.1 / 427.3,
+// 426.1 / 427.7, 426.9 / 425.0, 424.9; Qwen3-30B-A3B 397.6, 400.3 / 402.9, 400.9 / 411.9, 412.2 /
+// 410.4, 412.4 / 410.7, 411.6. 128 (one chunk to 128 keys): past 256 keys the tensor-core kernel
+// takes one-token decode anyway (gpu/session.cpp kMmaMinKeys), and with it off, longer contexts
+// keep their parallelism.
+inline constexpr int64_t kDecodeMinChunk = 128;
+static_assert(kDecodeMinChunk % kDecodeUnit == 0, "whole units");
 
 // Blocks per SM that the grid aims for when the cache is long (blocks past the live keys exit
 // at once, so a large grid costs little at short context). 19:20 run, rows 4: 2 per SM

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "cuda/attention.h"
 #include "cuda/embed.h"
 #include "cuda/gemm.h"
@@ -53,6 +55,35 @@ const bool g_attn_rope = [] {
   const char* e = std::getenv("FT_ATTN_ROPE");
   return e == nullptr || *e != '0';
 }();
+
+// FT_DEBUG_SKIP=link[,link..] (a diagnostic: the tokens are garbage): one-token decode steps
+// without those launches, so that a step's time with and without a link is what that link costs
+// inside the chain (PDL overlap included), which serialised kernel times do not tell. Links:
+// norm1 qkv attn wo norm2 gateup swiglu down (dense), router experts (MoE).
+enum SkipLink : unsigned {
+  kSkipNorm1 = 1, kSkipQkv = 2, kSkipAttn = 4, kSkipWo = 8, kSkipNorm2 = 16, kSkipGateUp = 32,
+  kSkipSwiglu = 64, kSkipDown = 128, kSkipRouter = 256, kSkipExperts = 512
+};
+const unsigned g_skip = [] {
+  const char* e = std::getenv("FT_DEBUG_SKIP");
+  if (e == nullptr) return 0u;
+  static constexpr const char* kNames[] = {"norm1", "qkv", "attn", "wo", "norm2",
+                                           "gateup", "swiglu", "down", "router", "experts"};
+  unsigned m = 0;
+  std::string s(e);
+  for (size_t a = 0; a <= s.size();) {
+    const size_t b = std::min(s.find(',', a), s.size());
+    const std::string name = s.substr(a, b - a);
+    bool known = false;
+    for (unsigned i = 0; i < 10; ++i)
+      if (name == kNames[i]) m |= 1u << i, known = true;
+    if (!known && !name.empty()) fail("FT_DEBUG_SKIP: unknown link '{}'", name);
+    a = b + 1;
+  }
+  if (m != 0) log::warn("FT_DEBUG_SKIP={}: decode steps skip launches, tokens are garbage", e);
+  return m;
+}();
+bool skip(unsigned link, int64_t n_tok) { return (g_skip & link) != 0 && n_tok == 1; }
 
 }  // namespace
 
@@ -111,11 +142,13 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
 
   // Decode: the norm also writes the Q8 copy the qkv GEMV reads (one launch fewer).
   const bool fuse_q8 = use_gemv(n_tok) && wants_q8(L.qkv) && n_embd % 32 == 0;
-  if (fuse_q8)
+  if (skip(kSkipNorm1, n_tok)) {
+  } else if (fuse_q8) {
     cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
-  else
+  } else {
     cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
-  linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
+  }
+  if (!skip(kSkipQkv, n_tok)) linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
   if (b_.batch != nullptr) {  // several sequences, each token against its own KV slot
     batch_attention(m_, L, il, b_, num_, n_tok, s);
     // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
@@ -125,11 +158,13 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   }
   // Decode: the attention kernel also writes the Q8 copy the wo GEMV reads (one launch fewer).
   const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
-  rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
-                       /*fuse_rope=*/true);
+  if (!skip(kSkipAttn, n_tok))
+    rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
+                         /*fuse_rope=*/true);
   // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
-  linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
-         /*y_early=*/true);
+  if (!skip(kSkipWo, n_tok))
+    linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
+           /*y_early=*/true);
 }
 
 bool GpuForward::find_decode_mma() const {
@@ -217,24 +252,35 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     const bool gemv = use_gemv(n_tok);
     const bool q8_in = gemv && wants_q8(L.gate_up) && n_embd % 32 == 0;
     const bool q8_mid = gemv && wants_q8(L.down) && n_ff % 32 == 0;
-    if (q8_in)
+    if (skip(kSkipNorm2, n_tok)) {
+    } else if (q8_in) {
       cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
-    else
+    } else {
       cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
-    linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in);
-    if (q8_mid)
+    }
+    if (!skip(kSkipGateUp, n_tok))
+      linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in);
+    if (skip(kSkipSwiglu, n_tok)) {
+    } else if (q8_mid) {
       cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, b_.xq.get(), s);
-    else
+    } else {
       cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
+    }
     // x was last written by wo, four launches back: y_early (cuda/gemv.h).
-    linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid,
-           /*y_early=*/true);
+    if (!skip(kSkipDown, n_tok))
+      linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid,
+             /*y_early=*/true);
     return;
   }
   const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;
   const bool q8_in = use_gemv(n_tok) && num_.q8 && cuda::gemv_q8_supported(first.type) && n_embd % 32 == 0;
   // One decode token: the norm inside the router's launch (H200 session 12, Qwen3-30B-A3B tg128
   // 402.9 / 402.7 tok/s against 395.4 / 395.5 with FT_MOE_NORM_ROUTE=0, alternating in one call).
+  if (q8_in && n_tok == 1 && g_skip != 0) {  // FT_DEBUG_SKIP: the fused path's two links
+    if (!skip(kSkipRouter, n_tok)) norm_route_experts(il, x, h, s);
+    if (!skip(kSkipExperts, n_tok)) run_experts(il, h, n_tok, /*xq_ready=*/true, x, s);
+    return;
+  }
   if (q8_in && n_tok == 1 && norm_route_experts(il, x, h, s)) {
     run_experts(il, h, n_tok, /*xq_ready=*/true, x, s);
     return;

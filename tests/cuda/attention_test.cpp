@@ -554,6 +554,21 @@ TEST(CudaAttentionPlan, ChunksCoverLiveKeysInWholeUnits) {
       }
   // 300 live keys spread over ten blocks per KV head once the grid has the splits.
   EXPECT_EQ(decode_plan(300, 128, kDecodeUnit).n_chunks, 10);
+  // With a least chunk: the same invariants, chunks of at least that many keys, and no more
+  // chunks than without it.
+  for (int64_t min_chunk : {int64_t{0}, kDecodeUnit, kDecodeMinChunk, 4 * kDecodeMinChunk})
+    for (int64_t splits = 1; splits <= kMaxSplits; splits += (splits < 8 ? 1 : 7))
+      for (int64_t n_kv = 1; n_kv <= 20000; n_kv += (n_kv < 300 ? 1 : 97)) {
+        const DecodePlan p = decode_plan_min(n_kv, splits, kDecodeUnit, min_chunk);
+        ASSERT_EQ(p.chunk % kDecodeUnit, 0);
+        ASSERT_GE(p.chunk, min_chunk);
+        ASSERT_GE(p.n_chunks, 1);
+        ASSERT_LE(p.n_chunks, decode_plan(n_kv, splits, kDecodeUnit).n_chunks) << n_kv << " " << splits;
+        ASSERT_LT((p.n_chunks - 1) * p.chunk, n_kv) << "an empty chunk at n_kv " << n_kv;
+        ASSERT_GE(p.n_chunks * p.chunk, n_kv) << "keys left out at n_kv " << n_kv;
+      }
+  EXPECT_EQ(decode_plan_min(128, 33, kDecodeUnit, kDecodeMinChunk).n_chunks, 1);
+  EXPECT_EQ(decode_plan_min(129, 33, kDecodeUnit, kDecodeMinChunk).n_chunks, 2);
 }
 
 TEST(CudaAttentionPlan, SplitsAndWorkspace) {
