@@ -3,7 +3,7 @@
 //
 // Block = kDecodeWarps warps, one KV head g, R query rows of its group (row i = token
 // i / group, head g*group + i % group: every K/V row is read once for all of them) and one
-// chunk of keys (attn_plan.cuh decode_plan with kDecodeUnit, evaluated from *d_pos).
+// chunk of keys (attn_plan.cuh decode_plan_min with kDecodeUnit and kDecodeMinChunk, from *d_pos).
 // No shared-memory staging and no barrier in the key loop:
 //   - a lane group of L = D/8 lanes owns one key at a time, each lane 8 of its elements
 //     (one 16-byte load per K or V row, two for f32); q (pre-scaled by scale*log2 e) and the

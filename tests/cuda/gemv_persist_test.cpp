@@ -39,11 +39,7 @@ struct Problem {
 Problem make_problem(int64_t k, int64_t rows, std::mt19937& rng) {
   Problem pr;
   pr.k = k, pr.rows = rows, pr.rb = row_bytes(GgmlType::NVFP4, k);
-  pr.w.resize(static_cast<size_t>(pr.rb * rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto row = quant::testing::random_row(GgmlType::NVFP4, k, rng);
-    std::copy(row.begin(), row.end(), pr.w.begin() + r * pr.rb);
-  }
+  pr.w = quant::testing::random_rows(GgmlType::NVFP4, rows, k, rng);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(k));
   for (auto& v : x) v = unit(rng) * std::exp(2.0f * unit(rng));

@@ -38,11 +38,7 @@ struct Matrix {
 Matrix make_matrix(int64_t rows, int64_t k, std::mt19937& rng) {
   Matrix m;
   m.rows = rows, m.k = k, m.rb = row_bytes(GgmlType::NVFP4, k);
-  m.w.resize(static_cast<size_t>(m.rb * rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto row = quant::testing::random_row(GgmlType::NVFP4, k, rng);
-    std::copy(row.begin(), row.end(), m.w.begin() + r * m.rb);
-  }
+  m.w = quant::testing::random_rows(GgmlType::NVFP4, rows, k, rng);
   m.row_major = to_device(m.w);
   m.tiled = to_device(m.w);
   nvfp4_tile(m.tiled.as<uint8_t>(), rows, m.rb, nullptr);

@@ -82,4 +82,15 @@ inline std::vector<GgmlType> first_types() {
           GgmlType::Q6_K, GgmlType::MXFP4, GgmlType::NVFP4, GgmlType::IQ3_XXS};
 }
 
+// n_rows such rows back to back (a matrix of row_bytes(t, n) bytes a row).
+inline std::vector<uint8_t> random_rows(GgmlType t, int64_t n_rows, int64_t n, std::mt19937& rng) {
+  std::vector<uint8_t> m;
+  m.reserve(static_cast<size_t>(n_rows * row_bytes(t, n)));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const std::vector<uint8_t> row = random_row(t, n, rng);
+    m.insert(m.end(), row.begin(), row.end());
+  }
+  return m;
+}
+
 }  // namespace ft::quant::testing
