@@ -23,8 +23,8 @@
 // plan (persistent kernel off), the routed plan, slab and mma forced, and every instance of the
 // persistent mma kernel (gemv_mma_persist.cu: fold warps / groups per CTA / stages).
 //
-// --tiled: the tiled layout's (cuda/nvfp4_tiled.h) one-token kernels on the dense shapes, dep mode:
-// the routed choice, gemv_mma.cu at each warps x stages, gemv_mma_tma.cu at warps x chunk x stages.
+// --tiled: the tiled layout's (cuda/nvfp4_tiled.h) one-token kernel on the dense shapes, dep mode:
+// the routed choice and gemv_mma.cu at each warps x stages.
 //
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
@@ -308,7 +308,6 @@ struct Case {
   // Dense NVFP4 weights in the tiled layout (cuda/nvfp4_tiled.h; GemvArgs::tiled): the kernel a
   // tiled call takes.
   bool tiled = false;
-  int tma = 0, tma_w = 0, tma_j = 0, tma_s = 0;  // gemv_set_nvfp4_tma
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -363,7 +362,6 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
   gemv_set_nvfp4_persist(c.nv_pg, c.nv_ps);
   gemv_set_nvfp4_bulk(c.bulk ? 2 : 0, c.bulk, c.bulk_ctas > 1 ? 2 : 0, c.bulk_ctas);
-  if (c.tma != 0) gemv_set_nvfp4_tma(c.tma, c.tma_w, c.tma_j, c.tma_s);
   const int64_t tma_before = gemv_nvfp4_tma_launches();
   const int64_t bulk_before = gemv_nvfp4_bulk_launches();
   const int64_t mma_before = gemv_nvfp4_mma_launches(), persist_before = gemv_nvfp4_persist_launches();
@@ -445,7 +443,6 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_mma(0, 0);
   gemv_set_nvfp4_persist(0, 0);
   gemv_set_nvfp4_bulk(0, 0, 0);
-  if (c.tma != 0) gemv_set_nvfp4_tma(0, 0, 0, 0);
   const bool ran_tma = gemv_nvfp4_tma_launches() > tma_before;
   if (c.bulk && gemv_nvfp4_bulk_launches() == bulk_before) std::fprintf(stderr, "note: the bulk kernel declined %s\n", c.name.c_str());
   const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
@@ -490,9 +487,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
     if (c.nv_pg < 0) plan += "-p";
   }
   if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : c.sol == 6 ? "rows" : "sol";
-  if (ran_tma)  // the bulk-copy mma kernel: warps / chunk steps / stages (0: its defaults)
-    plan = std::string(c.tma != 0 ? "N" : "n") + "5/" + std::to_string(c.tma_w) + "/" + std::to_string(c.tma_j) + "/" +
-           std::to_string(c.tma_s);
+  if (ran_tma) plan = "n5 (bulk-copy mma)";  // gemv_mma_tma.cu at its defaults
   if (c.tiled) plan += " tiled";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
@@ -591,14 +586,12 @@ int main(int argc, char** argv) {
     const int64_t dense_shapes[][2] = {{14336, 4096}, {28672, 4096}, {6144, 4096}, {4096, 4096},
                                        {4096, 14336}, {5120, 2048},  {2048, 4096}};
     if (tiled_only) {
-      // The tiled layout's one-token kernels over their knobs, after a dependent quantiser (as in
-      // a decode step): gemv_mma.cu at warps x stages, gemv_mma_tma.cu at warps x chunk x stages.
+      // The tiled layout's one-token kernel over its knobs, after a dependent quantiser (as in a
+      // decode step): gemv_mma.cu at warps x stages. (Session 19's sweep also ran the bulk-copy
+      // kernel on tiled weights, slower everywhere; it reads row-major weights only now.)
       const int64_t shapes[][2] = {{28672, 4096}, {14336, 4096}, {6144, 4096}, {4096, 14336}, {5120, 2048}};
       struct Ws {
         int w, s;
-      };
-      struct Tj {
-        int w, j, s;
       };
       for (const auto& d : shapes) {
         Case base{"tiled", GgmlType::NVFP4, d[0], d[1], 1};
@@ -606,12 +599,7 @@ int main(int argc, char** argv) {
         cases.push_back(base);
         for (const Ws ws : {Ws{4, 2}, Ws{4, 3}, Ws{4, 4}, Ws{8, 2}, Ws{8, 3}, Ws{8, 4}, Ws{16, 2}}) {
           Case c = base;
-          c.tma = -1, c.nv_mma_w = ws.w, c.nv_mma_s = ws.s;
-          cases.push_back(c);
-        }
-        for (const Tj t : {Tj{4, 2, 2}, Tj{4, 4, 1}, Tj{4, 4, 2}, Tj{4, 8, 1}, Tj{8, 2, 2}, Tj{8, 4, 1}, Tj{8, 2, 1}}) {
-          Case c = base;
-          c.tma = 2, c.tma_w = t.w, c.tma_j = t.j, c.tma_s = t.s;
+          c.nv_mma_w = ws.w, c.nv_mma_s = ws.s;
           cases.push_back(c);
         }
       }

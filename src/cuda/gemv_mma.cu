@@ -73,9 +73,9 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   const int g = lane >> 2, c = lane & 3;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int nb = static_cast<int>(p.k / 64), n_steps = nb / kStepBlocks;
-  // TILED (nvfp4_tiled.h): a step of the tile is one contiguous 2304-byte piece, laid out as
-  // the stage (rows 144 bytes apart); rows is a multiple of 16 there.
-  const uint8_t* wbase = TILED ? p.w + static_cast<int64_t>(blockIdx.x) * n_steps * kStageBytes : p.w + row0 * p.row_bytes;
+  // The tile's bytes start here in both layouts; TILED (nvfp4_tiled.h): its step s is the
+  // contiguous 2304 bytes at s * kStageBytes, laid out as the stage (rows 144 bytes apart).
+  const uint8_t* wbase = p.w + row0 * p.row_bytes;
   uint8_t* stages = smem + sm.stage + warp * (NS * kStageBytes);
 
   // This lane's cp.async vectors of a step: vector i = lane + 32 v is 16-byte piece o of row

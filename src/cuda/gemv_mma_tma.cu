@@ -50,7 +50,7 @@ TmaSmem tma_smem(int64_t k, int nw, int ns, int pitch) {
   return t;
 }
 
-template <int NW, int J, int NS, bool TILED>
+template <int NW, int J, int NS>
 __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, const TmaSmem sm) {
   constexpr int kPitch = tma_pitch(J);
   extern __shared__ __align__(128) uint8_t smem[];
@@ -77,11 +77,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
     uint64_t* b = &bar[q % NS];
     if (lane == 0) mbar_arrive_expect(b, kRows * len);
     __syncwarp();
-    if (TILED) {  // nvfp4_tiled.h: the chunk's steps are one contiguous run of the tile
-      if (lane == 0)
-        bulk_g2s(ring + (q % NS) * (kRows * kPitch),
-                 p.w + (static_cast<int64_t>(blockIdx.x) * n_steps + st0) * kMmaStageBytes, kRows * len, b);
-    } else if (lane < kRows)
+    if (lane < kRows)
       bulk_g2s(ring + (q % NS) * (kRows * kPitch) + lane * kPitch, src_row + static_cast<int64_t>(st0) * kMmaRowStep,
                len, b);
   };
@@ -110,12 +106,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
     mbar_wait(&bar[q % NS], static_cast<uint32_t>((q / NS) & 1));
     const uint8_t* st = ring + (q % NS) * (kRows * kPitch);
     const int st0 = s0 + q * J, js = min(J, s1 - st0);
-    if (TILED)
-      for (int j = 0; j < js; ++j)
-        mma_step_acc<kMmaRowStep>(st + j * kMmaStageBytes, frag, xd, st0 + j, tab, my_tile, bx, g, c, acc0, acc8);
-    else
-      for (int j = 0; j < js; ++j)
-        mma_step_acc<kPitch>(st + j * kMmaRowStep, frag, xd, st0 + j, tab, my_tile, bx, g, c, acc0, acc8);
+    for (int j = 0; j < js; ++j)
+      mma_step_acc<kPitch>(st + j * kMmaRowStep, frag, xd, st0 + j, tab, my_tile, bx, g, c, acc0, acc8);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the reads above before the next bulk write
 #endif
@@ -152,9 +144,9 @@ template <int NW, int J, int NS>
 bool launch_tma(const Params& p, cudaStream_t stream) {
   const TmaSmem sm = tma_smem(p.k, NW, NS, tma_pitch(J));
   if (sm.total > max_smem_optin()) return false;
-  auto kernel = p.tiled ? nvfp4_tma_kernel<NW, J, NS, true> : nvfp4_tma_kernel<NW, J, NS, false>;
-  static std::atomic<uint64_t> cache[2] = {0, 0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[p.tiled ? 1 : 0]) < 1) return false;
+  auto kernel = nvfp4_tma_kernel<NW, J, NS>;
+  static std::atomic<uint64_t> cache{0};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_tma_launches.fetch_add(1, std::memory_order_relaxed);

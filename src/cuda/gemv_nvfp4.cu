@@ -164,23 +164,21 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
   // last (row0 + nr) fail off[v] < nr * row_bytes (o * VB < row_bytes). gemv_nvfp4 keeps
   // 4 * row_bytes below 2^31.
   // Tiled (nvfp4_tiled.h; dense, rows a multiple of 16, so a group of R rows lies in one tile
-  // and every row is live): byte b of the group's row q sits at nvfp4_tiled_offset past the
-  // tile, i.e. (b / 144) * 2304 + q * 144 + b % 144 past the group's first row in its first
-  // piece -- again the same every step (a slab is 8 whole pieces).
+  // and every row is live): byte b of the group's row q sits nvfp4_tiled_in_tile(q, b) past the
+  // group's first row in the slab's first piece -- again the same every step (a slab is 8 whole
+  // pieces).
   const int rb32 = static_cast<int>(p.row_bytes);
   int off[kV];
 #pragma unroll
   for (int v = 0; v < kV; ++v) {
     const int i = lane + 32 * v, q = i / kNv, o = i - q * kNv;
-    const int b = o * VB, pc = b / kTilePiece;
     off[v] = i >= R * kNv ? 0x7FFFFFFF
-             : p.tiled   ? pc * kTileStep + q * kTilePiece + (b - pc * kTilePiece)
+             : p.tiled   ? static_cast<int>(nvfp4_tiled_in_tile(q, o * VB))
                          : q * rb32 + o * VB;
   }
   auto issue = [&](Vec (&buf)[kV], const Step& m) {
     const uint8_t* base =
-        p.tiled ? p.w + (m.row0 / kTileRows) * kTileRows * p.row_bytes + (m.row0 % kTileRows) * kTilePiece +
-                      static_cast<int64_t>(m.slab) * (kSlabBytes / kTilePiece) * kTileStep
+        p.tiled ? p.w + nvfp4_tiled_offset(m.row0, static_cast<int64_t>(m.slab) * kSlabBytes, p.row_bytes)
                 : (m.half ? p.w2 : p.w) + m.row0 * p.row_bytes + static_cast<int64_t>(m.slab) * kSlabBytes;
     if (p.ids != nullptr) base += static_cast<int64_t>(p.ids[m.slot]) * p.expert_bytes;
     const int64_t rl = p.rows - m.row0;
@@ -195,10 +193,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
       const int nv = static_cast<int>(bl) * kBlockBytes / VB;
 #pragma unroll
       for (int v = 0; v < kV; ++v) {
-        const int i = lane + 32 * v, q = i / nv, o = i - q * nv, b = o * VB, pc = b / kTilePiece;
-        if (q < nr)
-          buf[v] = ld_w<VB>(base + (p.tiled ? pc * kTileStep + q * kTilePiece + (b - pc * kTilePiece)
-                                            : q * p.row_bytes + o * VB));
+        const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
+        if (q < nr) buf[v] = ld_w<VB>(base + (p.tiled ? nvfp4_tiled_in_tile(q, o * VB) : q * p.row_bytes + o * VB));
       }
     }
   };
@@ -707,9 +703,6 @@ void gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
   if (n_tok == 1) {
     int warps = 0, stages = 0;
     gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
-    if (over.tma == 2 && gemv_nvfp4_mma_tma(p, 1, false, over.tma_warps > 0 ? over.tma_warps : warps, over.tma_chunk,
-                                  over.tma_stages, stream))
-      return;
     if (over.mma_warps > 0) warps = over.mma_warps;
     if (over.mma_stages > 0) stages = over.mma_stages;
     if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream)) return;

@@ -15,12 +15,16 @@ inline constexpr int kTileRows = 16;                      // rows of a tile
 inline constexpr int kTilePiece = 144;                    // bytes of a row's piece: 4 NVFP4 blocks
 inline constexpr int kTileStep = kTileRows * kTilePiece;  // 2304: one piece of every row of a tile
 
-// Byte offset of byte b of row r (b within a piece when b % 144 is; any b of a block) in a
-// tiled matrix of row_bytes bytes a row.
-FT_TILED_HD inline int64_t nvfp4_tiled_offset(int64_t r, int64_t b, int64_t row_bytes) {
+// Byte offset of byte b of a tile's row q (0..15) from the start of the tile (the bytes of one
+// piece, and so of one block, stay contiguous).
+FT_TILED_HD inline int64_t nvfp4_tiled_in_tile(int64_t q, int64_t b) {
   const int64_t piece = b / kTilePiece;
-  return (r / kTileRows) * kTileRows * row_bytes + piece * kTileStep +
-         (r % kTileRows) * kTilePiece + (b - piece * kTilePiece);
+  return piece * kTileStep + q * kTilePiece + (b - piece * kTilePiece);
+}
+
+// Byte offset of byte b of row r in a tiled matrix of row_bytes bytes a row.
+FT_TILED_HD inline int64_t nvfp4_tiled_offset(int64_t r, int64_t b, int64_t row_bytes) {
+  return (r / kTileRows) * kTileRows * row_bytes + nvfp4_tiled_in_tile(r % kTileRows, b);
 }
 
 }  // namespace ft::cuda

@@ -9,14 +9,17 @@
 //
 // So one step of gemv_mma.cu (16 rows x 4 blocks) is one contiguous 2304-byte piece instead
 // of 16 pieces of 144 bytes a row apart. Why: H200 session 19 (ft-bench-gemv-cuda --experts,
-// the same kernel reading either way): 28672x4096 23.50 -> 21.87 us back to back, 14336x4096
-// 13.69 -> 12.54, and a Llama-8B decode step 2.4% faster.
+// its "dense" and "dense tiled" rows, back to back): 28672x4096 23.58 -> 22.67 us, 14336x4096
+// 13.72 -> 12.58, 4096x14336 (row-major: the slab kernel) 14.20 -> 12.54; Llama-8B tg128 +3.1-3.4%
+// against FT_NVFP4_TILE=0, alternating in one call.
 //
-// Who reads tiled weights: the one-token tensor-core GEMVs (gemv_mma.cu, gemv_mma_tma.cu),
-// the slab kernel (batched decode, gemv_nvfp4.cu) and the dequantiser of the cuBLAS GEMM route
-// (dequant.cu); GemvArgs::tiled / GemmArgs::tiled say so. Nothing else takes them (the float
-// GEMVs, the fused GEMM and the grouped kernels refuse), so gpu/weights.cpp tiles only dense
-// NVFP4 projections of a session on the integer path (GpuNumerics::q8).
+// Who reads tiled weights: the one-token tensor-core GEMV (gemv_mma.cu), the slab kernel
+// (batched decode, gemv_nvfp4.cu) and the dequantiser of the cuBLAS GEMM route (dequant.cu);
+// GemvArgs::tiled / GemmArgs::tiled say so. The float GEMVs and the grouped kernels refuse them,
+// Gemm::run sends them to cuBLAS whatever route is forced, and the bulk-copy tensor-core GEMV
+// (gemv_mma_tma.cu, slower on tiled weights at every chunking, session 19) never sees them; so
+// gpu/weights.cpp tiles only dense NVFP4 projections of a session on the integer path
+// (GpuNumerics::q8).
 #pragma once
 
 #include <cuda_runtime_api.h>
