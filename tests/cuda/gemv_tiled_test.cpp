@@ -1,8 +1,8 @@
 // The tiled NVFP4 layout (cuda/nvfp4_tiled.h): the device repack against its host twin and
 // the offset formula; every reader of tiled weights against the same kernel on the row-major
 // bytes, bit for bit (the tiled layout moves bytes, not arithmetic): the one-token tensor-core
-// GEMV (gemv_mma.cu), the slab kernel at 2..8 tokens, the bulk-copy tensor-core GEMV where a
-// benchmark forces it (gemv_mma_tma.cu), and the cuBLAS GEMM route's dequantiser; and against the
+// GEMV (gemv_mma.cu, also when a benchmark forces the bulk-copy kernel, which reads row-major
+// weights only), the slab kernel at 2..8 tokens, and the cuBLAS GEMM route's dequantiser; and against the
 // scalar twin gemv_q8_ref within the fp32 bound of the other GEMV tests. Callers that cannot read
 // tiled weights get an error.
 #include <gtest/gtest.h>
@@ -176,30 +176,33 @@ TEST(CudaNvfp4Tiled, GemvEqualsRowMajorBitwiseAndTheTwin) {
   }
 }
 
-// gemv_mma_tma.cu forced (FT_GEMV_NVFP4_TMA=2 / gemv_set_nvfp4_tma: benchmarks) reads tiled
-// weights too: the same bits as on row-major bytes at the same warps, chunk and stages.
-TEST(CudaNvfp4Tiled, BulkCopyGemvEqualsRowMajorBitwise) {
+// The bulk-copy tensor-core GEMV (gemv_mma_tma.cu) reads row-major weights only: forced on every
+// one-token shape (FT_GEMV_NVFP4_TMA=2 / gemv_set_nvfp4_tma, benchmarks), a tiled call still takes
+// gemv_mma.cu, with the bits of gemv_mma.cu on the row-major bytes.
+TEST(CudaNvfp4Tiled, ForcedBulkCopyKernelLeavesTiledCallsToTheMmaKernel) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(23);
   const DeviceBuffer rs = to_device(std::vector<float>(4224, 1.0f));
-  for (const auto& [rows, k] :
-       std::vector<std::pair<int64_t, int64_t>>{{96, 2048}, {4224, 4096}, {64, 1024}})
-    for (const auto& [w, j, st] :
-         std::vector<std::tuple<int, int, int>>{{4, 0, 0}, {8, 2, 2}, {4, 4, 1}}) {
-      SCOPED_TRACE(testing::Message() << rows << "x" << k << " tma " << w << "/" << j << "/" << st);
-      const Matrix m = make_matrix(rows, k, rng);
-      const DeviceBuffer dxq = to_device(quantised_x(k, 1, rng));
-      const std::vector<float> init(static_cast<size_t>(rows), std::nanf(""));
-      gemv_set_nvfp4_tma(2, w, j, st);
-      const int64_t t0 = gemv_nvfp4_tma_launches();
-      const std::vector<float> want =
-          run_gemv(m, false, dxq, 1, rs, false, Round::kNone, false, init);
-      const std::vector<float> got =
-          run_gemv(m, true, dxq, 1, rs, false, Round::kNone, false, init);
-      gemv_set_nvfp4_tma(0, 0, 0, 0);
-      EXPECT_EQ(gemv_nvfp4_tma_launches() - t0, 2) << "the bulk-copy kernel ran both";
-      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
-    }
+  for (const auto& [rows, k] : std::vector<std::pair<int64_t, int64_t>>{{96, 2048}, {4224, 4096}, {64, 1024}}) {
+    SCOPED_TRACE(testing::Message() << rows << "x" << k);
+    const Matrix m = make_matrix(rows, k, rng);
+    const DeviceBuffer dxq = to_device(quantised_x(k, 1, rng));
+    const std::vector<float> init(static_cast<size_t>(rows), std::nanf(""));
+    int warps = 0, stages = 0;
+    gemv_nvfp4_tiled_mma(rows, k, warps, stages);
+    gemv_set_nvfp4_override(3, 0, 0);
+    gemv_set_nvfp4_mma(warps, stages);
+    const std::vector<float> want = run_gemv(m, false, dxq, 1, rs, false, Round::kNone, false, init);
+    gemv_set_nvfp4_override(-1, 0, 0);
+    gemv_set_nvfp4_mma(0, 0);
+    gemv_set_nvfp4_tma(2, 4, 0, 0);
+    const int64_t t0 = gemv_nvfp4_tma_launches(), m0 = gemv_nvfp4_mma_launches();
+    const std::vector<float> got = run_gemv(m, true, dxq, 1, rs, false, Round::kNone, false, init);
+    gemv_set_nvfp4_tma(0, 0, 0, 0);
+    EXPECT_EQ(gemv_nvfp4_tma_launches() - t0, 0) << "the bulk-copy kernel took tiled weights";
+    EXPECT_EQ(gemv_nvfp4_mma_launches() - m0, 1);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+  }
 }
 
 TEST(CudaNvfp4Tiled, GemmEqualsRowMajorBitwise) {
@@ -213,33 +216,35 @@ TEST(CudaNvfp4Tiled, GemmEqualsRowMajorBitwise) {
   const DeviceBuffer dx = to_device(x);
   // A workspace of ~200 rows at a time: chunks of whole tiles (128 rows), the last one short.
   Gemm gemm(k, n_tok, size_t{1} << 20);
+  auto run = [&](bool tiled, GemmPrec prec) {
+    DeviceBuffer dy(static_cast<size_t>(n_tok * rows) * 4);
+    GemmArgs g;
+    g.type = GgmlType::NVFP4;
+    g.w = (tiled ? m.tiled : m.row_major).as<uint8_t>();
+    g.row_bytes = m.rb, g.k = k, g.rows = rows;
+    g.x = dx.as<float>(), g.ldx = k, g.n_tok = n_tok;
+    g.y = dy.as<float>(), g.ldy = rows;
+    g.prec = prec;
+    g.tiled = tiled;
+    gemm.run(g, nullptr);
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    return to_host<float>(dy, static_cast<size_t>(n_tok * rows));
+  };
+  std::vector<float> cublas_bf16;
   for (GemmPrec prec : {GemmPrec::kBF16, GemmPrec::kF32}) {
-    auto run = [&](bool tiled) {
-      DeviceBuffer dy(static_cast<size_t>(n_tok * rows) * 4);
-      GemmArgs g;
-      g.type = GgmlType::NVFP4;
-      g.w = (tiled ? m.tiled : m.row_major).as<uint8_t>();
-      g.row_bytes = m.rb, g.k = k, g.rows = rows;
-      g.x = dx.as<float>(), g.ldx = k, g.n_tok = n_tok;
-      g.y = dy.as<float>(), g.ldy = rows;
-      g.prec = prec;
-      g.tiled = tiled;
-      gemm.run(g, nullptr);
-      FT_CUDA_CHECK(cudaDeviceSynchronize());
-      return to_host<float>(dy, static_cast<size_t>(n_tok * rows));
-    };
-    const std::vector<float> want = run(false), got = run(true);
+    const std::vector<float> want = run(false, prec), got = run(true, prec);
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
         << "prec " << static_cast<int>(prec);
+    if (prec == GemmPrec::kBF16) cublas_bf16 = want;
   }
-  // The fused route reads row-major weights only: a tiled call takes cuBLAS even when forced.
+  // The fused route reads row-major weights only: a tiled call forced onto it still takes cuBLAS
+  // (its bits; the fused kernel on the row-major bytes sums in another order, and on the tiled
+  // bytes would read the wrong blocks).
   gemm.set_route(GemmRoute::kFused);
-  DeviceBuffer dy(static_cast<size_t>(n_tok * rows) * 4);
-  GemmArgs g;
-  g.type = GgmlType::NVFP4, g.w = m.tiled.as<uint8_t>(), g.row_bytes = m.rb, g.k = k, g.rows = rows;
-  g.x = dx.as<float>(), g.ldx = k, g.n_tok = n_tok, g.y = dy.as<float>(), g.ldy = rows,
-  g.tiled = true;
-  EXPECT_NO_THROW(gemm.run(g, nullptr));
+  const std::vector<float> forced = run(true, GemmPrec::kBF16);
+  EXPECT_EQ(std::memcmp(forced.data(), cublas_bf16.data(), forced.size() * sizeof(float)), 0);
+  EXPECT_NE(std::memcmp(run(false, GemmPrec::kBF16).data(), cublas_bf16.data(), forced.size() * sizeof(float)), 0)
+      << "the fused route gave cuBLAS's bits: the check above cannot tell the routes apart";
 }
 
 TEST(CudaNvfp4Tiled, RefusesCallersThatCannotReadIt) {
