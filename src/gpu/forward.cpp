@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "core/error.h"
@@ -75,7 +76,7 @@ const unsigned g_skip = [] {
     const size_t b = std::min(s.find(',', a), s.size());
     const std::string name = s.substr(a, b - a);
     bool known = false;
-    for (unsigned i = 0; i < 10; ++i)
+    for (unsigned i = 0; i < std::size(kNames); ++i)
       if (name == kNames[i]) m |= 1u << i, known = true;
     if (!known && !name.empty()) fail("FT_DEBUG_SKIP: unknown link '{}'", name);
     a = b + 1;
@@ -276,13 +277,9 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   const bool q8_in = use_gemv(n_tok) && num_.q8 && cuda::gemv_q8_supported(first.type) && n_embd % 32 == 0;
   // One decode token: the norm inside the router's launch (H200 session 12, Qwen3-30B-A3B tg128
   // 402.9 / 402.7 tok/s against 395.4 / 395.5 with FT_MOE_NORM_ROUTE=0, alternating in one call).
-  if (q8_in && n_tok == 1 && g_skip != 0) {  // FT_DEBUG_SKIP: the fused path's two links
-    if (!skip(kSkipRouter, n_tok)) norm_route_experts(il, x, h, s);
+  // FT_DEBUG_SKIP: router / experts leave out this path's two links.
+  if (q8_in && n_tok == 1 && (skip(kSkipRouter, n_tok) || norm_route_experts(il, x, h, s))) {
     if (!skip(kSkipExperts, n_tok)) run_experts(il, h, n_tok, /*xq_ready=*/true, x, s);
-    return;
-  }
-  if (q8_in && n_tok == 1 && norm_route_experts(il, x, h, s)) {
-    run_experts(il, h, n_tok, /*xq_ready=*/true, x, s);
     return;
   }
   if (q8_in)
