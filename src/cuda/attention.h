@@ -137,5 +137,9 @@ void attention_set_prefill_override(int mode);
 // before the current step computes (attn_decode_tuning.cuh kDecodePipe).
 void attention_set_decode_override(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0,
                                    int scatter = 0, int pipe = 0);
+// Keys of its chunk a block of the dedicated decode kernel stages in shared memory before the PDL
+// wait (attn_decode_tuning.cuh kDecodeStageKeys): keys >= 0 sets it (0: none), -1 restores the
+// default or FT_ATTN_STAGE_KEYS. Process-wide, for tests and benchmarks.
+void attention_set_decode_stage(int64_t keys);
 
 }  // namespace ft::cuda

@@ -47,6 +47,16 @@ const int64_t g_min_chunk = [] {
   return n > 0 ? ceil_div(n, kDecodeUnit) * kDecodeUnit : int64_t{0};
 }();
 
+// The dedicated kernel's staged keys (attn_decode_tuning.cuh kDecodeStageKeys); FT_ATTN_STAGE_KEYS=N
+// sets N, 0 none.
+const int64_t g_stage_keys = [] {
+  const char* e = std::getenv("FT_ATTN_STAGE_KEYS");
+  if (e == nullptr || *e == '\0') return kDecodeStageKeys;
+  const int64_t n = std::atoll(e);
+  return n > 0 ? n : int64_t{0};
+}();
+std::atomic<int64_t> g_stage_override{-1};  // attention_set_decode_stage
+
 // attention_set_decode_override (tests and benchmarks).
 int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0, g_decode_scatter = 0,
     g_decode_pipe = 0;
@@ -105,6 +115,10 @@ void attention_set_decode_override(int mode, int max_rows, int blocks_per_sm, in
   g_decode_rows = max_rows;
   g_decode_blocks_per_sm = blocks_per_sm;
   g_decode_keys_per_slot = keys_per_slot;
+}
+
+void attention_set_decode_stage(int64_t keys) {
+  attn_detail::g_stage_override.store(keys >= 0 ? keys : -1, std::memory_order_relaxed);
 }
 
 bool attention_fused_rope_supported(const AttnArgs& a) {
@@ -277,6 +291,9 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
   p.splits = splits;
   p.row_blocks = row_blocks;
   p.min_chunk = g_min_chunk;
+  const int64_t kv_bytes = a.kv_type == KvType::kF32 ? 4 : 2, stage_cap = kDecodeStageBytes / (2 * d * kv_bytes);
+  const int64_t over = g_stage_override.load(std::memory_order_relaxed), want = over >= 0 ? over : g_stage_keys;
+  p.stage_keys = want < stage_cap ? want : stage_cap;
   p.scale_log2 = a.scale * 1.4426950408889634f;
   p.round = a.round;
   p.out_q8 = static_cast<uint8_t*>(a.out_q8);  // the kernel's epilogue writes it

@@ -22,6 +22,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -31,6 +32,7 @@
 #include "cuda/attn_plan.cuh"
 #include "cuda/attn_types.cuh"
 #include "cuda/check.h"
+#include "cuda/cp_async.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
 #include "cuda/rope_head.cuh"
@@ -55,6 +57,9 @@ struct DecodeParams {
   int64_t n_tok, n_ctx, group, n_head, splits, row_blocks;
   int64_t min_chunk;  // keys a live chunk holds at least (decode_plan_min; a multiple of kDecodeUnit)
   float scale_log2;  // scale * log2(e): scores in base 2, exp2f on the SFU
+  // Keys of its chunk a block copies into shared memory before the PDL wait (0: none; the
+  // launch's dynamic shared memory holds stage_keys K rows then stage_keys V rows of D).
+  int64_t stage_keys;
   Round round;
   uint8_t* out_q8;       // nullptr, or the Q8 copy of out (act_q8.h rows of q8_k values)
   int64_t q8_k, q8_row_bytes;
@@ -282,9 +287,14 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
   __shared__ float s_pm[R * kDecodeMergeMax * 2];
   __shared__ int s_last;
   __shared__ __align__(16) T s_new[2][D];  // fused rope: the new key and value as the cache holds them
+  extern __shared__ __align__(16) uint8_t s_dyn[];  // stage_keys: the staged K rows, then V rows
 
-  pdl_wait();
-  pdl_trigger();
+  // Staging: the position and the cache rows before it are at least two launches old (written
+  // before the step's first kernel, or by earlier steps), so they are read before the PDL wait
+  // and the chunk's keys stream in under the launch before (the tensor-core kernel does the same
+  // with its first tile, attn_decode_mma.cuh).
+  const bool stage = p.stage_keys > 0;
+  if (!stage) pdl_wait(), pdl_trigger();
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int sub = lane % L, kslot = lane / L, slot = warp * KPW + kslot;
   const int64_t rb = blockIdx.x, split = blockIdx.y, g = blockIdx.z;
@@ -292,7 +302,10 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
   const int64_t pos = *p.d_pos;
   const int64_t n_kv = live_keys(pos, p.n_tok, p.n_ctx);
   const DecodePlan pl = decode_plan_min(n_kv, p.splits, kDecodeUnit, p.min_chunk);
-  if (split >= pl.n_chunks) return;  // the whole block: no barrier is skipped by part of it
+  if (split >= pl.n_chunks) {  // the whole block: no barrier is skipped by part of it
+    if (stage) pdl_wait(), pdl_trigger();
+    return;
+  }
   const int64_t n_rows = p.n_tok * p.group, row0 = rb * R;
   const int rows_here = static_cast<int>(n_rows - row0 < R ? n_rows - row0 : R);
   const int64_t kbeg = split * pl.chunk;
@@ -300,6 +313,28 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
   if (kend > n_kv) kend = n_kv;
   const int64_t last_key = pos + (row0 + rows_here - 1) / p.group;  // the block's last row sees it
   if (kend > last_key + 1) kend = last_key + 1;
+
+  // Staged keys [kbeg, st_end): the chunk's rows before pos, at most stage_keys of them.
+  T* const sk = reinterpret_cast<T*>(s_dyn);
+  T* const sv = sk + p.stage_keys * D;
+  int64_t st_end = kbeg;
+  if (stage) {
+    st_end = kend < pos ? kend : pos;
+    if (st_end > kbeg + p.stage_keys) st_end = kbeg + p.stage_keys;
+    if (st_end < kbeg) st_end = kbeg;
+    constexpr int kPer = D * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces of a row
+    const int n = static_cast<int>(st_end - kbeg) * kPer;
+    const T* k0 = static_cast<const T*>(p.k) + kbeg * p.kv_stride + g * D;
+    const T* v0 = static_cast<const T*>(p.v) + kbeg * p.kv_stride + g * D;
+    for (int i = tid; i < n; i += kDecodeThreads) {
+      const int key = i / kPer, o = (i - key * kPer) * (16 / static_cast<int>(sizeof(T)));
+      cp_async16(sk + key * D + o, k0 + key * p.kv_stride + o);
+      cp_async16(sv + key * D + o, v0 + key * p.kv_stride + o);
+    }
+    cp_async_commit();
+    pdl_wait();
+    pdl_trigger();
+  }
 
   // The fused rope: this block's q heads into s_acc; the chunk holding the new key also ropes
   // that key and converts it and the value to the cache type (row block 0 stores them).
@@ -335,6 +370,10 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
       }
       __syncthreads();
     }
+  }
+  if (st_end > kbeg) {  // block-uniform
+    cp_async_wait(0);
+    __syncthreads();
   }
 
   // q of this lane's 8 columns, pre-scaled; the last key each row sees (-1: padding row).
@@ -374,6 +413,9 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
       if (fused && j == pos && j < kend) {  // the new key: not in the cache yet for this block
         kv_load_shared(&s_new[0][sub * 8], kr[u]);
         kv_load_shared(&s_new[1][sub * 8], vr[u]);
+      } else if (j < st_end) {  // staged (st_end <= pos)
+        kv_load_shared(sk + (j - kbeg) * D + sub * 8, kr[u]);
+        kv_load_shared(sv + (j - kbeg) * D + sub * 8, vr[u]);
       } else if (j < kend) {
         kv_load(kc + j * p.kv_stride, kr[u]);
         kv_load(vc + j * p.kv_stride, vr[u]);
@@ -519,9 +561,24 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
                     nullptr, nullptr, 0, 0, s_w, s_lm, s_pm);
 }
 
+// Dynamic shared memory of a launch: the staged K and V rows.
+template <class T, int D>
+size_t decode_stage_bytes(int64_t stage_keys) {
+  return static_cast<size_t>(2 * stage_keys * D) * sizeof(T);
+}
+
 template <class T, int D, int R, int NK, bool kScatter = kDecodeScatter, bool kPipe = kDecodePipe<T, R>>
 void launch_decode(const DecodeParams& p, dim3 grid, cudaStream_t s) {
-  launch_pdl(attn_decode_kernel<T, D, R, NK, kScatter, kPipe>, grid, dim3(kDecodeThreads), 0, s, p);
+  auto kernel = attn_decode_kernel<T, D, R, NK, kScatter, kPipe>;
+  const size_t smem = decode_stage_bytes<T, D>(p.stage_keys);
+  if (smem > 0) {  // past the default 48 KB: opt in (once per instance, at the largest size asked)
+    static std::atomic<size_t> opted{0};
+    if (smem > opted.load(std::memory_order_relaxed)) {
+      FT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      opted.store(smem, std::memory_order_relaxed);
+    }
+  }
+  launch_pdl(kernel, grid, dim3(kDecodeThreads), smem, s, p);
 }
 
 // Runtime (kv type, head dim, rows per block) -> template instantiation. keys_per_slot

@@ -64,6 +64,12 @@ inline constexpr int64_t kDecodeUnit = 32;
 inline constexpr int64_t kDecodeMinChunk = 128;
 static_assert(kDecodeMinChunk % kDecodeUnit == 0, "whole units");
 
+// Keys of its chunk a block copies into shared memory before the PDL wait (attn_decode.cuh: the
+// rows before the new key are at least two launches old), at most kDecodeStageBytes of K and V
+// rows; FT_ATTN_STAGE_KEYS=N overrides, 0 none. Measured: benches/h200.md, session 20.
+inline constexpr int64_t kDecodeStageKeys = 128;
+inline constexpr int64_t kDecodeStageBytes = 64 * 1024;
+
 // Blocks per SM that the grid aims for when the cache is long (blocks past the live keys exit
 // at once, so a large grid costs little at short context). 19:20 run, rows 4: 2 per SM
 // slightly faster for Llama-8B (30.5 vs 33.5 us at 4096), slower for Qwen3 (41.0 vs 33.2);

@@ -46,9 +46,6 @@ namespace ft::cuda {
 namespace {
 
 using gemv_detail::block_dot;
-using gemv_detail::cp_async16;
-using gemv_detail::cp_async_commit;
-using gemv_detail::cp_async_wait;
 using gemv_detail::xs_chunk;
 
 constexpr int kWarps = 8, kThreads = kWarps * 32;
