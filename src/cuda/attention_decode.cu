@@ -56,6 +56,13 @@ const int64_t g_stage_keys = [] {
   return n > 0 ? n : int64_t{0};
 }();
 std::atomic<int64_t> g_stage_override{-1};  // attention_set_decode_stage
+// The dedicated kernel's most query rows a block (attn_decode_tuning.cuh kDecodeMaxRows);
+// FT_ATTN_DECODE_ROWS=1|2|4|8 sets it (measurements).
+const int g_rows_env = [] {
+  const char* e = std::getenv("FT_ATTN_DECODE_ROWS");
+  const int n = e != nullptr ? std::atoi(e) : 0;
+  return n == 1 || n == 2 || n == 4 || n == 8 ? n : kDecodeMaxRows;
+}();
 
 // attention_set_decode_override (tests and benchmarks).
 int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0, g_decode_scatter = 0,
@@ -71,7 +78,7 @@ int64_t decode_row_blocks(int64_t n_tok, int64_t group) { return ceil_div(n_tok 
 // Rows per block of the dedicated kernel: the smallest power of two that holds a KV head's
 // rows, at most kDecodeMaxRows (or the override).
 int decode_rows(int64_t n_rows) {
-  const int cap = g_decode_rows > 0 ? g_decode_rows : kDecodeMaxRows;
+  const int cap = g_decode_rows > 0 ? g_decode_rows : g_rows_env;
   int r = 1;
   while (r < n_rows && r < cap) r *= 2;
   return r;

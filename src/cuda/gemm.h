@@ -96,6 +96,8 @@ void gemm_set_fused_tile_override(int bt);
 // the generic decoder (default, until the benchmark says otherwise); for tests and
 // benchmarks (process-wide, not thread-safe).
 void gemm_set_fused_fp4_fast(bool on);
+// Launches of the fused kernel so far (dense and grouped; tests tell the routes apart by it).
+int64_t gemm_fused_launches();
 
 // Owns the cuBLAS handles and one bounded device workspace (declared size: the engine adds it
 // to its memory report). Not thread-safe; one Gemm per stream.

@@ -40,6 +40,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -59,6 +61,7 @@ constexpr int kMaxGroups = 4096;  // offsets staged in shared memory (16 KB)
 
 int g_tile_override = 0;
 bool g_fp4_fast = kFusedNvfp4PairLayout;
+std::atomic<int64_t> g_launches{0};  // gemm_fused_launches
 
 // Resolves this CTA's token tile; false when it has none. first/end: positions of the tile's
 // group, group: its index.
@@ -477,6 +480,7 @@ void fused_gemm(const FusedParams& p, cudaStream_t s) {
   });
   if (!ok) fail_message("fused GEMM: unsupported weight type");
   FT_CUDA_CHECK_LAUNCH();
+  g_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace ft::cuda::gemm_detail
@@ -491,5 +495,7 @@ void gemm_set_fused_tile_override(int bt) {
 }
 
 void gemm_set_fused_fp4_fast(bool on) { gemm_detail::g_fp4_fast = on; }
+
+int64_t gemm_fused_launches() { return gemm_detail::g_launches.load(std::memory_order_relaxed); }
 
 }  // namespace ft::cuda

@@ -238,13 +238,16 @@ TEST(CudaNvfp4Tiled, GemmEqualsRowMajorBitwise) {
     if (prec == GemmPrec::kBF16) cublas_bf16 = want;
   }
   // The fused route reads row-major weights only: a tiled call forced onto it still takes cuBLAS
-  // (its bits; the fused kernel on the row-major bytes sums in another order, and on the tiled
-  // bytes would read the wrong blocks).
+  // (its bits; on the tiled bytes the fused kernel would read the wrong blocks).
+  // Which route ran is told by the fused kernel's launch count (at this shape its bits can equal
+  // cuBLAS's: H200 session 20), which the row-major call shows can move.
   gemm.set_route(GemmRoute::kFused);
+  const int64_t f0 = gemm_fused_launches();
   const std::vector<float> forced = run(true, GemmPrec::kBF16);
+  EXPECT_EQ(gemm_fused_launches() - f0, 0) << "the fused kernel took tiled weights";
   EXPECT_EQ(std::memcmp(forced.data(), cublas_bf16.data(), forced.size() * sizeof(float)), 0);
-  EXPECT_NE(std::memcmp(run(false, GemmPrec::kBF16).data(), cublas_bf16.data(), forced.size() * sizeof(float)), 0)
-      << "the fused route gave cuBLAS's bits: the check above cannot tell the routes apart";
+  run(false, GemmPrec::kBF16);
+  EXPECT_EQ(gemm_fused_launches() - f0, 1) << "the forced fused route did not run the fused kernel";
 }
 
 TEST(CudaNvfp4Tiled, RefusesCallersThatCannotReadIt) {
