@@ -56,12 +56,12 @@ const int64_t g_stage_keys = [] {
   return n > 0 ? n : int64_t{0};
 }();
 std::atomic<int64_t> g_stage_override{-1};  // attention_set_decode_stage
-// The dedicated kernel's most query rows a block (attn_decode_tuning.cuh kDecodeMaxRows);
-// FT_ATTN_DECODE_ROWS=1|2|4|8 sets it (measurements).
+// The dedicated kernel's most query rows a block (attn_decode_tuning.cuh kDecodeMaxRows,
+// kDecodeMaxRowsOneToken); FT_ATTN_DECODE_ROWS=1|2|4|8 sets it for any token count (measurements).
 const int g_rows_env = [] {
   const char* e = std::getenv("FT_ATTN_DECODE_ROWS");
   const int n = e != nullptr ? std::atoi(e) : 0;
-  return n == 1 || n == 2 || n == 4 || n == 8 ? n : kDecodeMaxRows;
+  return n == 1 || n == 2 || n == 4 || n == 8 ? n : 0;
 }();
 
 // attention_set_decode_override (tests and benchmarks).
@@ -76,9 +76,12 @@ __global__ void attn_combine_kernel(const CombineParams p) {
 int64_t decode_row_blocks(int64_t n_tok, int64_t group) { return ceil_div(n_tok * group, kRowsPerBlock); }
 
 // Rows per block of the dedicated kernel: the smallest power of two that holds a KV head's
-// rows, at most kDecodeMaxRows (or the override).
-int decode_rows(int64_t n_rows) {
-  const int cap = g_decode_rows > 0 ? g_decode_rows : g_rows_env;
+// rows, at most kDecodeMaxRows (kDecodeMaxRowsOneToken for one token; or the overrides).
+int decode_rows(int64_t n_tok, int64_t n_rows) {
+  const int cap = g_decode_rows > 0 ? g_decode_rows
+                  : g_rows_env > 0  ? g_rows_env
+                  : n_tok == 1      ? kDecodeMaxRowsOneToken
+                                    : kDecodeMaxRows;
   int r = 1;
   while (r < n_rows && r < cap) r *= 2;
   return r;
@@ -266,7 +269,7 @@ void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
 
 void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_t s) {
   const int64_t d = a.head_dim_k, group = a.n_head / a.n_head_kv;
-  const int rows = decode_rows(a.n_tok * group);
+  const int rows = decode_rows(a.n_tok, a.n_tok * group);
   const int64_t row_blocks = ceil_div(a.n_tok * group, rows);
   const int64_t n_tickets = a.n_head_kv * row_blocks * kDecodeTicketsPerHead;
   if (n_tickets > kDecodeTickets)

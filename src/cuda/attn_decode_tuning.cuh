@@ -23,6 +23,11 @@ inline constexpr int kDecodeThreads = kDecodeWarps * 32;
 // 3.6 / 12.3 / 22.8 / 41.1; Qwen3-30B-A3B rows 8: 9.1 / 25.5 / 52.1 / 71.8, rows 4:
 // 5.5 / 15.9 / 33.2 / 52.7, rows 2: 3.6 / 12.0 / 22.3 / 39.6. (1 row was not measured.)
 inline constexpr int kDecodeMaxRows = 2;
+// One query token: one row a block. With the keys staged in shared memory (kDecodeStageKeys) a K/V
+// row costs its siblings an L2 read, not a wait in the key loop, and the block's chain is shorter.
+// H200 session 20, tg128 alternating (FT_ATTN_DECODE_ROWS 2 / 1 / 4): Llama-8B 445.5, 446.6 / 456.0,
+// 453.5 / 418.0, 417.7; Qwen3-30B-A3B 423.9, 425.6 / 430.3, 430.4 / 389.5, 389.6.
+inline constexpr int kDecodeMaxRowsOneToken = 1;
 
 // Token counts above this go to the SIMT split-K kernel (attn_simt.cuh): at 8 tokens and
 // 4096 keys it took 59 us against 64-69 us for this kernel (every rows / keys-per-slot plan
