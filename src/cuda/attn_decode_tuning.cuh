@@ -71,7 +71,11 @@ static_assert(kDecodeMinChunk % kDecodeUnit == 0, "whole units");
 
 // Keys of its chunk a block copies into shared memory before the PDL wait (attn_decode.cuh: the
 // rows before the new key are at least two launches old), at most kDecodeStageBytes of K and V
-// rows; FT_ATTN_STAGE_KEYS=N overrides, 0 none. Measured: benches/h200.md, session 20.
+// rows; FT_ATTN_STAGE_KEYS=N overrides, 0 none. A chunk holds kDecodeMinChunk keys until the
+// splits run out, so 128 stages whole chunks. H200 session 20, tg128 alternating, 0 / 128 / 64
+// keys (2 rows a block then): Llama-8B 434.3, 433.6 / 446.0, 444.8 / 444.4, 441.2; Qwen3-30B-A3B
+// 406.8, 407.5 / 422.8, 425.0 / 418.7, 420.2 (with one row a block, 128 / 64: 454.1 / 451.8 and
+// 427.9 / 427.2).
 inline constexpr int64_t kDecodeStageKeys = 128;
 inline constexpr int64_t kDecodeStageBytes = 64 * 1024;
 

@@ -227,7 +227,8 @@ void check_attention(Fixture& s, Path path, int64_t pos) {
     ASSERT_EQ(std::memcmp(got.data(), again.data(), got.size() * sizeof(float)), 0)
         << "a second decode call differs (tickets not reset, or a non-deterministic merge)";
     // The dedicated kernel's keys staged in shared memory before the PDL wait or read in the key
-    // loop, and an odd count staged (part of a chunk): the same values in the same order, the same bits.
+    // loop, and an odd count staged (part of a chunk): the same values in the same order, the
+    // same bits.
     for (int64_t stage : {int64_t{0}, int64_t{7}}) {
       attention_set_decode_stage(stage);
       attention_decode(a, ws.get(), nullptr);
