@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 20, call 5: the tensor-core decode attention (one token past 256 keys) asking L2 for its chunk's
+# Session 20, call 5 (branch wip/attn-mma-prefetch, not kept): the tensor-core decode attention (one token past 256 keys) asking L2 for its chunk's
 # K/V rows before the PDL wait (FT_ATTN_MMA_PREFETCH, off by default here): the attention tests with it at
 # 1024 keys, then tg128 at 4096 / 16384 keys with 0 / 256 / 1024 keys prefetched, both models, alternating.
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda

@@ -225,14 +225,6 @@ bool mma_decode_supported(const AttnArgs& a) {
 struct MmaPlanTuning {
   int64_t per_sm = kMmaDecodeBlocksPerSm, unit = kMmaDecodeUnit;
 };
-// The tensor-core kernel's L2 prefetch of its chunk (MmaDecodeParams::prefetch_keys);
-// FT_ATTN_MMA_PREFETCH=N keys (0 / unset: none).
-const int64_t g_mma_prefetch = [] {
-  const char* e = std::getenv("FT_ATTN_MMA_PREFETCH");
-  const int64_t n = e != nullptr ? std::atoll(e) : 0;
-  return n > 0 ? n : int64_t{0};
-}();
-
 const MmaPlanTuning g_mma_plan = [] {
   MmaPlanTuning t;
   if (const char* e = std::getenv("FT_ATTN_MMA_PLAN")) {
@@ -257,7 +249,6 @@ void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   p.d_pos = a.d_pos;
   p.n_ctx = a.n_ctx;
   p.unit = g_mma_plan.unit;
-  p.prefetch_keys = g_mma_prefetch;
   p.splits = splits;
   p.group = static_cast<int>(group);
   p.scale_log2 = a.scale * 1.4426950408889634f;

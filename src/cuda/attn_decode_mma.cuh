@@ -62,9 +62,6 @@ struct MmaDecodeParams {
   int64_t unit;  // keys: chunks are whole multiples (decode_plan's unit; the combine's plan too)
   int group;
   float scale_log2;
-  // Keys of its chunk past the warps' first tiles a block asks L2 for before the PDL wait (0: none;
-  // FT_ATTN_MMA_PREFETCH): the key loop loads a tile at a time, each an HBM round trip otherwise.
-  int64_t prefetch_keys;
   // The combine (mma_combine_kernel): the output row and its optional Q8 copy.
   float* out;
   Round round;
@@ -119,18 +116,6 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   };
   const int64_t first = kbeg + kMmaDecodeTile * warp;
   if (first < kend) load_tile(first, kend < pos ? kend : pos);
-  if (p.prefetch_keys > 0) {  // rows before pos only (two launches old), 128-byte lines
-    const int64_t pb = kbeg + kMmaDecodeTile * kMmaDecodeWarps;
-    int64_t pe = kend < pos ? kend : pos;
-    if (pe > pb + p.prefetch_keys) pe = pb + p.prefetch_keys;
-    constexpr int kLines = D * 2 / 128;  // lines of a head's row (16-bit caches)
-    const int n = pe > pb ? static_cast<int>(pe - pb) * kLines : 0;
-    for (int i = static_cast<int>(threadIdx.x); i < n; i += kMmaDecodeWarps * 32) {
-      const int64_t e = (pb + i / kLines) * p.kv_stride + col + (i % kLines) * 64;
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const uint16_t*>(p.k) + e));
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const uint16_t*>(p.v) + e));
-    }
-  }
   pdl_wait();
   pdl_trigger();
   // The tile holding the new key loads it now (a kernel-old row: the read-only path is valid).
