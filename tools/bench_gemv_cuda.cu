@@ -755,7 +755,8 @@ int main(int argc, char** argv) {
             r.q8 = true, r.dep = dep, r.nv_kernel = kern;
             cases.push_back(r);
           }
-          if (nvfp4_tile_ok(d[0], d[1], row_bytes(GgmlType::NVFP4, d[1]))) {  // what a tiled call takes
+          const int64_t rb = row_bytes(GgmlType::NVFP4, d[1]);
+          if (nvfp4_tile_ok(d[0], d[1], rb) && nvfp4_tile_fits(rb)) {  // what a tiled call takes
             Case r{"dense tiled", GgmlType::NVFP4, d[0], d[1], 1};
             r.q8 = true, r.dep = dep, r.tiled = true;
             cases.push_back(r);

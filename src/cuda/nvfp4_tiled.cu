@@ -33,8 +33,11 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(uint8_t* w, int64_t row_
 }  // namespace
 
 bool nvfp4_tile_ok(int64_t rows, int64_t k, int64_t row_bytes) {
-  return rows > 0 && rows % kTileRows == 0 && k > 0 && k % 256 == 0 && row_bytes == k / 64 * 36 &&
-         kTileRows * row_bytes <= 160 * 1024;
+  return rows > 0 && rows % kTileRows == 0 && k > 0 && k % 256 == 0 && row_bytes == k / 64 * 36;
+}
+
+bool nvfp4_tile_fits(int64_t row_bytes) {
+  return kTileRows * row_bytes <= static_cast<int64_t>(gemv_detail::max_smem_optin());
 }
 
 void nvfp4_tile(uint8_t* w, int64_t rows, int64_t row_bytes, cudaStream_t s) {
@@ -45,8 +48,8 @@ void nvfp4_tile(uint8_t* w, int64_t rows, int64_t row_bytes, cudaStream_t s) {
         "nvfp4_tile: " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) +
         " bytes: expected rows a multiple of 16, rows of whole 144-byte pieces, 16-byte alignment");
   const size_t smem = static_cast<size_t>(kTileRows * row_bytes);
-  if (smem > static_cast<size_t>(gemv_detail::max_smem_optin()))
-    fail_message("nvfp4_tile: a tile of " + std::to_string(smem) + " bytes exceeds shared memory");
+  if (!nvfp4_tile_fits(row_bytes))
+    fail_message("nvfp4_tile: a tile of " + std::to_string(smem) + " bytes exceeds this GPU's shared memory a block");
   FT_CUDA_CHECK(cudaFuncSetAttribute(tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(smem)));
   tile_kernel<<<static_cast<unsigned>(rows / kTileRows), kThreads, smem, s>>>(w, row_bytes);

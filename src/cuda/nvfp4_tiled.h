@@ -30,12 +30,16 @@
 
 namespace ft::cuda {
 
-// Whether a matrix of `rows` rows of k NVFP4 elements, row_bytes apart, can be tiled: rows a
-// multiple of 16, k of 256, rows exactly k / 64 * 36 bytes (no padding), and a tile within the
-// repack kernel's shared memory.
+// Whether a matrix of `rows` rows of k NVFP4 elements, row_bytes apart, has a tiled layout (what
+// the readers take): rows a multiple of 16, k of 256, rows exactly k / 64 * 36 bytes (no padding).
 bool nvfp4_tile_ok(int64_t rows, int64_t k, int64_t row_bytes);
+// Whether nvfp4_tile can repack rows of row_bytes on this GPU: a tile in one block's shared memory
+// (227 KB on the H200, ~99 KB on RTX 30/40/50 -- Llama-8B's down projection, 129 KB a tile, stays
+// row-major there).
+bool nvfp4_tile_fits(int64_t row_bytes);
 
-// Repacks w (device, row-major, nvfp4_tile_ok) into the tiled layout in place, on stream s.
+// Repacks w (device, row-major, nvfp4_tile_ok and nvfp4_tile_fits) into the tiled layout in place,
+// on stream s.
 void nvfp4_tile(uint8_t* w, int64_t rows, int64_t row_bytes, cudaStream_t s);
 
 // Matrices tiled by nvfp4_tile so far (tests check that a session tiled).

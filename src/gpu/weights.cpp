@@ -252,7 +252,9 @@ TileMode tile_mode(bool wanted) {
 bool tile_linear(DevLinear& l, TileMode mode, const std::vector<const uint8_t*>& shared) {
   if (mode == TileMode::kNone || l.parts.size() != 1) return false;
   DevMatrix& p = l.parts[0];
-  if (p.type != GgmlType::NVFP4 || p.tiled || !cuda::nvfp4_tile_ok(p.rows, p.k, p.row_bytes)) return false;
+  if (p.type != GgmlType::NVFP4 || p.tiled || !cuda::nvfp4_tile_ok(p.rows, p.k, p.row_bytes) ||
+      !cuda::nvfp4_tile_fits(p.row_bytes))
+    return false;
   if (mode == TileMode::kRule && !cuda::gemv_nvfp4_tile_wanted(p.rows, p.k)) return false;
   if (std::find(shared.begin(), shared.end(), p.w) != shared.end()) return false;
   cuda::nvfp4_tile(const_cast<uint8_t*>(p.w), p.rows, p.row_bytes, nullptr);

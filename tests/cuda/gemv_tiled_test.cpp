@@ -81,6 +81,11 @@ TEST(CudaNvfp4Tiled, RepackEqualsHostTwinAndTheFormula) {
   EXPECT_FALSE(nvfp4_tile_ok(32, 320, 180)) << "k not a multiple of 256";
   EXPECT_FALSE(nvfp4_tile_ok(32, 256, 160)) << "padded rows";
   EXPECT_TRUE(nvfp4_tile_ok(32, 256, 144));
+  // The layout has no size limit (its readers stream pieces); only the repack holds a tile in
+  // shared memory, on this GPU's terms.
+  EXPECT_TRUE(nvfp4_tile_ok(16, 65536, 65536 / 64 * 36)) << "a 576 KB tile";
+  EXPECT_FALSE(nvfp4_tile_fits(65536 / 64 * 36)) << "a 576 KB tile in shared memory";
+  EXPECT_TRUE(nvfp4_tile_fits(4096 / 64 * 36)) << "a 36 KB tile (k = 4096) in shared memory";
 }
 
 // y (poisoned, or a start when accumulating) after one gemv of m at n_tok tokens.
