@@ -592,6 +592,19 @@ void slab_tokens(const Params& p, int64_t nt, int64_t n_out, const Nv4& g, int R
   return slab_rows<8, XS, VB>(p, n_out, g, R, s);
 }
 
+// The slab kernel at R rows: one token with 16-byte vectors and activations from global memory
+// takes the plan's decoder and launch bound (slab_variant), anything else the token instances.
+void launch_slab_plan(const Params& p, int64_t nt, int64_t n_out, const Nv4& g, int R, int vb, bool xs,
+                      const GemvNvfp4Plan& pl, cudaStream_t s) {
+  if (nt == 1 && vb == 16 && !xs) {
+    if (R == 1) return slab_variant<1>(p, n_out, g, pl.decode, pl.minb, s);
+    if (R == 2) return slab_variant<2>(p, n_out, g, pl.decode, pl.minb, s);
+    return slab_variant<4>(p, n_out, g, pl.decode, pl.minb, s);
+  }
+  if (vb == 16) return xs ? slab_tokens<true, 16>(p, nt, n_out, g, R, s) : slab_tokens<false, 16>(p, nt, n_out, g, R, s);
+  xs ? slab_tokens<true, 4>(p, nt, n_out, g, R, s) : slab_tokens<false, 4>(p, nt, n_out, g, R, s);
+}
+
 }  // namespace
 
 std::atomic<int64_t> g_pair_launches{0};
@@ -674,9 +687,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     Params q = p;
     q.pair_out = n_out;
     g_pair_launches.fetch_add(1, std::memory_order_relaxed);
-    if (R == 1) slab_variant<1>(q, 2 * n_out, g, pl.decode, pl.minb, stream);
-    else if (R == 2) slab_variant<2>(q, 2 * n_out, g, pl.decode, pl.minb, stream);
-    else slab_variant<4>(q, 2 * n_out, g, pl.decode, pl.minb, stream);
+    launch_slab_plan(q, 1, 2 * n_out, g, R, vb, xs, pl, stream);  // pair_ok: slab_variant
     return true;
   }
   if (pl.kernel == 2) {
@@ -687,14 +698,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     else xs ? launch_packed<4, true>(p, n_out, g, stream) : launch_packed<4, false>(p, n_out, g, stream);
     return true;
   }
-  if (nt == 1 && vb == 16 && !xs) {
-    if (R == 1) slab_variant<1>(p, n_out, g, pl.decode, pl.minb, stream);
-    else if (R == 2) slab_variant<2>(p, n_out, g, pl.decode, pl.minb, stream);
-    else slab_variant<4>(p, n_out, g, pl.decode, pl.minb, stream);
-    return true;
-  }
-  if (vb == 16) xs ? slab_tokens<true, 16>(p, nt, n_out, g, R, stream) : slab_tokens<false, 16>(p, nt, n_out, g, R, stream);
-  else xs ? slab_tokens<true, 4>(p, nt, n_out, g, R, stream) : slab_tokens<false, 4>(p, nt, n_out, g, R, stream);
+  launch_slab_plan(p, nt, n_out, g, R, vb, xs, pl, stream);
   return true;
 }
 
@@ -716,13 +720,7 @@ void gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
   const bool xs = pl.x_smem && n_tok * g.xs_row <= kNvfp4XSmemMax;
   g.xs_rows = xs ? static_cast<int>(n_tok) : 0;
   const int R = n_tok > 1 && pl.rows < 2 ? 2 : pl.rows;
-  if (n_tok == 1 && !xs) {
-    if (R == 1) slab_variant<1>(p, 1, g, pl.decode, pl.minb, stream);
-    else if (R == 2) slab_variant<2>(p, 1, g, pl.decode, pl.minb, stream);
-    else slab_variant<4>(p, 1, g, pl.decode, pl.minb, stream);
-    return;
-  }
-  xs ? slab_tokens<true, 16>(p, n_tok, 1, g, R, stream) : slab_tokens<false, 16>(p, n_tok, 1, g, R, stream);
+  launch_slab_plan(p, n_tok, 1, g, R, 16, xs, pl, stream);
 }
 
 }  // namespace ft::cuda::gemv_detail
