@@ -38,30 +38,27 @@ constexpr int64_t kSimtBlocksPerSm = 4;
 
 std::atomic<int64_t> g_mma_launches{0};  // attention_mma_decode_launches
 
+// A count from the environment: its value (negative read as 0), or dflt where unset or empty.
+int64_t env_count(const char* name, int64_t dflt) {
+  const char* e = std::getenv(name);
+  if (e == nullptr || *e == '\0') return dflt;
+  const int64_t n = std::atoll(e);
+  return n > 0 ? n : int64_t{0};
+}
+
 // The dedicated kernel's least chunk (attn_decode_tuning.cuh kDecodeMinChunk); FT_ATTN_MIN_CHUNK=N
 // sets N keys (rounded up to kDecodeUnit), 0 none.
-const int64_t g_min_chunk = [] {
-  const char* e = std::getenv("FT_ATTN_MIN_CHUNK");
-  if (e == nullptr || *e == '\0') return kDecodeMinChunk;
-  const int64_t n = std::atoll(e);
-  return n > 0 ? ceil_div(n, kDecodeUnit) * kDecodeUnit : int64_t{0};
-}();
+const int64_t g_min_chunk = ceil_div(env_count("FT_ATTN_MIN_CHUNK", kDecodeMinChunk), kDecodeUnit) * kDecodeUnit;
 
 // The dedicated kernel's staged keys (attn_decode_tuning.cuh kDecodeStageKeys); FT_ATTN_STAGE_KEYS=N
 // sets N, 0 none.
-const int64_t g_stage_keys = [] {
-  const char* e = std::getenv("FT_ATTN_STAGE_KEYS");
-  if (e == nullptr || *e == '\0') return kDecodeStageKeys;
-  const int64_t n = std::atoll(e);
-  return n > 0 ? n : int64_t{0};
-}();
+const int64_t g_stage_keys = env_count("FT_ATTN_STAGE_KEYS", kDecodeStageKeys);
 std::atomic<int64_t> g_stage_override{-1};  // attention_set_decode_stage
 // The dedicated kernel's most query rows a block (attn_decode_tuning.cuh kDecodeMaxRows,
 // kDecodeMaxRowsOneToken); FT_ATTN_DECODE_ROWS=1|2|4|8 sets it for any token count (measurements).
 const int g_rows_env = [] {
-  const char* e = std::getenv("FT_ATTN_DECODE_ROWS");
-  const int n = e != nullptr ? std::atoi(e) : 0;
-  return n == 1 || n == 2 || n == 4 || n == 8 ? n : 0;
+  const int64_t n = env_count("FT_ATTN_DECODE_ROWS", 0);
+  return n == 1 || n == 2 || n == 4 || n == 8 ? static_cast<int>(n) : 0;
 }();
 
 // attention_set_decode_override (tests and benchmarks).

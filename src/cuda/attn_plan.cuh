@@ -53,8 +53,6 @@ FT_ATTN_HD inline DecodePlan decode_plan(int64_t n_kv, int64_t splits, int64_t u
   return DecodePlan{chunk, ceil_div(n_kv, chunk)};
 }
 
-// Keys the queries of a call see: all rows up to the last token's position, clamped to the
-// cache (a position past the cache would otherwise read outside it).
 // decode_plan with chunks of at least min_chunk keys (a multiple of unit; 0: none): fewer live
 // chunks -- and so fewer partials to merge -- at short context.
 FT_ATTN_HD inline DecodePlan decode_plan_min(int64_t n_kv, int64_t splits, int64_t unit, int64_t min_chunk) {
@@ -63,6 +61,8 @@ FT_ATTN_HD inline DecodePlan decode_plan_min(int64_t n_kv, int64_t splits, int64
   return pl;
 }
 
+// Keys the queries of a call see: all rows up to the last token's position, clamped to the
+// cache (a position past the cache would otherwise read outside it).
 FT_ATTN_HD inline int64_t live_keys(int64_t pos, int64_t n_tok, int64_t n_ctx) {
   int64_t n = pos + n_tok;
   if (n > n_ctx) n = n_ctx;
