@@ -160,6 +160,16 @@ void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages) {
   g_nvfp4_override.tma_stages = stages;
 }
 
+// FT_GEMV_NVFP4_EXPERTS=0 sends the one-token expert launches back to the slab / packed kernels
+// (the A/B of the lean expert kernels, gemv_nvfp4_experts.cu).
+const bool g_env_experts = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_EXPERTS");
+  if (e != nullptr && *e == '0') g_nvfp4_override.experts_off = true;
+  return true;
+}();
+
+void gemv_set_nvfp4_experts(bool on) { g_nvfp4_override.experts_off = !on; }
+
 void gemv_set_nvfp4_persist(int groups, int stages) {
   static const bool env_off = g_nvfp4_override.persist_off;  // FT_GEMV_NVFP4_PERSIST=0
   g_nvfp4_override.persist_off = groups < 0 || (groups == 0 && env_off);

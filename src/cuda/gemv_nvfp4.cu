@@ -682,14 +682,19 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   // A pair (p.w2) only on the one-token slab instances, its out rows doubled; anything else
   // declines before launching (the caller then makes two calls).
   const bool pair_ok = pl.kernel == 1 && nt == 1 && vb == 16 && !xs;
+  // One-token expert launches: the lean kernels where they take the plan (gemv_nvfp4_experts.cu,
+  // the same bits as the slab / packed launch below).
+  const bool lean = grouped && nt == 1 && vb == 16 && !xs && !over.experts_off;
   if (p.w2 != nullptr) {
     if (!pair_ok) return false;
     Params q = p;
     q.pair_out = n_out;
     g_pair_launches.fetch_add(1, std::memory_order_relaxed);
+    if (lean && gemv_nvfp4_experts(q, 2 * n_out, nb, n_sub, pl, stream)) return true;
     launch_slab_plan(q, 1, 2 * n_out, g, R, vb, xs, pl, stream);  // pair_ok: slab_variant
     return true;
   }
+  if (lean && gemv_nvfp4_experts(p, n_out, nb, n_sub, pl, stream)) return true;
   if (pl.kernel == 2) {
     g.rb = pl.rows;
     g.pieces = pl.rows * n_sub;

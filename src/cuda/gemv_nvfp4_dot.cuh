@@ -31,16 +31,19 @@ __device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpre
 // c: the block's column (32-bit: cheaper activation addressing than 64-bit).
 // tab: e2m1_table(), made once per kernel. The UE4M3 NaN codes are tested once per block
 // over all R rows (one branch, almost never taken) rather than per row.
-template <int NT, int R, bool XS, bool PN = true>
-__device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb, int rstride, const uint8_t* x0,
-                                          int64_t xq_row, int64_t k, int c, int n_tok,
-                                          const q8_detail::E2m1Table& tab) {
+// block_dot_words: the same sums with the block's 9 words supplied by word(r, i) (word 0 the
+// scales, words 1 + 2s and 2 + 2s sub-block s's codes): block_dot reads them from the stage, the
+// expert kernels (gemv_nvfp4_experts.cu) the same way; one body, so one arithmetic.
+template <int NT, int R, bool XS, bool PN, class Word>
+__device__ __forceinline__ void block_dot_words(float (&acc)[R][NT], const Word& word, const uint8_t* x0,
+                                                int64_t xq_row, int64_t k, int c, int n_tok,
+                                                const q8_detail::E2m1Table& tab) {
   using namespace q8_detail;
   float sw[R][4];
   uint32_t sword[R], nan = 0;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    sword[r] = lds32(sb + r * rstride);
+    sword[r] = word(r, 0);
     nvfp4_scales_raw(sword[r], sw[r]);
     nan |= nvfp4_scales_nan(sword[r]);
   }
@@ -68,13 +71,13 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
     uint32_t wp[R][4], wn[R][4];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const uint8_t* q = sb + r * rstride + 4 + 8 * s;
+      const uint32_t q0 = word(r, 1 + 2 * s), q1 = word(r, 2 + 2 * s);
       if constexpr (PN) {
-        e2m1x8_pn(lds32(q), tab, wp[r][0], wp[r][1], wn[r][0], wn[r][1]);
-        e2m1x8_pn(lds32(q + 4), tab, wp[r][2], wp[r][3], wn[r][2], wn[r][3]);
+        e2m1x8_pn(q0, tab, wp[r][0], wp[r][1], wn[r][0], wn[r][1]);
+        e2m1x8_pn(q1, tab, wp[r][2], wp[r][3], wn[r][2], wn[r][3]);
       } else {
-        e2m1x8_i8(lds32(q), wp[r][0], wp[r][1]);
-        e2m1x8_i8(lds32(q + 4), wp[r][2], wp[r][3]);
+        e2m1x8_i8(q0, wp[r][0], wp[r][1]);
+        e2m1x8_i8(q1, wp[r][2], wp[r][3]);
       }
     }
 #pragma unroll
@@ -101,6 +104,14 @@ __device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb
       }
     }
   }
+}
+
+template <int NT, int R, bool XS, bool PN = true>
+__device__ __forceinline__ void block_dot(float (&acc)[R][NT], const uint8_t* sb, int rstride, const uint8_t* x0,
+                                          int64_t xq_row, int64_t k, int c, int n_tok,
+                                          const q8_detail::E2m1Table& tab) {
+  block_dot_words<NT, R, XS, PN>(
+      acc, [&](int r, int i) { return lds32(sb + r * rstride + 4 * i); }, x0, xq_row, k, c, n_tok, tab);
 }
 
 // The scale of a slot: scale times the expert's bank entry (gemv.h).

@@ -1,0 +1,385 @@
+// The NVFP4 expert GEMVs of one-token MoE decode (gemv.h grouped mode, integer path), lean:
+//   - experts_slab_kernel: the slab kernel's grouped launches without a combine (expert gate or
+//     up, the gate|up pair of GemvArgs::w_pair): a warp's work item is R rows of one slot's
+//     expert, lane l takes block l of each 32-block slab of the R rows (block_dot_words), the
+//     lanes' sums meet in the slab kernel's 32-lane tree;
+//   - experts_packed_kernel: the packed kernel's combine with one row per item (the expert down
+//     projection + combine): lane l takes entries l, l + 32, .. of the item's S x NB (slot,
+//     block) list, a slot's blocks are summed in block order, the slots in rank order.
+// Both compute the sums of the kernels they replace in the same order, so the same bits
+// (tests/cuda/gemv_experts_test.cpp: memcmp against them with FT_GEMV_NVFP4_EXPERTS off).
+// Why: H200 session 21, ncu of a Qwen3-30B-A3B decode step (bench/session21/h200_a.sh): the
+// slab kernel's pair launch ran 5.45 M warp instructions for 25 M weights (887 a work item of
+// 2 rows x 32 blocks, where the block math is ~300), the packed combine 3.53 M for 12.6 M (1,722
+// an item of 8 x 12 blocks): the general kernels' item walk (64-bit Step bookkeeping, runtime
+// divisions, flags for layouts these launches never have) and the E2M1 table re-created from a
+// uniform register before each PRMT (51 IMAD.U32 an item). At the H200's issue rate those
+// counts alone take ~5.4 and ~3.5 us, and the launches ran 14.6 and 11.2 us (serialised) with
+// 31-37% of issue slots busy. Here the walk is 32-bit with the shapes as template constants, and
+// the table comes from memory (a value ptxas cannot re-create).
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+#include "cuda/act_q8.h"
+#include "cuda/check.h"
+#include "cuda/gemv_launch.h"
+#include "cuda/gemv_nvfp4_dot.cuh"
+#include "cuda/gemv_q8_formats.cuh"
+#include "cuda/gemv_tuning.h"
+#include "cuda/pdl.cuh"
+
+namespace ft::cuda::gemv_detail {
+namespace {
+
+using namespace q8_detail;
+
+constexpr int kBlockBytes = 36;
+constexpr int kSlabBlocks = 32;
+constexpr int kSlabBytes = kSlabBlocks * kBlockBytes;  // 1152 = 72 x 16
+// The packed kernel's shared memory a warp (gemv_nvfp4.cu), kept so that the same CTAs fit an SM.
+constexpr int kPackStage = 32 * kNvfp4PackBlocksPerLane * kBlockBytes;
+constexpr int kPackWarpBytes = kPackStage + 32 * kNvfp4PackBlocksPerLane * 4;
+
+// Not const: a value the compiler must load (a constant is re-created before every PRMT).
+__device__ uint32_t g_e2m1_tab[2] = {kMag0, kMag1};
+__device__ __forceinline__ E2m1Table table_from_memory() { return {g_e2m1_tab[0], g_e2m1_tab[1]}; }
+
+__device__ __forceinline__ uint4 ld_w16(const uint8_t* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// ---- gate / up (slab kernel's grouped launches, no combine) ----------------------------------
+
+template <int R, int MINB>
+__global__ void __launch_bounds__(kWarps * 32, MINB) experts_slab_kernel(const Params p, const int nb) {
+  constexpr int kNv = kSlabBytes / 16;      // vectors a row of a full slab
+  constexpr int kV = (R * kNv + 31) / 32;  // vectors a lane
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  uint8_t* st = smem + warp * (R * kSlabBytes);
+  const int gw = static_cast<int>(blockIdx.x) * kWarps + warp, n_w = static_cast<int>(gridDim.x) * kWarps;
+  const int n_rg = static_cast<int>(p.n_rg), n_items = n_rg * static_cast<int>(p.n_out);
+  const int n_slabs = (nb + kSlabBlocks - 1) / kSlabBlocks;
+  const int rb32 = static_cast<int>(p.row_bytes), rows = static_cast<int>(p.rows);
+  const E2m1Table tab = table_from_memory();
+  // Vector i = lane + 32 v of a full slab: row q = i / kNv, piece o; the same every slab.
+  int off[kV];
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int i = lane + 32 * v, q = i / kNv, o = i - q * kNv;
+    off[v] = i >= R * kNv ? INT_MAX : q * rb32 + 16 * o;
+  }
+
+  struct Item {
+    const uint8_t* base;  // row row0 of the slot's expert
+    int out, row0, nr, half;
+  };
+  auto locate = [&](int item) {
+    Item m;
+    const uint32_t o = static_cast<uint32_t>(item) / static_cast<uint32_t>(n_rg);
+    m.half = p.pair_out > 0 && o >= static_cast<uint32_t>(p.pair_out);
+    m.out = static_cast<int>(o) - (m.half ? static_cast<int>(p.pair_out) : 0);
+    m.row0 = (item - static_cast<int>(o) * n_rg) * R;
+    m.nr = min(R, rows - m.row0);
+    m.base = (m.half ? p.w2 : p.w) + static_cast<int64_t>(p.ids[m.out]) * p.expert_bytes +
+             static_cast<int64_t>(m.row0) * p.row_bytes;
+    return m;
+  };
+  auto issue = [&](uint4 (&buf)[kV], const Item& m, int sl) {
+    const uint8_t* b = m.base + sl * kSlabBytes;
+    const int bl = nb - sl * kSlabBlocks;
+    if (bl >= kSlabBlocks) {
+      const int lim = m.nr * rb32;
+#pragma unroll
+      for (int v = 0; v < kV; ++v)
+        if (off[v] < lim) buf[v] = ld_w16(b + off[v]);
+    } else {  // the last, partial slab: bl * 36 bytes a row (a multiple of 16: nb % 4 == 0)
+      const int nv = bl * kBlockBytes / 16;
+#pragma unroll
+      for (int v = 0; v < kV; ++v) {
+        const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
+        if (q < m.nr) buf[v] = ld_w16(b + q * rb32 + 16 * o);
+      }
+    }
+  };
+  auto store = [&](const uint4 (&buf)[kV], int sl) {
+    const int bl = nb - sl * kSlabBlocks;
+    if (bl >= kSlabBlocks) {
+#pragma unroll
+      for (int v = 0; v < kV; ++v) {
+        const int i = lane + 32 * v;
+        if (i < R * kNv) *reinterpret_cast<uint4*>(st + 16 * i) = buf[v];
+      }
+    } else {
+      const int nv = bl * kBlockBytes / 16;
+#pragma unroll
+      for (int v = 0; v < kV; ++v) {
+        const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
+        if (q < R) *reinterpret_cast<uint4*>(st + q * kSlabBytes + 16 * o) = buf[v];
+      }
+    }
+  };
+
+  // The ids may come from the launch right before (the router) unless ids_early.
+  int item = gw;
+  uint4 buf[kV] = {};
+  Item m{};
+  if (p.ids_early && item < n_items) m = locate(item), issue(buf, m, 0);
+  pdl_wait();
+  pdl_trigger();
+  if (item >= n_items) return;
+  if (!p.ids_early) m = locate(item), issue(buf, m, 0);
+  for (;;) {
+    // The item's epilogue scales (row_scale x slot scale), as the slab kernel forms them.
+    float s[R];
+    {
+      const float ss = slot_scale(p, m.out, m.half);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const int row = m.row0 + r;
+        s[r] = p.row_scale != nullptr && row < rows ? p.row_scale[row] * ss : ss;
+      }
+    }
+    const uint8_t* x0 = p.xq + static_cast<int64_t>(static_cast<uint32_t>(m.out) / static_cast<uint32_t>(p.x_div)) * p.xq_row;
+    float acc[R][1];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r][0] = 0.0f;
+    Item nx = m;
+    bool more = false;
+    for (int sl = 0; sl < n_slabs; ++sl) {
+      __syncwarp();  // every lane is done with the previous slab's stage
+      store(buf, sl);
+      __syncwarp();
+      // One slab of loads in flight: this item's next, or the next item's first.
+      if (sl + 1 < n_slabs) {
+        issue(buf, m, sl + 1);
+      } else if (item + n_w < n_items) {
+        nx = locate(item + n_w);
+        more = true;
+        issue(buf, nx, 0);
+      }
+      const int c = sl * kSlabBlocks + lane;
+      if (c < nb) block_dot<1, R, false, true>(acc, st + kBlockBytes * lane, kSlabBytes, x0, p.xq_row, p.k, c, 1, tab);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float v = acc[r][0];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+      acc[r][0] = v;
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (lane == r && r < m.nr)
+        store_out(p.y + (m.half ? p.y2_off : 0) + static_cast<int64_t>(m.out) * p.ldy + m.row0 + r,
+                  round_to(p.round, __fmul_rn(acc[r][0], s[r])), p.accumulate);
+    if (!more) break;
+    item += n_w;
+    m = nx;
+  }
+}
+
+// ---- down + combine (packed kernel's combine, one row an item) ------------------------------
+
+template <int NB, int S, int MINB>
+__global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const Params p) {
+  constexpr int kE = NB * S;                   // (slot, block) entries an item
+  constexpr int kM = (kE + 31) / 32;           // entries a lane
+  constexpr int kNvp = NB * kBlockBytes / 16;  // vectors a slot's row
+  constexpr int kNvt = S * kNvp;
+  constexpr int kV = (kNvt + 31) / 32;
+  static_assert(kE <= 32 * kNvfp4PackBlocksPerLane && S <= 32 && (NB * kBlockBytes) % 16 == 0, "packed shape");
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  uint8_t* st = smem + warp * kPackWarpBytes;
+  float* red = reinterpret_cast<float*>(st + kPackStage);
+  const int gw = static_cast<int>(blockIdx.x) * kWarps + warp, n_w = static_cast<int>(gridDim.x) * kWarps;
+  const int rows = static_cast<int>(p.rows), n_items = rows * static_cast<int>(p.n_out);
+  const E2m1Table tab = table_from_memory();
+  // This lane's vectors (slot vq, piece vo) and entries (slot eq, block eb): constants.
+  int vq[kV], vo[kV], eq[kM], eb[kM];
+#pragma unroll
+  for (int u = 0; u < kV; ++u) vq[u] = (lane + 32 * u) / kNvp, vo[u] = lane + 32 * u - vq[u] * kNvp;
+#pragma unroll
+  for (int m = 0; m < kM; ++m) eq[m] = (lane + 32 * m) / NB, eb[m] = lane + 32 * m - eq[m] * NB;
+
+  struct Item {
+    int out, row;
+    uintptr_t base;  // lane j < S: slot j's row
+    float s, w, y;   // lane j < S: its scale and combine weight; lane 0: the old y (y_early)
+  };
+  auto locate = [&](int item) {
+    Item m;
+    m.out = static_cast<int>(static_cast<uint32_t>(item) / static_cast<uint32_t>(rows));
+    m.row = item - m.out * rows;
+    m.base = 0;
+    m.s = m.w = m.y = 0.0f;
+    if (lane < S) {
+      const int64_t slot = static_cast<int64_t>(m.out) * S + lane;
+      m.base = reinterpret_cast<uintptr_t>(p.w + static_cast<int64_t>(p.ids[slot]) * p.expert_bytes +
+                                           static_cast<int64_t>(m.row) * p.row_bytes);
+      const float ss = slot_scale(p, slot);
+      m.s = p.row_scale != nullptr ? p.row_scale[m.row] * ss : ss;
+      m.w = p.slot_w[slot];
+    }
+    return m;
+  };
+  auto issue = [&](uint4 (&buf)[kV], const Item& m) {
+#pragma unroll
+    for (int u = 0; u < kV; ++u) {
+      const uintptr_t b = __shfl_sync(0xFFFFFFFFu, static_cast<unsigned long long>(m.base), vq[u] & 31);
+      if (lane + 32 * u < kNvt) buf[u] = ld_w16(reinterpret_cast<const uint8_t*>(b) + 16 * vo[u]);
+    }
+  };
+
+  int item = gw;
+  uint4 buf[kV] = {};
+  Item m{};
+  // With ids_early the first item's weights, scales and combine weights load before the wait,
+  // with y_early its old y too.
+  const bool y_pre = p.y_early != 0;
+  if (p.ids_early && item < n_items) {
+    m = locate(item);
+    issue(buf, m);
+    if (y_pre && lane == 0) m.y = p.y[static_cast<int64_t>(m.out) * p.ldy + m.row];
+  }
+  pdl_wait();
+  pdl_trigger();
+  if (item >= n_items) return;
+  if (!p.ids_early) {
+    m = locate(item);
+    issue(buf, m);
+    if (y_pre && lane == 0) m.y = p.y[static_cast<int64_t>(m.out) * p.ldy + m.row];
+  }
+  bool first = true;
+  for (;;) {
+#pragma unroll
+    for (int u = 0; u < kV; ++u)
+      if (lane + 32 * u < kNvt) *reinterpret_cast<uint4*>(st + 16 * (lane + 32 * u)) = buf[u];
+    __syncwarp();
+    Item nx = m;
+    const bool more = item + n_w < n_items;
+    if (more) nx = locate(item + n_w), issue(buf, nx);
+#pragma unroll
+    for (int e = 0; e < kM; ++e) {
+      const int i = lane + 32 * e;
+      if (i < kE) {
+        const int64_t xrow =
+            static_cast<uint32_t>(m.out * S + eq[e]) / static_cast<uint32_t>(p.x_div);
+        float a[1][1] = {{0.0f}};
+        block_dot<1, 1, false, true>(a, st + kBlockBytes * i, 0, p.xq + xrow * p.xq_row, p.xq_row, p.k, eb[e], 1, tab);
+        red[i] = a[0][0];
+      }
+    }
+    __syncwarp();
+    // Lane j < S: slot j's blocks in block order, its scale and rounding; lane 0 the ranks in
+    // order, one rounding per operation (no FMA): the CPU combine's arithmetic.
+    float v = 0.0f, wk = 0.0f;
+    if (lane < S) {
+      const float* pr = red + lane * NB;
+      float dot = 0.0f;
+#pragma unroll
+      for (int b = 0; b < NB; ++b) dot += pr[b];
+      v = round_to(p.round, __fmul_rn(dot, m.s));
+      wk = m.w;
+    }
+    float cb = 0.0f;
+#pragma unroll
+    for (int i = 0; i < S; ++i) {
+      const float pj = __fmul_rn(__shfl_sync(0xFFFFFFFFu, v, i), __shfl_sync(0xFFFFFFFFu, wk, i));
+      cb = i == 0 ? pj : __fadd_rn(cb, pj);
+    }
+    if (lane == 0) {
+      float* y = p.y + static_cast<int64_t>(m.out) * p.ldy + m.row;
+      if (first && y_pre)
+        store_acc(y, m.y, round_to(p.round, cb));
+      else
+        store_out(y, round_to(p.round, cb), p.accumulate);
+    }
+    __syncwarp();  // red and the stage are rewritten for the next item
+    if (!more) break;
+    item += n_w;
+    m = nx;
+    first = false;
+  }
+}
+
+// ---- launch ---------------------------------------------------------------------------------
+
+std::atomic<int64_t> g_expert_launches{0};
+
+// As many warps as fit at once, fewer when that balances the items (the slab / packed kernels'
+// grid, so the same warps take the same items).
+dim3 expert_grid(int64_t n_items, int ctas) {
+  const int64_t w_max = static_cast<int64_t>(ctas) * sm_count() * kWarps;
+  const int64_t per_warp = (n_items + w_max - 1) / w_max;
+  const int64_t warps = (n_items + per_warp - 1) / per_warp;
+  return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
+}
+
+template <int R, int MINB>
+bool slab_expert(Params p, int64_t n_out, int nb, cudaStream_t s) {
+  p.n_rg = (p.rows + R - 1) / R;
+  p.n_out = n_out;
+  auto kernel = experts_slab_kernel<R, MINB>;
+  static std::atomic<uint64_t> cache{0};
+  const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes;
+  const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
+  if (ctas < 1) return false;
+  launch_pdl(kernel, expert_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, s, p, nb);
+  g_expert_launches.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+template <int NB, int S, int MINB>
+bool packed_expert(Params p, int64_t n_out, cudaStream_t s) {
+  p.n_rg = p.rows;
+  p.n_out = n_out;
+  auto kernel = experts_packed_kernel<NB, S, MINB>;
+  static std::atomic<uint64_t> cache{0};
+  const size_t smem = static_cast<size_t>(kWarps) * kPackWarpBytes;
+  const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
+  if (ctas < 1) return false;
+  launch_pdl(kernel, expert_grid(p.rows * n_out, ctas), dim3(kWarps * 32), smem, s, p);
+  g_expert_launches.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, const GemvNvfp4Plan& pl,
+                        cudaStream_t stream) {
+  // 32-bit item walk; 16-byte vectors (gemv_nvfp4 checked the alignment); the sign-split decoder.
+  if (p.ids == nullptr || pl.decode != 2 || nb % 4 != 0 || p.rows * n_out * n_sub > (int64_t{1} << 30) ||
+      p.row_bytes * 4 > (int64_t{1} << 30))
+    return false;
+  if (pl.kernel == 1 && p.slot_w == nullptr) {
+    const int n = static_cast<int>(nb);
+    switch (pl.rows * 10 + pl.minb) {
+      case 14: return slab_expert<1, 4>(p, n_out, n, stream);
+      case 16: return slab_expert<1, 6>(p, n_out, n, stream);
+      case 24: return slab_expert<2, 4>(p, n_out, n, stream);
+      case 26: return slab_expert<2, 6>(p, n_out, n, stream);
+      case 44: return slab_expert<4, 4>(p, n_out, n, stream);
+      default: return false;
+    }
+  }
+  if (pl.kernel == 2 && p.slot_w != nullptr && pl.rows == 1 && n_sub == 8 && pl.minb == 4) {
+    switch (nb) {
+      case 8: return packed_expert<8, 8, 4>(p, n_out, stream);
+      case 12: return packed_expert<12, 8, 4>(p, n_out, stream);
+      case 16: return packed_expert<16, 8, 4>(p, n_out, stream);
+      default: return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace ft::cuda::gemv_detail
+
+namespace ft::cuda {
+int64_t gemv_nvfp4_experts_launches() { return gemv_detail::g_expert_launches.load(std::memory_order_relaxed); }
+}  // namespace ft::cuda
