@@ -161,7 +161,7 @@ void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages) {
 }
 
 // FT_GEMV_NVFP4_EXPERTS=0 sends the one-token expert launches back to the slab / packed kernels
-// (the A/B of the lean expert kernels, gemv_nvfp4_experts.cu).
+// (the A/B of the lean expert kernels, gemv_nvfp4_lean.cu).
 const bool g_env_experts = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_EXPERTS");
   if (e != nullptr && *e == '0') g_nvfp4_override.experts_off = true;
@@ -169,6 +169,15 @@ const bool g_env_experts = [] {
 }();
 
 void gemv_set_nvfp4_experts(bool on) { g_nvfp4_override.experts_off = !on; }
+
+// FT_GEMV_NVFP4_LEAN_DENSE=0 sends the dense one-token slab launches back to the slab kernel.
+const bool g_env_lean_dense = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_LEAN_DENSE");
+  if (e != nullptr && *e == '0') g_nvfp4_override.lean_dense_off = true;
+  return true;
+}();
+
+void gemv_set_nvfp4_lean_dense(bool on) { g_nvfp4_override.lean_dense_off = !on; }
 
 void gemv_set_nvfp4_persist(int groups, int stages) {
   static const bool env_off = g_nvfp4_override.persist_off;  // FT_GEMV_NVFP4_PERSIST=0

@@ -34,6 +34,7 @@ struct Nvfp4Override {
   int tma = 0;  // FT_GEMV_NVFP4_TMA: 0 the plan, -1 never, 1 where the mma kernel is planned, 2 wherever it fits
   int tma_warps = 0, tma_chunk = 0, tma_stages = 0;
   bool experts_off = false;  // FT_GEMV_NVFP4_EXPERTS=0 / gemv_set_nvfp4_experts: the slab / packed kernels take them
+  bool lean_dense_off = false;  // FT_GEMV_NVFP4_LEAN_DENSE=0 / gemv_set_nvfp4_lean_dense: the slab kernel takes them
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -150,12 +151,17 @@ bool gemv_nvfp4_mma_bulk(const Params& p, int64_t n_tok, bool grouped, int warps
                          cudaStream_t stream);
 // The warp-fed bulk-copy mma kernel (gemv_mma_tma.cu, sm_90+): the same shapes as gemv_nvfp4_mma,
 // another fp32 order; warps 4 or 8, chunks of 2 / 4 / 8 steps, 1 or 2 in flight (0: its defaults).
-// The lean expert kernels (gemv_nvfp4_experts.cu): a grouped one-token launch that the plan `pl`
+// The lean expert kernels (gemv_nvfp4_lean.cu): a grouped one-token launch that the plan `pl`
 // gives the slab kernel without a combine (R rows an item) or the packed kernel's combine with one
 // row an item and 8 slots, 16-byte vectors, activations from global memory; the same bits as those
 // kernels. false (nothing launched) for anything else. n_out: out rows (the pair's doubled).
 bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, const GemvNvfp4Plan& pl,
                         cudaStream_t stream);
+// The lean slab kernel (gemv_nvfp4_lean.cu) on a dense one-token launch that the plan `pl` gives the
+// slab kernel (row-major, 16-byte vectors; xs: activations in shared memory, xs_row bytes); the
+// same bits. false (nothing launched) for anything else.
+bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl, bool xs, int xs_row,
+                           cudaStream_t stream);
 bool gemv_nvfp4_mma_tma(const Params& p, int64_t n_tok, bool grouped, int warps, int chunk, int stages,
                         cudaStream_t stream);
 

@@ -682,7 +682,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   // A pair (p.w2) only on the one-token slab instances, its out rows doubled; anything else
   // declines before launching (the caller then makes two calls).
   const bool pair_ok = pl.kernel == 1 && nt == 1 && vb == 16 && !xs;
-  // One-token expert launches: the lean kernels where they take the plan (gemv_nvfp4_experts.cu,
+  // One-token expert launches: the lean kernels where they take the plan (gemv_nvfp4_lean.cu,
   // the same bits as the slab / packed launch below).
   const bool lean = grouped && nt == 1 && vb == 16 && !xs && !over.experts_off;
   if (p.w2 != nullptr) {
@@ -703,6 +703,9 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     else xs ? launch_packed<4, true>(p, n_out, g, stream) : launch_packed<4, false>(p, n_out, g, stream);
     return true;
   }
+  if (!grouped && nt == 1 && vb == 16 && pl.kernel == 1 && !over.lean_dense_off &&
+      gemv_nvfp4_lean_dense(p, nb, pl, xs, g.xs_row, stream))
+    return true;
   launch_slab_plan(p, nt, n_out, g, R, vb, xs, pl, stream);
   return true;
 }

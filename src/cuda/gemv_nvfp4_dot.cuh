@@ -33,7 +33,7 @@ __device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpre
 // over all R rows (one branch, almost never taken) rather than per row.
 // block_dot_words: the same sums with the block's 9 words supplied by word(r, i) (word 0 the
 // scales, words 1 + 2s and 2 + 2s sub-block s's codes): block_dot reads them from the stage, the
-// expert kernels (gemv_nvfp4_experts.cu) the same way; one body, so one arithmetic.
+// lean kernels (gemv_nvfp4_lean.cu) the same way; one body, so one arithmetic.
 template <int NT, int R, bool XS, bool PN, class Word>
 __device__ __forceinline__ void block_dot_words(float (&acc)[R][NT], const Word& word, const uint8_t* x0,
                                                 int64_t xq_row, int64_t k, int c, int n_tok,

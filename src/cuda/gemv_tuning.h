@@ -319,12 +319,17 @@ int64_t gemv_nvfp4_bulk_launches();
 void gemv_set_nvfp4_tma(int mode, int warps, int chunk, int stages);
 // Launches of the warp-fed bulk-copy kernel so far.
 int64_t gemv_nvfp4_tma_launches();
-// The lean one-token expert kernels (gemv_nvfp4_experts.cu; on by default, the same bits as the
+// The lean one-token expert kernels (gemv_nvfp4_lean.cu; on by default, the same bits as the
 // slab / packed kernels they replace): false sends those launches back to the slab / packed
 // kernels. FT_GEMV_NVFP4_EXPERTS=0 sets it off at start-up. Defined in gemv.cu.
 void gemv_set_nvfp4_experts(bool on);
 // Launches of the lean expert kernels so far.
 int64_t gemv_nvfp4_experts_launches();
+// The lean slab kernel on dense one-token launches the plan gives the slab kernel (the same bits):
+// false sends them back to the slab kernel. FT_GEMV_NVFP4_LEAN_DENSE=0 sets it off at start-up.
+void gemv_set_nvfp4_lean_dense(bool on);
+// Launches of the lean slab kernel on dense weights so far.
+int64_t gemv_nvfp4_lean_dense_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.

@@ -1,9 +1,12 @@
-// The lean NVFP4 expert kernels (cuda/gemv_nvfp4_experts.cu) against the slab / packed kernels
-// they replace (gemv_set_nvfp4_experts(false)): every output bit (memcmp), for the expert gate /
-// up (one tensor and the gate|up pair), and the down projection's combine, over Qwen3-30B-A3B's
-// shapes, a partial last slab (nb 36), two slabs, a partial last row group, several tokens, the
-// epilogue's row scale, rounding, accumulation and the early ids / residual reads. The slab and
-// packed kernels' sums are checked against the scalar twin in gemv_test.cpp.
+// The lean NVFP4 kernels (cuda/gemv_nvfp4_lean.cu) against the slab / packed kernels they
+// replace (gemv_set_nvfp4_experts(false), gemv_set_nvfp4_lean_dense(false)): every output bit
+// (memcmp). Experts: the gate / up (one tensor and the gate|up pair) and the down projection's
+// combine, over Qwen3-30B-A3B's shapes, a partial last slab (nb 36), two slabs, a partial last
+// row group, several tokens, the epilogue's row scale, rounding, accumulation and the early ids /
+// residual reads. Dense: the wo shapes of Qwen3-30B-A3B and Llama-8B (activations in shared
+// memory), R = 1 / 2 / 4, activations from global memory (k > 8192), partial row groups, the
+// early residual read. The slab and packed kernels' sums are checked against the scalar twin in
+// gemv_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -143,7 +146,7 @@ void check(const Case& c, std::mt19937& rng) {
         << i % static_cast<size_t>(d.ldy) << ": " << got[i] << " vs " << want[i];
 }
 
-TEST(CudaGemvExperts, GateUpEqualSlabKernelBitwise) {
+TEST(CudaGemvLean, ExpertGateUpEqualsSlabKernelBitwise) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(2101);
   const Round n = Round::kNone, b = Round::kBF16;
@@ -161,7 +164,7 @@ TEST(CudaGemvExperts, GateUpEqualSlabKernelBitwise) {
   }
 }
 
-TEST(CudaGemvExperts, DownCombineEqualsPackedKernelBitwise) {
+TEST(CudaGemvLean, ExpertDownCombineEqualsPackedKernelBitwise) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(2102);
   const Round n = Round::kNone, b = Round::kBF16;
@@ -174,6 +177,77 @@ TEST(CudaGemvExperts, DownCombineEqualsPackedKernelBitwise) {
                         Case{768, 4096, 128, 8, 2, true, false, false, false, true, n}}) {
     check(c, rng);
     if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// Dense: one token, row-major, the slab plan (forced where the plan has the mma kernel).
+struct DenseCase {
+  int64_t k, rows;
+  bool force_slab, row_scale, accumulate, early;
+  Round round;
+};
+
+std::vector<float> run_dense(const DenseCase& c, const DeviceBuffer& dw, const DeviceBuffer& dxq,
+                             const DeviceBuffer& drs, const std::vector<float>& y0, bool lean) {
+  gemv_set_nvfp4_lean_dense(lean);
+  if (c.force_slab) gemv_set_nvfp4_override(1, 0, 0);
+  DeviceBuffer dy = to_device(y0);
+  GemvArgs g;
+  g.type = GgmlType::NVFP4;
+  g.w = dw.as<uint8_t>();
+  g.row_bytes = row_bytes(GgmlType::NVFP4, c.k);
+  g.k = c.k;
+  g.rows = c.rows;
+  g.xq = dxq.get();
+  g.n_tok = 1;
+  g.y = dy.as<float>();
+  g.ldy = c.rows;
+  g.round = c.round;
+  g.row_scale = c.row_scale ? drs.as<float>() : nullptr;
+  g.scale = c.row_scale ? 0.75f : 1.0f;
+  g.accumulate = c.accumulate;
+  g.y_early = c.early && c.accumulate;
+  gemv(g);
+  FT_CUDA_CHECK(cudaDeviceSynchronize());
+  gemv_set_nvfp4_lean_dense(true);
+  gemv_set_nvfp4_override(-1, 0, 0);
+  return to_host<float>(dy, y0.size());
+}
+
+TEST(CudaGemvLean, DenseEqualsSlabKernelBitwise) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(2103);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const Round n = Round::kNone, b = Round::kBF16;
+  // Qwen3-30B-A3B's wo (R 1, shared activations) and Llama-8B's (R 2), both into the residual with
+  // its early read; R 4 (14336 rows, forced off the mma kernel); activations from global memory
+  // (k 14336); a partial last slab and row group; rounding and a row scale.
+  for (const DenseCase& c : {DenseCase{4096, 2048, false, false, true, true, n},
+                             DenseCase{4096, 4096, false, false, true, true, n},
+                             DenseCase{4096, 14336, true, true, false, false, b},
+                             DenseCase{14336, 4096, true, false, true, true, n},
+                             DenseCase{2304, 45, false, true, true, false, b},
+                             DenseCase{1024, 3001, false, false, false, false, n}}) {
+    SCOPED_TRACE("k " + std::to_string(c.k) + " rows " + std::to_string(c.rows) + (c.force_slab ? " slab" : "") +
+                 (c.accumulate ? " acc" : "") + (c.early ? " early" : ""));
+    const DeviceBuffer dw = to_device(quant::testing::random_rows(GgmlType::NVFP4, c.rows, c.k, rng));
+    std::vector<float> x(static_cast<size_t>(c.k)), rs(static_cast<size_t>(c.rows)), y0(static_cast<size_t>(c.rows + 5), poison());
+    for (auto& v : x) v = unit(rng) * std::exp(2.0f * unit(rng));
+    for (auto& v : rs) v = 0.5f + 0.25f * unit(rng);
+    if (c.accumulate)
+      for (int64_t r = 0; r < c.rows; ++r) y0[static_cast<size_t>(r)] = unit(rng);
+    std::vector<uint8_t> xq(static_cast<size_t>(act_q8_bytes(c.k, 1)));
+    quantize_act_q8_row_ref(x.data(), c.k, xq.data());
+    const DeviceBuffer dxq = to_device(xq), drs = to_device(rs);
+    const auto want = run_dense(c, dw, dxq, drs, y0, false);
+    const int64_t n0 = gemv_nvfp4_lean_dense_launches();
+    const auto got = run_dense(c, dw, dxq, drs, y0, true);
+    ASSERT_EQ(gemv_nvfp4_lean_dense_launches(), n0 + 1) << "the lean slab kernel did not take the launch";
+    for (int64_t r = 0; r < c.rows; ++r) ASSERT_FALSE(is_poison(got[static_cast<size_t>(r)])) << "row " << r << " not written";
+    for (int64_t r = c.rows; r < c.rows + 5; ++r) ASSERT_TRUE(is_poison(got[static_cast<size_t>(r)])) << "wrote row " << r;
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+          << "differs from the slab kernel at row " << i << ": " << got[i] << " vs " << want[i];
   }
 }
 

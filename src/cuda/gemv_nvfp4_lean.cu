@@ -1,22 +1,24 @@
-// The NVFP4 expert GEMVs of one-token MoE decode (gemv.h grouped mode, integer path), lean:
-//   - experts_slab_kernel: the slab kernel's grouped launches without a combine (expert gate or
-//     up, the gate|up pair of GemvArgs::w_pair): a warp's work item is R rows of one slot's
-//     expert, lane l takes block l of each 32-block slab of the R rows (block_dot_words), the
-//     lanes' sums meet in the slab kernel's 32-lane tree;
+// Lean one-token NVFP4 GEMV kernels (gemv.h, integer path), the same sums as the general
+// kernels of gemv_nvfp4.cu in the same order, so the same bits (tests/cuda/gemv_lean_test.cpp:
+// memcmp against them with the lean kernels off):
+//   - lean_slab_kernel: the slab kernel's one-token launches -- grouped without a combine (expert
+//     gate or up, the gate|up pair of GemvArgs::w_pair) and dense (row-major, activations from
+//     global or shared memory): a warp's work item is R rows (of one slot's expert), lane l takes
+//     block l of each 32-block slab of the R rows (block_dot_words), the lanes' sums meet in the
+//     slab kernel's 32-lane tree;
 //   - experts_packed_kernel: the packed kernel's combine with one row per item (the expert down
 //     projection + combine): lane l takes entries l, l + 32, .. of the item's S x NB (slot,
 //     block) list, a slot's blocks are summed in block order, the slots in rank order.
-// Both compute the sums of the kernels they replace in the same order, so the same bits
-// (tests/cuda/gemv_experts_test.cpp: memcmp against them with FT_GEMV_NVFP4_EXPERTS off).
 // Why: H200 session 21, ncu of a Qwen3-30B-A3B decode step (bench/session21/h200_a.sh): the
 // slab kernel's pair launch ran 5.45 M warp instructions for 25 M weights (887 a work item of
 // 2 rows x 32 blocks, where the block math is ~300), the packed combine 3.53 M for 12.6 M (1,722
-// an item of 8 x 12 blocks): the general kernels' item walk (64-bit Step bookkeeping, runtime
-// divisions, flags for layouts these launches never have) and the E2M1 table re-created from a
-// uniform register before each PRMT (51 IMAD.U32 an item). At the H200's issue rate those
-// counts alone take ~5.4 and ~3.5 us, and the launches ran 14.6 and 11.2 us (serialised) with
-// 31-37% of issue slots busy. Here the walk is 32-bit with the shapes as template constants, and
-// the table comes from memory (a value ptxas cannot re-create).
+// an item of 8 x 12 blocks), the dense wo 2.32 M for 8.4 M: the general kernels' item walk
+// (64-bit Step bookkeeping, runtime divisions, flags for layouts these launches never have) and
+// the E2M1 table re-created from a uniform register before each PRMT (51 IMAD.U32 an item). At
+// the H200's issue rate those counts alone take ~5.4, ~3.5 and ~2.3 us; the launches ran 14.6,
+// 11.2 and 7.0 us (serialised) with 28-37% of issue slots busy. Here the walk is 32-bit with
+// the shapes as template constants, and the table comes from memory (a value ptxas cannot
+// re-create). Call 2: the expert launches 10.4 and 8.4 us, Qwen3-30B-A3B tg128 +8.1%.
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -51,15 +53,19 @@ __device__ __forceinline__ uint4 ld_w16(const uint8_t* p) {
   return v;
 }
 
-// ---- gate / up (slab kernel's grouped launches, no combine) ----------------------------------
+// ---- slab: expert gate / up (grouped, no combine) and dense -----------------------------------
 
-template <int R, int MINB>
-__global__ void __launch_bounds__(kWarps * 32, MINB) experts_slab_kernel(const Params p, const int nb) {
+// Activations copied to shared memory (XS, dense only; gemv_nvfp4.cu's stage_x layout): xs_row
+// bytes at the start of the CTA's shared memory, the warps' stages after them.
+template <int R, int MINB, bool GROUPED, bool XS>
+__global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
+  static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
   constexpr int kNv = kSlabBytes / 16;      // vectors a row of a full slab
   constexpr int kV = (R * kNv + 31) / 32;  // vectors a lane
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
-  uint8_t* st = smem + warp * (R * kSlabBytes);
+  uint8_t* xs = smem;
+  uint8_t* st = smem + (XS ? xs_row : 0) + warp * (R * kSlabBytes);
   const int gw = static_cast<int>(blockIdx.x) * kWarps + warp, n_w = static_cast<int>(gridDim.x) * kWarps;
   const int n_rg = static_cast<int>(p.n_rg), n_items = n_rg * static_cast<int>(p.n_out);
   const int n_slabs = (nb + kSlabBlocks - 1) / kSlabBlocks;
@@ -84,8 +90,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_slab_kernel(const P
     m.out = static_cast<int>(o) - (m.half ? static_cast<int>(p.pair_out) : 0);
     m.row0 = (item - static_cast<int>(o) * n_rg) * R;
     m.nr = min(R, rows - m.row0);
-    m.base = (m.half ? p.w2 : p.w) + static_cast<int64_t>(p.ids[m.out]) * p.expert_bytes +
-             static_cast<int64_t>(m.row0) * p.row_bytes;
+    m.base = (m.half ? p.w2 : p.w) + static_cast<int64_t>(m.row0) * p.row_bytes;
+    if constexpr (GROUPED) m.base += static_cast<int64_t>(p.ids[m.out]) * p.expert_bytes;
     return m;
   };
   auto issue = [&](uint4 (&buf)[kV], const Item& m, int sl) {
@@ -123,15 +129,33 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_slab_kernel(const P
     }
   };
 
-  // The ids may come from the launch right before (the router) unless ids_early.
+  // Dense weights are never written by earlier kernels, so the first slab loads before the PDL
+  // wait; grouped ones only with ids_early (the ids may come from the launch right before: the
+  // router). Dense with y_early: lane r's row of the first item, read before the wait too.
+  const bool early = !GROUPED || p.ids_early;
+  const bool y_pre = !GROUPED && p.y_early;
   int item = gw;
   uint4 buf[kV] = {};
   Item m{};
-  if (p.ids_early && item < n_items) m = locate(item), issue(buf, m, 0);
+  float y_old = 0.0f;
+  if (early && item < n_items) {
+    m = locate(item);
+    issue(buf, m, 0);
+    if (y_pre && lane < m.nr) y_old = p.y[m.row0 + lane];
+  }
   pdl_wait();
   pdl_trigger();
+  if constexpr (XS) {  // every thread of the CTA, then a barrier
+    const int per_row = xs_row / 16, k16 = static_cast<int>(p.k / 16);
+    for (int i = static_cast<int>(threadIdx.x); i < per_row; i += kWarps * 32) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(p.xq) + i);
+      *reinterpret_cast<uint4*>(xs + 16 * (i < k16 ? xs_chunk(i >> 2, i & 3) : i)) = v;
+    }
+    __syncthreads();
+  }
   if (item >= n_items) return;
-  if (!p.ids_early) m = locate(item), issue(buf, m, 0);
+  if (!early) m = locate(item), issue(buf, m, 0);
+  bool first = true;
   for (;;) {
     // The item's epilogue scales (row_scale x slot scale), as the slab kernel forms them.
     float s[R];
@@ -143,7 +167,10 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_slab_kernel(const P
         s[r] = p.row_scale != nullptr && row < rows ? p.row_scale[row] * ss : ss;
       }
     }
-    const uint8_t* x0 = p.xq + static_cast<int64_t>(static_cast<uint32_t>(m.out) / static_cast<uint32_t>(p.x_div)) * p.xq_row;
+    const uint8_t* x0 =
+        XS ? xs
+           : p.xq + (GROUPED ? static_cast<int64_t>(static_cast<uint32_t>(m.out) / static_cast<uint32_t>(p.x_div)) * p.xq_row
+                             : 0);
     float acc[R][1];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r][0] = 0.0f;
@@ -162,7 +189,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_slab_kernel(const P
         issue(buf, nx, 0);
       }
       const int c = sl * kSlabBlocks + lane;
-      if (c < nb) block_dot<1, R, false, true>(acc, st + kBlockBytes * lane, kSlabBytes, x0, p.xq_row, p.k, c, 1, tab);
+      if (c < nb)
+        block_dot<1, R, XS, true>(acc, st + kBlockBytes * lane, kSlabBytes, x0, XS ? xs_row : p.xq_row, p.k, c, 1, tab);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -173,12 +201,18 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_slab_kernel(const P
     }
 #pragma unroll
     for (int r = 0; r < R; ++r)
-      if (lane == r && r < m.nr)
-        store_out(p.y + (m.half ? p.y2_off : 0) + static_cast<int64_t>(m.out) * p.ldy + m.row0 + r,
-                  round_to(p.round, __fmul_rn(acc[r][0], s[r])), p.accumulate);
+      if (lane == r && r < m.nr) {
+        float* y = p.y + (m.half ? p.y2_off : 0) + static_cast<int64_t>(m.out) * p.ldy + m.row0 + r;
+        const float v = round_to(p.round, __fmul_rn(acc[r][0], s[r]));
+        if (y_pre && first)
+          store_acc(y, y_old, v);
+        else
+          store_out(y, v, p.accumulate);
+      }
     if (!more) break;
     item += n_w;
     m = nx;
+    first = false;
   }
 }
 
@@ -309,7 +343,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 // ---- launch ---------------------------------------------------------------------------------
 
-std::atomic<int64_t> g_expert_launches{0};
+std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0};
 
 // As many warps as fit at once, fewer when that balances the items (the slab / packed kernels'
 // grid, so the same warps take the same items).
@@ -320,17 +354,17 @@ dim3 expert_grid(int64_t n_items, int ctas) {
   return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
 }
 
-template <int R, int MINB>
-bool slab_expert(Params p, int64_t n_out, int nb, cudaStream_t s) {
+template <int R, int MINB, bool GROUPED = true, bool XS = false>
+bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = experts_slab_kernel<R, MINB>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS>;
   static std::atomic<uint64_t> cache{0};
-  const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes;
+  const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes + (XS ? xs_row : 0);
   const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (ctas < 1) return false;
-  launch_pdl(kernel, expert_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, s, p, nb);
-  g_expert_launches.fetch_add(1, std::memory_order_relaxed);
+  launch_pdl(kernel, expert_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, s, p, nb, xs_row);
+  (GROUPED ? g_expert_launches : g_dense_launches).fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -359,11 +393,11 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
   if (pl.kernel == 1 && p.slot_w == nullptr) {
     const int n = static_cast<int>(nb);
     switch (pl.rows * 10 + pl.minb) {
-      case 14: return slab_expert<1, 4>(p, n_out, n, stream);
-      case 16: return slab_expert<1, 6>(p, n_out, n, stream);
-      case 24: return slab_expert<2, 4>(p, n_out, n, stream);
-      case 26: return slab_expert<2, 6>(p, n_out, n, stream);
-      case 44: return slab_expert<4, 4>(p, n_out, n, stream);
+      case 14: return slab_lean<1, 4>(p, n_out, n, 0, stream);
+      case 16: return slab_lean<1, 6>(p, n_out, n, 0, stream);
+      case 24: return slab_lean<2, 4>(p, n_out, n, 0, stream);
+      case 26: return slab_lean<2, 6>(p, n_out, n, 0, stream);
+      case 44: return slab_lean<4, 4>(p, n_out, n, 0, stream);
       default: return false;
     }
   }
@@ -378,8 +412,26 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
   return false;
 }
 
+bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl, bool xs, int xs_row,
+                           cudaStream_t stream) {
+  if (p.ids != nullptr || p.tiled || pl.decode != 2 || nb % 4 != 0 || p.rows > (int64_t{1} << 30) ||
+      p.row_bytes * 4 > (int64_t{1} << 30))
+    return false;
+  const int n = static_cast<int>(nb);
+  switch (pl.rows * 100 + pl.minb * 10 + (xs ? 1 : 0)) {
+    case 140: return slab_lean<1, 4, false, false>(p, 1, n, 0, stream);
+    case 141: return slab_lean<1, 4, false, true>(p, 1, n, xs_row, stream);
+    case 240: return slab_lean<2, 4, false, false>(p, 1, n, 0, stream);
+    case 241: return slab_lean<2, 4, false, true>(p, 1, n, xs_row, stream);
+    case 440: return slab_lean<4, 4, false, false>(p, 1, n, 0, stream);
+    case 441: return slab_lean<4, 4, false, true>(p, 1, n, xs_row, stream);
+    default: return false;
+  }
+}
+
 }  // namespace ft::cuda::gemv_detail
 
 namespace ft::cuda {
+int64_t gemv_nvfp4_lean_dense_launches() { return gemv_detail::g_dense_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_experts_launches() { return gemv_detail::g_expert_launches.load(std::memory_order_relaxed); }
 }  // namespace ft::cuda
