@@ -15,6 +15,7 @@
 #include "cuda/check.h"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/moe_route.h"
 #include "cuda/nvfp4_tiled.h"
 
 namespace ft::cuda {
@@ -282,6 +283,32 @@ bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream) {
 }  // namespace
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
+  if (a.route_logits != nullptr) {
+    if (a.ids == nullptr || a.ids != a.route_ids || a.route_w == nullptr || a.slot_w != nullptr ||
+        a.route_n_expert < a.n_tok || a.route_n_expert > kMoeRouteMaxExperts)
+      fail_message("cuda gemv: route_logits needs ids == route_ids, route_w, no combine and n_tok <= route_n_expert <= " +
+                   std::to_string(kMoeRouteMaxExperts) + " (n_tok " + std::to_string(a.n_tok) + ", n_expert " +
+                   std::to_string(a.route_n_expert) + ")");
+    // The lean slab kernel routes in its CTAs (gemv_nvfp4 launches nothing else with a routing);
+    // anything else gets moe_route first and the plain call.
+    GemvArgs first = a;
+    first.w_pair = nullptr;
+    Params p = checked_params(first);
+    p.w2 = a.w_pair;
+    p.y2_off = a.w_pair_y_off;
+    p.route_logits = a.route_logits;
+    p.route_n_expert = static_cast<int>(a.route_n_expert);
+    p.route_n_used = static_cast<int>(a.n_tok);
+    p.route_ids = a.route_ids;
+    p.route_w = a.route_w;
+    if (nvfp4_launch(first, p, stream)) return;
+    moe_route(a.route_logits, a.route_n_expert, a.route_n_expert, 1, static_cast<int>(a.n_tok), a.route_ids, a.route_w,
+              stream);
+    GemvArgs plain = a;
+    plain.route_logits = nullptr;
+    gemv(plain, stream);
+    return;
+  }
   if (a.w_pair != nullptr) {
     if (a.ids == nullptr || a.slot_w != nullptr)
       fail_message("cuda gemv: w_pair needs the grouped mode (ids) without a combine");

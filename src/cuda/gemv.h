@@ -86,6 +86,17 @@ struct GemvArgs {
   // tensors in one grid: the same bits as two calls), else two calls.
   const uint8_t* w_pair = nullptr;
   int64_t w_pair_y_off = 0;
+  // Grouped, one token (its n_tok ranks), integer path, no combine: the routing is still to be
+  // done. The call routes route_logits (route_n_expert fp32 logits; the top n_tok experts and
+  // their weights with moe_route's bits) into route_ids / route_w -- ids must be route_ids -- and
+  // reads its experts from that routing. The lean NVFP4 slab kernel routes in its own CTAs (each
+  // CTA's first warp; CTA 0 writes the ids and weights out for later launches), so the router
+  // launch before it only writes logits (moe_norm_router_route's route = false); any other path
+  // runs moe_route first.
+  const float* route_logits = nullptr;
+  int64_t route_n_expert = 0;
+  int32_t* route_ids = nullptr;
+  float* route_w = nullptr;
   // Grouped: the ids were written at least two launches before this one (every launch between
   // waits on its predecessor before it lets its dependents start: cuda/pdl.cuh's contract), so
   // the NVFP4 slab / packed kernels read them, and stream the first weights of the chosen

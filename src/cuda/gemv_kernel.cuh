@@ -58,6 +58,11 @@ struct Params {
   int rs_early;
   // NVFP4 in the tiled layout (cuda/nvfp4_tiled.h): gemv_mma.cu, gemv_mma_tma.cu, the slab kernel.
   int tiled;
+  // GemvArgs::route_logits (the lean slab kernel routes in its CTAs; route_n_used = the slots).
+  const float* route_logits;
+  int route_n_expert, route_n_used;
+  int32_t* route_ids;
+  float* route_w;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

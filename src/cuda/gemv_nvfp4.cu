@@ -614,6 +614,8 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   const int64_t n_out = grouped ? (p.slot_w != nullptr ? n_tok / p.n_used : n_tok) : 1;
   const int64_t nt = grouped ? 1 : n_tok;
   const int64_t nb = p.k / 64;
+  // A routing in the launch (GemvArgs::route_logits) only on the lean slab kernel below.
+  if (p.route_logits != nullptr && (!grouped || nt != 1 || p.slot_w != nullptr)) return false;
   GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, nt, n_out, n_sub, grouped);
   if (over.mma_warps > 0) pl.mma_warps = pl.persist_fold = over.mma_warps;
   if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;
@@ -689,12 +691,15 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     if (!pair_ok) return false;
     Params q = p;
     q.pair_out = n_out;
+    if (lean && gemv_nvfp4_experts(q, 2 * n_out, nb, n_sub, pl, stream))
+      return g_pair_launches.fetch_add(1, std::memory_order_relaxed), true;
+    if (p.route_logits != nullptr) return false;
     g_pair_launches.fetch_add(1, std::memory_order_relaxed);
-    if (lean && gemv_nvfp4_experts(q, 2 * n_out, nb, n_sub, pl, stream)) return true;
     launch_slab_plan(q, 1, 2 * n_out, g, R, vb, xs, pl, stream);  // pair_ok: slab_variant
     return true;
   }
   if (lean && gemv_nvfp4_experts(p, n_out, nb, n_sub, pl, stream)) return true;
+  if (p.route_logits != nullptr) return false;
   if (pl.kernel == 2) {
     g.rb = pl.rows;
     g.pieces = pl.rows * n_sub;

@@ -25,10 +25,12 @@
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
+#include "cuda/cp_async.cuh"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
+#include "cuda/moe_route_warp.cuh"
 #include "cuda/pdl.cuh"
 
 namespace ft::cuda::gemv_detail {
@@ -56,19 +58,35 @@ __device__ __forceinline__ uint4 ld_w16(const uint8_t* p) {
 // ---- slab: expert gate / up (grouped, no combine) and dense -----------------------------------
 
 // Activations copied to shared memory (XS, dense only; gemv_nvfp4.cu's stage_x layout): xs_row
-// bytes at the start of the CTA's shared memory, the warps' stages after them.
-template <int R, int MINB, bool GROUPED, bool XS>
+// bytes at the start of the CTA's shared memory, the warps' rings after them. A warp's steps
+// (item, slab) stream through a 2-stage cp.async ring whose first two steps are issued at once:
+// a warp's one or two items (the expert launches, one wave) or an item's two slabs (k 4096) are
+// all in flight before the first is computed (the slab kernel loads one step ahead, so a second
+// item's ids and weights were two dependent round trips after the first's).
+// ROUTE (grouped, one token; Params::route_logits): the CTA's first warp routes the router's
+// logits (route_warp::route_row_warp, the router's own arithmetic) into shared memory before the
+// first loads, CTA 0 writes the ids and weights out for the down projection; the shared memory
+// starts with that routing (route_smem_bytes).
+__host__ __device__ constexpr int route_smem_bytes(int n_expert) { return (8 * n_expert + 256 + 15) & ~15; }
+
+template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
+  static_assert(!ROUTE || GROUPED, "a routing needs the grouped mode");
   constexpr int kNv = kSlabBytes / 16;      // vectors a row of a full slab
   constexpr int kV = (R * kNv + 31) / 32;  // vectors a lane
+  constexpr int kStage = R * kSlabBytes;
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   uint8_t* xs = smem;
-  uint8_t* st = smem + (XS ? xs_row : 0) + warp * (R * kSlabBytes);
+  const int ne = ROUTE ? p.route_n_expert : 0;
+  int32_t* sids = reinterpret_cast<int32_t*>(smem + 8 * ne);  // ROUTE: the routed ids, then weights
+  uint8_t* ring = smem + (XS ? xs_row : 0) + (ROUTE ? route_smem_bytes(ne) : 0) + warp * (2 * kStage);
   const int gw = static_cast<int>(blockIdx.x) * kWarps + warp, n_w = static_cast<int>(gridDim.x) * kWarps;
   const int n_rg = static_cast<int>(p.n_rg), n_items = n_rg * static_cast<int>(p.n_out);
   const int n_slabs = (nb + kSlabBlocks - 1) / kSlabBlocks;
+  const int my_items = gw < n_items ? (n_items - gw + n_w - 1) / n_w : 0;
+  const int n_steps = my_items * n_slabs;
   const int rb32 = static_cast<int>(p.row_bytes), rows = static_cast<int>(p.rows);
   const E2m1Table tab = table_from_memory();
   // Vector i = lane + 32 v of a full slab: row q = i / kNv, piece o; the same every slab.
@@ -80,7 +98,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   }
 
   struct Item {
-    const uint8_t* base;  // row row0 of the slot's expert
+    const uint8_t* base;  // row row0 (of the slot's expert)
     int out, row0, nr, half;
   };
   auto locate = [&](int item) {
@@ -91,60 +109,67 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     m.row0 = (item - static_cast<int>(o) * n_rg) * R;
     m.nr = min(R, rows - m.row0);
     m.base = (m.half ? p.w2 : p.w) + static_cast<int64_t>(m.row0) * p.row_bytes;
-    if constexpr (GROUPED) m.base += static_cast<int64_t>(p.ids[m.out]) * p.expert_bytes;
+    if constexpr (GROUPED) m.base += static_cast<int64_t>(ROUTE ? sids[m.out] : p.ids[m.out]) * p.expert_bytes;
     return m;
   };
-  auto issue = [&](uint4 (&buf)[kV], const Item& m, int sl) {
+  // Slab sl of item m into stage st: full slabs as kNv vectors a row, rows contiguous; the last,
+  // partial one bl * 36 bytes a row (a multiple of 16: nb % 4 == 0) at kSlabBytes a row. Rows
+  // past the item's last are not copied (their sums are never stored).
+  auto copy = [&](uint8_t* st, const Item& m, int sl) {
     const uint8_t* b = m.base + sl * kSlabBytes;
     const int bl = nb - sl * kSlabBlocks;
     if (bl >= kSlabBlocks) {
       const int lim = m.nr * rb32;
 #pragma unroll
       for (int v = 0; v < kV; ++v)
-        if (off[v] < lim) buf[v] = ld_w16(b + off[v]);
-    } else {  // the last, partial slab: bl * 36 bytes a row (a multiple of 16: nb % 4 == 0)
-      const int nv = bl * kBlockBytes / 16;
-#pragma unroll
-      for (int v = 0; v < kV; ++v) {
-        const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
-        if (q < m.nr) buf[v] = ld_w16(b + q * rb32 + 16 * o);
-      }
-    }
-  };
-  auto store = [&](const uint4 (&buf)[kV], int sl) {
-    const int bl = nb - sl * kSlabBlocks;
-    if (bl >= kSlabBlocks) {
-#pragma unroll
-      for (int v = 0; v < kV; ++v) {
-        const int i = lane + 32 * v;
-        if (i < R * kNv) *reinterpret_cast<uint4*>(st + 16 * i) = buf[v];
-      }
+        if (off[v] < lim) cp_async16(st + 16 * (lane + 32 * v), b + off[v]);
     } else {
       const int nv = bl * kBlockBytes / 16;
 #pragma unroll
       for (int v = 0; v < kV; ++v) {
         const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
-        if (q < R) *reinterpret_cast<uint4*>(st + q * kSlabBytes + 16 * o) = buf[v];
+        if (q < m.nr) cp_async16(st + q * kSlabBytes + 16 * o, b + q * rb32 + 16 * o);
       }
     }
   };
+  // The issue cursor: step qi is slab isl of the warp's item number iit (item mi). Stage k of
+  // the ring holds steps k, k + 2, ..; it_k the item of the step in it (two named copies, not an
+  // array: a dynamically indexed one lives in local memory).
+  Item mi{}, it0{}, it1{};
+  int qi = 0, isl = 0, iit = 0;
+  auto issue = [&](Item& slot, uint8_t* st) {
+    if (qi < n_steps) {
+      if (isl == 0) mi = locate(gw + iit * n_w);
+      slot = mi;
+      copy(st, mi, isl);
+      if (++isl == n_slabs) isl = 0, ++iit;
+    }
+    cp_async_commit();  // empty groups too: the wait counts stay uniform
+    ++qi;
+  };
 
-  // Dense weights are never written by earlier kernels, so the first slab loads before the PDL
-  // wait; grouped ones only with ids_early (the ids may come from the launch right before: the
+  // Dense weights are never written by earlier kernels, so the first two steps load before the
+  // PDL wait; grouped ones only with ids_early (the ids may come from the launch right before: the
   // router). Dense with y_early: lane r's row of the first item, read before the wait too.
-  const bool early = !GROUPED || p.ids_early;
+  const bool early = !GROUPED || (p.ids_early && !ROUTE);
   const bool y_pre = !GROUPED && p.y_early;
-  int item = gw;
-  uint4 buf[kV] = {};
-  Item m{};
   float y_old = 0.0f;
-  if (early && item < n_items) {
-    m = locate(item);
-    issue(buf, m, 0);
-    if (y_pre && lane < m.nr) y_old = p.y[m.row0 + lane];
+  if (early) {
+    issue(it0, ring);
+    issue(it1, ring + kStage);
+    if (y_pre && n_steps > 0 && lane < it0.nr) y_old = p.y[it0.row0 + lane];
   }
   pdl_wait();
   pdl_trigger();
+  if constexpr (ROUTE) {  // every thread of the CTA: a barrier
+    float* sw = reinterpret_cast<float*>(sids + 32);
+    if (warp == 0)
+      route_warp::route_row_warp(p.route_logits, ne, p.route_n_used, reinterpret_cast<float*>(smem),
+                                 reinterpret_cast<int32_t*>(smem + 4 * ne), sids, sw);
+    __syncthreads();
+    if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < p.route_n_used)
+      p.route_ids[threadIdx.x] = sids[threadIdx.x], p.route_w[threadIdx.x] = sw[threadIdx.x];
+  }
   if constexpr (XS) {  // every thread of the CTA, then a barrier
     const int per_row = xs_row / 16, k16 = static_cast<int>(p.k / 16);
     for (int i = static_cast<int>(threadIdx.x); i < per_row; i += kWarps * 32) {
@@ -153,66 +178,64 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     }
     __syncthreads();
   }
-  if (item >= n_items) return;
-  if (!early) m = locate(item), issue(buf, m, 0);
+  if (n_steps == 0) return;
+  if (!early) issue(it0, ring), issue(it1, ring + kStage);
+
+  float acc[R][1];
+  float s[R];
+  const uint8_t* x0 = nullptr;
+  int csl = 0;
   bool first = true;
-  for (;;) {
-    // The item's epilogue scales (row_scale x slot scale), as the slab kernel forms them.
-    float s[R];
-    {
-      const float ss = slot_scale(p, m.out, m.half);
+  // Step q from stage st (item m), then step q + 2 issued into it.
+  auto step = [&](uint8_t* st, Item& m) {
+    cp_async_wait(1);  // this step landed (the next may still be in flight)
+    __syncwarp();
+    if (csl == 0) {
+      // The item's epilogue scales (row_scale x slot scale), as the slab kernel forms them.
+      const float ss = !ROUTE                ? slot_scale(p, m.out, m.half)
+                       : p.bank != nullptr ? p.scale * p.bank[static_cast<int64_t>(sids[m.out]) * 4 + p.bank_col + m.half]
+                                           : p.scale;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const int row = m.row0 + r;
         s[r] = p.row_scale != nullptr && row < rows ? p.row_scale[row] * ss : ss;
+        acc[r][0] = 0.0f;
       }
+      x0 = XS ? xs
+              : p.xq + (GROUPED ? static_cast<int64_t>(static_cast<uint32_t>(m.out) / static_cast<uint32_t>(p.x_div)) *
+                                      p.xq_row
+                                : 0);
     }
-    const uint8_t* x0 =
-        XS ? xs
-           : p.xq + (GROUPED ? static_cast<int64_t>(static_cast<uint32_t>(m.out) / static_cast<uint32_t>(p.x_div)) * p.xq_row
-                             : 0);
-    float acc[R][1];
+    const int c = csl * kSlabBlocks + lane;
+    if (c < nb)
+      block_dot<1, R, XS, true>(acc, st + kBlockBytes * lane, kSlabBytes, x0, XS ? xs_row : p.xq_row, p.k, c, 1, tab);
+    if (++csl == n_slabs) {
+      csl = 0;
 #pragma unroll
-    for (int r = 0; r < R; ++r) acc[r][0] = 0.0f;
-    Item nx = m;
-    bool more = false;
-    for (int sl = 0; sl < n_slabs; ++sl) {
-      __syncwarp();  // every lane is done with the previous slab's stage
-      store(buf, sl);
-      __syncwarp();
-      // One slab of loads in flight: this item's next, or the next item's first.
-      if (sl + 1 < n_slabs) {
-        issue(buf, m, sl + 1);
-      } else if (item + n_w < n_items) {
-        nx = locate(item + n_w);
-        more = true;
-        issue(buf, nx, 0);
+      for (int r = 0; r < R; ++r) {
+        float v = acc[r][0];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+        acc[r][0] = v;
       }
-      const int c = sl * kSlabBlocks + lane;
-      if (c < nb)
-        block_dot<1, R, XS, true>(acc, st + kBlockBytes * lane, kSlabBytes, x0, XS ? xs_row : p.xq_row, p.k, c, 1, tab);
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (lane == r && r < m.nr) {
+          float* y = p.y + (m.half ? p.y2_off : 0) + static_cast<int64_t>(m.out) * p.ldy + m.row0 + r;
+          const float v = round_to(p.round, __fmul_rn(acc[r][0], s[r]));
+          if (y_pre && first)
+            store_acc(y, y_old, v);
+          else
+            store_out(y, v, p.accumulate);
+        }
+      first = false;
     }
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      float v = acc[r][0];
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-      acc[r][0] = v;
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-      if (lane == r && r < m.nr) {
-        float* y = p.y + (m.half ? p.y2_off : 0) + static_cast<int64_t>(m.out) * p.ldy + m.row0 + r;
-        const float v = round_to(p.round, __fmul_rn(acc[r][0], s[r]));
-        if (y_pre && first)
-          store_acc(y, y_old, v);
-        else
-          store_out(y, v, p.accumulate);
-      }
-    if (!more) break;
-    item += n_w;
-    m = nx;
-    first = false;
+    __syncwarp();  // every lane is done with the stage
+    issue(m, st);  // the step after next into it
+  };
+  for (int q = 0; q < n_steps; q += 2) {
+    step(ring, it0);
+    if (q + 1 < n_steps) step(ring + kStage, it1);
   }
 }
 
@@ -354,13 +377,14 @@ dim3 expert_grid(int64_t n_items, int ctas) {
   return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
 }
 
-template <int R, int MINB, bool GROUPED = true, bool XS = false>
+template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE>;
   static std::atomic<uint64_t> cache{0};
-  const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes + (XS ? xs_row : 0);
+  const size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
+                      (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
   const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (ctas < 1) return false;
   launch_pdl(kernel, expert_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, s, p, nb, xs_row);
@@ -390,6 +414,19 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
   if (p.ids == nullptr || pl.decode != 2 || nb % 4 != 0 || p.rows * n_out * n_sub > (int64_t{1} << 30) ||
       p.row_bytes * 4 > (int64_t{1} << 30))
     return false;
+  if (p.route_logits != nullptr) {  // one token's routing in the launch (gemv_nvfp4 checked the rest)
+    if (pl.kernel != 1 || p.slot_w != nullptr || p.route_n_used * (p.w2 != nullptr ? 2 : 1) != n_out ||
+        !route_warp::warp_route_fits(p.route_n_expert, p.route_n_used))
+      return false;
+    const int n = static_cast<int>(nb);
+    switch (pl.rows * 10 + pl.minb) {
+      case 14: return slab_lean<1, 4, true, false, true>(p, n_out, n, 0, stream);
+      case 24: return slab_lean<2, 4, true, false, true>(p, n_out, n, 0, stream);
+      case 26: return slab_lean<2, 6, true, false, true>(p, n_out, n, 0, stream);
+      case 44: return slab_lean<4, 4, true, false, true>(p, n_out, n, 0, stream);
+      default: return false;
+    }
+  }
   if (pl.kernel == 1 && p.slot_w == nullptr) {
     const int n = static_cast<int>(nb);
     switch (pl.rows * 10 + pl.minb) {

@@ -278,8 +278,9 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   // One decode token: the norm inside the router's launch (H200 session 12, Qwen3-30B-A3B tg128
   // 402.9 / 402.7 tok/s against 395.4 / 395.5 with FT_MOE_NORM_ROUTE=0, alternating in one call).
   // FT_DEBUG_SKIP: router / experts leave out this path's two links.
-  if (q8_in && n_tok == 1 && (skip(kSkipRouter, n_tok) || norm_route_experts(il, x, h, s))) {
-    if (!skip(kSkipExperts, n_tok)) run_experts(il, h, n_tok, /*xq_ready=*/true, x, s);
+  bool deferred = false;
+  if (q8_in && n_tok == 1 && (skip(kSkipRouter, n_tok) || norm_route_experts(il, x, h, s, &deferred))) {
+    if (!skip(kSkipExperts, n_tok)) run_experts(il, h, n_tok, /*xq_ready=*/true, x, s, deferred);
     return;
   }
   if (q8_in)

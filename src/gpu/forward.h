@@ -76,12 +76,16 @@ class GpuForward {
   // the same h.
   void route_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, bool one_launch,
                      cudaStream_t s) const;
-  void run_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out, cudaStream_t s) const;
+  // route_pending: the router launch wrote only the logits (norm_route_experts' deferred).
+  void run_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out, cudaStream_t s,
+                   bool route_pending = false) const;
   void routed_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out, cudaStream_t s) const;
   // One decode token: layer il's FFN norm of x into h and b.xq, router and routing in one
   // launch (cuda::moe_norm_router_route, the same bits as rmsnorm_q8 + route_experts); false
   // (nothing launched) where it does not take the layer.
-  bool norm_route_experts(int64_t il, const float* x, float* h, cudaStream_t s) const;
+  // deferred (where given): set when the launch wrote only the router's logits, leaving the
+  // routing to the MoE backend's decode (MoeBackend::routes_decode; run_experts' route_pending).
+  bool norm_route_experts(int64_t il, const float* x, float* h, cudaStream_t s, bool* deferred = nullptr) const;
   // qwen35 / qwen35moe (gpu/forward_qwen35.cpp): one layer, its token mixing (Gated DeltaNet
   // or gated attention) and its FFN (dense, or routed experts + gated shared expert).
   void qwen35_layer(int64_t il, int64_t n_tok, cudaStream_t s) const;

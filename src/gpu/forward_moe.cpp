@@ -48,7 +48,7 @@ const bool g_norm_route = [] {
   return e == nullptr || *e != '0';
 }();
 
-bool GpuForward::norm_route_experts(int64_t il, const float* x, float* h, cudaStream_t s) const {
+bool GpuForward::norm_route_experts(int64_t il, const float* x, float* h, cudaStream_t s, bool* deferred) const {
   const model::HParams& hp = m_.hp;
   const DevLayer& L = w_.layers[il];
   if (!g_norm_route || !router_one_launch(L)) return false;
@@ -56,16 +56,26 @@ bool GpuForward::norm_route_experts(int64_t il, const float* x, float* h, cudaSt
   if (r0.k != hp.n_embd ||
       !cuda::moe_norm_router_route_supported(r0.type, r0.k, r0.row_bytes, x, L.ffn_norm, h, b_.xq.get(), r0.w))
     return false;
+  // A backend that routes in its expert launch (MoeBackend::routes_decode) gets the logits only:
+  // the router's fence, ticket and last-block routing leave the chain (H200 session 21).
+  const bool defer = deferred != nullptr && moe_->routes_decode();
   cuda::moe_norm_router_route(x, L.ffn_norm, hp.rms_eps, num_.round, h, b_.xq.get(), hp.n_embd, r0.type, r0.w,
                               r0.row_bytes, hp.n_expert, b_.router.as<float>(), hp.n_expert,
                               static_cast<int>(hp.n_expert_used[il]), b_.ids.as<int32_t>(), b_.wts.as<float>(),
-                              b_.route_ticket.as<unsigned>(), s);
+                              b_.route_ticket.as<unsigned>(), s, /*route=*/!defer);
+  if (deferred != nullptr) *deferred = defer;
   return true;
 }
 
-void GpuForward::run_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out,
-                             cudaStream_t s) const {
+void GpuForward::run_experts(int64_t il, const float* h, int64_t n_tok, bool xq_ready, float* out, cudaStream_t s,
+                             bool route_pending) const {
   MoeStep st;
+  if (route_pending) {
+    st.route_logits = b_.router.as<float>();
+    st.route_n_expert = m_.hp.n_expert;
+    st.route_ids = b_.ids.as<int32_t>();
+    st.route_wts = b_.wts.as<float>();
+  }
   st.layer = il;
   st.n_tok = n_tok;
   st.n_used = static_cast<int>(m_.hp.n_expert_used[il]);

@@ -51,6 +51,14 @@ struct MoeStep {
   void* xq_mid = nullptr;
   const int32_t* ids = nullptr;  // [n_tok][n_used] raw expert ids (routing output, rank order)
   const float* wts = nullptr;    // [n_tok][n_used] routing weights
+  // Decode of one token where the backend routes_decode(): the router launch wrote only these
+  // route_n_expert fp32 logits, and the routing into ids / wts (route_ids / route_wts, the same
+  // buffers) is the backend's to do -- in its first expert launch (GemvArgs::route_logits), or
+  // by cuda::moe_route before it. nullptr: ids / wts are ready.
+  const float* route_logits = nullptr;
+  int64_t route_n_expert = 0;
+  int32_t* route_ids = nullptr;
+  float* route_wts = nullptr;
   float* x = nullptr;            // [n_tok][n_embd] residual stream: the result is added here
   GpuBuffers* b = nullptr;       // scratch: gu, hh, xq, order, offsets, sort_ws, ysort, ids, gemm
   const GpuNumerics* num = nullptr;  // round, q8 (decode integer GEMV), prec (prefill GEMM)
@@ -96,6 +104,9 @@ class MoeBackend {
   virtual void prefill(const MoeStep& st, cudaStream_t s) = 0;
   // One line for logs: the backend's name and its sizes (slots, host bytes, ...).
   virtual std::string describe() const = 0;
+  // Whether decode takes a routing still to be done (MoeStep::route_logits), so that the router
+  // launch may leave it out: the fused backend does it in its gate / up launch.
+  virtual bool routes_decode() const { return false; }
   // Reads device counters back (synchronises).
   virtual MoeStats stats() const { return {}; }
   virtual void reset_stats() {}

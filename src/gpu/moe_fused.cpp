@@ -13,6 +13,7 @@
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "cuda/moe_decode_fused.h"
+#include "cuda/moe_route.h"
 #include "gpu/moe_backend.h"
 #include "quant/act_quant.h"
 
@@ -148,7 +149,27 @@ bool fused_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, cu
 // Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
 // GEMV sums the slots of a token with their routing weights and adds them to st.x, or with
 // y_slots set writes each route's row there ([n_slots][n_embd]) under the combine's plan.
-void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, float* y_slots, cudaStream_t s) {
+// FT_MOE_ROUTE_IN_EXPERTS=0: the router launch routes, as before session 21 (its A/B).
+const bool g_route_in_experts = [] {
+  const char* e = std::getenv("FT_MOE_ROUTE_IN_EXPERTS");
+  return e == nullptr || *e != '0';
+}();
+
+// Whether gate and up go as one paired call (below).
+bool paired(const ExpertView& E) {
+  return !E.gate_up && g_pair && E.gate.type == E.up.type && E.gate.rows == E.up.rows && E.gate.k == E.up.k &&
+         E.gate.row_bytes == E.up.row_bytes && E.gate.expert_bytes == E.up.expert_bytes;
+}
+
+void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_in, float* y_slots, cudaStream_t s) {
+  // A routing left to decode (MoeStep::route_logits): the paired gate / up call routes in its own
+  // launch (GemvArgs::route_logits; it falls back to moe_route itself); every other path routes first.
+  MoeStep st = st_in;
+  if (st.route_logits != nullptr && (y_slots != nullptr || g_fused_decode || !paired(E))) {
+    cuda::moe_route(st.route_logits, st.route_n_expert, st.route_n_expert, st.n_tok, st.n_used, st.route_ids,
+                    st.route_wts, s);
+    st.route_logits = nullptr;
+  }
   if (y_slots == nullptr && fused_decode(E, ids, st, s)) return;
   const GpuNumerics& num = *st.num;
   GpuBuffers& b = *st.b;
@@ -184,14 +205,19 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, 
   const float* h = st.h;
   if (E.gate_up) {
     cuda::gemv(grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, !st.xq_ready), s);
-  } else if (g_pair && E.gate.type == E.up.type && E.gate.rows == E.up.rows && E.gate.k == E.up.k &&
-             E.gate.row_bytes == E.up.row_bytes && E.gate.expert_bytes == E.up.expert_bytes) {
+  } else if (paired(E)) {
     // gate and up in one call: one launch where the kernel takes pairs (NVFP4 slab, same bits
     // as two launches): H200 session 12, Qwen3-30B-A3B tg128 396.3 / 396.0 tok/s against
     // 380.4 / 381.5 as two launches (FT_MOE_PAIR=0), alternating in one call.
     cuda::GemvArgs a = grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready);
     a.w_pair = E.up.w;
     a.w_pair_y_off = n_ff;
+    if (st.route_logits != nullptr) {
+      a.route_logits = st.route_logits;
+      a.route_n_expert = st.route_n_expert;
+      a.route_ids = st.route_ids;
+      a.route_w = st.route_wts;
+    }
     cuda::gemv(a, s);
   } else {
     cuda::gemv(grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready), s);
@@ -307,6 +333,7 @@ class MoeFused : public MoeBackend {
     moe_experts_prefill(w_.layers[st.layer].experts, st.ids, st, s);
   }
   std::string describe() const override { return "fused (all experts in GPU memory)"; }
+  bool routes_decode() const override { return g_route_in_experts; }
 
  private:
   const DeviceWeights& w_;

@@ -24,6 +24,7 @@
 #include "cuda/gemv.h"
 #include "cuda/gemv_q8_ref.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/moe_route.h"
 
 namespace ft::cuda {
 namespace {
@@ -178,6 +179,92 @@ TEST(CudaGemvLean, ExpertDownCombineEqualsPackedKernelBitwise) {
     check(c, rng);
     if (::testing::Test::HasFatalFailure()) return;
   }
+}
+
+// GemvArgs::route_logits: the expert gate|up pair routing one token's logits in its own launch
+// writes the ids, weights and outputs that moe_route followed by the plain pair writes, bit for
+// bit; with n_expert past the warp route (300) and off the lean kernel, the call routes by
+// moe_route itself. Ties in the top k (the warp route's sort fallback) included.
+void check_route(int64_t n_expert, int n_used, bool ties, bool lean, std::mt19937& rng) {
+  SCOPED_TRACE("experts " + std::to_string(n_expert) + " used " + std::to_string(n_used) + (ties ? " ties" : "") +
+               (lean ? "" : " lean off"));
+  const int64_t k = 2048, rows = 768, rb = row_bytes(GgmlType::NVFP4, k), eb = rb * rows;
+  const DeviceBuffer dw = to_device(quant::testing::random_rows(GgmlType::NVFP4, 2 * rows * n_expert, k, rng));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(k)), logits(static_cast<size_t>(n_expert)),
+      bank(static_cast<size_t>(4 * n_expert));
+  for (auto& v : x) v = unit(rng);
+  for (auto& v : logits) v = 4.0f * unit(rng);
+  if (ties)  // the largest logit three times: a tie inside the top k
+    for (int64_t e : {int64_t{3}, int64_t{17}, n_expert - 1}) logits[static_cast<size_t>(e)] = 9.5f;
+  for (auto& v : bank) v = 0.25f + 0.5f * (unit(rng) + 1.0f);
+  std::vector<uint8_t> xq(static_cast<size_t>(act_q8_bytes(k, 1)));
+  quantize_act_q8_row_ref(x.data(), k, xq.data());
+  const DeviceBuffer dxq = to_device(xq), dlog = to_device(logits), dbank = to_device(bank);
+  const int64_t ldy = 2 * rows;
+  auto run_pair = [&](bool in_launch, std::vector<float>& y, std::vector<int32_t>& ids, std::vector<float>& wts) {
+    DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(ldy * n_used), poison()));
+    DeviceBuffer dids = to_device(std::vector<int32_t>(static_cast<size_t>(n_used), -1));
+    DeviceBuffer dwts = to_device(std::vector<float>(static_cast<size_t>(n_used), poison()));
+    if (!in_launch)
+      moe_route(dlog.as<float>(), n_expert, n_expert, 1, n_used, dids.as<int32_t>(), dwts.as<float>(), nullptr);
+    gemv_set_nvfp4_experts(lean);
+    GemvArgs g;
+    g.type = GgmlType::NVFP4;
+    g.w = dw.as<uint8_t>();
+    g.row_bytes = rb;
+    g.k = k;
+    g.rows = rows;
+    g.xq = dxq.get();
+    g.n_tok = n_used;
+    g.y = dy.as<float>();
+    g.ldy = ldy;
+    g.ids = dids.as<int32_t>();
+    g.expert_bytes = eb;
+    g.x_div = n_used;
+    g.bank = dbank.as<float>();
+    g.bank_col = 0;
+    g.w_pair = g.w + eb * n_expert;
+    g.w_pair_y_off = rows;
+    if (in_launch) {
+      g.route_logits = dlog.as<float>();
+      g.route_n_expert = n_expert;
+      g.route_ids = dids.as<int32_t>();
+      g.route_w = dwts.as<float>();
+    }
+    gemv(g);
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    gemv_set_nvfp4_experts(true);
+    y = to_host<float>(dy, static_cast<size_t>(ldy * n_used));
+    ids = to_host<int32_t>(dids, static_cast<size_t>(n_used));
+    wts = to_host<float>(dwts, static_cast<size_t>(n_used));
+  };
+  std::vector<float> y0, y1, w0, w1;
+  std::vector<int32_t> i0, i1;
+  run_pair(false, y0, i0, w0);
+  const int64_t n0 = gemv_nvfp4_experts_launches();
+  run_pair(true, y1, i1, w1);
+  const bool in_kernel = lean && n_expert <= 256;
+  EXPECT_EQ(gemv_nvfp4_experts_launches() - n0, in_kernel ? 1 : 0) << "the routing took the wrong path";
+  for (int j = 0; j < n_used; ++j) ASSERT_GE(i0[static_cast<size_t>(j)], 0) << "moe_route left rank " << j;
+  ASSERT_EQ(i1, i0) << "routed ids differ";
+  ASSERT_EQ(std::memcmp(w1.data(), w0.data(), w0.size() * sizeof(float)), 0) << "routing weights differ";
+  for (size_t i = 0; i < y0.size(); ++i) ASSERT_FALSE(is_poison(y1[i])) << "output " << i << " not written";
+  ASSERT_EQ(std::memcmp(y1.data(), y0.data(), y0.size() * sizeof(float)), 0) << "outputs differ";
+}
+
+TEST(CudaGemvLean, RoutingInTheLaunchEqualsMoeRouteFirst) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(2104);
+  check_route(128, 8, false, true, rng);  // Qwen3-30B-A3B
+  if (::testing::Test::HasFatalFailure()) return;
+  check_route(128, 8, true, true, rng);
+  if (::testing::Test::HasFatalFailure()) return;
+  check_route(256, 8, false, true, rng);
+  if (::testing::Test::HasFatalFailure()) return;
+  check_route(300, 8, false, true, rng);  // past the warp route: moe_route inside the call
+  if (::testing::Test::HasFatalFailure()) return;
+  check_route(128, 8, false, false, rng);  // the slab kernel: moe_route inside the call
 }
 
 // Dense: one token, row-major, the slab plan (forced where the plan has the mma kernel).

@@ -1,0 +1,142 @@
+// One warp routes one token (MoE top-k routing): the warp half of moe_route.cu, in a header so
+// that a kernel other than the router's can route in its own CTAs -- the lean expert gate / up
+// launch of one decode token (gemv_nvfp4_lean.cu, GemvArgs::route_logits) takes the router's
+// logits and routes them itself, the same bits as the router's last block. CUDA only.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/moe_route.h"
+#include "cuda/ops_math.cuh"
+#include "cuda/stl_sort.cuh"
+
+namespace ft::cuda::route_warp {
+
+// The tie fallback's sort stack (stl_sort::sort_with) for up to kMoeRouteMaxExperts experts.
+inline constexpr int kSortStack = stl_sort::stack_need(kMoeRouteMaxExperts);
+using SortRange = stl_sort::Range<int32_t>;
+inline constexpr float kWeightSumMin = 6.103515625e-5f;  // engine::kMoeWeightSumMin
+
+struct ByProbDesc {
+  const float* probs;
+  __device__ bool operator()(int32_t a, int32_t b) const { return probs[a] > probs[b]; }
+};
+
+// The warp route's limits: 8 experts per lane, one chosen expert per lane.
+inline constexpr int kWarpPer = 8;
+inline constexpr int kWarpMaxExperts = 32 * kWarpPer;
+inline constexpr int kWarpMaxUsed = 32;
+inline constexpr int kMaxWarps = 8;  // warps of the largest block that routes a token a warp (kRouterThreads)
+__host__ __device__ inline bool warp_route_fits(int n_expert, int n_used) {
+  return n_expert <= kWarpMaxExperts && n_used <= kWarpMaxUsed;
+}
+
+// Routes one token's logits l (global memory, read past L1: another block may have written
+// them) with the 32 lanes of the calling warp, the same arithmetic as route_row:
+//   mx    fmaxf over the logits (order-free);
+//   e     exp_v (groups of 8) / exp_f32 (the last n mod 8) of sub_rn(l, mx): lane i's 8
+//         experts are group i, so its group sum ((y0+y4)+(y2+y6))+((y1+y5)+(y3+y7)) is
+//         lane-local, and every lane adds the group sums (then the tail) into a double in
+//         group order, as thread 0 does;
+//   top k k rounds: the largest remaining probability (bits + 1 as the key: probabilities
+//         are >= 0, so the bits order like the values, 0 marks a used or absent expert) by
+//         redux.sync; more than one holder = a tie in the top k (route_row's condition) ->
+//         the std::sort twin on lane 0 over probs / order (n_expert each, this warp's own);
+//   w_k   sum_k double(p_k) in rank order, then div_rn by max(float(sum), min).
+__device__ __forceinline__ void route_row_warp(const float* l, int n_expert, int n_used, float* probs, int32_t* order, int32_t* ids,
+                               float* weights) {
+  const unsigned all = 0xFFFFFFFFu;
+  const int lane = static_cast<int>(threadIdx.x) & 31, e0 = kWarpPer * lane;
+  const int n8 = n_expert / 8 * 8;
+  float p[kWarpPer];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i) {
+    p[i] = e0 + i < n_expert ? __ldcg(l + e0 + i) : -INFINITY;
+    mx = fmaxf(mx, p[i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(all, mx, o));
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i) {
+    const int e = e0 + i;
+    const float d = ops::sub_rn(p[i], mx);
+    p[i] = e >= n_expert ? 0.0f : e < n8 ? ops::exp_v(d) : ops::exp_f32(d);
+  }
+  const float ga = ops::add_rn(p[0], p[4]), gb = ops::add_rn(p[1], p[5]), gc = ops::add_rn(p[2], p[6]),
+              gd = ops::add_rn(p[3], p[7]);
+  const float gsum = ops::add_rn(ops::add_rn(ga, gc), ops::add_rn(gb, gd));  // used by lanes < n8 / 8
+  double sum = 0.0;
+#pragma unroll 8
+  for (int g = 0; g < n8 / 8; ++g) sum += static_cast<double>(__shfl_sync(all, gsum, g));  // a uniform bound
+  const int tail_lane = (n8 / 8) & 31;  // the lane holding experts n8.. (none when n8 == n_expert)
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i) {
+    const float v = __shfl_sync(all, p[i], tail_lane);
+    if (n8 + i < n_expert) sum += static_cast<double>(v);
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  uint32_t key[kWarpPer];
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i) {
+    p[i] = ops::mul_rn(p[i], inv);
+    key[i] = e0 + i < n_expert ? __float_as_uint(p[i]) + 1u : 0u;
+  }
+
+  int my_id = 0;
+  float my_p = 0.0f;
+  double wsum = 0.0;
+  bool tie = false;
+  for (int r = 0; r < n_used; ++r) {
+    uint32_t km = 0;
+#pragma unroll
+    for (int i = 0; i < kWarpPer; ++i) km = key[i] > km ? key[i] : km;
+    const uint32_t top = __reduce_max_sync(all, km);
+    int cnt = 0, id = 0;
+#pragma unroll
+    for (int i = 0; i < kWarpPer; ++i)
+      if (key[i] == top) {
+        ++cnt;
+        id = e0 + i;
+        key[i] = 0u;
+      }
+    if (__reduce_add_sync(all, static_cast<unsigned>(cnt)) != 1u) {  // warp-uniform
+      tie = true;
+      break;
+    }
+    id = __shfl_sync(all, id, __ffs(__ballot_sync(all, cnt != 0)) - 1);
+    const float pv = __uint_as_float(top - 1u);
+    if (lane == r) {
+      my_id = id;
+      my_p = pv;
+    }
+    wsum += static_cast<double>(pv);
+  }
+  if (!tie) {
+    const float denom = fmaxf(static_cast<float>(wsum), kWeightSumMin);
+    if (lane < n_used) {
+      ids[lane] = my_id;
+      weights[lane] = ops::div_rn(my_p, denom);
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < kWarpPer; ++i)
+    if (e0 + i < n_expert) probs[e0 + i] = p[i];
+  __syncwarp();
+  __shared__ SortRange sort_stack[kMaxWarps][kSortStack];
+  if (lane == 0) {
+    for (int e = 0; e < n_expert; ++e) order[e] = e;
+    stl_sort::sort_with(order, n_expert, ByProbDesc{probs}, sort_stack[threadIdx.x >> 5]);
+    double ws = 0.0;
+    for (int r = 0; r < n_used; ++r) ws += static_cast<double>(probs[order[r]]);
+    const float denom = fmaxf(static_cast<float>(ws), kWeightSumMin);
+    for (int r = 0; r < n_used; ++r) {
+      ids[r] = order[r];
+      weights[r] = ops::div_rn(probs[order[r]], denom);
+    }
+  }
+  __syncwarp();  // probs / order are free for the warp's next token
+}
+
+}  // namespace ft::cuda::route_warp
