@@ -21,6 +21,8 @@
 // re-create). Call 2: the expert launches 10.4 and 8.4 us, Qwen3-30B-A3B tg128 +8.1%.
 #include <atomic>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 
 #include "cuda/act_q8.h"
@@ -366,7 +368,18 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 // ---- launch ---------------------------------------------------------------------------------
 
-std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0};
+std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
+
+// FT_GEMV_NVFP4_EXPERT_PLAN=R,B: the grouped lean slab launches at R rows an item and B blocks an
+// SM (1,4 1,6 2,4 2,6 4,4) instead of the plan's (a benchmark knob: the rows' sums, so the bits,
+// do not depend on R).
+const struct ExpertPlanEnv {
+  int rows = 0, minb = 0;
+  ExpertPlanEnv() {
+    const char* e = std::getenv("FT_GEMV_NVFP4_EXPERT_PLAN");
+    if (e != nullptr && std::sscanf(e, "%d,%d", &rows, &minb) != 2) rows = minb = 0;
+  }
+} g_expert_plan_env;
 
 // As many warps as fit at once, fewer when that balances the items (the slab / packed kernels'
 // grid, so the same warps take the same items).
@@ -408,8 +421,10 @@ bool packed_expert(Params p, int64_t n_out, cudaStream_t s) {
 
 }  // namespace
 
-bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, const GemvNvfp4Plan& pl,
+bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, const GemvNvfp4Plan& pl_in,
                         cudaStream_t stream) {
+  GemvNvfp4Plan pl = pl_in;
+  if (pl.kernel == 1 && g_expert_plan_env.rows > 0) pl.rows = g_expert_plan_env.rows, pl.minb = g_expert_plan_env.minb;
   // 32-bit item walk; 16-byte vectors (gemv_nvfp4 checked the alignment); the sign-split decoder.
   if (p.ids == nullptr || pl.decode != 2 || nb % 4 != 0 || p.rows * n_out * n_sub > (int64_t{1} << 30) ||
       p.row_bytes * 4 > (int64_t{1} << 30))
@@ -419,13 +434,17 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
         !route_warp::warp_route_fits(p.route_n_expert, p.route_n_used))
       return false;
     const int n = static_cast<int>(nb);
+    bool ok = false;
     switch (pl.rows * 10 + pl.minb) {
-      case 14: return slab_lean<1, 4, true, false, true>(p, n_out, n, 0, stream);
-      case 24: return slab_lean<2, 4, true, false, true>(p, n_out, n, 0, stream);
-      case 26: return slab_lean<2, 6, true, false, true>(p, n_out, n, 0, stream);
-      case 44: return slab_lean<4, 4, true, false, true>(p, n_out, n, 0, stream);
-      default: return false;
+      case 14: ok = slab_lean<1, 4, true, false, true>(p, n_out, n, 0, stream); break;
+      case 16: ok = slab_lean<1, 6, true, false, true>(p, n_out, n, 0, stream); break;
+      case 24: ok = slab_lean<2, 4, true, false, true>(p, n_out, n, 0, stream); break;
+      case 26: ok = slab_lean<2, 6, true, false, true>(p, n_out, n, 0, stream); break;
+      case 44: ok = slab_lean<4, 4, true, false, true>(p, n_out, n, 0, stream); break;
+      default: break;
     }
+    if (ok) g_route_launches.fetch_add(1, std::memory_order_relaxed);
+    return ok;
   }
   if (pl.kernel == 1 && p.slot_w == nullptr) {
     const int n = static_cast<int>(nb);
@@ -469,6 +488,7 @@ bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl,
 }  // namespace ft::cuda::gemv_detail
 
 namespace ft::cuda {
+int64_t gemv_nvfp4_route_launches() { return gemv_detail::g_route_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_lean_dense_launches() { return gemv_detail::g_dense_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_experts_launches() { return gemv_detail::g_expert_launches.load(std::memory_order_relaxed); }
 }  // namespace ft::cuda

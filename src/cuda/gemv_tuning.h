@@ -323,8 +323,10 @@ int64_t gemv_nvfp4_tma_launches();
 // slab / packed kernels they replace): false sends those launches back to the slab / packed
 // kernels. FT_GEMV_NVFP4_EXPERTS=0 sets it off at start-up. Defined in gemv.cu.
 void gemv_set_nvfp4_experts(bool on);
-// Launches of the lean expert kernels so far.
+// Launches of the lean expert kernels so far; of them, those that routed in the launch
+// (GemvArgs::route_logits).
 int64_t gemv_nvfp4_experts_launches();
+int64_t gemv_nvfp4_route_launches();
 // The lean slab kernel on dense one-token launches the plan gives the slab kernel (the same bits):
 // false sends them back to the slab kernel. FT_GEMV_NVFP4_LEAN_DENSE=0 sets it off at start-up.
 void gemv_set_nvfp4_lean_dense(bool on);

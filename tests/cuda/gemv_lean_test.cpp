@@ -242,10 +242,11 @@ void check_route(int64_t n_expert, int n_used, bool ties, bool lean, std::mt1993
   std::vector<float> y0, y1, w0, w1;
   std::vector<int32_t> i0, i1;
   run_pair(false, y0, i0, w0);
-  const int64_t n0 = gemv_nvfp4_experts_launches();
+  const int64_t n0 = gemv_nvfp4_experts_launches(), r0 = gemv_nvfp4_route_launches();
   run_pair(true, y1, i1, w1);
   const bool in_kernel = lean && n_expert <= 256;
-  EXPECT_EQ(gemv_nvfp4_experts_launches() - n0, in_kernel ? 1 : 0) << "the routing took the wrong path";
+  EXPECT_EQ(gemv_nvfp4_experts_launches() - n0, lean ? 1 : 0) << "the pair took the wrong kernel";
+  EXPECT_EQ(gemv_nvfp4_route_launches() - r0, in_kernel ? 1 : 0) << "the routing took the wrong path";
   for (int j = 0; j < n_used; ++j) ASSERT_GE(i0[static_cast<size_t>(j)], 0) << "moe_route left rank " << j;
   ASSERT_EQ(i1, i0) << "routed ids differ";
   ASSERT_EQ(std::memcmp(w1.data(), w0.data(), w0.size() * sizeof(float)), 0) << "routing weights differ";
