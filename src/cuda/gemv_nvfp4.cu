@@ -47,12 +47,7 @@ namespace {
 
 using namespace q8_detail;
 
-constexpr int kBlockBytes = 36;
-constexpr int kSlabBlocks = 32;
-constexpr int kSlabBytes = kSlabBlocks * kBlockBytes;  // 1152 = 72 x 16
-constexpr int kPackM = kNvfp4PackBlocksPerLane;
-constexpr int kPackStage = 32 * kPackM * kBlockBytes;            // staged bytes per packed item
-constexpr int kPackWarpBytes = kPackStage + 32 * kPackM * 4;     // + per-block partial sums
+constexpr int kPackM = kNvfp4PackBlocksPerLane;  // kBlockBytes .. kPackWarpBytes: gemv_nvfp4_dot.cuh
 
 // Launch-time constants of both kernels.
 struct Nv4 {

@@ -8,8 +8,18 @@
 
 #include "cuda/gemv_kernel.cuh"
 #include "cuda/gemv_q8_formats.cuh"
+#include "cuda/gemv_tuning.h"
 
 namespace ft::cuda::gemv_detail {
+
+// The slab / packed / lean kernels' shapes (gemv_nvfp4.cu, gemv_nvfp4_lean.cu): a 36-byte NVFP4
+// block, a slab of 32 blocks a row (one a lane), a packed item staged as up to
+// kNvfp4PackBlocksPerLane blocks a lane plus a partial sum each.
+inline constexpr int kBlockBytes = 36;
+inline constexpr int kSlabBlocks = 32;
+inline constexpr int kSlabBytes = kSlabBlocks * kBlockBytes;  // 1152 = 72 x 16
+inline constexpr int kPackStage = 32 * kNvfp4PackBlocksPerLane * kBlockBytes;         // staged bytes a packed item
+inline constexpr int kPackWarpBytes = kPackStage + 32 * kNvfp4PackBlocksPerLane * 4;  // + per-block partial sums
 
 // Activation rows in shared memory: row t at t * xs_row holds the codes with 16-byte chunk
 // q = 4c + s (block c, sub-block s) at chunk 4c + (s ^ ((c >> 1) & 3)), then the scales as in

@@ -40,12 +40,8 @@ namespace {
 
 using namespace q8_detail;
 
-constexpr int kBlockBytes = 36;
-constexpr int kSlabBlocks = 32;
-constexpr int kSlabBytes = kSlabBlocks * kBlockBytes;  // 1152 = 72 x 16
-// The packed kernel's shared memory a warp (gemv_nvfp4.cu), kept so that the same CTAs fit an SM.
-constexpr int kPackStage = 32 * kNvfp4PackBlocksPerLane * kBlockBytes;
-constexpr int kPackWarpBytes = kPackStage + 32 * kNvfp4PackBlocksPerLane * 4;
+// kBlockBytes, kSlabBytes, kPackWarpBytes (the packed kernel's shared memory a warp, kept so that
+// the same CTAs fit an SM): gemv_nvfp4_dot.cuh.
 
 // Not const: a value the compiler must load (a constant is re-created before every PRMT).
 __device__ uint32_t g_e2m1_tab[2] = {kMag0, kMag1};
