@@ -149,7 +149,8 @@ bool fused_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, cu
 // Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
 // GEMV sums the slots of a token with their routing weights and adds them to st.x, or with
 // y_slots set writes each route's row there ([n_slots][n_embd]) under the combine's plan.
-// FT_MOE_ROUTE_IN_EXPERTS=0: the router launch routes, as before session 21 (its A/B).
+// FT_MOE_ROUTE_IN_EXPERTS=0: the router launch routes, as before session 21 (its A/B: +0.4% with
+// the routing in the gate / up launch, gpu/forward_moe.cpp norm_route_experts).
 const bool g_route_in_experts = [] {
   const char* e = std::getenv("FT_MOE_ROUTE_IN_EXPERTS");
   return e == nullptr || *e != '0';
