@@ -8,7 +8,7 @@
 R=/tmp/resg
 source bench/device_common.sh
 model qwen3moe-30b-nvfp4
-timeout 100 ncu --clock-control none -k regex:norm_router_route|lean_slab --launch-skip 300 --launch-count 4 \
+timeout 100 ncu --clock-control none -k 'regex:norm_router_route|lean_slab' --launch-skip 300 --launch-count 4 \
   --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section SourceCounters --section LaunchStats \
   --section Occupancy -o $R/router --force-overwrite \
   $B/ft generate --model $Q --device cuda --prompt-tokens 1,2,3,4 --max-tokens 6 --temperature 0 --ignore-eos > $R/ncu_run.txt 2>&1
