@@ -171,6 +171,17 @@ const bool g_env_experts = [] {
 
 void gemv_set_nvfp4_experts(bool on) { g_nvfp4_override.experts_off = !on; }
 
+// FT_GEMV_NVFP4_EXPERT_PLAN=R,B (a benchmark knob): the lean expert gate / up launches at R rows an
+// item and B blocks an SM (1,4 1,6 2,4 2,6 4,4) instead of the plan's; the rows' sums, so the bits,
+// do not depend on it.
+const bool g_env_expert_plan = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_EXPERT_PLAN");
+  int r = 0, b = 0;
+  if (e != nullptr && std::sscanf(e, "%d,%d", &r, &b) == 2)
+    g_nvfp4_override.expert_rows = r, g_nvfp4_override.expert_minb = b;
+  return true;
+}();
+
 // FT_GEMV_NVFP4_LEAN_DENSE=0 sends the dense one-token slab launches back to the slab kernel.
 const bool g_env_lean_dense = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_LEAN_DENSE");
@@ -280,6 +291,17 @@ bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream) {
          gemv_nvfp4(p, a.n_tok, a.ids != nullptr, nv, stream);
 }
 
+// a's kernel parameters with its pair (w_pair: w2, y2_off; none: as checked_params) and, in first,
+// a without the pair (what the checks and the NVFP4 dispatch see).
+Params pair_params(const GemvArgs& a, GemvArgs& first) {
+  first = a;
+  first.w_pair = nullptr;
+  Params p = checked_params(first);
+  p.w2 = a.w_pair;
+  p.y2_off = a.w_pair_y_off;
+  return p;
+}
+
 }  // namespace
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
@@ -291,11 +313,8 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
                    std::to_string(a.route_n_expert) + ")");
     // The lean slab kernel routes in its CTAs (gemv_nvfp4 launches nothing else with a routing);
     // anything else gets moe_route first and the plain call.
-    GemvArgs first = a;
-    first.w_pair = nullptr;
-    Params p = checked_params(first);
-    p.w2 = a.w_pair;
-    p.y2_off = a.w_pair_y_off;
+    GemvArgs first;
+    Params p = pair_params(a, first);
     p.route_logits = a.route_logits;
     p.route_n_expert = static_cast<int>(a.route_n_expert);
     p.route_n_used = static_cast<int>(a.n_tok);
@@ -312,11 +331,8 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
   if (a.w_pair != nullptr) {
     if (a.ids == nullptr || a.slot_w != nullptr)
       fail_message("cuda gemv: w_pair needs the grouped mode (ids) without a combine");
-    GemvArgs first = a;
-    first.w_pair = nullptr;
-    Params p = checked_params(first);
-    p.w2 = a.w_pair;
-    p.y2_off = a.w_pair_y_off;
+    GemvArgs first;
+    const Params p = pair_params(a, first);
     if (nvfp4_launch(first, p, stream)) return;
     GemvArgs second = first;
     second.w = a.w_pair;

@@ -35,6 +35,7 @@ struct Nvfp4Override {
   int tma_warps = 0, tma_chunk = 0, tma_stages = 0;
   bool experts_off = false;  // FT_GEMV_NVFP4_EXPERTS=0 / gemv_set_nvfp4_experts: the slab / packed kernels take them
   bool lean_dense_off = false;  // FT_GEMV_NVFP4_LEAN_DENSE=0 / gemv_set_nvfp4_lean_dense: the slab kernel takes them
+  int expert_rows = 0, expert_minb = 0;  // FT_GEMV_NVFP4_EXPERT_PLAN=R,B: the lean expert slab launches' (0: the plan's)
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -93,6 +94,16 @@ int cached_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t>
   return blocks;
 }
 
+// The grid of a warp-per-item kernel (kWarps warps a CTA, `ctas` CTAs an SM resident): as many
+// warps as fit at once, fewer when that balances the items better (every warp gets the same
+// number, +-1). The generic, slab, packed and lean kernels all launch this way.
+inline dim3 warp_grid(int64_t n_items, int ctas) {
+  const int64_t w_max = static_cast<int64_t>(ctas) * sm_count() * kWarps;
+  const int64_t per_warp = (n_items + w_max - 1) / w_max;
+  const int64_t warps = (n_items + per_warp - 1) / per_warp;
+  return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
+}
+
 // Launches gemv_kernel<Policy, NT, R> on p (plan fields lpr_log2, stages, cbp, chunk_* set)
 // for n_out out rows: as many warps as fit on the GPU at once, fewer when that balances the
 // row groups better (every warp gets the same number, +-1).
@@ -118,12 +129,7 @@ void launch_kernel(Params p, int64_t n_out, cudaStream_t stream) {
     if (blocks < 1) fail_message("cuda gemv: kernel does not fit on an SM");
     cache.store((static_cast<uint64_t>(smem) << 32) | static_cast<uint64_t>(blocks), std::memory_order_relaxed);
   }
-  const int64_t groups = p.n_rg * n_out;
-  const int64_t w_max = static_cast<int64_t>(blocks) * sm_count() * kWarps;
-  const int64_t per_warp = (groups + w_max - 1) / w_max;
-  const int64_t warps = (groups + per_warp - 1) / per_warp;
-  const dim3 grid(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
-  kernel<<<grid, kWarps * 32, smem, stream>>>(p);
+  kernel<<<warp_grid(p.n_rg * n_out, blocks), kWarps * 32, smem, stream>>>(p);
   FT_CUDA_CHECK_LAUNCH();
 }
 

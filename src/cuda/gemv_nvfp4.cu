@@ -61,46 +61,6 @@ struct Nv4 {
 };
 
 template <int VB>
-struct VecOf;
-template <>
-struct VecOf<16> {
-  using T = uint4;
-};
-template <>
-struct VecOf<4> {
-  using T = uint32_t;
-};
-
-// Weights are read once: no L1 allocation, so the activations stay there.
-template <int VB>
-__device__ __forceinline__ typename VecOf<VB>::T ld_w(const uint8_t* p) {
-  if constexpr (VB == 16) {
-    uint4 v;
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p));
-    return v;
-  } else {
-    uint32_t v;
-    asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-  }
-}
-
-// Copies activation rows [0, g.xs_rows) into xs (all threads of the CTA; ends in
-// __syncthreads).
-__device__ __forceinline__ void stage_x(uint8_t* xs, const Params& p, int xs_rows, int xs_row) {
-  const int per_row = xs_row / 16, k16 = static_cast<int>(p.k / 16);
-  const int n = xs_rows * per_row;
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) {
-    const int t = i / per_row, j = i - t * per_row;
-    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p.xq + t * p.xq_row) + j);
-    const int d = j < k16 ? xs_chunk(j >> 2, j & 3) : j;
-    *reinterpret_cast<uint4*>(xs + t * xs_row + 16 * d) = v;
-  }
-  __syncthreads();
-}
-template <int VB>
 __device__ __forceinline__ void st_s(uint8_t* p, const typename VecOf<VB>::T& v) {
   *reinterpret_cast<typename VecOf<VB>::T*>(p) = v;
 }
@@ -510,14 +470,6 @@ int ctas_per_sm(K kernel, size_t smem, std::atomic<uint64_t>& cache) {
   return blocks;
 }
 
-// As many warps as fit at once, fewer when that balances the items better (+-1 per warp).
-dim3 grid_for(int64_t n_items, int ctas) {
-  const int64_t w_max = static_cast<int64_t>(ctas) * sm_count() * kWarps;
-  const int64_t per_warp = (n_items + w_max - 1) / w_max;
-  const int64_t warps = (n_items + per_warp - 1) / per_warp;
-  return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
-}
-
 // Decoder: sign-split for 1-2 tokens; with more tokens each decoded word serves more dp4a,
 // and sign-split's doubled dp4a count loses (run 8, 8 tokens, 14336x4096: 66.5 us at R 4,
 // 56.3 at R 2, against run 5's byte_perm 52.1 at R 4).
@@ -529,7 +481,7 @@ void launch_slab(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(kWarps) * R * kSlabBytes + (XS ? static_cast<size_t>(g.xs_rows) * g.xs_row : 0);
   static std::atomic<uint64_t> cache{0};
   const int ctas = ctas_per_sm(kernel, smem, cache);
-  launch_pdl(kernel, grid_for(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, stream, p, g);
+  launch_pdl(kernel, warp_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, stream, p, g);
 }
 
 template <int VB, bool XS, bool PN = true, int MINB = 4>
@@ -540,7 +492,7 @@ void launch_packed(Params p, int64_t n_out, const Nv4& g, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(kWarps) * kPackWarpBytes + (XS ? static_cast<size_t>(g.xs_rows) * g.xs_row : 0);
   static std::atomic<uint64_t> cache{0};
   const int ctas = ctas_per_sm(kernel, smem, cache);
-  launch_pdl(kernel, grid_for(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, stream, p, g);
+  launch_pdl(kernel, warp_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, stream, p, g);
 }
 
 // Instances: one token R = 1, 2, 4; several tokens R = 2, 4 (NT = 2, 4, 8); 4-byte vectors
@@ -682,18 +634,20 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   // One-token expert launches: the lean kernels where they take the plan (gemv_nvfp4_lean.cu,
   // the same bits as the slab / packed launch below).
   const bool lean = grouped && nt == 1 && vb == 16 && !xs && !over.experts_off;
+  GemvNvfp4Plan lean_pl = pl;  // FT_GEMV_NVFP4_EXPERT_PLAN: the lean gate / up launches' rows and bound
+  if (pl.kernel == 1 && over.expert_rows > 0) lean_pl.rows = over.expert_rows, lean_pl.minb = over.expert_minb;
   if (p.w2 != nullptr) {
     if (!pair_ok) return false;
     Params q = p;
     q.pair_out = n_out;
-    if (lean && gemv_nvfp4_experts(q, 2 * n_out, nb, n_sub, pl, stream))
+    if (lean && gemv_nvfp4_experts(q, 2 * n_out, nb, n_sub, lean_pl, stream))
       return g_pair_launches.fetch_add(1, std::memory_order_relaxed), true;
     if (p.route_logits != nullptr) return false;
     g_pair_launches.fetch_add(1, std::memory_order_relaxed);
     launch_slab_plan(q, 1, 2 * n_out, g, R, vb, xs, pl, stream);  // pair_ok: slab_variant
     return true;
   }
-  if (lean && gemv_nvfp4_experts(p, n_out, nb, n_sub, pl, stream)) return true;
+  if (lean && gemv_nvfp4_experts(p, n_out, nb, n_sub, lean_pl, stream)) return true;
   if (p.route_logits != nullptr) return false;
   if (pl.kernel == 2) {
     g.rb = pl.rows;

@@ -29,6 +29,46 @@ FT_HD inline int xs_chunk(int c, int s) { return 4 * c + (s ^ ((c >> 1) & 3)); }
 
 __device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
+template <int VB>
+struct VecOf;
+template <>
+struct VecOf<16> {
+  using T = uint4;
+};
+template <>
+struct VecOf<4> {
+  using T = uint32_t;
+};
+
+// Weights are read once: no L1 allocation, so the activations stay there.
+template <int VB>
+__device__ __forceinline__ typename VecOf<VB>::T ld_w(const uint8_t* p) {
+  if constexpr (VB == 16) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+  } else {
+    uint32_t v;
+    asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+  }
+}
+
+// Copies activation rows [0, xs_rows) of p.xq into xs (swizzled: xs_chunk) (all threads of the CTA; ends in
+// __syncthreads).
+__device__ __forceinline__ void stage_x(uint8_t* xs, const Params& p, int xs_rows, int xs_row) {
+  const int per_row = xs_row / 16, k16 = static_cast<int>(p.k / 16);
+  const int n = xs_rows * per_row;
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) {
+    const int t = i / per_row, j = i - t * per_row;
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p.xq + t * p.xq_row) + j);
+    const int d = j < k16 ? xs_chunk(j >> 2, j & 3) : j;
+    *reinterpret_cast<uint4*>(xs + t * xs_row + 16 * d) = v;
+  }
+  __syncthreads();
+}
 // acc[r][t] += block c of R staged rows (row r's block at sb + r * rstride, 4-aligned) times
 // the activations of token t (row x0 + t * xq_row: act_q8 layout in global memory, or the
 // swizzled shared copy when XS), t < n_tok.

@@ -21,8 +21,6 @@
 // re-create). Call 2: the expert launches 10.4 and 8.4 us, Qwen3-30B-A3B tg128 +8.1%.
 #include <atomic>
 #include <climits>
-#include <cstdio>
-#include <cstdlib>
 #include <cstdint>
 
 #include "cuda/act_q8.h"
@@ -46,12 +44,6 @@ using namespace q8_detail;
 // Not const: a value the compiler must load (a constant is re-created before every PRMT).
 __device__ uint32_t g_e2m1_tab[2] = {kMag0, kMag1};
 __device__ __forceinline__ E2m1Table table_from_memory() { return {g_e2m1_tab[0], g_e2m1_tab[1]}; }
-
-__device__ __forceinline__ uint4 ld_w16(const uint8_t* p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
 
 // ---- slab: expert gate / up (grouped, no combine) and dense -----------------------------------
 
@@ -168,14 +160,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < p.route_n_used)
       p.route_ids[threadIdx.x] = sids[threadIdx.x], p.route_w[threadIdx.x] = sw[threadIdx.x];
   }
-  if constexpr (XS) {  // every thread of the CTA, then a barrier
-    const int per_row = xs_row / 16, k16 = static_cast<int>(p.k / 16);
-    for (int i = static_cast<int>(threadIdx.x); i < per_row; i += kWarps * 32) {
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(p.xq) + i);
-      *reinterpret_cast<uint4*>(xs + 16 * (i < k16 ? xs_chunk(i >> 2, i & 3) : i)) = v;
-    }
-    __syncthreads();
-  }
+  if constexpr (XS) stage_x(xs, p, 1, xs_row);  // every thread of the CTA, then a barrier
   if (n_steps == 0) return;
   if (!early) issue(it0, ring), issue(it1, ring + kStage);
 
@@ -286,7 +271,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 #pragma unroll
     for (int u = 0; u < kV; ++u) {
       const uintptr_t b = __shfl_sync(0xFFFFFFFFu, static_cast<unsigned long long>(m.base), vq[u] & 31);
-      if (lane + 32 * u < kNvt) buf[u] = ld_w16(reinterpret_cast<const uint8_t*>(b) + 16 * vo[u]);
+      if (lane + 32 * u < kNvt) buf[u] = ld_w<16>(reinterpret_cast<const uint8_t*>(b) + 16 * vo[u]);
     }
   };
 
@@ -296,19 +281,16 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
   // With ids_early the first item's weights, scales and combine weights load before the wait,
   // with y_early its old y too.
   const bool y_pre = p.y_early != 0;
-  if (p.ids_early && item < n_items) {
+  auto start = [&]() {
     m = locate(item);
     issue(buf, m);
     if (y_pre && lane == 0) m.y = p.y[static_cast<int64_t>(m.out) * p.ldy + m.row];
-  }
+  };
+  if (p.ids_early && item < n_items) start();
   pdl_wait();
   pdl_trigger();
   if (item >= n_items) return;
-  if (!p.ids_early) {
-    m = locate(item);
-    issue(buf, m);
-    if (y_pre && lane == 0) m.y = p.y[static_cast<int64_t>(m.out) * p.ldy + m.row];
-  }
+  if (!p.ids_early) start();
   bool first = true;
   for (;;) {
 #pragma unroll
@@ -366,26 +348,6 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
 
-// FT_GEMV_NVFP4_EXPERT_PLAN=R,B: the grouped lean slab launches at R rows an item and B blocks an
-// SM (1,4 1,6 2,4 2,6 4,4) instead of the plan's (a benchmark knob: the rows' sums, so the bits,
-// do not depend on R).
-const struct ExpertPlanEnv {
-  int rows = 0, minb = 0;
-  ExpertPlanEnv() {
-    const char* e = std::getenv("FT_GEMV_NVFP4_EXPERT_PLAN");
-    if (e != nullptr && std::sscanf(e, "%d,%d", &rows, &minb) != 2) rows = minb = 0;
-  }
-} g_expert_plan_env;
-
-// As many warps as fit at once, fewer when that balances the items (the slab / packed kernels'
-// grid, so the same warps take the same items).
-dim3 expert_grid(int64_t n_items, int ctas) {
-  const int64_t w_max = static_cast<int64_t>(ctas) * sm_count() * kWarps;
-  const int64_t per_warp = (n_items + w_max - 1) / w_max;
-  const int64_t warps = (n_items + per_warp - 1) / per_warp;
-  return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
-}
-
 template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
@@ -396,7 +358,7 @@ bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
                       (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
   const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (ctas < 1) return false;
-  launch_pdl(kernel, expert_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, s, p, nb, xs_row);
+  launch_pdl(kernel, warp_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, s, p, nb, xs_row);
   (GROUPED ? g_expert_launches : g_dense_launches).fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -410,49 +372,41 @@ bool packed_expert(Params p, int64_t n_out, cudaStream_t s) {
   const size_t smem = static_cast<size_t>(kWarps) * kPackWarpBytes;
   const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (ctas < 1) return false;
-  launch_pdl(kernel, expert_grid(p.rows * n_out, ctas), dim3(kWarps * 32), smem, s, p);
+  launch_pdl(kernel, warp_grid(p.rows * n_out, ctas), dim3(kWarps * 32), smem, s, p);
   g_expert_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
+// The grouped lean slab instance of the plan's rows and blocks an SM; false for any other.
+template <bool ROUTE>
+bool slab_grouped(const Params& p, int64_t n_out, int nb, const GemvNvfp4Plan& pl, cudaStream_t stream) {
+  switch (pl.rows * 10 + pl.minb) {
+    case 14: return slab_lean<1, 4, true, false, ROUTE>(p, n_out, nb, 0, stream);
+    case 16: return slab_lean<1, 6, true, false, ROUTE>(p, n_out, nb, 0, stream);
+    case 24: return slab_lean<2, 4, true, false, ROUTE>(p, n_out, nb, 0, stream);
+    case 26: return slab_lean<2, 6, true, false, ROUTE>(p, n_out, nb, 0, stream);
+    case 44: return slab_lean<4, 4, true, false, ROUTE>(p, n_out, nb, 0, stream);
+    default: return false;
+  }
+}
+
 }  // namespace
 
-bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, const GemvNvfp4Plan& pl_in,
+bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, const GemvNvfp4Plan& pl,
                         cudaStream_t stream) {
-  GemvNvfp4Plan pl = pl_in;
-  if (pl.kernel == 1 && g_expert_plan_env.rows > 0) pl.rows = g_expert_plan_env.rows, pl.minb = g_expert_plan_env.minb;
   // 32-bit item walk; 16-byte vectors (gemv_nvfp4 checked the alignment); the sign-split decoder.
   if (p.ids == nullptr || pl.decode != 2 || nb % 4 != 0 || p.rows * n_out * n_sub > (int64_t{1} << 30) ||
       p.row_bytes * 4 > (int64_t{1} << 30))
     return false;
   if (p.route_logits != nullptr) {  // one token's routing in the launch (gemv_nvfp4 checked the rest)
     if (pl.kernel != 1 || p.slot_w != nullptr || p.route_n_used * (p.w2 != nullptr ? 2 : 1) != n_out ||
-        !route_warp::warp_route_fits(p.route_n_expert, p.route_n_used))
+        !route_warp::warp_route_fits(p.route_n_expert, p.route_n_used) ||
+        !slab_grouped<true>(p, n_out, static_cast<int>(nb), pl, stream))
       return false;
-    const int n = static_cast<int>(nb);
-    bool ok = false;
-    switch (pl.rows * 10 + pl.minb) {
-      case 14: ok = slab_lean<1, 4, true, false, true>(p, n_out, n, 0, stream); break;
-      case 16: ok = slab_lean<1, 6, true, false, true>(p, n_out, n, 0, stream); break;
-      case 24: ok = slab_lean<2, 4, true, false, true>(p, n_out, n, 0, stream); break;
-      case 26: ok = slab_lean<2, 6, true, false, true>(p, n_out, n, 0, stream); break;
-      case 44: ok = slab_lean<4, 4, true, false, true>(p, n_out, n, 0, stream); break;
-      default: break;
-    }
-    if (ok) g_route_launches.fetch_add(1, std::memory_order_relaxed);
-    return ok;
+    g_route_launches.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
-  if (pl.kernel == 1 && p.slot_w == nullptr) {
-    const int n = static_cast<int>(nb);
-    switch (pl.rows * 10 + pl.minb) {
-      case 14: return slab_lean<1, 4>(p, n_out, n, 0, stream);
-      case 16: return slab_lean<1, 6>(p, n_out, n, 0, stream);
-      case 24: return slab_lean<2, 4>(p, n_out, n, 0, stream);
-      case 26: return slab_lean<2, 6>(p, n_out, n, 0, stream);
-      case 44: return slab_lean<4, 4>(p, n_out, n, 0, stream);
-      default: return false;
-    }
-  }
+  if (pl.kernel == 1 && p.slot_w == nullptr) return slab_grouped<false>(p, n_out, static_cast<int>(nb), pl, stream);
   if (pl.kernel == 2 && p.slot_w != nullptr && pl.rows == 1 && n_sub == 8 && pl.minb == 4) {
     switch (nb) {
       case 8: return packed_expert<8, 8, 4>(p, n_out, stream);
