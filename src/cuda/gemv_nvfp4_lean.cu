@@ -18,7 +18,9 @@
 // the H200's issue rate those counts alone take ~5.4, ~3.5 and ~2.3 us; the launches ran 14.6,
 // 11.2 and 7.0 us (serialised) with 28-37% of issue slots busy. Here the walk is 32-bit with
 // the shapes as template constants, and the table comes from memory (a value ptxas cannot
-// re-create). Call 2: the expert launches 10.4 and 8.4 us, Qwen3-30B-A3B tg128 +8.1%.
+// re-create). Call 2: the expert launches 10.4 and 8.4 us, Qwen3-30B-A3B tg128 +8.1%. Call 7
+// (bench/sass_mix.py): the gate|up launch still runs 4.85 M instructions with its routing (789 an
+// item; ~20% fewer than the slab kernel's), part of the table still copied from a uniform register.
 #include <atomic>
 #include <climits>
 #include <cstdint>
