@@ -101,7 +101,10 @@ inline constexpr uint32_t kMag0 = 0x03020100u, kMag1 = 0x0C080604u;
 // before every PRMT (IMAD.U32 R, RZ, RZ, UR4: 86 per step of the R 4 slab kernel, H200 run
 // 8). Run 9's SASS shows that e2m1_table() does NOT achieve it: ptxas folds the mov (kMag1
 // becomes the PRMT immediate, kMag0 is still re-created, 84 per step). Holding it needs a
-// value ptxas cannot re-create (a load from memory), not yet measured.
+// value ptxas cannot re-create: a load from memory -- the mma kernels' table in shared memory
+// (gemv_mma.cuh), the lean kernels' from global memory (gemv_nvfp4_lean.cu; H200 session 21:
+// 313 K of these copies in the slab kernel's expert pair launch, 25 K in the lean one, whose
+// uniform load ptxas still copies in places; bench/sass_mix.py).
 struct E2m1Table {
   uint32_t t0, t1;
 };
