@@ -19,6 +19,7 @@
 #include "cuda/rope.h"
 #include "cuda/rows.h"
 #include "gpu/batch_forward.h"
+#include "gpu/debug_skip.h"
 #include "cuda/sample.h"
 #include "model/model.h"
 
@@ -57,34 +58,8 @@ const bool g_attn_rope = [] {
   return e == nullptr || *e != '0';
 }();
 
-// FT_DEBUG_SKIP=link[,link..] (a diagnostic: the tokens are garbage): one-token decode steps
-// without those launches, so that a step's time with and without a link is what that link costs
-// inside the chain (PDL overlap included), which serialised kernel times do not tell. Links:
-// norm1 qkv attn wo norm2 gateup swiglu down (dense), router experts (MoE).
-enum SkipLink : unsigned {
-  kSkipNorm1 = 1, kSkipQkv = 2, kSkipAttn = 4, kSkipWo = 8, kSkipNorm2 = 16, kSkipGateUp = 32,
-  kSkipSwiglu = 64, kSkipDown = 128, kSkipRouter = 256, kSkipExperts = 512
-};
-const unsigned g_skip = [] {
-  const char* e = std::getenv("FT_DEBUG_SKIP");
-  if (e == nullptr) return 0u;
-  static constexpr const char* kNames[] = {"norm1", "qkv", "attn", "wo", "norm2",
-                                           "gateup", "swiglu", "down", "router", "experts"};
-  unsigned m = 0;
-  std::string s(e);
-  for (size_t a = 0; a <= s.size();) {
-    const size_t b = std::min(s.find(',', a), s.size());
-    const std::string name = s.substr(a, b - a);
-    bool known = false;
-    for (unsigned i = 0; i < std::size(kNames); ++i)
-      if (name == kNames[i]) m |= 1u << i, known = true;
-    if (!known && !name.empty()) fail("FT_DEBUG_SKIP: unknown link '{}'", name);
-    a = b + 1;
-  }
-  if (m != 0) log::warn("FT_DEBUG_SKIP={}: decode steps skip launches, tokens are garbage", e);
-  return m;
-}();
-bool skip(unsigned link, int64_t n_tok) { return (g_skip & link) != 0 && n_tok == 1; }
+using debug::skip;
+using namespace debug;  // the SkipLink names
 
 }  // namespace
 
@@ -280,7 +255,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
   // FT_DEBUG_SKIP: router / experts leave out this path's two links.
   bool deferred = false;
   if (q8_in && n_tok == 1 && (skip(kSkipRouter, n_tok) || norm_route_experts(il, x, h, s, &deferred))) {
-    if (!skip(kSkipExperts, n_tok)) run_experts(il, h, n_tok, /*xq_ready=*/true, x, s, deferred);
+    if (!skip(kSkipExperts, n_tok)) run_experts(il, h, n_tok, /*xq_ready=*/true, x, s, deferred && !skip(kSkipRoute, n_tok));
     return;
   }
   if (q8_in)

@@ -13,6 +13,7 @@
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "cuda/moe_decode_fused.h"
+#include "gpu/debug_skip.h"
 #include "cuda/moe_route.h"
 #include "gpu/moe_backend.h"
 #include "quant/act_quant.h"
@@ -226,7 +227,9 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
   }
   const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
   void* xq_mid = st.xq_mid ? st.xq_mid : b.xq.get();
-  if (E.gelu)  // gemma4's GeGLU experts
+  if (debug::skip(debug::kSkipMoeSwiglu, st.n_tok)) {
+    // FT_DEBUG_SKIP=moe_swiglu: the down launch reads the last step's SwiGLU (garbage tokens).
+  } else if (E.gelu)  // gemma4's GeGLU experts
     cuda::geglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, q8_mid ? xq_mid : nullptr, s);
   else if (q8_mid)
     cuda::swiglu_q8(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, xq_mid, s);

@@ -1,0 +1,37 @@
+#include "gpu/debug_skip.h"
+
+#include <cstdlib>
+#include <iterator>
+#include <string>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace ft::gpu::debug {
+namespace {
+
+const unsigned g_skip = [] {
+  const char* e = std::getenv("FT_DEBUG_SKIP");
+  if (e == nullptr) return 0u;
+  static constexpr const char* kNames[] = {"norm1",  "qkv",    "attn",    "wo",    "norm2",      "gateup",
+                                           "swiglu", "down",   "router",  "experts", "route", "moe_swiglu"};
+  unsigned m = 0;
+  std::string s(e);
+  for (size_t a = 0; a <= s.size();) {
+    const size_t b = std::min(s.find(',', a), s.size());
+    const std::string name = s.substr(a, b - a);
+    bool known = false;
+    for (unsigned i = 0; i < std::size(kNames); ++i)
+      if (name == kNames[i]) m |= 1u << i, known = true;
+    if (!known && !name.empty()) fail("FT_DEBUG_SKIP: unknown link '{}'", name);
+    a = b + 1;
+  }
+  if (m != 0) log::warn("FT_DEBUG_SKIP={}: decode steps skip launches, tokens are garbage", e);
+  return m;
+}();
+
+}  // namespace
+
+bool skip(unsigned link, int64_t n_tok) { return (g_skip & link) != 0 && n_tok == 1; }
+
+}  // namespace ft::gpu::debug
