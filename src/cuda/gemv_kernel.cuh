@@ -61,6 +61,7 @@ struct Params {
   // GemvArgs::route_logits (the lean slab kernel routes in its CTAs; route_n_used = the slots).
   const float* route_logits;
   int route_n_expert, route_n_used;
+  int route_fast;  // route_warp::route_row_warp's `fast` argument (moe_route_fast())
   int32_t* route_ids;
   float* route_w;
   // Launch plan (gemv_tuning.h).

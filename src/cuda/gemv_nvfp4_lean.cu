@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     float* sw = reinterpret_cast<float*>(sids + 32);
     if (warp == 0)
       route_warp::route_row_warp(p.route_logits, ne, p.route_n_used, reinterpret_cast<float*>(smem),
-                                 reinterpret_cast<int32_t*>(smem + 4 * ne), sids, sw);
+                                 reinterpret_cast<int32_t*>(smem + 4 * ne), sids, sw, p.route_fast);
     __syncthreads();
     if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < p.route_n_used)
       p.route_ids[threadIdx.x] = sids[threadIdx.x], p.route_w[threadIdx.x] = sw[threadIdx.x];

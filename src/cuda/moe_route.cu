@@ -16,6 +16,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cuda/check.h"
@@ -106,14 +107,23 @@ __device__ void route_row(const float* l, int n_expert, int n_used, float* probs
   __syncthreads();  // sel, tie and probs are free for the next token
 }
 
-// moe_route_set_warp(0): the block route everywhere (tests, ft-bench-small-cuda).
-int g_warp_route = 1;
-bool use_warp_route(int n_expert, int n_used) { return g_warp_route == 1 && warp_route_fits(n_expert, n_used); }
+// moe_route_set_warp(0): the block route everywhere (tests, ft-bench-small-cuda); 2: the warp route
+// without its fast path (route_row_warp_exact only); 3 (tests): the fast path alone, ids -1 where it
+// finds a tie. FT_MOE_ROUTE_FAST=0 makes 2 the default.
+int route_default() {
+  const char* e = std::getenv("FT_MOE_ROUTE_FAST");
+  return e != nullptr && *e == '0' ? 2 : 1;
+}
+int g_warp_route = route_default();
+// The warp route's mode for these counts: 0 none (the block route), 1 fast, 2 exact, 3 fast only.
+// route_row_warp's `fast` argument for a mode.
+__host__ __device__ inline int fast_arg(int mode) { return mode == 1 ? 1 : mode == 3 ? 2 : 0; }
+int use_warp_route(int n_expert, int n_used) { return warp_route_fits(n_expert, n_used) ? g_warp_route : 0; }
 
 // Warp route: block b's warp w routes token 4b + w (no barrier: warps past n_tok just end).
 __global__ void __launch_bounds__(kThreads) moe_route_warp_kernel(const float* logits, int64_t ld, int n_expert,
                                                                   int n_used, int n_tok, int32_t* ids,
-                                                                  float* weights) {
+                                                                  float* weights, int fast) {
   pdl_wait();
   pdl_trigger();
   extern __shared__ float smem[];
@@ -122,7 +132,7 @@ __global__ void __launch_bounds__(kThreads) moe_route_warp_kernel(const float* l
   if (t >= n_tok) return;
   float* probs = smem + 2 * n_expert * w;
   route_row_warp(logits + t * ld, n_expert, n_used, probs, reinterpret_cast<int32_t*>(probs + n_expert),
-                 ids + t * n_used, weights + t * n_used);
+                 ids + t * n_used, weights + t * n_used, fast);
 }
 
 __global__ void __launch_bounds__(kThreads) moe_route_kernel(const float* logits, int64_t ld, int n_expert,
@@ -169,7 +179,7 @@ static_assert(kRouterThreads / 32 <= kMaxWarps && kThreads / 32 <= kMaxWarps, "o
 // sums, then the warps in order, by one thread), and the last block to finish routes.
 __device__ __forceinline__ void router_finish(const float (&acc)[kMoeRouterMaxTokens], int n_tok, int e, int n_expert,
                                               float* logits, int64_t ld, int n_used, int32_t* ids, float* weights,
-                                              unsigned* ticket, bool warp_route, float* smem, bool route = true) {
+                                              unsigned* ticket, int warp_route, float* smem, bool route = true) {
   __shared__ float part[kRouterThreads / 32][kMoeRouterMaxTokens];
   __shared__ bool last;
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
@@ -198,7 +208,7 @@ __device__ __forceinline__ void router_finish(const float (&acc)[kMoeRouterMaxTo
     if (w < n_tok) {
       float* probs = smem + 2 * n_expert * w;
       route_row_warp(logits + w * ld, n_expert, n_used, probs, reinterpret_cast<int32_t*>(probs + n_expert),
-                     ids + w * n_used, weights + w * n_used);
+                     ids + w * n_used, weights + w * n_used, fast_arg(warp_route));
     }
     __syncthreads();
     if (threadIdx.x == 0) *ticket = 0;
@@ -219,7 +229,7 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const floa
                                                                       const uint8_t* w, int64_t row_bytes, int64_t k,
                                                                       int n_expert, float* logits, int64_t ld,
                                                                       int n_used, int32_t* ids, float* weights,
-                                                                      unsigned* ticket, bool warp_route) {
+                                                                      unsigned* ticket, int warp_route) {
   extern __shared__ float smem[];
   constexpr int kU = 4;  // float4 weight loads in flight per thread
   const int e = static_cast<int>(blockIdx.x);
@@ -273,7 +283,7 @@ template <class WT, int NV>
 __global__ void __launch_bounds__(kRouterThreads) norm_router_route_kernel(
     const float* x, const float* norm_w, float eps, Round round, float* h, uint8_t* xq, int64_t k, const uint8_t* w,
     int64_t row_bytes, int n_expert, float* logits, int64_t ld, int n_used, int32_t* ids, float* weights,
-    unsigned* ticket, bool warp_route, bool route) {
+    unsigned* ticket, int warp_route, bool route) {
   static_assert(kRouterThreads == norm_row::kThreads, "norm_row's thread layout");
   extern __shared__ float smem[];
   __shared__ double scratch[32];
@@ -318,11 +328,11 @@ void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok,
     fail_message("moe_route: n_used " + std::to_string(n_used) + " must be in [1, min(n_expert, " +
                  std::to_string(kMaxUsed) + ")]");
   if (n_tok > 0x7fffffff) fail_message("moe_route: " + std::to_string(n_tok) + " tokens exceed the grid limit");
-  if (use_warp_route(static_cast<int>(n_expert), n_used)) {
+  if (const int mode = use_warp_route(static_cast<int>(n_expert), n_used); mode != 0) {
     constexpr int64_t per = kThreads / 32;
     const size_t smem = static_cast<size_t>(per * n_expert) * (sizeof(float) + sizeof(int32_t));
     launch_pdl(moe_route_warp_kernel, dim3(static_cast<unsigned>((n_tok + per - 1) / per)), dim3(kThreads), smem, s,
-               logits, ld, static_cast<int>(n_expert), n_used, static_cast<int>(n_tok), ids, weights);
+               logits, ld, static_cast<int>(n_expert), n_used, static_cast<int>(n_tok), ids, weights, fast_arg(mode));
     FT_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -332,7 +342,8 @@ void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok,
   FT_CUDA_CHECK_LAUNCH();
 }
 
-void moe_route_set_warp(int on) { g_warp_route = on < 0 ? 1 : on; }
+void moe_route_set_warp(int on) { g_warp_route = on < 0 ? route_default() : on; }
+int moe_route_fast() { return fast_arg(g_warp_route); }
 
 namespace {
 
@@ -376,7 +387,7 @@ void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type,
                  std::to_string(k) + ", n_tok = " + std::to_string(n_tok) + ")");
   check_route_counts("moe_router_route", n_expert, n_used);
   const unsigned grid = static_cast<unsigned>(n_expert);  // one block per expert row
-  const bool warp = use_warp_route(static_cast<int>(n_expert), n_used);
+  const int warp = use_warp_route(static_cast<int>(n_expert), n_used);
   const size_t smem = route_smem(n_tok, n_expert, warp);
   by_weight_type(type, [&](auto wt) {
     launch_pdl(router_route_kernel<decltype(wt)>, dim3(grid), dim3(kRouterThreads), smem, s, x, ldx,
@@ -403,7 +414,7 @@ void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round
     fail_message("moe_norm_router_route: needs F32/BF16/F16 router weights, k % 32 == 0 and k <= 8192, 16-byte "
                  "aligned rows, activations and outputs, and a ticket counter (k = " + std::to_string(k) + ")");
   check_route_counts("moe_norm_router_route", n_expert, n_used);
-  const bool warp = use_warp_route(static_cast<int>(n_expert), n_used);
+  const int warp = use_warp_route(static_cast<int>(n_expert), n_used);
   const size_t smem = route_smem(1, n_expert, warp);
   auto* xq8 = static_cast<uint8_t*>(xq);
   const auto* wb = static_cast<const uint8_t*>(w);

@@ -231,19 +231,29 @@ TEST(CudaOpsMoeRoute, WarpEqualsBlock) {
   for (int64_t n_expert : {1, 7, 8, 13, 60, 128, 250, 256, 300})
     for (int n_used : {1, 2, 8, 32, 40}) {
       if (n_used > n_expert) continue;
-      for (int kind = 0; kind < 2; ++kind) {
+      for (int kind = 0; kind < 3; ++kind) {
         SCOPED_TRACE("n_expert " + std::to_string(n_expert) + " n_used " + std::to_string(n_used) +
-                     (kind ? " ties" : " random"));
+                     (kind == 0 ? " random" : kind == 1 ? " ties" : " near ties"));
         const int64_t n_tok = 9, ld = n_expert + 2;
         std::vector<float> l = randn(static_cast<size_t>(n_tok * ld), static_cast<uint64_t>(n_expert * 7 + n_used), 3.0f);
         if (kind == 1) {
           std::uniform_int_distribution<int> pick(0, 3);
           for (auto& v : l) v = static_cast<float>(pick(rng));
         }
+        if (kind == 2) {  // a few values a few ulps apart: ties in e or made by p's rounding, and none
+          std::uniform_int_distribution<int> pick(0, 3), ulp(0, 3);
+          for (auto& v : l) {
+            float x = 0.25f * static_cast<float>(pick(rng));
+            for (int u = ulp(rng); u > 0; --u) x = std::nextafter(x, 2.0f);
+            v = x;
+          }
+        }
         DeviceBuffer dl = to_device(l);
-        std::vector<int32_t> ids[2];
-        std::vector<float> wts[2];
-        for (int warp = 0; warp < 2; ++warp) {
+        // Modes (moe_route_set_warp): 0 the block route, 1 the warp route with its fast path,
+        // 2 without it, 3 the fast path alone (ids -1 where it finds a tie).
+        std::vector<int32_t> ids[4];
+        std::vector<float> wts[4];
+        for (int warp = 0; warp < 4; ++warp) {
           moe_route_set_warp(warp);
           DeviceBuffer di(static_cast<size_t>(n_tok * n_used) * 4), dw(static_cast<size_t>(n_tok * n_used) * 4);
           moe_route(dl.as<float>(), ld, n_expert, n_tok, n_used, di.as<int32_t>(), dw.as<float>(), nullptr);
@@ -251,8 +261,30 @@ TEST(CudaOpsMoeRoute, WarpEqualsBlock) {
           ids[warp] = to_host<int32_t>(di, static_cast<size_t>(n_tok * n_used));
           wts[warp] = to_host<float>(dw, static_cast<size_t>(n_tok * n_used));
         }
-        EXPECT_EQ(ids[0], ids[1]);
-        ASSERT_EQ(std::memcmp(wts[0].data(), wts[1].data(), wts[0].size() * 4), 0) << "weights differ";
+        for (int warp = 1; warp < 3; ++warp) {
+          EXPECT_EQ(ids[0], ids[warp]) << "mode " << warp;
+          ASSERT_EQ(std::memcmp(wts[0].data(), wts[warp].data(), wts[0].size() * 4), 0) << "weights differ, mode " << warp;
+        }
+        // The fast path alone: every token it does not flag as tied is the block route's, bit for bit;
+        // random logits (where the warp route fits) never flag.
+        int flagged = 0;
+        for (int64_t t = 0; t < n_tok; ++t) {
+          const size_t o = static_cast<size_t>(t * n_used);
+          if (ids[3][o] == -1) {
+            ++flagged;
+            continue;
+          }
+          for (int r = 0; r < n_used; ++r) {
+            ASSERT_EQ(ids[3][o + r], ids[0][o + r]) << "fast path, token " << t << " rank " << r;
+            ASSERT_EQ(std::memcmp(&wts[3][o + r], &wts[0][o + r], 4), 0) << "fast path weight, token " << t;
+          }
+        }
+        if (kind == 0 && n_expert <= 256 && n_used <= 32) {
+          EXPECT_EQ(flagged, 0) << "random logits flagged as tied";
+        }
+        if (kind == 1 && n_expert >= 8 && n_expert <= 256 && n_used <= 32) {
+          EXPECT_GT(flagged, 0) << "no tie found among integer logits";
+        }
         if (n_used > 8) continue;
         // The fused router's last block, both ways, on the same weights (8 tokens: 8 warps).
         const int64_t k = 64, fused_tok = 8;
@@ -264,7 +296,7 @@ TEST(CudaOpsMoeRoute, WarpEqualsBlock) {
         for (size_t i = 0; i < wf.size(); ++i) wr[i] = kind == 1 ? std::round(wf[i] * 4.0f) : wf[i];
         DeviceBuffer dwt = to_device(wr), dx = to_device(x), dticket = to_device(std::vector<uint32_t>{0});
         for (int warp = 0; warp < 2; ++warp) {
-          moe_route_set_warp(warp);
+          moe_route_set_warp(warp);  // 0 block, 1 warp (fast path)
           DeviceBuffer dlog(static_cast<size_t>(fused_tok * n_expert) * 4),
               di(static_cast<size_t>(fused_tok * n_used) * 4), dw(static_cast<size_t>(fused_tok * n_used) * 4);
           moe_router_route(dx.as<float>(), k, fused_tok, GgmlType::F32, dwt.get(), k * 4, k, n_expert,
