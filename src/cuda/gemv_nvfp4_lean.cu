@@ -151,6 +151,11 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     issue(it1, ring + kStage);
     if (y_pre && n_steps > 0 && lane < it0.nr) y_old = p.y[it0.row0 + lane];
   }
+  // ROUTE: warp 0 runs the route it will run after the wait on made-up logits (scratch outputs
+  // in the routing's shared memory, rewritten by the real route), while the launch before this
+  // one still runs: the routing's instructions are cached when the logits arrive.
+  if constexpr (ROUTE)
+    if (warp == 0 && p.route_warm) route_warp::route_row_warp_warm(ne, p.route_n_used, sids, reinterpret_cast<float*>(sids + 32));
   pdl_wait();
   pdl_trigger();
   if constexpr (ROUTE) {  // every thread of the CTA: a barrier
