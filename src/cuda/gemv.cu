@@ -171,14 +171,6 @@ const bool g_env_experts = [] {
 
 void gemv_set_nvfp4_experts(bool on) { g_nvfp4_override.experts_off = !on; }
 
-// FT_MOE_ROUTE_WARM=0: a launch that routes in its CTAs (GemvArgs::route_logits) does not run the fast
-// route on made-up logits before its PDL wait (route_warp::route_row_warp_warm: its code cached
-// when the real logits arrive).
-const bool g_route_warm = [] {
-  const char* e = std::getenv("FT_MOE_ROUTE_WARM");
-  return e == nullptr || *e != '0';
-}();
-
 // FT_GEMV_NVFP4_EXPERT_PLAN=R,B (a benchmark knob): the lean expert gate / up launches at R rows an
 // item and B blocks an SM (1,4 1,6 2,4 2,6 4,4) instead of the plan's; the rows' sums, so the bits,
 // do not depend on it.
@@ -325,9 +317,10 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     Params p = pair_params(a, first);
     p.route_logits = a.route_logits;
     p.route_n_expert = static_cast<int>(a.route_n_expert);
+    p.route_copies = a.route_copies < 1 ? 1 : a.route_copies;
     p.route_n_used = static_cast<int>(a.n_tok);
-    p.route_fast = moe_route_fast() != 0 ? 1 : 0;  // never the tests' fast-only mode (ids -1 on a tie)
-    p.route_warm = p.route_fast != 0 && g_route_warm ? 1 : 0;
+    const int fast = moe_route_fast();
+    p.route_fast = fast == 2 ? 1 : fast;  // never the tests' fast-only mode (ids -1 on a tie)
     p.route_ids = a.route_ids;
     p.route_w = a.route_w;
     if (nvfp4_launch(first, p, stream)) return;

@@ -151,17 +151,12 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     issue(it1, ring + kStage);
     if (y_pre && n_steps > 0 && lane < it0.nr) y_old = p.y[it0.row0 + lane];
   }
-  // ROUTE: warp 0 runs the route it will run after the wait on made-up logits (scratch outputs
-  // in the routing's shared memory, rewritten by the real route), while the launch before this
-  // one still runs: the routing's instructions are cached when the logits arrive.
-  if constexpr (ROUTE)
-    if (warp == 0 && p.route_warm) route_warp::route_row_warp_warm(ne, p.route_n_used, sids, reinterpret_cast<float*>(sids + 32));
   pdl_wait();
   pdl_trigger();
   if constexpr (ROUTE) {  // every thread of the CTA: a barrier
     float* sw = reinterpret_cast<float*>(sids + 32);
     if (warp == 0)
-      route_warp::route_row_warp(p.route_logits, ne, p.route_n_used, reinterpret_cast<float*>(smem),
+      route_warp::route_row_warp(p.route_logits + (static_cast<int>(blockIdx.x) % p.route_copies) * ne, ne, p.route_n_used, reinterpret_cast<float*>(smem),
                                  reinterpret_cast<int32_t*>(smem + 4 * ne), sids, sw, p.route_fast);
     __syncthreads();
     if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < p.route_n_used)
