@@ -95,7 +95,7 @@ struct GemvArgs {
   // runs moe_route first.
   const float* route_logits = nullptr;
   int64_t route_n_expert = 0;
-  int route_copies = 1;  // copies of the logits, route_n_expert apart: CTA c reads copy c % route_copies
+  bool route_discard = false;  // a diagnostic: the launch routes but reads (and leaves) the experts of ids
   int32_t* route_ids = nullptr;
   float* route_w = nullptr;
   // Grouped: the ids were written at least two launches before this one (every launch between

@@ -112,13 +112,12 @@ __device__ void route_row(const float* l, int n_expert, int n_used, float* probs
 // finds a tie. FT_MOE_ROUTE_FAST=0 makes 2 the default.
 int route_default() {
   const char* e = std::getenv("FT_MOE_ROUTE_FAST");
-  return e != nullptr && *e == '0' ? 2 : e != nullptr && *e == '2' ? 4 : 1;
+  return e != nullptr && *e == '0' ? 2 : 1;
 }
 int g_warp_route = route_default();
-// The warp route's mode for these counts: 0 none (the block route), 1 fast, 2 exact, 3 fast only,
-// 4 fast with sorted rounds.
+// The warp route's mode for these counts: 0 none (the block route), 1 fast, 2 exact, 3 fast only.
 // route_row_warp's `fast` argument for a mode.
-__host__ __device__ inline int fast_arg(int mode) { return mode == 1 ? 1 : mode == 3 ? 2 : mode == 4 ? 3 : 0; }
+__host__ __device__ inline int fast_arg(int mode) { return mode == 1 ? 1 : mode == 3 ? 2 : 0; }
 int use_warp_route(int n_expert, int n_used) { return warp_route_fits(n_expert, n_used) ? g_warp_route : 0; }
 
 // Warp route: block b's warp w routes token 4b + w (no barrier: warps past n_tok just end).
@@ -176,19 +175,11 @@ __device__ __forceinline__ float4 load4<__half>(const uint8_t* row, int64_t i) {
 constexpr int kRouterThreads = 256;
 static_assert(kRouterThreads / 32 <= kMaxWarps && kThreads / 32 <= kMaxWarps, "one sort stack a warp");
 
-// Token 0's sum of the warps' parts in warp order (router_finish's arithmetic, for the copies).
-__device__ __forceinline__ float part_sum_t0(const float (&part)[kRouterThreads / 32][kMoeRouterMaxTokens]) {
-  float v = part[0][0];
-  for (int j = 1; j < kRouterThreads / 32; ++j) v += part[j][0];
-  return v;
-}
-
 // The end of both router kernels: block e's per-thread sums acc[t] into logits[t][e] (warp
 // sums, then the warps in order, by one thread), and the last block to finish routes.
 __device__ __forceinline__ void router_finish(const float (&acc)[kMoeRouterMaxTokens], int n_tok, int e, int n_expert,
                                               float* logits, int64_t ld, int n_used, int32_t* ids, float* weights,
-                                              unsigned* ticket, int warp_route, float* smem, bool route = true,
-                                              int copies = 1) {
+                                              unsigned* ticket, int warp_route, float* smem, bool route = true) {
   __shared__ float part[kRouterThreads / 32][kMoeRouterMaxTokens];
   __shared__ bool last;
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
@@ -205,7 +196,6 @@ __device__ __forceinline__ void router_finish(const float (&acc)[kMoeRouterMaxTo
       for (int j = 1; j < kRouterThreads / 32; ++j) v += part[j][t];
       logits[t * ld + e] = v;
     }
-    for (int r = 1; r < copies; ++r) logits[r * ld + e] = part_sum_t0(part);  // one token: its copies
     if (!route) return;  // the next launch routes the logits (moe_norm_router_route's route)
     __threadfence();  // this block's logits are visible device-wide before its ticket
     last = atomicAdd(ticket, 1u) == gridDim.x - 1;
@@ -293,7 +283,7 @@ template <class WT, int NV>
 __global__ void __launch_bounds__(kRouterThreads) norm_router_route_kernel(
     const float* x, const float* norm_w, float eps, Round round, float* h, uint8_t* xq, int64_t k, const uint8_t* w,
     int64_t row_bytes, int n_expert, float* logits, int64_t ld, int n_used, int32_t* ids, float* weights,
-    unsigned* ticket, int warp_route, bool route, int copies) {
+    unsigned* ticket, int warp_route, bool route) {
   static_assert(kRouterThreads == norm_row::kThreads, "norm_row's thread layout");
   extern __shared__ float smem[];
   __shared__ double scratch[32];
@@ -324,7 +314,7 @@ __global__ void __launch_bounds__(kRouterThreads) norm_router_route_kernel(
     acc[0] = fmaf(q[j].z, o[j].z, acc[0]);
     acc[0] = fmaf(q[j].w, o[j].w, acc[0]);
   }
-  router_finish(acc, 1, e, n_expert, logits, ld, n_used, ids, weights, ticket, warp_route, smem, route, route ? 1 : copies);
+  router_finish(acc, 1, e, n_expert, logits, ld, n_used, ids, weights, ticket, warp_route, smem, route);
 }
 }  // namespace
 
@@ -418,7 +408,7 @@ bool moe_norm_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes
 void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round round, float* h, void* xq,
                            int64_t k, GgmlType type, const void* w, int64_t row_bytes, int64_t n_expert, float* logits,
                            int64_t ld, int n_used, int32_t* ids, float* weights, unsigned* ticket, cudaStream_t s,
-                           bool route, int copies) {
+                           bool route) {
   if (!moe_norm_router_route_supported(type, k, row_bytes, x, norm_w, h, xq, w) || x == nullptr || h == nullptr ||
       xq == nullptr || w == nullptr || ticket == nullptr)
     fail_message("moe_norm_router_route: needs F32/BF16/F16 router weights, k % 32 == 0 and k <= 8192, 16-byte "
@@ -431,7 +421,7 @@ void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round
   auto go = [&](auto kernel) {
     launch_pdl(kernel, dim3(static_cast<unsigned>(n_expert)), dim3(kRouterThreads), smem, s, x, norm_w, eps, round, h,
                xq8, k, wb, row_bytes, static_cast<int>(n_expert), logits, ld, n_used, ids, weights, ticket, warp,
-               route, copies < 1 ? 1 : copies);
+               route);
   };
   const int64_t nv = (k + 4 * kRouterThreads - 1) / (4 * kRouterThreads);
   auto by_nv = [&](auto wt) {

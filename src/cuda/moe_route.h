@@ -52,15 +52,13 @@ void moe_router_route(const float* x, int64_t ldx, int64_t n_tok, GgmlType type,
 // 16-byte aligned x, norm_w, h, xq and w (the pointers: the call's own; nullptr passes).
 // route false: the launch writes only the logits (ids, weights and ticket untouched): the next
 // launch routes them -- GemvArgs::route_logits, whose CTAs route with the same warp route
-// (moe_route_warp.cuh) -- so the router's fence, ticket and last-block routing leave the chain;
-// `copies` > 1 (route false) writes the logits that many times, rows ld apart, so that the CTAs
-// that route them read them from several places (GemvArgs::route_copies).
+// (moe_route_warp.cuh) -- so the router's fence, ticket and last-block routing leave the chain.
 bool moe_norm_router_route_supported(GgmlType type, int64_t k, int64_t row_bytes, const void* x = nullptr,
                                      const void* norm_w = nullptr, const void* h = nullptr, const void* xq = nullptr,
                                      const void* w = nullptr);
 void moe_norm_router_route(const float* x, const float* norm_w, float eps, Round round, float* h, void* xq,
                            int64_t k, GgmlType type, const void* w, int64_t row_bytes, int64_t n_expert, float* logits,
                            int64_t ld, int n_used, int32_t* ids, float* weights, unsigned* ticket, cudaStream_t s,
-                           bool route = true, int copies = 1);
+                           bool route = true);
 
 }  // namespace ft::cuda

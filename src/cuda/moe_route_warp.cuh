@@ -151,7 +151,7 @@ static __device__ __noinline__ void route_row_warp_exact(const float* l, int n_e
 // exact warp route cost ~6 us a Qwen3-30B-A3B layer inside the chain (476 -> 555 tok/s without
 // it): ~1,100 dependent instructions of one warp a CTA (session 21's ncu export), most in its k
 // rounds over 8 keys a lane with an add reduction and a branch each.
-template <int P, bool SORTED = false>
+template <int P>
 __device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert, int n_used, int32_t* ids,
                                                     float* weights) {
   static_assert(P == 4 || P == 8, "experts a lane");
@@ -184,61 +184,30 @@ __device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert
     key[i] = x < n_expert ? __float_as_uint(e[i]) + 1u : 0u;  // e >= 0: the bits order like the values
   }
 
-  // The top k + 1 by e, one round each (independent of the sum below, which the compiler may
-  // interleave): lane r keeps round r's key and expert; round n_used's key is uniform. SORTED:
-  // each lane first sorts its P keys (descending, with their slots), so a round is the lanes'
-  // heads, one redux.sync, a ballot and the leader shifting its list (a key equal to a chosen one
-  // comes up in the next round: equal tops, the tie test below); else a round takes each lane's
-  // max and the leader clears it.
+  // The top k + 1 by e, one round each (independent of the sum below): a round takes each lane's
+  // max, one redux.sync and a ballot, and the leader clears its chosen key; lane r keeps round r's
+  // key and expert, round n_used's key is uniform. (Each lane's keys sorted first, so that a round
+  // is the heads and a shift: 1% slower, H200 session 22 call 5.)
   uint32_t my_top = 0u, top_k1 = 0u;
   int my_id = 0;
-  if constexpr (SORTED) {
-    int slot[P];
-#pragma unroll
-    for (int i = 0; i < P; ++i) slot[i] = i;
-#pragma unroll
-    for (int a = 0; a < P; ++a)  // odd-even transposition: P passes sort P keys
-#pragma unroll
-      for (int i = a & 1; i + 1 < P; i += 2)
-        if (key[i + 1] > key[i]) {
-          const uint32_t tk = key[i];
-          key[i] = key[i + 1], key[i + 1] = tk;
-          const int ts = slot[i];
-          slot[i] = slot[i + 1], slot[i + 1] = ts;
-        }
 #pragma unroll 1
-    for (int r = 0; r <= n_used; ++r) {
-      const uint32_t top = __reduce_max_sync(all, key[0]);
-      const int leader = __ffs(__ballot_sync(all, key[0] == top)) - 1;
-      const int id = __shfl_sync(all, e0 + slot[0], leader);
-      if (lane == leader) {
+  for (int r = 0; r <= n_used; ++r) {
+    uint32_t km = key[0];
+    int jm = 0;
 #pragma unroll
-        for (int i = 0; i + 1 < P; ++i) key[i] = key[i + 1], slot[i] = slot[i + 1];
-        key[P - 1] = 0u;
-      }
-      if (lane == r) my_top = top, my_id = id;
-      if (r == n_used) top_k1 = top;
+    for (int i = 1; i < P; ++i)
+      if (key[i] > km) km = key[i], jm = i;
+    const uint32_t top = __reduce_max_sync(all, km);
+    const unsigned holders = __ballot_sync(all, km == top);
+    const int leader = __ffs(holders) - 1;
+    if (lane == leader) {
+#pragma unroll
+      for (int i = 0; i < P; ++i)
+        if (i == jm) key[i] = 0u;
     }
-  } else {
-#pragma unroll 1
-    for (int r = 0; r <= n_used; ++r) {
-      uint32_t km = key[0];
-      int jm = 0;
-#pragma unroll
-      for (int i = 1; i < P; ++i)
-        if (key[i] > km) km = key[i], jm = i;
-      const uint32_t top = __reduce_max_sync(all, km);
-      const unsigned holders = __ballot_sync(all, km == top);
-      const int leader = __ffs(holders) - 1;
-      if (lane == leader) {
-#pragma unroll
-        for (int i = 0; i < P; ++i)
-          if (i == jm) key[i] = 0u;
-      }
-      const int id = __shfl_sync(all, e0 + jm, leader);
-      if (lane == r) my_top = top, my_id = id;
-      if (r == n_used) top_k1 = top;
-    }
+    const int id = __shfl_sync(all, e0 + jm, leader);
+    if (lane == r) my_top = top, my_id = id;
+    if (r == n_used) top_k1 = top;
   }
 
   // The softmax sum exactly as route_row_warp_exact forms it: group g (experts 8g..8g+7) summed
@@ -284,16 +253,12 @@ __device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert
 }
 
 // Routes one token's logits with the calling warp (moe_route's bits). fast: 1 the fast route above
-// where no tie reaches the top k, else route_row_warp_exact (3: the same with sorted rounds);
-// 0 route_row_warp_exact only; 2 (tests) the fast route only, writing ids -1 where it finds a tie. probs / order: n_expert floats / ints
+// where no tie reaches the top k, else route_row_warp_exact; 0 route_row_warp_exact only; 2 (tests)
+// the fast route only, writing ids -1 where it finds a tie. probs / order: n_expert floats / ints
 // of this warp's shared memory (the exact route's).
 __device__ __forceinline__ void route_row_warp(const float* l, int n_expert, int n_used, float* probs, int32_t* order,
                                                int32_t* ids, float* weights, int fast = 1) {
-  if (fast == 3) {  // the sorted rounds (an A/B, FT_MOE_ROUTE_FAST=2)
-    if (n_expert <= 32 * 4 ? route_row_warp_fast<4, true>(l, n_expert, n_used, ids, weights)
-                           : route_row_warp_fast<8, true>(l, n_expert, n_used, ids, weights))
-      return;
-  } else if (fast != 0) {
+  if (fast != 0) {
     if (n_expert <= 32 * 4 ? route_row_warp_fast<4>(l, n_expert, n_used, ids, weights)
                            : route_row_warp_fast<8>(l, n_expert, n_used, ids, weights))
       return;

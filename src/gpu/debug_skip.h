@@ -2,7 +2,9 @@
 // without those launches, so that a step's time with and without a link is what that link costs
 // inside the chain (PDL overlap included), which serialised kernel times do not tell. Links:
 // norm1 qkv attn wo norm2 gateup swiglu down (dense), router experts (MoE), and inside the fused
-// MoE experts: route (the gate|up launch keeps the last ids instead of routing), moe_swiglu.
+// MoE experts: route (the gate|up launch keeps the last ids instead of routing), moe_swiglu,
+// route_ids (the gate|up launch routes but reads the experts of the last ids: the routing's own
+// cost without the experts changing from step to step).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +14,7 @@ namespace ft::gpu::debug {
 enum SkipLink : unsigned {
   kSkipNorm1 = 1, kSkipQkv = 2, kSkipAttn = 4, kSkipWo = 8, kSkipNorm2 = 16, kSkipGateUp = 32,
   kSkipSwiglu = 64, kSkipDown = 128, kSkipRouter = 256, kSkipExperts = 512, kSkipRoute = 1024,
-  kSkipMoeSwiglu = 2048
+  kSkipMoeSwiglu = 2048, kSkipRouteIds = 4096
 };
 
 // Whether a one-token step (n_tok == 1) leaves out `link` (FT_DEBUG_SKIP, read once).

@@ -2,12 +2,12 @@
 // forward_qwen35.cpp, forward_gemma4.cpp): the router's fp32 logits, top-k routing into
 // b.ids / b.wts (cuda/moe_route.h), then the MoE backend (gpu/moe_backend.h), which adds the
 // weighted experts into the caller's rows.
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 
 #include "cuda/gemv.h"
 #include "cuda/moe_route.h"
+#include "gpu/debug_skip.h"
 #include "gpu/forward.h"
 #include "model/model.h"
 
@@ -43,17 +43,6 @@ void GpuForward::route_experts(int64_t il, const float* h, int64_t n_tok, bool x
                   s);
 }
 
-// FT_MOE_ROUTE_COPIES=N: the router launch that leaves the routing to the expert launch writes its
-// logits N times (rows of the router buffer, at most n_ubatch), and that launch's CTA c routes copy
-// c % N: 768 CTAs read 512 bytes at once from N places instead of one.
-static int route_copies(const GpuBuffers& b) {
-  static const int env = [] {
-    const char* e = std::getenv("FT_MOE_ROUTE_COPIES");
-    return e != nullptr ? std::max(1, std::atoi(e)) : 1;
-  }();
-  return static_cast<int>(std::min<int64_t>(env, b.n_ubatch));
-}
-
 // FT_MOE_NORM_ROUTE=0: the norm and the router as two launches (session 12's A/B).
 const bool g_norm_route = [] {
   const char* e = std::getenv("FT_MOE_NORM_ROUTE");
@@ -77,7 +66,7 @@ bool GpuForward::norm_route_experts(int64_t il, const float* x, float* h, cudaSt
   cuda::moe_norm_router_route(x, L.ffn_norm, hp.rms_eps, num_.round, h, b_.xq.get(), hp.n_embd, r0.type, r0.w,
                               r0.row_bytes, hp.n_expert, b_.router.as<float>(), hp.n_expert,
                               static_cast<int>(hp.n_expert_used[il]), b_.ids.as<int32_t>(), b_.wts.as<float>(),
-                              b_.route_ticket.as<unsigned>(), s, /*route=*/!defer, defer ? route_copies(b_) : 1);
+                              b_.route_ticket.as<unsigned>(), s, /*route=*/!defer);
   if (deferred != nullptr) *deferred = defer;
   return true;
 }
@@ -88,7 +77,7 @@ void GpuForward::run_experts(int64_t il, const float* h, int64_t n_tok, bool xq_
   if (route_pending) {
     st.route_logits = b_.router.as<float>();
     st.route_n_expert = m_.hp.n_expert;
-    st.route_copies = route_copies(b_);
+    st.route_discard = debug::skip(debug::kSkipRouteIds, n_tok);
     st.route_ids = b_.ids.as<int32_t>();
     st.route_wts = b_.wts.as<float>();
   }

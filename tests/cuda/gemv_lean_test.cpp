@@ -9,7 +9,6 @@
 // gemv_test.cpp.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -186,11 +185,9 @@ TEST(CudaGemvLean, ExpertDownCombineEqualsPackedKernelBitwise) {
 // writes the ids, weights and outputs that moe_route followed by the plain pair writes, bit for
 // bit; with n_expert past the warp route (300) and off the lean kernel, the call routes by
 // moe_route itself. Ties in the top k (the warp route's sort fallback) included.
-// copies > 1: the logits as the router writes them with copies (rows n_expert apart, poison past
-// the last), each CTA routing its own copy (GemvArgs::route_copies).
-void check_route(int64_t n_expert, int n_used, bool ties, bool lean, std::mt19937& rng, int copies = 1) {
+void check_route(int64_t n_expert, int n_used, bool ties, bool lean, std::mt19937& rng) {
   SCOPED_TRACE("experts " + std::to_string(n_expert) + " used " + std::to_string(n_used) + (ties ? " ties" : "") +
-               (lean ? "" : " lean off") + " copies " + std::to_string(copies));
+               (lean ? "" : " lean off"));
   const int64_t k = 2048, rows = 768, rb = row_bytes(GgmlType::NVFP4, k), eb = rb * rows;
   const DeviceBuffer dw = to_device(quant::testing::random_rows(GgmlType::NVFP4, 2 * rows * n_expert, k, rng));
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
@@ -203,9 +200,7 @@ void check_route(int64_t n_expert, int n_used, bool ties, bool lean, std::mt1993
   for (auto& v : bank) v = 0.25f + 0.5f * (unit(rng) + 1.0f);
   std::vector<uint8_t> xq(static_cast<size_t>(act_q8_bytes(k, 1)));
   quantize_act_q8_row_ref(x.data(), k, xq.data());
-  std::vector<float> copied(static_cast<size_t>(n_expert * (copies + 1)), poison());
-  for (int c = 0; c < copies; ++c) std::copy(logits.begin(), logits.end(), copied.begin() + c * n_expert);
-  const DeviceBuffer dxq = to_device(xq), dlog = to_device(copied), dbank = to_device(bank);
+  const DeviceBuffer dxq = to_device(xq), dlog = to_device(logits), dbank = to_device(bank);
   const int64_t ldy = 2 * rows;
   auto run_pair = [&](bool in_launch, std::vector<float>& y, std::vector<int32_t>& ids, std::vector<float>& wts) {
     DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(ldy * n_used), poison()));
@@ -234,7 +229,6 @@ void check_route(int64_t n_expert, int n_used, bool ties, bool lean, std::mt1993
     if (in_launch) {
       g.route_logits = dlog.as<float>();
       g.route_n_expert = n_expert;
-      g.route_copies = copies;
       g.route_ids = dids.as<int32_t>();
       g.route_w = dwts.as<float>();
     }
@@ -272,10 +266,6 @@ TEST(CudaGemvLean, RoutingInTheLaunchEqualsMoeRouteFirst) {
   check_route(300, 8, false, true, rng);  // past the warp route: moe_route inside the call
   if (::testing::Test::HasFatalFailure()) return;
   check_route(128, 8, false, false, rng);  // the slab kernel: moe_route inside the call
-  if (::testing::Test::HasFatalFailure()) return;
-  check_route(128, 8, false, true, rng, 5);  // copies of the logits
-  if (::testing::Test::HasFatalFailure()) return;
-  check_route(128, 8, true, true, rng, 3);
 }
 
 // Dense: one token, row-major, the slab plan (forced where the plan has the mma kernel).
