@@ -153,9 +153,16 @@ ft_bench_each() {
 #   llama-bench -m F -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2
 # Rows into $R/ft.md and $R/llama-bench.md (whole llama-bench tables into $R/lb_raw.md).
 depth_figures() {
-  local ft_until=$1 lb_wait=$2 lb_until=$3 f
+  local ft_until=$1 lb_wait=$2 lb_until=$3
   shift 3
   ft_bench_each "$ft_until" 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" "$@"
+  llama_depth_rows "$lb_wait" "$lb_until" "$@"
+}
+# llama_depth_rows LB_WAIT LB_UNTIL FILE..: depth_figures' llama.cpp half (llama_wait LB_WAIT, then
+# llama-bench at 0 / 4096 / 16384 on each file while the call is younger than LB_UNTIL).
+llama_depth_rows() {
+  local lb_wait=$1 lb_until=$2 f
+  shift 2
   llama_wait "$lb_wait"
   [ -x "${LB:-}" ] || return 0
   for f in "$@"; do
