@@ -115,13 +115,12 @@ __device__ void route_row(const float* l, int n_expert, int n_used, float* probs
 // finds a tie. FT_MOE_ROUTE_FAST=0 makes 2 the default.
 int route_default() {
   const char* e = std::getenv("FT_MOE_ROUTE_FAST");
-  return e != nullptr && *e == '0' ? 2 : e != nullptr && *e == '2' ? 4 : 1;
+  return e != nullptr && *e == '0' ? 2 : 1;
 }
 int g_warp_route = route_default();
-// The warp route's mode for these counts: 0 none (the block route), 1 fast, 2 exact, 3 fast only,
-// 4 fast with the sum interleaved (FT_MOE_ROUTE_FAST=2, an A/B).
+// The warp route's mode for these counts: 0 none (the block route), 1 fast, 2 exact, 3 fast only.
 // route_row_warp's `fast` argument for a mode.
-__host__ __device__ inline int fast_arg(int mode) { return mode == 1 ? 1 : mode == 3 ? 2 : mode == 4 ? 3 : 0; }
+__host__ __device__ inline int fast_arg(int mode) { return mode == 1 ? 1 : mode == 3 ? 2 : 0; }
 int use_warp_route(int n_expert, int n_used) { return warp_route_fits(n_expert, n_used) ? g_warp_route : 0; }
 
 // Warp route: block b's warp w routes token 4b + w (no barrier: warps past n_tok just end).

@@ -28,7 +28,6 @@ void moe_route(const float* logits, int64_t ld, int64_t n_expert, int64_t n_tok,
 // Route kernel choice for tests and benchmarks (process-wide, not thread-safe): 1 the warp
 // route where it fits, with its fast path (moe_route_warp.cuh route_row_warp_fast); 2 the warp
 // route without it; 3 (tests) the fast path alone, ids -1 for a token whose top k it finds tied;
-// 4 the fast path with its sum interleaved with its rounds (FT_MOE_ROUTE_FAST=2);
 // 0 the block route everywhere; -1 the default (1; 2 with FT_MOE_ROUTE_FAST=0).
 void moe_route_set_warp(int on);
 // route_warp::route_row_warp's `fast` argument for that choice: kernels that route in their own

@@ -151,7 +151,7 @@ static __device__ __noinline__ void route_row_warp_exact(const float* l, int n_e
 // exact warp route cost ~6 us a Qwen3-30B-A3B layer inside the chain (476 -> 555 tok/s without
 // it): ~1,100 dependent instructions of one warp a CTA (session 21's ncu export), most in its k
 // rounds over 8 keys a lane with an add reduction and a branch each.
-template <int P, bool IL = false>
+template <int P>
 __device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert, int n_used, int32_t* ids,
                                                     float* weights) {
   static_assert(P == 4 || P == 8, "experts a lane");
@@ -184,27 +184,11 @@ __device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert
     key[i] = x < n_expert ? __float_as_uint(e[i]) + 1u : 0u;  // e >= 0: the bits order like the values
   }
 
-  // The softmax sum exactly as route_row_warp_exact forms it: group g (experts 8g..8g+7) summed
-  // ((y0+y4)+(y2+y6))+((y1+y5)+(y3+y7)) in fp32, the groups then the tail into a double in order.
-  float gsum;
-  if constexpr (P == 8) {
-    gsum = ops::add_rn(ops::add_rn(ops::add_rn(e[0], e[4]), ops::add_rn(e[2], e[6])),
-                       ops::add_rn(ops::add_rn(e[1], e[5]), ops::add_rn(e[3], e[7])));
-  } else {  // lane 2g holds y0..y3, lane 2g + 1 y4..y7
-    float o[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) o[i] = __shfl_xor_sync(all, e[i], 1);
-    gsum = ops::add_rn(ops::add_rn(ops::add_rn(e[0], o[0]), ops::add_rn(e[2], o[2])),
-                       ops::add_rn(ops::add_rn(e[1], o[1]), ops::add_rn(e[3], o[3])));
-  }
-  constexpr int kGroupLanes = 8 / P;  // lanes a group of 8 spans
-  const int n_groups = n8 / 8;
-  double sum = 0.0;
-
   // The top k + 1 by e, one round each (independent of the sum below): a round takes each lane's
   // max, one redux.sync and a ballot, and the leader clears its chosen key; lane r keeps round r's
-  // key and expert, round n_used's key is uniform. (Each lane's keys sorted first, so that a round
-  // is the heads and a shift: 1% slower, H200 session 22 call 5.)
+  // key and expert, round n_used's key is uniform. (Measured slower on the H200, session 22: each
+  // lane's keys sorted first so that a round is the heads and a shift, -1% in call 5; the softmax
+  // sum's groups added inside the rounds and the weight sum unrolled, -0.7% in call 7.)
   uint32_t my_top = 0u, top_k1 = 0u;
   int my_id = 0;
 #pragma unroll 1
@@ -225,17 +209,25 @@ __device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert
     const int id = __shfl_sync(all, e0 + jm, leader);
     if (lane == r) my_top = top, my_id = id;
     if (r == n_used) top_k1 = top;
-    if constexpr (IL) {
-      if (2 * r < n_groups) sum += static_cast<double>(__shfl_sync(all, gsum, kGroupLanes * 2 * r));
-      if (2 * r + 1 < n_groups) sum += static_cast<double>(__shfl_sync(all, gsum, kGroupLanes * (2 * r + 1)));
-    }
   }
 
-  // IL: the rounds added groups 0 .. 2 (n_used + 1) - 1 of the sum as they went (two independent
-  // chains in one loop body, which the compiler interleaves); the rest here, in order.
+  // The softmax sum exactly as route_row_warp_exact forms it: group g (experts 8g..8g+7) summed
+  // ((y0+y4)+(y2+y6))+((y1+y5)+(y3+y7)) in fp32, the groups then the tail into a double in order.
+  float gsum;
+  if constexpr (P == 8) {
+    gsum = ops::add_rn(ops::add_rn(ops::add_rn(e[0], e[4]), ops::add_rn(e[2], e[6])),
+                       ops::add_rn(ops::add_rn(e[1], e[5]), ops::add_rn(e[3], e[7])));
+  } else {  // lane 2g holds y0..y3, lane 2g + 1 y4..y7
+    float o[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o[i] = __shfl_xor_sync(all, e[i], 1);
+    gsum = ops::add_rn(ops::add_rn(ops::add_rn(e[0], o[0]), ops::add_rn(e[2], o[2])),
+                       ops::add_rn(ops::add_rn(e[1], o[1]), ops::add_rn(e[3], o[3])));
+  }
+  constexpr int kGroupLanes = 8 / P;  // lanes a group of 8 spans
+  double sum = 0.0;
 #pragma unroll 8
-  for (int g = IL ? 2 * (n_used + 1) : 0; g < n_groups; ++g)
-    sum += static_cast<double>(__shfl_sync(all, gsum, kGroupLanes * g));
+  for (int g = 0; g < n8 / 8; ++g) sum += static_cast<double>(__shfl_sync(all, gsum, kGroupLanes * g));
   // The tail n8..n_expert - 1 (n8 % P == 0): expert n8 + i is e[i % P] of lane n8 / P + i / P.
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -251,13 +243,8 @@ __device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert
   const float next = lane + 1 < n_used ? below : pk1;
   if (__ballot_sync(all, lane < n_used && !(pr > next)) != 0u) return false;
   double wsum = 0.0;
-  if constexpr (IL) {
-#pragma unroll 8
-    for (int r = 0; r < n_used; ++r) wsum += static_cast<double>(__shfl_sync(all, pr, r));
-  } else {
 #pragma unroll 1
-    for (int r = 0; r < n_used; ++r) wsum += static_cast<double>(__shfl_sync(all, pr, r));
-  }
+  for (int r = 0; r < n_used; ++r) wsum += static_cast<double>(__shfl_sync(all, pr, r));
   const float denom = fmaxf(static_cast<float>(wsum), kWeightSumMin);
   if (lane < n_used) {
     ids[lane] = my_id;
@@ -267,16 +254,12 @@ __device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert
 }
 
 // Routes one token's logits with the calling warp (moe_route's bits). fast: 1 the fast route above
-// where no tie reaches the top k, else route_row_warp_exact (3: the same with IL); 0
-// route_row_warp_exact only; 2 (tests) the fast route only, writing ids -1 where it finds a tie. probs / order: n_expert floats / ints
+// where no tie reaches the top k, else route_row_warp_exact; 0 route_row_warp_exact only; 2 (tests)
+// the fast route only, writing ids -1 where it finds a tie. probs / order: n_expert floats / ints
 // of this warp's shared memory (the exact route's).
 __device__ __forceinline__ void route_row_warp(const float* l, int n_expert, int n_used, float* probs, int32_t* order,
                                                int32_t* ids, float* weights, int fast = 1) {
-  if (fast == 3) {  // an A/B: the sum interleaved with the rounds, the weight sum unrolled
-    if (n_expert <= 32 * 4 ? route_row_warp_fast<4, true>(l, n_expert, n_used, ids, weights)
-                           : route_row_warp_fast<8, true>(l, n_expert, n_used, ids, weights))
-      return;
-  } else if (fast != 0) {
+  if (fast != 0) {
     if (n_expert <= 32 * 4 ? route_row_warp_fast<4>(l, n_expert, n_used, ids, weights)
                            : route_row_warp_fast<8>(l, n_expert, n_used, ids, weights))
       return;

@@ -250,11 +250,10 @@ TEST(CudaOpsMoeRoute, WarpEqualsBlock) {
         }
         DeviceBuffer dl = to_device(l);
         // Modes (moe_route_set_warp): 0 the block route, 1 the warp route with its fast path,
-        // 2 without it, 3 the fast path alone (ids -1 where it finds a tie), 4 the fast path with its
-        // sum interleaved with the rounds.
-        std::vector<int32_t> ids[5];
-        std::vector<float> wts[5];
-        for (int warp = 0; warp < 5; ++warp) {
+        // 2 without it, 3 the fast path alone (ids -1 where it finds a tie).
+        std::vector<int32_t> ids[4];
+        std::vector<float> wts[4];
+        for (int warp = 0; warp < 4; ++warp) {
           moe_route_set_warp(warp);
           DeviceBuffer di(static_cast<size_t>(n_tok * n_used) * 4), dw(static_cast<size_t>(n_tok * n_used) * 4);
           moe_route(dl.as<float>(), ld, n_expert, n_tok, n_used, di.as<int32_t>(), dw.as<float>(), nullptr);
@@ -262,7 +261,7 @@ TEST(CudaOpsMoeRoute, WarpEqualsBlock) {
           ids[warp] = to_host<int32_t>(di, static_cast<size_t>(n_tok * n_used));
           wts[warp] = to_host<float>(dw, static_cast<size_t>(n_tok * n_used));
         }
-        for (int warp : {1, 2, 4}) {
+        for (int warp = 1; warp < 3; ++warp) {
           EXPECT_EQ(ids[0], ids[warp]) << "mode " << warp;
           ASSERT_EQ(std::memcmp(wts[0].data(), wts[warp].data(), wts[0].size() * 4), 0) << "weights differ, mode " << warp;
         }
