@@ -5,8 +5,11 @@
 For each kernel section: warp instructions executed, the top opcodes by executed count, how many of
 them copy a uniform register into a vector one (`IMAD.U32 R, RZ, RZ, UR`: the E2M1 table re-created
 before PRMTs, benches/h200.md session 21), and -- with --per N -- the instructions a work item where a
-launch runs N items (e.g. 6144 for the Qwen3-30B-A3B gate|up pair at R 2).
-  bench/sass_mix.py sass.csv [--kernel SUBSTRING] [--per N] [--top 16]
+launch runs N items (e.g. 6144 for the Qwen3-30B-A3B gate|up pair at R 2). --between A,B keeps the
+SASS lines from the first holding A to the first after it holding B (session 22: ACQBULK,BAR.SYNC = the
+routing of the gate|up launch that routes, --per 768 its routing warps) and adds the region's stall
+samples by reason.
+  bench/sass_mix.py sass.csv [--kernel SUBSTRING] [--per N] [--top 16] [--between A,B]
   bench/sass_mix.py --self-test
 """
 import argparse
@@ -45,10 +48,30 @@ def mix(head, data):
     return total, ops, ur_copies
 
 
-def report(text, kernel=None, per=0, top=16, out=sys.stdout):
+def between(head, data, a, b):
+    src = head.index('Source')
+    i = next((k for k, r in enumerate(data) if a in r[src]), None)
+    if i is None:
+        return []
+    j = next((k for k in range(i + 1, len(data)) if b in data[k][src]), len(data))
+    return data[i:j]
+
+
+def stalls(head, data):
+    cols = [(c, head.index(c)) for c in head if c.startswith('stall_') and 'Not Issued' not in c]
+    sums = collections.Counter()
+    for r in data:
+        for c, k in cols:
+            sums[c[6:]] += float(r[k] or 0)
+    return sums
+
+
+def report(text, kernel=None, per=0, top=16, out=sys.stdout, region=None):
     for name, head, data in sections(text):
         if kernel and kernel not in name:
             continue
+        if region:
+            data = between(head, data, *region)
         total, ops, ur = mix(head, data)
         print(f'== {name[:150]}', file=out)
         line = f'   warp instructions {total:,}; IMAD.U32 from a uniform register {ur:,}'
@@ -56,6 +79,9 @@ def report(text, kernel=None, per=0, top=16, out=sys.stdout):
             line += f'; a work item {total / per:,.0f}'
         print(line, file=out)
         print('   ' + ', '.join(f'{op} {n:,}' for op, n in ops.most_common(top)), file=out)
+        st = stalls(head, data)
+        if region and st:
+            print('   stall samples ' + ', '.join(f'{k} {v:g}' for k, v in st.most_common(6) if v), file=out)
 
 
 def self_test():
@@ -67,6 +93,14 @@ def self_test():
     got = buf.getvalue()
     assert 'warp instructions 18;' in got and 'uniform register 6;' in got and 'a work item 9' in got, got
     assert 'PRMT 10, IMAD.U32 6, EXIT 2' in got, got
+    hdr2 = '"Address","Source","Instructions Executed","stall_wait","stall_wait (Not Issued)"\n'
+    text2 = ('"Kernel Name","void k<2>(int)",\n' + hdr2 + '"0x0","LDC R1, c[0x0]","4","1","0"\n' +
+             '"0x10","ACQBULK","4","2","0"\n' + '"0x20","FADD R1, R2, R3","8","3","0"\n' +
+             '"0x30","BAR.SYNC 0x0","4","5","0"\n')
+    buf = io.StringIO()
+    report(text2, per=4, out=buf, region=('ACQBULK', 'BAR.SYNC'))
+    got = buf.getvalue()
+    assert 'warp instructions 12;' in got and 'a work item 3' in got and 'stall samples wait 5' in got, got
     print('sass_mix self-test: ok')
 
 
@@ -76,9 +110,10 @@ if __name__ == '__main__':
     ap.add_argument('--kernel')
     ap.add_argument('--per', type=int, default=0)
     ap.add_argument('--top', type=int, default=16)
+    ap.add_argument('--between')
     ap.add_argument('--self-test', action='store_true')
     a = ap.parse_args()
     if a.self_test or not a.csv:
         self_test()
     else:
-        report(open(a.csv).read(), a.kernel, a.per, a.top)
+        report(open(a.csv).read(), a.kernel, a.per, a.top, region=tuple(a.between.split(',', 1)) if a.between else None)
