@@ -99,13 +99,7 @@ __device__ void route_row(const float* l, int n_expert, int n_used, float* probs
       stl_sort::sort_with(order, n_expert, ByProbDesc{probs}, sort_stack);
       for (int r = 0; r < n_used; ++r) sel[r] = order[r];
     }
-    double wsum = 0.0;
-    for (int r = 0; r < n_used; ++r) wsum += static_cast<double>(probs[sel[r]]);
-    const float denom = fmaxf(static_cast<float>(wsum), kWeightSumMin);
-    for (int r = 0; r < n_used; ++r) {
-      ids[r] = sel[r];
-      weights[r] = ops::div_rn(probs[sel[r]], denom);
-    }
+    write_renormalised(probs, sel, n_used, ids, weights);
   }
   __syncthreads();  // sel, tie and probs are free for the next token
 }

@@ -22,6 +22,20 @@ struct ByProbDesc {
   __device__ bool operator()(int32_t a, int32_t b) const { return probs[a] > probs[b]; }
 };
 
+// The chosen experts sel[0..n_used) into ids and their weights probs[sel[r]] / max(float(sum_r
+// double(probs[sel[r]])), min), the sum in rank order: the one arithmetic of every sequential
+// route's weights (route_row's thread 0, route_row_warp_exact's lane 0).
+__device__ __forceinline__ void write_renormalised(const float* probs, const int32_t* sel, int n_used, int32_t* ids,
+                                                   float* weights) {
+  double ws = 0.0;
+  for (int r = 0; r < n_used; ++r) ws += static_cast<double>(probs[sel[r]]);
+  const float denom = fmaxf(static_cast<float>(ws), kWeightSumMin);
+  for (int r = 0; r < n_used; ++r) {
+    ids[r] = sel[r];
+    weights[r] = ops::div_rn(probs[sel[r]], denom);
+  }
+}
+
 // The warp route's limits: 8 experts per lane, one chosen expert per lane.
 inline constexpr int kWarpPer = 8;
 inline constexpr int kWarpMaxExperts = 32 * kWarpPer;
@@ -128,13 +142,7 @@ static __device__ __noinline__ void route_row_warp_exact(const float* l, int n_e
   if (lane == 0) {
     for (int e = 0; e < n_expert; ++e) order[e] = e;
     stl_sort::sort_with(order, n_expert, ByProbDesc{probs}, sort_stack[threadIdx.x >> 5]);
-    double ws = 0.0;
-    for (int r = 0; r < n_used; ++r) ws += static_cast<double>(probs[order[r]]);
-    const float denom = fmaxf(static_cast<float>(ws), kWeightSumMin);
-    for (int r = 0; r < n_used; ++r) {
-      ids[r] = order[r];
-      weights[r] = ops::div_rn(probs[order[r]], denom);
-    }
+    write_renormalised(probs, order, n_used, ids, weights);
   }
   __syncwarp();  // probs / order are free for the warp's next token
 }
