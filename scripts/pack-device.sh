@@ -22,7 +22,8 @@ for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft
   fi
 done
 for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft-bigmodel ft-bench-gemv-cuda \
-         ft-bench-gemm-cuda ft-bench-attention-cuda ft-bench-deltanet-cuda ft-bench-moe-cpu ft-bench-chain-cuda; do
+         ft-bench-gemm-cuda ft-bench-attention-cuda ft-bench-deltanet-cuda ft-bench-moe-cpu ft-bench-chain-cuda \
+         ft-bench-tlb-cuda; do
   if [ -n "${PACK_ONLY:-}" ] && ! [[ " $PACK_ONLY " == *" $(basename "$f") "* ]]; then continue; fi
   [ -f "$B/$f" ] && cp "$B/$f" "$OUT/" || echo "pack-device: no $B/$f (skipped)"
 done
