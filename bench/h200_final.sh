@@ -5,7 +5,7 @@
 #   ft bench -m F --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562
 #   llama-bench -m F -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
-#   run(command="timeout -s KILL 450 bash bench/h200_final.sh; tar czf $OUT/resf.tgz -C /tmp resf",
+#   run(command="timeout -s KILL 520 bash bench/h200_final.sh; tar czf $OUT/resf.tgz -C /tmp resf",
 #       carry=[".devcarry/pack"])
 # FINAL_AB=FILE (a session's A/B while llama-bench builds, e.g. bench/session22/final_ab.sh): sourced
 # between ft's figures and llama-bench's (ab_envs etc. from bench/device_common.sh; rows into $R/ft.md).
@@ -14,9 +14,9 @@ source bench/device_common.sh
 llama_build_bg
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "test_cuda (all)"
-gpu_tests 250
+gpu_tests 300  # session 23: 250 s ran out with llama.cpp building beside it
 models_wait
-ft_bench_each 300 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
+ft_bench_each 345 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
 if [ -n "${FINAL_AB:-}" ]; then source "$FINAL_AB"; fi
-llama_depth_rows 365 410 $L $Q
+llama_depth_rows 410 455 $L $Q
 finish resf
