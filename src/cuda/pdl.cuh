@@ -52,11 +52,14 @@ __device__ __forceinline__ unsigned long long now_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-__device__ __noinline__ void record(uint8_t* buf, unsigned long long t0) {
+// Before the wait: the record's index (the atomic's round trip overlaps the wait, and kernels reach
+// it in launch order: a kernel starts only once its predecessor's blocks have all passed their
+// waits) and the start time. After it: the stores only, fire and forget.
+__device__ __forceinline__ unsigned reserve(uint8_t* buf) { return atomicAdd(reinterpret_cast<unsigned*>(buf), 1u); }
+__device__ __forceinline__ unsigned capacity(const uint8_t* buf) { return reinterpret_cast<const unsigned*>(buf)[1]; }
+__device__ __forceinline__ void record(uint8_t* buf, unsigned i, unsigned cap, unsigned long long t0) {
   const unsigned long long t1 = now_ns();
-  unsigned* hdr = reinterpret_cast<unsigned*>(buf);
-  const unsigned i = atomicAdd(hdr, 1u);
-  if (i >= hdr[1]) return;
+  if (i >= cap) return;
   Rec* r = reinterpret_cast<Rec*>(buf + 16) + i;
   r->t0 = t0;
   r->t1 = t1;
@@ -74,14 +77,16 @@ __device__ __forceinline__ void pdl_wait() {
 #ifdef FT_CHAIN_TRACE_ON
   uint8_t* tr = nullptr;
   unsigned long long t0 = 0;
+  unsigned idx = 0, cap = 0;
   if ((threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) == 0) {
     tr = chain_trace_tu::g_buf;
+    if (tr != nullptr) idx = chain_trace_tu::reserve(tr), cap = chain_trace_tu::capacity(tr);
     t0 = chain_trace_tu::now_ns();
   }
 #endif
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #ifdef FT_CHAIN_TRACE_ON
-  if (tr != nullptr) chain_trace_tu::record(tr, t0);
+  if (tr != nullptr) chain_trace_tu::record(tr, idx, cap, t0);
 #endif
 #endif
 }
