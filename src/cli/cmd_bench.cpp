@@ -8,6 +8,8 @@
 // also give the weight bytes one token reads (every tensor, routed experts counted at
 // n_used / n_expert, embeddings at one row) and, with
 // --bw-gbs (the measured read bandwidth), that traffic as % of the roofline.
+// FT_CHAIN_TRACE=PREFIX (a build with -DFT_CHAIN_TRACE=ON): the last repetition's timed decode
+// steps of each tg test as a kernel timeline in PREFIX.<test>.csv (cuda/chain_trace.h).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,6 +27,9 @@
 #include "core/error.h"
 #include "format/gguf.h"
 #include "model/model.h"
+#ifdef FT_HAVE_CUDA
+#include "cuda/chain_trace.h"
+#endif
 
 namespace ft::cli {
 namespace {
@@ -41,6 +46,15 @@ struct BenchOptions {
   double bw_gbs = 0.0;
   bool json = false;
 };
+
+// Whether this build and FT_CHAIN_TRACE ask for the decode chain's timeline.
+bool chain_trace() {
+#ifdef FT_HAVE_CUDA
+  return cuda::chain_trace_wanted();
+#else
+  return false;
+#endif
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -161,9 +175,22 @@ int run_bench(const BenchOptions& o) {
         prefill(r, d, V);
         int32_t next = static_cast<int32_t>(1 % V);
         next = r.eval_argmax(&next, 1);  // graph capture happens here, untimed
+        [[maybe_unused]] const bool trace = rep == o.reps - 1 && chain_trace();
+#ifdef FT_HAVE_CUDA
+        if (trace) cuda::chain_trace_start();
+#endif
         const double t0 = now_s();
         for (int i = 0; i < g; ++i) next = r.eval_argmax(&next, 1);
         if (rep >= 0) tps.push_back(g / (now_s() - t0));
+#ifdef FT_HAVE_CUDA
+        if (trace) {
+          const std::string path = fmt::format("{}.{}.csv", std::getenv("FT_CHAIN_TRACE"),
+                                               d > 0 ? fmt::format("tg{}@d{}", g, d) : fmt::format("tg{}", g));
+          const int64_t n = cuda::chain_trace_dump(path);
+          std::fprintf(stderr, "chain trace: %lld launches of %d steps -> %s\n", static_cast<long long>(n), g,
+                       path.c_str());
+        }
+#endif
       }
       emit(d > 0 ? fmt::format("tg{}@d{}", g, d) : fmt::format("tg{}", g), stat(tps), true);
     }

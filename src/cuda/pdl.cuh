@@ -24,15 +24,70 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <utility>
 
 #include "cuda/check.h"
+
+#if defined(FT_CHAIN_TRACE) && FT_CHAIN_TRACE && defined(__CUDACC__)
+#include "cuda/chain_trace.h"
+#define FT_CHAIN_TRACE_ON 1
+// The decode-chain timeline's device side (cuda/chain_trace.h; -DFT_CHAIN_TRACE=ON builds only):
+// each translation unit's own buffer pointer (no relocatable device code: a __device__ variable
+// is per unit), set through the registrar from the host.
+namespace ft::cuda::chain_trace_tu {
+namespace {
+struct Rec {
+  unsigned long long t0, t1;
+  uint32_t grid, block, pad0, pad1;
+};
+__device__ uint8_t* g_buf = nullptr;
+void set_buf(void* b) { FT_CUDA_CHECK(cudaMemcpyToSymbol(g_buf, &b, sizeof b)); }
+struct Registrar {
+  Registrar() { chain_trace_register(&set_buf); }
+};
+[[maybe_unused]] const Registrar registrar;
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Before the wait: the record's index (the atomic's round trip overlaps the wait, and kernels reach
+// it in launch order: a kernel starts only once its predecessor's blocks have all passed their
+// waits) and the start time. After it: the stores only, fire and forget.
+__device__ __forceinline__ unsigned reserve(uint8_t* buf) { return atomicAdd(reinterpret_cast<unsigned*>(buf), 1u); }
+__device__ __forceinline__ unsigned capacity(const uint8_t* buf) { return reinterpret_cast<const unsigned*>(buf)[1]; }
+__device__ __forceinline__ void record(uint8_t* buf, unsigned i, unsigned cap, unsigned long long t0) {
+  const unsigned long long t1 = now_ns();
+  if (i >= cap) return;
+  Rec* r = reinterpret_cast<Rec*>(buf + 16) + i;
+  r->t0 = t0;
+  r->t1 = t1;
+  r->grid = gridDim.x * gridDim.y * gridDim.z;
+  r->block = blockDim.x * blockDim.y * blockDim.z;
+}
+}  // namespace
+}  // namespace ft::cuda::chain_trace_tu
+#endif
 
 namespace ft::cuda {
 
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#ifdef FT_CHAIN_TRACE_ON
+  uint8_t* tr = nullptr;
+  unsigned long long t0 = 0;
+  unsigned idx = 0, cap = 0;
+  if ((threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) == 0) {
+    tr = chain_trace_tu::g_buf;
+    if (tr != nullptr) idx = chain_trace_tu::reserve(tr), cap = chain_trace_tu::capacity(tr);
+    t0 = chain_trace_tu::now_ns();
+  }
+#endif
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#ifdef FT_CHAIN_TRACE_ON
+  if (tr != nullptr) chain_trace_tu::record(tr, idx, cap, t0);
+#endif
 #endif
 }
 
