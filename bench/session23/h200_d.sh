@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 23, call 6: the decode chain's timeline (branch wip/chain-trace 06e2905: ft built with
-# -DFT_CHAIN_TRACE=ON in its own tree, packed as the only ft): tg128 on both models with FT_CHAIN_TRACE, the
-# raw per-launch CSVs back for bench/chain_trace.py (run here: the branch's script).
+# Session 23, calls 6-7: the decode chain's timeline (ft built with -DFT_CHAIN_TRACE=ON in its own tree -- then
+# branch wip/chain-trace, on main since 47e7a4e -- packed as the only ft): tg128 on both models with
+# FT_CHAIN_TRACE, the raw per-launch CSVs back for bench/chain_trace.py (run on this machine).
 #   pack: .devcarry/bin = the trace build's ft + main's ft-bigmodel + their libraries (see the session's README)
 #   run(command="timeout -s KILL 240 bash bench/session23/h200_d.sh; tar czf $OUT/resd.tgz -C /tmp resd",
 #       carry=[".devcarry/pack"])

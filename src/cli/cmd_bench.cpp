@@ -169,6 +169,7 @@ int run_bench(const BenchOptions& o) {
   for (int d : o.depth) {
     for (int g : o.gen) {
       if (g <= 0) continue;
+      const std::string test = d > 0 ? fmt::format("tg{}@d{}", g, d) : fmt::format("tg{}", g);
       std::vector<double> tps;
       for (int rep = -1; rep < o.reps; ++rep) {
         r.reset();
@@ -184,15 +185,14 @@ int run_bench(const BenchOptions& o) {
         if (rep >= 0) tps.push_back(g / (now_s() - t0));
 #ifdef FT_HAVE_CUDA
         if (trace) {
-          const std::string path = fmt::format("{}.{}.csv", std::getenv("FT_CHAIN_TRACE"),
-                                               d > 0 ? fmt::format("tg{}@d{}", g, d) : fmt::format("tg{}", g));
+          const std::string path = fmt::format("{}.{}.csv", std::getenv("FT_CHAIN_TRACE"), test);
           const int64_t n = cuda::chain_trace_dump(path);
           std::fprintf(stderr, "chain trace: %lld launches of %d steps -> %s\n", static_cast<long long>(n), g,
                        path.c_str());
         }
 #endif
       }
-      emit(d > 0 ? fmt::format("tg{}@d{}", g, d) : fmt::format("tg{}", g), stat(tps), true);
+      emit(test, stat(tps), true);
     }
   }
   if (o.json) std::printf("%s\n", rows.dump().c_str());

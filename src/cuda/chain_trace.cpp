@@ -13,13 +13,6 @@
 namespace ft::cuda {
 namespace {
 
-struct Rec {  // pdl.cuh's chain_trace_tu::Rec
-  unsigned long long t0, t1;
-  uint32_t grid, block, pad0, pad1;
-};
-static_assert(sizeof(Rec) == 32, "the device layout");
-constexpr size_t kHeader = 16;  // uint32 count, uint32 capacity, padding
-
 std::vector<void (*)(void*)>& setters() {
   static std::vector<void (*)(void*)> v;
   return v;
@@ -43,7 +36,7 @@ void chain_trace_register(void (*set)(void* buffer)) { setters().push_back(set);
 void chain_trace_start(uint32_t capacity) {
   if (g_buf == nullptr || capacity > g_cap) {
     if (g_buf != nullptr) FT_CUDA_CHECK(cudaFree(g_buf));
-    FT_CUDA_CHECK(cudaMalloc(&g_buf, kHeader + static_cast<size_t>(capacity) * sizeof(Rec)));
+    FT_CUDA_CHECK(cudaMalloc(&g_buf, kChainTraceHeader + static_cast<size_t>(capacity) * sizeof(ChainTraceRec)));
     g_cap = capacity;
   }
   FT_CUDA_CHECK(cudaDeviceSynchronize());
@@ -59,9 +52,9 @@ int64_t chain_trace_dump(const std::string& path) {
   uint32_t hdr[4];
   FT_CUDA_CHECK(cudaMemcpy(hdr, g_buf, sizeof hdr, cudaMemcpyDeviceToHost));
   const uint32_t n = std::min(hdr[0], g_cap);
-  std::vector<Rec> recs(n);
+  std::vector<ChainTraceRec> recs(n);
   if (n > 0)
-    FT_CUDA_CHECK(cudaMemcpy(recs.data(), static_cast<uint8_t*>(g_buf) + kHeader, n * sizeof(Rec),
+    FT_CUDA_CHECK(cudaMemcpy(recs.data(), static_cast<uint8_t*>(g_buf) + kChainTraceHeader, n * sizeof(ChainTraceRec),
                              cudaMemcpyDeviceToHost));
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) fail_message("chain trace: cannot write " + path);

@@ -12,10 +12,19 @@
 // record's atomic is taken before the wait (a first form that took it after cost 13% / 7%).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace ft::cuda {
+
+// The device buffer: a header (uint32 records taken, uint32 capacity, padding), then the records.
+inline constexpr size_t kChainTraceHeader = 16;
+struct ChainTraceRec {
+  unsigned long long t0, t1;  // %globaltimer before and after the kernel's wait
+  uint32_t grid, block, pad0, pad1;
+};
+static_assert(sizeof(ChainTraceRec) == 32, "the buffer's layout");
 
 // This build records (FT_CHAIN_TRACE) and the FT_CHAIN_TRACE environment variable names a prefix.
 bool chain_trace_wanted();

@@ -317,7 +317,6 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     Params p = pair_params(a, first);
     p.route_logits = a.route_logits;
     p.route_n_expert = static_cast<int>(a.route_n_expert);
-    p.route_discard = a.route_discard == 2 && (a.n_tok > 8 || a.route_n_expert < 16) ? 0 : a.route_discard;
     p.route_n_used = static_cast<int>(a.n_tok);
     p.route_fast = moe_route_fast() != 0 ? 1 : 0;  // never the tests' fast-only mode (ids -1 on a tie)
     p.route_ids = a.route_ids;

@@ -95,9 +95,6 @@ struct GemvArgs {
   // runs moe_route first.
   const float* route_logits = nullptr;
   int64_t route_n_expert = 0;
-  // A diagnostic: 1 the launch routes but reads (and leaves) the experts of ids; 2 it routes, then
-  // slot j takes expert j or j + 8 by the routed id's parity (needs n_tok <= 8, 16 experts).
-  int route_discard = 0;
   int32_t* route_ids = nullptr;
   float* route_w = nullptr;
   // Grouped: the ids were written at least two launches before this one (every launch between

@@ -62,7 +62,6 @@ struct Params {
   const float* route_logits;
   int route_n_expert, route_n_used;
   int route_fast;  // route_warp::route_row_warp's `fast` argument (moe_route_fast())
-  int route_discard;  // GemvArgs::route_discard
   int32_t* route_ids;
   float* route_w;
   // Launch plan (gemv_tuning.h).

@@ -101,8 +101,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     m.row0 = (item - static_cast<int>(o) * n_rg) * R;
     m.nr = min(R, rows - m.row0);
     m.base = (m.half ? p.w2 : p.w) + static_cast<int64_t>(m.row0) * p.row_bytes;
-    if constexpr (GROUPED)
-      m.base += static_cast<int64_t>(ROUTE && p.route_discard != 1 ? sids[m.out] : p.ids[m.out]) * p.expert_bytes;
+    if constexpr (GROUPED) m.base += static_cast<int64_t>(ROUTE ? sids[m.out] : p.ids[m.out]) * p.expert_bytes;
     return m;
   };
   // Slab sl of item m into stage st: full slabs as kNv vectors a row, rows contiguous; the last,
@@ -159,9 +158,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     if (warp == 0)
       route_warp::route_row_warp(p.route_logits, ne, p.route_n_used, reinterpret_cast<float*>(smem),
                                  reinterpret_cast<int32_t*>(smem + 4 * ne), sids, sw, p.route_fast);
-    if (p.route_discard == 2 && warp == 0 && lane < p.route_n_used) sids[lane] = lane + 8 * (sids[lane] & 1);
     __syncthreads();
-    if (blockIdx.x == 0 && p.route_discard != 1 && static_cast<int>(threadIdx.x) < p.route_n_used)
+    if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < p.route_n_used)
       p.route_ids[threadIdx.x] = sids[threadIdx.x], p.route_w[threadIdx.x] = sw[threadIdx.x];
   }
   if constexpr (XS) stage_x(xs, p, 1, xs_row);  // every thread of the CTA, then a barrier

@@ -37,10 +37,6 @@
 // is per unit), set through the registrar from the host.
 namespace ft::cuda::chain_trace_tu {
 namespace {
-struct Rec {
-  unsigned long long t0, t1;
-  uint32_t grid, block, pad0, pad1;
-};
 __device__ uint8_t* g_buf = nullptr;
 void set_buf(void* b) { FT_CUDA_CHECK(cudaMemcpyToSymbol(g_buf, &b, sizeof b)); }
 struct Registrar {
@@ -60,7 +56,7 @@ __device__ __forceinline__ unsigned capacity(const uint8_t* buf) { return reinte
 __device__ __forceinline__ void record(uint8_t* buf, unsigned i, unsigned cap, unsigned long long t0) {
   const unsigned long long t1 = now_ns();
   if (i >= cap) return;
-  Rec* r = reinterpret_cast<Rec*>(buf + 16) + i;
+  ChainTraceRec* r = reinterpret_cast<ChainTraceRec*>(buf + kChainTraceHeader) + i;
   r->t0 = t0;
   r->t1 = t1;
   r->grid = gridDim.x * gridDim.y * gridDim.z;

@@ -14,7 +14,7 @@ const unsigned g_skip = [] {
   const char* e = std::getenv("FT_DEBUG_SKIP");
   if (e == nullptr) return 0u;
   static constexpr const char* kNames[] = {"norm1",  "qkv",    "attn",    "wo",    "norm2",      "gateup",
-                                           "swiglu", "down",   "router",  "experts", "route", "moe_swiglu", "route_ids", "route_few"};
+                                           "swiglu", "down",   "router",  "experts", "route", "moe_swiglu"};
   unsigned m = 0;
   std::string s(e);
   for (size_t a = 0; a <= s.size();) {

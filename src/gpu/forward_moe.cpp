@@ -77,7 +77,6 @@ void GpuForward::run_experts(int64_t il, const float* h, int64_t n_tok, bool xq_
   if (route_pending) {
     st.route_logits = b_.router.as<float>();
     st.route_n_expert = m_.hp.n_expert;
-    st.route_discard = debug::skip(debug::kSkipRouteIds, n_tok) ? 1 : debug::skip(debug::kSkipRouteFew, n_tok) ? 2 : 0;
     st.route_ids = b_.ids.as<int32_t>();
     st.route_wts = b_.wts.as<float>();
   }

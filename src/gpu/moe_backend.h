@@ -57,7 +57,6 @@ struct MoeStep {
   // by cuda::moe_route before it. nullptr: ids / wts are ready.
   const float* route_logits = nullptr;
   int64_t route_n_expert = 0;
-  int route_discard = 0;  // FT_DEBUG_SKIP=route_ids (1) / route_few (2): GemvArgs::route_discard
   int32_t* route_ids = nullptr;
   float* route_wts = nullptr;
   float* x = nullptr;            // [n_tok][n_embd] residual stream: the result is added here

@@ -217,7 +217,6 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
     if (st.route_logits != nullptr) {
       a.route_logits = st.route_logits;
       a.route_n_expert = st.route_n_expert;
-      a.route_discard = st.route_discard;
       a.route_ids = st.route_ids;
       a.route_w = st.route_wts;
     }
