@@ -10,7 +10,9 @@
 namespace ft::gpu::debug {
 namespace {
 
-const unsigned g_skip = [] {
+// Parsed on the first skip() (inside a command, whose handler reports a bad name and exits 1), not
+// at static initialisation, where a throw aborted the process before main.
+unsigned parse_skip() {
   const char* e = std::getenv("FT_DEBUG_SKIP");
   if (e == nullptr) return 0u;
   static constexpr const char* kNames[] = {"norm1",  "qkv",    "attn",    "wo",    "norm2",      "gateup",
@@ -28,10 +30,13 @@ const unsigned g_skip = [] {
   }
   if (m != 0) log::warn("FT_DEBUG_SKIP={}: decode steps skip launches, tokens are garbage", e);
   return m;
-}();
+}
 
 }  // namespace
 
-bool skip(unsigned link, int64_t n_tok) { return (g_skip & link) != 0 && n_tok == 1; }
+bool skip(unsigned link, int64_t n_tok) {
+  static const unsigned mask = parse_skip();
+  return (mask & link) != 0 && n_tok == 1;
+}
 
 }  // namespace ft::gpu::debug
