@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/buffer.h"
 #include "cuda/check.h"
 #include "graph_timer.cuh"
 
@@ -48,6 +49,8 @@ __global__ void __launch_bounds__(kThreads) read_chunks(const uint8_t* base, con
   if (x == 0x9E3779B9u) out[blockIdx.x] = x;  // keeps the loads
 }
 
+int run(int tokens, int layers);
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,20 +64,31 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (tokens < 1 || layers < 1) {
+    std::fprintf(stderr, "ft-bench-tlb-cuda: --tokens and --layers must be >= 1\n");
+    return 2;
+  }
   int n_dev = 0;
   if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
     std::printf("no CUDA device\n");
     return 0;
   }
+  try {
+    return run(tokens, layers);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ft-bench-tlb-cuda: %s\n", e.what());
+    return 1;
+  }
+}
+
+namespace {
+int run(int tokens, int layers) {
   const int64_t bank = kExperts * kExpertBytes;  // one layer's gate (or up) bank
   const int64_t pool_bytes = 2 * bank * layers;
   std::printf("pool %.2f GB (%d layers x gate + up banks of %d experts x %.2f MB), %d tokens\n", pool_bytes * 1e-9,
               layers, kExperts, kExpertBytes * 1e-6, tokens);
-  uint8_t* pool = nullptr;
-  FT_CUDA_CHECK(cudaMalloc(&pool, static_cast<size_t>(pool_bytes)));
-  FT_CUDA_CHECK(cudaMemset(pool, 0x5A, static_cast<size_t>(pool_bytes)));
-  uint32_t* out = nullptr;
-  FT_CUDA_CHECK(cudaMalloc(&out, 2 * kUsed * kCtasPerChunk * 4));
+  ft::cuda::DeviceBuffer pool(static_cast<size_t>(pool_bytes)), out(2 * kUsed * kCtasPerChunk * 4);
+  FT_CUDA_CHECK(cudaMemset(pool.get(), 0x5A, pool.bytes()));
   cudaStream_t s;
   FT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::mt19937 rng(5);
@@ -113,14 +127,13 @@ int main(int argc, char** argv) {
           }
         }
       }
-    int64_t* d_offs = nullptr;
-    FT_CUDA_CHECK(cudaMalloc(&d_offs, offs.size() * sizeof(int64_t)));
-    FT_CUDA_CHECK(cudaMemcpy(d_offs, offs.data(), offs.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
+    const ft::cuda::DeviceBuffer d_offs = ft::cuda::to_device(offs);
     const int64_t chunk = m.inter ? 2 * kExpertBytes : kExpertBytes;
     const int n_launch = tokens * layers;
     const float ms = ft::tools::capture_median_ms(s, [&] {
       for (int i = 0; i < n_launch; ++i) {
-        read_chunks<<<per * kCtasPerChunk, kThreads, 0, s>>>(pool, d_offs + static_cast<int64_t>(i) * per, chunk, out);
+        read_chunks<<<per * kCtasPerChunk, kThreads, 0, s>>>(pool.as<uint8_t>(), d_offs.as<int64_t>() + int64_t{i} * per,
+                                                             chunk, out.as<uint32_t>());
         FT_CUDA_CHECK(cudaGetLastError());
       }
     });
@@ -128,9 +141,8 @@ int main(int argc, char** argv) {
     std::printf("%-11s %6.2f us a launch (%.2f MB: %.0f GB/s)\n", m.name, us, 2 * kUsed * kExpertBytes * 1e-6,
                 2 * kUsed * kExpertBytes / (us * 1e-6) * 1e-9);
     std::fflush(stdout);
-    FT_CUDA_CHECK(cudaFree(d_offs));
   }
-  FT_CUDA_CHECK(cudaFree(out));
-  FT_CUDA_CHECK(cudaFree(pool));
   return 0;
 }
+
+}  // namespace
