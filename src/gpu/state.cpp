@@ -103,9 +103,9 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     alloc(moe_sync, 2 * sizeof(unsigned));
     FT_CUDA_CHECK(cudaMemset(moe_sync.get(), 0, 2 * sizeof(unsigned)));
     // Slot j of each token starts on expert j (mod n_expert): distinct experts, never uninitialised
-    // memory, for a launch that reads ids no routing has written yet -- FT_DEBUG_SKIP's route /
-    // route_ids. (H200 session 23: on a fresh allocation those read expert 0 eight times, from L2,
-    // which session 22 took for the cost of changing experts.)
+    // memory, for a launch that reads ids no routing has written yet -- FT_DEBUG_SKIP=route. (H200
+    // session 23: on a fresh allocation such probes read expert 0 eight times, from L2, which
+    // session 22 took for the cost of changing experts.)
     std::vector<int32_t> iota(static_cast<size_t>(rows));
     for (size_t i = 0; i < iota.size(); ++i)
       iota[i] = static_cast<int32_t>(static_cast<int64_t>(i % static_cast<size_t>(n_used)) % hp.n_expert);
