@@ -107,8 +107,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 #pragma unroll
   for (int i = 0; i < NS - 1; ++i) issue(i);
   const float rs = mma_row_scale_early(p, row0);  // a weight: before the wait
-  pdl_wait();
-  pdl_trigger();
+  pdl_wait_trigger(kPdlGemv);
 
   mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);

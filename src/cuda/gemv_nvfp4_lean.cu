@@ -151,8 +151,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     issue(it1, ring + kStage);
     if (y_pre && n_steps > 0 && lane < it0.nr) y_old = p.y[it0.row0 + lane];
   }
-  pdl_wait();
-  pdl_trigger();
+  pdl_wait_trigger(kPdlSlab);
   if constexpr (ROUTE) {  // every thread of the CTA: a barrier
     float* sw = reinterpret_cast<float*>(sids + 32);
     if (warp == 0)

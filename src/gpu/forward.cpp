@@ -16,6 +16,7 @@
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "cuda/norm.h"
+#include "cuda/pdl.h"
 #include "cuda/rope.h"
 #include "cuda/rows.h"
 #include "gpu/batch_forward.h"
@@ -242,10 +243,11 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     } else {
       cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
     }
-    // x was last written by wo, four launches back: y_early (cuda/gemv.h).
+    // x was last written by wo, four launches back: y_early (cuda/gemv.h), unless the norm, gate / up
+    // and SwiGLU launches all trigger before their waits (FT_PDL_EARLY, cuda/pdl.cuh).
+    const bool y_early = cuda::pdl_early_safe({cuda::kPdlNorm, cuda::kPdlGemv | cuda::kPdlSlab, cuda::kPdlGlu});
     if (!skip(kSkipDown, n_tok))
-      linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid,
-             /*y_early=*/true);
+      linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid, y_early);
     return;
   }
   const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;

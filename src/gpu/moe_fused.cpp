@@ -14,6 +14,7 @@
 #include "cuda/moe_combine.h"
 #include "cuda/moe_decode_fused.h"
 #include "cuda/moe_route.h"
+#include "cuda/pdl.h"
 #include "gpu/debug_skip.h"
 #include "gpu/moe_backend.h"
 #include "quant/act_quant.h"
@@ -239,12 +240,18 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
   cuda::GemvArgs down = grouped(E.down, hh, n_ff, 1, y_slots ? y_slots : st.x, n_embd, 2, !q8_mid);
   if (q8_mid) down.xq = xq_mid;
   // The gate / up and SwiGLU launches sit between the ids' writer and this one (FT_MOE_IDS_EARLY=0 off).
-  down.ids_early = g_ids_early;
+  // Under FT_PDL_EARLY (cuda/pdl.cuh) a pre-wait read needs a launch in between that triggers late:
+  // the ids come from the gate / up launch when it routes (SwiGLU between), else from the router
+  // (gate / up and SwiGLU between).
+  const bool routed_here = st_in.route_logits != nullptr && st.route_logits != nullptr;
+  down.ids_early = g_ids_early && (routed_here ? cuda::pdl_early_safe({cuda::kPdlGlu})
+                                               : cuda::pdl_early_safe({cuda::kPdlSlab | cuda::kPdlGemv, cuda::kPdlGlu}));
   if (y_slots == nullptr) {
     down.slot_w = st.wts;
     down.n_used = n_used;
     down.accumulate = true;
-    down.y_early = true;  // st.x: written before the gate / up and SwiGLU launches
+    // st.x: written before the router, gate / up and SwiGLU launches.
+    down.y_early = cuda::pdl_early_safe({cuda::kPdlRouter | cuda::kPdlNorm, cuda::kPdlSlab | cuda::kPdlGemv, cuda::kPdlGlu});
   } else {
     plan_as_combine(E.down, st, down);
   }
