@@ -15,6 +15,7 @@
 #include "cuda/check.h"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/glu.h"
 #include "cuda/moe_route.h"
 #include "cuda/nvfp4_tiled.h"
 
@@ -305,6 +306,35 @@ Params pair_params(const GemvArgs& a, GemvArgs& first) {
 }  // namespace
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
+  const bool glu = a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr;
+  if (glu && (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr || a.route_logits == nullptr ||
+              a.w_pair == nullptr || a.w_pair_y_off != a.rows || a.route_combine || a.rows % 32 != 0 ||
+              reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0))
+    fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a routed pair (route_logits, w_pair, up rows w_pair_y_off = rows "
+                 "past gate's), rows % 32 == 0 (rows " +
+                 std::to_string(a.rows) + ") and a 16-byte aligned Q8 buffer");
+  if (a.route_combine) {
+    if (a.route_logits == nullptr || a.ids == nullptr || a.ids != a.route_ids || a.slot_w == nullptr ||
+        a.slot_w != a.route_w || a.n_used != a.n_tok || a.w_pair != nullptr || a.route_n_expert < a.n_tok ||
+        a.route_n_expert > kMoeRouteMaxExperts)
+      fail_message("cuda gemv: route_combine needs route_logits, ids == route_ids, slot_w == route_w and one token "
+                   "(n_used == n_tok = " + std::to_string(a.n_tok) + ")");
+    // The packed lean kernel routes in its CTAs; anything else reads the ids and weights the
+    // launch before wrote, after its wait.
+    GemvArgs plain = a;
+    plain.route_combine = false;
+    plain.route_logits = nullptr;
+    plain.ids_early = false;
+    Params p = checked_params(plain);
+    p.route_combine = 1;
+    p.route_logits = a.route_logits;
+    p.route_n_expert = static_cast<int>(a.route_n_expert);
+    p.route_n_used = static_cast<int>(a.n_tok);
+    p.route_fast = moe_route_fast() != 0 ? 1 : 0;
+    if (nvfp4_launch(plain, p, stream)) return;
+    gemv(plain, stream);
+    return;
+  }
   if (a.route_logits != nullptr) {
     if (a.ids == nullptr || a.ids != a.route_ids || a.route_w == nullptr || a.slot_w != nullptr ||
         a.route_n_expert < a.n_tok || a.route_n_expert > kMoeRouteMaxExperts)
@@ -321,12 +351,22 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     p.route_fast = moe_route_fast() != 0 ? 1 : 0;  // never the tests' fast-only mode (ids -1 on a tie)
     p.route_ids = a.route_ids;
     p.route_w = a.route_w;
+    if (glu) {
+      p.glu_xq = static_cast<uint8_t*>(a.glu_xq);
+      p.glu_h = a.glu_h;
+      p.glu_count = a.glu_count;
+      p.glu_xq_row = act_q8_row_bytes(a.rows);
+    }
     if (nvfp4_launch(first, p, stream)) return;
     moe_route(a.route_logits, a.route_n_expert, a.route_n_expert, 1, static_cast<int>(a.n_tok), a.route_ids, a.route_w,
               stream);
     GemvArgs plain = a;
     plain.route_logits = nullptr;
+    plain.glu_xq = nullptr;
+    plain.glu_h = nullptr;
+    plain.glu_count = nullptr;
     gemv(plain, stream);
+    if (glu) swiglu_q8(a.y, a.ldy, a.rows, a.n_tok, a.glu_h, a.rows, a.round, a.glu_xq, stream);
     return;
   }
   if (a.w_pair != nullptr) {

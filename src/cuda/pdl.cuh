@@ -115,6 +115,8 @@ __device__ __forceinline__ void pdl_wait_trigger(unsigned cls) {
   if (early) pdl_trigger();
   pdl_wait();
   if (!early) pdl_trigger();
+#else
+  (void)cls;
 #endif
 }
 

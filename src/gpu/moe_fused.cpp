@@ -158,6 +158,13 @@ const bool g_route_in_experts = [] {
   return e == nullptr || *e != '0';
 }();
 
+// FT_MOE_GLU_FUSED=0: the SwiGLU as its own launch after the routed gate / up pair, and the down
+// projection reading the ids that pair wrote (its A/B: see experts_decode).
+const bool g_glu_fused = [] {
+  const char* e = std::getenv("FT_MOE_GLU_FUSED");
+  return e == nullptr || *e != '0';
+}();
+
 // Whether gate and up go as one paired call (below).
 bool paired(const ExpertView& E) {
   return !E.gate_up && g_pair && E.gate.type == E.up.type && E.gate.rows == E.up.rows && E.gate.k == E.up.k &&
@@ -206,6 +213,12 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
     return a;
   };
   const float* h = st.h;
+  const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
+  // The routed pair of one token also does the SwiGLU and its Q8 copy (GemvArgs::glu_xq), into
+  // b.xq_glu: one launch fewer, and the down launch then routes for itself (below).
+  const bool glu_in_pair = g_glu_fused && q8_mid && !E.gelu && st.route_logits != nullptr && st.n_tok == 1 &&
+                           y_slots == nullptr && b.glu_count.get() != nullptr && paired(E) &&
+                           !debug::skip(debug::kSkipMoeSwiglu, st.n_tok);
   if (E.gate_up) {
     cuda::gemv(grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, !st.xq_ready), s);
   } else if (paired(E)) {
@@ -221,14 +234,19 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
       a.route_ids = st.route_ids;
       a.route_w = st.route_wts;
     }
+    if (glu_in_pair) {
+      a.glu_xq = b.xq_glu.get();
+      a.glu_h = hh;
+      a.glu_count = b.glu_count.as<unsigned>();
+    }
     cuda::gemv(a, s);
   } else {
     cuda::gemv(grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready), s);
     cuda::gemv(grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, !cuda::gemv_q8_supported(E.gate.type)), s);
   }
-  const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
-  void* xq_mid = st.xq_mid ? st.xq_mid : b.xq.get();
-  if (debug::skip(debug::kSkipMoeSwiglu, st.n_tok)) {
+  void* xq_mid = glu_in_pair ? b.xq_glu.get() : st.xq_mid ? st.xq_mid : b.xq.get();
+  if (glu_in_pair) {
+  } else if (debug::skip(debug::kSkipMoeSwiglu, st.n_tok)) {
     // FT_DEBUG_SKIP=moe_swiglu: the down launch reads whatever the Q8 buffer holds -- the FFN norm's
     // row, another layout: garbage and NaNs (session 22: meaningless alone; with `route`, ~0.9 us).
   } else if (E.gelu)  // gemma4's GeGLU experts
@@ -244,14 +262,27 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
   // the ids come from the gate / up launch when it routes (SwiGLU between), else from the router
   // (gate / up and SwiGLU between).
   const bool routed_here = st_in.route_logits != nullptr && st.route_logits != nullptr;
-  down.ids_early = g_ids_early && (routed_here ? cuda::pdl_early_safe({cuda::kPdlGlu})
-                                               : cuda::pdl_early_safe({cuda::kPdlSlab | cuda::kPdlGemv, cuda::kPdlGlu}));
+  down.ids_early = g_ids_early && !glu_in_pair &&
+                   (routed_here ? cuda::pdl_early_safe({cuda::kPdlGlu})
+                                : cuda::pdl_early_safe({cuda::kPdlSlab | cuda::kPdlGemv, cuda::kPdlGlu}));
   if (y_slots == nullptr) {
     down.slot_w = st.wts;
     down.n_used = n_used;
     down.accumulate = true;
     // st.x: written before the router, gate / up and SwiGLU launches.
-    down.y_early = cuda::pdl_early_safe({cuda::kPdlRouter | cuda::kPdlNorm, cuda::kPdlSlab | cuda::kPdlGemv, cuda::kPdlGlu});
+    down.y_early = glu_in_pair ? cuda::pdl_early_safe({cuda::kPdlRouter | cuda::kPdlNorm, cuda::kPdlSlab})
+                               : cuda::pdl_early_safe({cuda::kPdlRouter | cuda::kPdlNorm,
+                                                       cuda::kPdlSlab | cuda::kPdlGemv, cuda::kPdlGlu});
+    // With the SwiGLU in the pair the ids come from the launch right before; the router's logits
+    // from the one before that (ordered while the pair triggers after its wait): the down launch
+    // routes them itself, before its wait, as the pair did (GemvArgs::route_combine).
+    if (glu_in_pair && g_ids_early && cuda::pdl_early_safe({cuda::kPdlSlab})) {
+      down.route_combine = true;
+      down.route_logits = st_in.route_logits;
+      down.route_n_expert = st_in.route_n_expert;
+      down.route_ids = st_in.route_ids;
+      down.route_w = st_in.route_wts;
+    }
   } else {
     plan_as_combine(E.down, st, down);
   }

@@ -24,6 +24,7 @@
 #include "cuda/gemv.h"
 #include "cuda/gemv_q8_ref.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/glu.h"
 #include "cuda/moe_route.h"
 
 namespace ft::cuda {
@@ -252,6 +253,139 @@ void check_route(int64_t n_expert, int n_used, bool ties, bool lean, std::mt1993
   ASSERT_EQ(std::memcmp(w1.data(), w0.data(), w0.size() * sizeof(float)), 0) << "routing weights differ";
   for (size_t i = 0; i < y0.size(); ++i) ASSERT_FALSE(is_poison(y1[i])) << "output " << i << " not written";
   ASSERT_EQ(std::memcmp(y1.data(), y0.data(), y0.size() * sizeof(float)), 0) << "outputs differ";
+}
+
+// GemvArgs::glu_xq: the routed pair with its SwiGLU tail writes the pair's outputs, and the
+// SwiGLU rows and Q8 bytes swiglu_q8 makes of them, bit for bit, and leaves its counters at zero
+// (a second call reuses them); off the lean kernel (slab kernel, lean off) the call launches
+// swiglu_q8 itself. Then GemvArgs::route_combine: the down projection's combine routing the same
+// logits in its CTAs sums what the plain combine sums over moe_route's ids and weights.
+void check_glu_route_combine(bool lean, Round round, std::mt19937& rng) {
+  SCOPED_TRACE(std::string(lean ? "lean" : "lean off") + (round == Round::kBF16 ? " bf16" : ""));
+  const int64_t n_expert = 128, k = 2048, rows = 768, rb = row_bytes(GgmlType::NVFP4, k), eb = rb * rows;
+  const int n_used = 8;
+  const DeviceBuffer dw = to_device(quant::testing::random_rows(GgmlType::NVFP4, 2 * rows * n_expert, k, rng));
+  const int64_t rbd = row_bytes(GgmlType::NVFP4, rows), ebd = rbd * k;  // down: k rows of `rows`
+  const DeviceBuffer dwd = to_device(quant::testing::random_rows(GgmlType::NVFP4, k * n_expert, rows, rng));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(k)), logits(static_cast<size_t>(n_expert)),
+      bank(static_cast<size_t>(4 * n_expert)), y_res(static_cast<size_t>(k));
+  for (auto& v : x) v = unit(rng);
+  for (auto& v : logits) v = 4.0f * unit(rng);
+  for (auto& v : bank) v = 0.25f + 0.5f * (unit(rng) + 1.0f);
+  for (auto& v : y_res) v = unit(rng);
+  std::vector<uint8_t> xq(static_cast<size_t>(act_q8_bytes(k, 1)));
+  quantize_act_q8_row_ref(x.data(), k, xq.data());
+  const DeviceBuffer dxq = to_device(xq), dlog = to_device(logits), dbank = to_device(bank);
+  const int64_t ldy = 2 * rows, xq_mid_bytes = act_q8_bytes(rows, n_used);
+  DeviceBuffer dcount = to_device(std::vector<unsigned>(static_cast<size_t>(n_used * rows / 32), 0u));
+  struct Out {
+    std::vector<float> gu, h, y;
+    std::vector<uint8_t> q;
+    std::vector<int32_t> ids;
+  };
+  // fused: the pair with its SwiGLU tail, then the combine routing for itself; else moe_route,
+  // the pair, swiglu_q8 and the plain combine.
+  auto run = [&](bool fused) {
+    DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(ldy * n_used), poison()));
+    DeviceBuffer dh = to_device(std::vector<float>(static_cast<size_t>(rows * n_used), poison()));
+    DeviceBuffer dq = to_device(std::vector<uint8_t>(static_cast<size_t>(xq_mid_bytes), 0xA5));
+    DeviceBuffer dids = to_device(std::vector<int32_t>(static_cast<size_t>(n_used), -1));
+    DeviceBuffer dwts = to_device(std::vector<float>(static_cast<size_t>(n_used), poison()));
+    DeviceBuffer dres = to_device(y_res);
+    if (!fused) moe_route(dlog.as<float>(), n_expert, n_expert, 1, n_used, dids.as<int32_t>(), dwts.as<float>(), nullptr);
+    gemv_set_nvfp4_experts(lean);
+    GemvArgs g;
+    g.type = GgmlType::NVFP4;
+    g.w = dw.as<uint8_t>();
+    g.row_bytes = rb;
+    g.k = k;
+    g.rows = rows;
+    g.xq = dxq.get();
+    g.n_tok = n_used;
+    g.y = dy.as<float>();
+    g.ldy = ldy;
+    g.round = round;
+    g.ids = dids.as<int32_t>();
+    g.expert_bytes = eb;
+    g.x_div = n_used;
+    g.bank = dbank.as<float>();
+    g.bank_col = 0;
+    g.w_pair = g.w + eb * n_expert;
+    g.w_pair_y_off = rows;
+    if (fused) {
+      g.route_logits = dlog.as<float>();
+      g.route_n_expert = n_expert;
+      g.route_ids = dids.as<int32_t>();
+      g.route_w = dwts.as<float>();
+      g.glu_xq = dq.get();
+      g.glu_h = dh.as<float>();
+      g.glu_count = dcount.as<unsigned>();
+    }
+    gemv(g);
+    if (!fused) swiglu_q8(dy.as<float>(), ldy, rows, n_used, dh.as<float>(), rows, round, dq.get(), nullptr);
+    GemvArgs d;
+    d.type = GgmlType::NVFP4;
+    d.w = dwd.as<uint8_t>();
+    d.row_bytes = rbd;
+    d.k = rows;
+    d.rows = k;
+    d.xq = dq.get();
+    d.x = dh.as<float>();
+    d.ldx = rows;
+    d.n_tok = n_used;
+    d.y = dres.as<float>();
+    d.ldy = k;
+    d.round = round;
+    d.ids = dids.as<int32_t>();
+    d.expert_bytes = ebd;
+    d.bank = dbank.as<float>();
+    d.bank_col = 2;
+    d.slot_w = dwts.as<float>();
+    d.n_used = n_used;
+    d.accumulate = true;
+    if (fused) {
+      d.route_combine = true;
+      d.route_logits = dlog.as<float>();
+      d.route_n_expert = n_expert;
+      d.route_ids = dids.as<int32_t>();
+      d.route_w = dwts.as<float>();
+    }
+    gemv(d);
+    FT_CUDA_CHECK(cudaDeviceSynchronize());
+    gemv_set_nvfp4_experts(true);
+    Out o;
+    o.gu = to_host<float>(dy, static_cast<size_t>(ldy * n_used));
+    o.h = to_host<float>(dh, static_cast<size_t>(rows * n_used));
+    o.q = to_host<uint8_t>(dq, static_cast<size_t>(xq_mid_bytes));
+    o.y = to_host<float>(dres, static_cast<size_t>(k));
+    o.ids = to_host<int32_t>(dids, static_cast<size_t>(n_used));
+    return o;
+  };
+  const Out a = run(false);
+  const int64_t r0 = gemv_nvfp4_route_launches();
+  for (int rep = 0; rep < 2; ++rep) {  // the second call on the counters the first left
+    const Out b = run(true);
+    EXPECT_EQ(gemv_nvfp4_route_launches() - r0, lean ? 2 * (rep + 1) : 0) << "a routing took the wrong path";
+    ASSERT_EQ(b.ids, a.ids) << "routed ids differ";
+    ASSERT_EQ(std::memcmp(b.gu.data(), a.gu.data(), a.gu.size() * sizeof(float)), 0) << "gate / up outputs differ";
+    for (size_t i = 0; i < a.h.size(); ++i) ASSERT_FALSE(is_poison(b.h[i])) << "SwiGLU row value " << i << " not written";
+    ASSERT_EQ(std::memcmp(b.h.data(), a.h.data(), a.h.size() * sizeof(float)), 0) << "SwiGLU rows differ";
+    ASSERT_EQ(b.q, a.q) << "SwiGLU Q8 bytes differ";
+    ASSERT_EQ(std::memcmp(b.y.data(), a.y.data(), a.y.size() * sizeof(float)), 0) << "combined outputs differ";
+    const std::vector<unsigned> cnt = to_host<unsigned>(dcount, static_cast<size_t>(n_used * rows / 32));
+    for (size_t i = 0; i < cnt.size(); ++i) ASSERT_EQ(cnt[i], 0u) << "counter " << i << " left armed";
+  }
+}
+
+TEST(CudaGemvLean, SwigluTailAndRoutedCombineEqualTheirLaunches) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(2405);
+  check_glu_route_combine(true, Round::kNone, rng);
+  if (::testing::Test::HasFatalFailure()) return;
+  check_glu_route_combine(true, Round::kBF16, rng);
+  if (::testing::Test::HasFatalFailure()) return;
+  check_glu_route_combine(false, Round::kNone, rng);
 }
 
 TEST(CudaGemvLean, RoutingInTheLaunchEqualsMoeRouteFirst) {
