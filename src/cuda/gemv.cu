@@ -307,12 +307,36 @@ Params pair_params(const GemvArgs& a, GemvArgs& first) {
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
   const bool glu = a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr;
-  if (glu && (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr || a.route_logits == nullptr ||
-              a.w_pair == nullptr || a.w_pair_y_off != a.rows || a.route_combine || a.rows % 32 != 0 ||
-              reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0))
-    fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a routed pair (route_logits, w_pair, up rows w_pair_y_off = rows "
-                 "past gate's), rows % 32 == 0 (rows " +
-                 std::to_string(a.rows) + ") and a 16-byte aligned Q8 buffer");
+  const bool glu_dense = glu && a.ids == nullptr;
+  if (glu && (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr || a.route_combine ||
+              reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 ||
+              (glu_dense ? a.n_tok != 1 || a.rows % 64 != 0 || a.accumulate || a.route_logits != nullptr
+                         : a.route_logits == nullptr || a.w_pair == nullptr || a.w_pair_y_off != a.rows ||
+                               a.rows % 32 != 0)))
+    fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a 16-byte aligned Q8 buffer and either one token of a dense "
+                 "gate|up (rows % 64 == 0, no accumulate) or a routed pair (route_logits, w_pair, up rows w_pair_y_off = "
+                 "rows past gate's, rows % 32 == 0); rows " + std::to_string(a.rows));
+  if (glu_dense) {
+    // The tensor-core kernel of a tiled weight does the SwiGLU in its epilogue; anything else is
+    // the plain product, then swiglu_q8.
+    GemvArgs plain = a;
+    plain.glu_xq = nullptr;
+    plain.glu_h = nullptr;
+    plain.glu_count = nullptr;
+    const int64_t n_ff = a.rows / 2;
+    if (a.tiled && takes_q8(a)) {
+      Params p = checked_params(plain);
+      p.glu_xq = static_cast<uint8_t*>(a.glu_xq);
+      p.glu_h = a.glu_h;
+      p.glu_count = a.glu_count;
+      p.glu_xq_row = act_q8_row_bytes(n_ff);
+      if (gemv_nvfp4_tiled(p, 1, g_nvfp4_override, stream)) return;
+    } else {
+      gemv(plain, stream);
+    }
+    swiglu_q8(a.y, a.ldy, n_ff, 1, a.glu_h, n_ff, a.round, a.glu_xq, stream);
+    return;
+  }
   if (a.route_combine) {
     if (a.route_logits == nullptr || a.ids == nullptr || a.ids != a.route_ids || a.slot_w == nullptr ||
         a.slot_w != a.route_w || a.n_used != a.n_tok || a.w_pair != nullptr || a.route_n_expert < a.n_tok ||

@@ -102,6 +102,10 @@ struct GemvArgs {
   // the NVFP4 slab / packed kernels read them, and stream the first weights of the chosen
   // experts, before their PDL wait. Off: the ids may come from the launch right before.
   bool ids_early = false;
+  // Dense gate|up of one token (rows = 2 n_ff, gate rows then up rows, n_ff % 32 == 0, no
+  // accumulate): the SwiGLU of y[0, n_ff) and y[n_ff, 2 n_ff) into glu_h and glu_xq as below, by the
+  // tensor-core kernel of a tiled weight in its epilogue (the CTA completing a 32-row block of both
+  // halves; glu_count: n_ff / 32 counters), else by swiglu_q8 after the product.
   // Grouped pair with route_logits (gate|up of one token), n_tok ranks of rows % 32 == 0: the
   // SwiGLU of the pair's outputs (gate rows, up rows w_pair_y_off further) rounded as swiglu_q8
   // rounds, written to glu_h ({n_tok, rows}) with its Q8 copy in glu_xq (act_q8 rows of k = rows):

@@ -142,8 +142,9 @@ void gemv_q8(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const 
 bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream);
 // A tiled weight (Params::tiled, cuda/nvfp4_tiled.h; dense, integer path): one token on
 // gemv_mma.cu (gemv_nvfp4_tiled_mma), else the slab kernel. Of `over`, only the mma kernel's warps
-// and stages apply (benchmarks sweep them).
-void gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream);
+// and stages apply (benchmarks sweep them). True when the tensor-core kernel took it (it alone does
+// Params::glu_xq's dense SwiGLU tail).
+bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream);
 // The tensor-core kernel (gemv_mma.cu): one token, dense, k % 256 == 0, 16-byte aligned rows;
 // false (nothing launched) for other shapes or when its shared memory does not fit.
 bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream);

@@ -53,7 +53,9 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
+#include "cuda/ops_math.cuh"
 #include "cuda/pdl.cuh"
+#include "cuda/q8_tail.cuh"
 
 namespace ft::cuda::gemv_detail {
 namespace {
@@ -65,6 +67,32 @@ constexpr int kStepBlocks = kMmaStepBlocks;
 constexpr int kRowStep = kMmaRowStep;
 constexpr int kStageBytes = kMmaStageBytes;
 constexpr int kVecPerLane = kMmaVecPerLane;
+
+// Params::glu_xq, dense (a gate|up of rows 2 n_ff, gate rows first): the CTA counts its stored
+// 16-row tile into its 32-row block's counter; the CTA completing the block (2 gate and 2 up
+// tiles) has its first warp read the block's 32 gate and 32 up sums back from L2 and write their
+// SwiGLU and its Q8 block -- swiglu_q8's arithmetic, the same bytes -- then re-arm the counter
+// (the lean slab kernel's tail, gemv_nvfp4_lean.cu, per CTA). Why: the SwiGLU launch between
+// Llama-8B's gate|up and down, ~4 us a layer in H200 session 23's chain trace.
+__device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
+  static_assert(kRows == 16, "two tiles of each half a 32-row block");
+  __shared__ unsigned s_last;
+  if (threadIdx.x < kRows) __threadfence();  // the threads that stored
+  __syncthreads();
+  const int64_t n_ff = p.rows / 2;
+  const int blk = static_cast<int>((row0 < n_ff ? row0 : row0 - n_ff) >> 5);
+  if (threadIdx.x == 0) s_last = atomicAdd(p.glu_count + blk, 1u) == 3u;
+  __syncthreads();
+  if (s_last == 0 || threadIdx.x >= 32) return;
+  __threadfence();
+  const int lane = static_cast<int>(threadIdx.x);
+  const int64_t at = 32 * static_cast<int64_t>(blk) + lane;
+  const float g = __ldcg(p.y + at), u = __ldcg(p.y + n_ff + at);
+  const float v = round_to(p.round, ops::mul_rn(ops::silu(g), u));
+  p.glu_h[at] = v;
+  q8_quantize_warp(v, blk, n_ff, p.glu_xq);
+  if (lane == 0) p.glu_count[blk] = 0u;
+}
 
 template <int NW, int NS, bool TILED>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
@@ -154,6 +182,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
       store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
   }
+  if (p.glu_count != nullptr) mma_glu_tail(p, row0);
 }
 
 std::atomic<int64_t> g_mma_launches{0};

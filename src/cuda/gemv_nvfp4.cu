@@ -665,14 +665,14 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   return true;
 }
 
-void gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream) {
+bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream) {
   const GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, n_tok, 1, 1, false);
   if (n_tok == 1) {
     int warps = 0, stages = 0;
     gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
     if (over.mma_warps > 0) warps = over.mma_warps;
     if (over.mma_stages > 0) stages = over.mma_stages;
-    if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream)) return;
+    if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream)) return true;
   }
   // The slab kernel at the plan's rows (at least 2 for several tokens; 16 / R groups a tile).
   Nv4 g{};
@@ -684,6 +684,7 @@ void gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
   g.xs_rows = xs ? static_cast<int>(n_tok) : 0;
   const int R = n_tok > 1 && pl.rows < 2 ? 2 : pl.rows;
   launch_slab_plan(p, n_tok, 1, g, R, 16, xs, pl, stream);
+  return false;
 }
 
 }  // namespace ft::cuda::gemv_detail

@@ -59,6 +59,13 @@ const bool g_attn_rope = [] {
   return e == nullptr || *e != '0';
 }();
 
+// FT_GLU_FUSED=0: a dense layer's SwiGLU as its own launch after gate|up (the A/B of the
+// epilogue SwiGLU, cuda::GemvArgs::glu_xq).
+const bool g_glu_fused = [] {
+  const char* e = std::getenv("FT_GLU_FUSED");
+  return e == nullptr || *e != '0';
+}();
+
 using debug::skip;
 using namespace debug;  // the SkipLink names
 
@@ -234,6 +241,28 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
     } else {
       cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
+    }
+    // One token of a tiled NVFP4 gate|up: the SwiGLU and its Q8 copy in the GEMV's epilogue
+    // (cuda::GemvArgs::glu_xq), the copy in b_.xq_glu (the GEMV still reads xq), and the down
+    // projection reading it there. Its y_early then crosses the norm and gate|up launches only.
+    const bool glu = g_glu_fused && q8_in && q8_mid && n_tok == 1 && L.gate_up.parts.size() == 1 &&
+                     L.gate_up.parts[0].tiled && L.gate_up.parts[0].row0 == 0 && L.down.parts.size() == 1 &&
+                     b_.glu_count.get() != nullptr && !skip(kSkipGateUp, n_tok) && !skip(kSkipSwiglu, n_tok) &&
+                     !skip(kSkipDown, n_tok);
+    if (glu) {
+      cuda::GemvArgs a;
+      fill_common(a, L.gate_up.parts[0], L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false);
+      a.xq = b_.xq.get();
+      a.glu_xq = b_.xq_glu.get();
+      a.glu_h = hh;
+      a.glu_count = b_.glu_count.as<unsigned>();
+      cuda::gemv(a, s);
+      cuda::GemvArgs d;
+      fill_common(d, L.down.parts[0], L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
+      d.xq = b_.xq_glu.get();
+      d.y_early = cuda::pdl_early_safe({cuda::kPdlNorm, cuda::kPdlGemv | cuda::kPdlSlab});
+      cuda::gemv(d, s);
+      return;
     }
     if (!skip(kSkipGateUp, n_tok))
       linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in);

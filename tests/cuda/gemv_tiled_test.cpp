@@ -21,6 +21,7 @@
 #include "cuda/device.h"
 #include "cuda/gemm.h"
 #include "cuda/gemv.h"
+#include "cuda/glu.h"
 #include "cuda/gemv_q8_ref.h"
 #include "cuda/gemv_tuning.h"
 #include "cuda/nvfp4_tiled.h"
@@ -253,6 +254,64 @@ TEST(CudaNvfp4Tiled, GemmEqualsRowMajorBitwise) {
   EXPECT_EQ(std::memcmp(forced.data(), cublas_bf16.data(), forced.size() * sizeof(float)), 0);
   run(false, GemmPrec::kBF16);
   EXPECT_EQ(gemm_fused_launches() - f0, 1) << "the forced fused route did not run the fused kernel";
+}
+
+// GemvArgs::glu_xq on a dense tiled gate|up (one token): the tensor-core kernel's SwiGLU tail
+// writes the product, and the SwiGLU rows and Q8 bytes swiglu_q8 makes of it, bit for bit, and
+// leaves its counters at zero (checked by a second call on them); at Llama-8B's shape and a small
+// one, with and without bf16 rounding and a row scale.
+TEST(CudaNvfp4Tiled, SwigluTailEqualsItsLaunch) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
+  std::mt19937 rng(2406);
+  for (const auto& [n_ff, k, bf16] : std::vector<std::tuple<int64_t, int64_t, bool>>{
+           {14336, 4096, false}, {14336, 4096, true}, {96, 512, false}}) {
+    SCOPED_TRACE("n_ff " + std::to_string(n_ff) + " k " + std::to_string(k) + (bf16 ? " bf16" : ""));
+    const Matrix m = make_matrix(2 * n_ff, k, rng);
+    const DeviceBuffer dxq = to_device(quantised_x(k, 1, rng));
+    std::uniform_real_distribution<float> unit(0.5f, 1.5f);
+    std::vector<float> rs(static_cast<size_t>(2 * n_ff));
+    for (auto& v : rs) v = unit(rng);
+    const DeviceBuffer drs = to_device(rs);
+    DeviceBuffer dcount = to_device(std::vector<unsigned>(static_cast<size_t>(n_ff / 32), 0u));
+    const int64_t qbytes = act_q8_bytes(n_ff, 1);
+    auto run = [&](bool fused, std::vector<float>& y, std::vector<float>& h, std::vector<uint8_t>& q) {
+      DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(2 * n_ff), std::nanf("")));
+      DeviceBuffer dh = to_device(std::vector<float>(static_cast<size_t>(n_ff), std::nanf("")));
+      DeviceBuffer dq = to_device(std::vector<uint8_t>(static_cast<size_t>(qbytes), 0xA5));
+      GemvArgs a;
+      a.type = GgmlType::NVFP4;
+      a.w = m.tiled.as<uint8_t>();
+      a.tiled = true;
+      a.row_bytes = m.rb;
+      a.k = k;
+      a.rows = 2 * n_ff;
+      a.xq = dxq.get();
+      a.n_tok = 1;
+      a.y = dy.as<float>();
+      a.ldy = 2 * n_ff;
+      a.row_scale = drs.as<float>();
+      a.round = bf16 ? Round::kBF16 : Round::kNone;
+      if (fused) a.glu_xq = dq.get(), a.glu_h = dh.as<float>(), a.glu_count = dcount.as<unsigned>();
+      gemv(a);
+      if (!fused) swiglu_q8(dy.as<float>(), 2 * n_ff, n_ff, 1, dh.as<float>(), n_ff, a.round, dq.get(), nullptr);
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      y = to_host<float>(dy, static_cast<size_t>(2 * n_ff));
+      h = to_host<float>(dh, static_cast<size_t>(n_ff));
+      q = to_host<uint8_t>(dq, static_cast<size_t>(qbytes));
+    };
+    std::vector<float> y0, h0, y1, h1;
+    std::vector<uint8_t> q0, q1;
+    run(false, y0, h0, q0);
+    for (int rep = 0; rep < 2; ++rep) {
+      run(true, y1, h1, q1);
+      ASSERT_EQ(std::memcmp(y1.data(), y0.data(), y0.size() * sizeof(float)), 0) << "gate|up outputs differ";
+      for (size_t i = 0; i < h1.size(); ++i) ASSERT_FALSE(std::isnan(h1[i])) << "SwiGLU value " << i << " not written";
+      ASSERT_EQ(std::memcmp(h1.data(), h0.data(), h0.size() * sizeof(float)), 0) << "SwiGLU rows differ";
+      ASSERT_EQ(q1, q0) << "Q8 bytes differ";
+      const std::vector<unsigned> cnt = to_host<unsigned>(dcount, static_cast<size_t>(n_ff / 32));
+      for (size_t i = 0; i < cnt.size(); ++i) ASSERT_EQ(cnt[i], 0u) << "counter " << i << " left armed";
+    }
+  }
 }
 
 TEST(CudaNvfp4Tiled, RefusesCallersThatCannotReadIt) {
