@@ -214,6 +214,12 @@ const bool g_rs_early_off = [] {
   return e != nullptr && *e == '0';
 }();
 
+// FT_GLU_TAIL=1: the SwiGLU tails (GemvArgs::glu_xq) fence with fence.acq_rel.gpu, not __threadfence.
+const int g_glu_acq_rel = [] {
+  const char* e = std::getenv("FT_GLU_TAIL");
+  return e != nullptr && *e == '1' ? 1 : 0;
+}();
+
 // Whether the integer path takes a (else the float path).
 bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a.type); }
 
@@ -330,6 +336,7 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
       p.glu_h = a.glu_h;
       p.glu_count = a.glu_count;
       p.glu_xq_row = act_q8_row_bytes(n_ff);
+      p.glu_acq_rel = g_glu_acq_rel;
       if (gemv_nvfp4_tiled(p, 1, g_nvfp4_override, stream)) return;
     } else {
       gemv(plain, stream);
@@ -380,6 +387,7 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
       p.glu_h = a.glu_h;
       p.glu_count = a.glu_count;
       p.glu_xq_row = act_q8_row_bytes(a.rows);
+      p.glu_acq_rel = g_glu_acq_rel;
     }
     if (nvfp4_launch(first, p, stream)) return;
     moe_route(a.route_logits, a.route_n_expert, a.route_n_expert, 1, static_cast<int>(a.n_tok), a.route_ids, a.route_w,

@@ -74,14 +74,14 @@ __host__ __device__ constexpr int route_smem_bytes(int n_expert) { return (8 * n
 template <int R>
 __device__ __forceinline__ void glu_block_tail(const Params& p, int out, int row0, int lane) {
   static_assert(32 % R == 0, "an item inside one 32-row block");
-  __threadfence();
+  glu_fence(p.glu_acq_rel);
   __syncwarp();
   const int blk = row0 >> 5, n_blk = static_cast<int>(p.rows) >> 5;
   unsigned* c = p.glu_count + out * n_blk + blk;
   unsigned last = 0;
   if (lane == 0) last = atomicAdd(c, 1u) == 2u * (32u / R) - 1u;
   if (__shfl_sync(0xFFFFFFFFu, last, 0) == 0) return;
-  __threadfence();
+  glu_fence(p.glu_acq_rel);
   const int64_t at = static_cast<int64_t>(out) * p.ldy + 32 * blk + lane;
   const float g = __ldcg(p.y + at), u = __ldcg(p.y + p.y2_off + at);
   const float v = round_to(p.round, ops::mul_rn(ops::silu(g), u));

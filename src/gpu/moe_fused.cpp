@@ -165,6 +165,13 @@ const bool g_glu_fused = [] {
   return e == nullptr || *e != '0';
 }();
 
+// FT_MOE_ROUTE_COMBINE=0: with the SwiGLU in the pair, the down launch reads the pair's ids after its
+// wait instead of routing for itself before it.
+const bool g_route_combine = [] {
+  const char* e = std::getenv("FT_MOE_ROUTE_COMBINE");
+  return e == nullptr || *e != '0';
+}();
+
 // Whether gate and up go as one paired call (below).
 bool paired(const ExpertView& E) {
   return !E.gate_up && g_pair && E.gate.type == E.up.type && E.gate.rows == E.up.rows && E.gate.k == E.up.k &&
@@ -276,7 +283,7 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
     // With the SwiGLU in the pair the ids come from the launch right before; the router's logits
     // from the one before that (ordered while the pair triggers after its wait): the down launch
     // routes them itself, before its wait, as the pair did (GemvArgs::route_combine).
-    if (glu_in_pair && g_ids_early && cuda::pdl_early_safe({cuda::kPdlSlab})) {
+    if (glu_in_pair && g_ids_early && g_route_combine && cuda::pdl_early_safe({cuda::kPdlSlab})) {
       down.route_combine = true;
       down.route_logits = st_in.route_logits;
       down.route_n_expert = st_in.route_n_expert;
