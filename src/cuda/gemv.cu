@@ -172,6 +172,19 @@ const bool g_env_experts = [] {
 
 void gemv_set_nvfp4_experts(bool on) { g_nvfp4_override.experts_off = !on; }
 
+// FT_GEMV_NVFP4_MMA_EXPERTS=W,S (0: off): the grouped tensor-core gate / up (gemv_mma_grouped.cu).
+const bool g_env_mma_experts = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_MMA_EXPERTS");
+  int w = 0, st = 0;
+  if (e != nullptr && std::sscanf(e, "%d,%d", &w, &st) >= 1) gemv_set_nvfp4_mma_experts(w, st);
+  return true;
+}();
+
+void gemv_set_nvfp4_mma_experts(int warps, int stages) {
+  g_nvfp4_override.mma_experts_warps = warps;
+  g_nvfp4_override.mma_experts_stages = stages;
+}
+
 // FT_GEMV_NVFP4_EXPERT_PLAN=R,B (a benchmark knob): the lean expert gate / up launches at R rows an
 // item and B blocks an SM (1,4 1,6 2,4 2,6 4,4) instead of the plan's; the rows' sums, so the bits,
 // do not depend on it.
