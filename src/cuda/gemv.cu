@@ -172,19 +172,6 @@ const bool g_env_experts = [] {
 
 void gemv_set_nvfp4_experts(bool on) { g_nvfp4_override.experts_off = !on; }
 
-// FT_GEMV_NVFP4_MMA_EXPERTS=W,S (0: off): the grouped tensor-core gate / up (gemv_mma_grouped.cu).
-const bool g_env_mma_experts = [] {
-  const char* e = std::getenv("FT_GEMV_NVFP4_MMA_EXPERTS");
-  int w = 0, st = 0;
-  if (e != nullptr && std::sscanf(e, "%d,%d", &w, &st) >= 1) gemv_set_nvfp4_mma_experts(w, st);
-  return true;
-}();
-
-void gemv_set_nvfp4_mma_experts(int warps, int stages) {
-  g_nvfp4_override.mma_experts_warps = warps;
-  g_nvfp4_override.mma_experts_stages = stages;
-}
-
 // FT_GEMV_NVFP4_EXPERT_PLAN=R,B (a benchmark knob): the lean expert gate / up launches at R rows an
 // item and B blocks an SM (1,4 1,6 2,4 2,6 4,4) instead of the plan's; the rows' sums, so the bits,
 // do not depend on it.
@@ -225,12 +212,6 @@ const bool g_y_early_off = [] {
 const bool g_rs_early_off = [] {
   const char* e = std::getenv("FT_GEMV_RS_EARLY");
   return e != nullptr && *e == '0';
-}();
-
-// FT_GLU_TAIL=1: the SwiGLU tails (GemvArgs::glu_xq) fence with fence.acq_rel.gpu, not __threadfence.
-const int g_glu_acq_rel = [] {
-  const char* e = std::getenv("FT_GLU_TAIL");
-  return e != nullptr && *e == '1' ? 1 : 0;
 }();
 
 // Whether the integer path takes a (else the float path).
@@ -349,7 +330,6 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
       p.glu_h = a.glu_h;
       p.glu_count = a.glu_count;
       p.glu_xq_row = act_q8_row_bytes(n_ff);
-      p.glu_acq_rel = g_glu_acq_rel;
       if (gemv_nvfp4_tiled(p, 1, g_nvfp4_override, stream)) return;
     } else {
       gemv(plain, stream);
@@ -400,7 +380,6 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
       p.glu_h = a.glu_h;
       p.glu_count = a.glu_count;
       p.glu_xq_row = act_q8_row_bytes(a.rows);
-      p.glu_acq_rel = g_glu_acq_rel;
     }
     if (nvfp4_launch(first, p, stream)) return;
     moe_route(a.route_logits, a.route_n_expert, a.route_n_expert, 1, static_cast<int>(a.n_tok), a.route_ids, a.route_w,

@@ -71,7 +71,6 @@ struct Params {
   float* glu_h;
   unsigned* glu_count;
   int64_t glu_xq_row;
-  int glu_acq_rel;  // the tail's fences: 1 fence.acq_rel.gpu, 0 __threadfence (fence.sc), FT_GLU_TAIL
   // GemvArgs::route_combine (the packed combine, one token): the CTAs route route_logits
   // themselves before the PDL wait instead of reading ids / slot_w.
   int route_combine;
@@ -118,15 +117,6 @@ __device__ __forceinline__ void stage_rows(uint8_t* stage, const uint8_t* w, con
       stage[q * p.cbp + b] = w[(row0 + q) * p.row_bytes + off + b];
     }
   }
-}
-
-// The SwiGLU tails' fence (Params::glu_acq_rel): ordering this thread's stores before the count,
-// and the count before the last block's reads, needs acquire-release, not sequential consistency.
-__device__ __forceinline__ void glu_fence(int acq_rel) {
-  if (acq_rel)
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-  else
-    __threadfence();
 }
 
 // y = v, or y += v (an fp32 add of the rounded result, never fused with its product).

@@ -36,9 +36,6 @@ struct Nvfp4Override {
   bool experts_off = false;  // FT_GEMV_NVFP4_EXPERTS=0 / gemv_set_nvfp4_experts: the slab / packed kernels take them
   bool lean_dense_off = false;  // FT_GEMV_NVFP4_LEAN_DENSE=0 / gemv_set_nvfp4_lean_dense: the slab kernel takes them
   int expert_rows = 0, expert_minb = 0;  // FT_GEMV_NVFP4_EXPERT_PLAN=R,B: the lean expert slab launches' (0: the plan's)
-  // FT_GEMV_NVFP4_MMA_EXPERTS=W,S / gemv_set_nvfp4_mma_experts: the one-token expert gate / up on
-  // the grouped tensor-core kernel at W warps, S stages (0: off, the lean / slab kernels).
-  int mma_experts_warps = 0, mma_experts_stages = 0;
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.
@@ -151,10 +148,6 @@ bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
 // The tensor-core kernel (gemv_mma.cu): one token, dense, k % 256 == 0, 16-byte aligned rows;
 // false (nothing launched) for other shapes or when its shared memory does not fit.
 bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream);
-// The grouped tensor-core kernel (gemv_mma_grouped.cu): one token's expert gate / up (n_out slots,
-// a pair's doubled with pair_out set), no combine, with the routing and SwiGLU tail of Params;
-// false (nothing launched) where it does not take the call.
-bool gemv_nvfp4_mma_grouped(const Params& p, int64_t n_out, int warps, int stages, cudaStream_t stream);
 // The persistent tensor-core kernel (gemv_mma_persist.cu): the same shapes and the same bits as
 // gemv_nvfp4_mma at warps = fold; CTAs of `groups` x fold warps walk the 16-row tiles.
 bool gemv_nvfp4_mma_persist(const Params& p, int64_t n_tok, bool grouped, int fold, int groups, int stages,

@@ -77,14 +77,14 @@ constexpr int kVecPerLane = kMmaVecPerLane;
 __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   static_assert(kRows == 16, "two tiles of each half a 32-row block");
   __shared__ unsigned s_last;
-  if (threadIdx.x < kRows) glu_fence(p.glu_acq_rel);  // the threads that stored
+  if (threadIdx.x < kRows) __threadfence();  // the threads that stored
   __syncthreads();
   const int64_t n_ff = p.rows / 2;
   const int blk = static_cast<int>((row0 < n_ff ? row0 : row0 - n_ff) >> 5);
   if (threadIdx.x == 0) s_last = atomicAdd(p.glu_count + blk, 1u) == 3u;
   __syncthreads();
   if (s_last == 0 || threadIdx.x >= 32) return;
-  glu_fence(p.glu_acq_rel);
+  __threadfence();
   const int lane = static_cast<int>(threadIdx.x);
   const int64_t at = 32 * static_cast<int64_t>(blk) + lane;
   const float g = __ldcg(p.y + at), u = __ldcg(p.y + n_ff + at);
@@ -135,7 +135,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 #pragma unroll
   for (int i = 0; i < NS - 1; ++i) issue(i);
   const float rs = mma_row_scale_early(p, row0);  // a weight: before the wait
-  pdl_wait_trigger(kPdlGemv);
+  pdl_wait();
+  pdl_trigger();
 
   mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);

@@ -87,7 +87,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
 #pragma unroll
   for (int q = 0; q < NS; ++q) issue(q);
   const float rs = mma_row_scale_early(p, row0);  // a weight: before the wait
-  pdl_wait_trigger(kPdlGemv);
+  pdl_wait();
+  pdl_trigger();
 
   mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);

@@ -564,16 +564,6 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   // A routing in the launch (GemvArgs::route_logits) only on the lean slab kernel below.
   // A routing in the combine (GemvArgs::route_combine) only on the lean packed kernel.
   if (p.route_logits != nullptr && (!grouped || nt != 1 || (p.slot_w != nullptr) != (p.route_combine != 0))) return false;
-  // One token's expert gate / up on the grouped tensor-core kernel where switched on.
-  if (grouped && nt == 1 && p.slot_w == nullptr && over.mma_experts_warps > 0 && !over.experts_off) {
-    Params q = p;
-    if (p.w2 != nullptr) q.pair_out = n_out;
-    if (gemv_nvfp4_mma_grouped(q, p.w2 != nullptr ? 2 * n_out : n_out, over.mma_experts_warps,
-                               over.mma_experts_stages, stream)) {
-      if (p.w2 != nullptr) g_pair_launches.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-  }
   GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, nt, n_out, n_sub, grouped);
   if (over.mma_warps > 0) pl.mma_warps = pl.persist_fold = over.mma_warps;
   if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;

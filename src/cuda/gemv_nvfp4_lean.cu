@@ -63,31 +63,39 @@ __device__ __forceinline__ E2m1Table table_from_memory() { return {g_e2m1_tab[0]
 // starts with that routing (route_smem_bytes).
 __host__ __device__ constexpr int route_smem_bytes(int n_expert) { return (8 * n_expert + 256 + 15) & ~15; }
 
-// Params::glu_xq: after the warp stored its item (R rows of gate or of up, slot `out`, from row0),
-// it counts the item into its 32-row block's counter; the warp that completes the block (both
+// Params::glu_xq: once the warp has stored all its items (R rows of gate or of up, slot `out`, from
+// row0), it counts each into its 32-row block's counter; the warp that completes a block (both
 // tensors' 32 / R items) reads the block's 32 gate and 32 up sums back from L2 and writes their
-// SwiGLU and its Q8 block -- swiglu_q8's arithmetic (glu.cu swiglu1, q8_quantize_warp), so the
-// same bytes -- then re-arms the counter. The classic fence / ticket: every lane fences its
-// stores before lane 0 counts, the last warp fences before it reads. Why: H200 session 23's chain
-// trace, the SwiGLU launch between the pair and the down projection ~3.3 us a Qwen3-30B-A3B layer
-// (a 1-wave launch whose dependent only launches once it runs).
+// SwiGLU and its Q8 block -- swiglu_q8's arithmetic (glu.cu swiglu1, q8_quantize_warp), so the same
+// bytes -- then re-arms the counter. The classic fence / ticket: every lane fences its stores
+// before lane 0 counts, the last warp fences before it reads. Counted after the warp's last item,
+// not after each: H200 session 24 call 2, a fence and count between a warp's two items cost more
+// than the SwiGLU launch they replace (Qwen3-30B-A3B tg128 455-457 against 471-473 tok/s).
 template <int R>
-__device__ __forceinline__ void glu_block_tail(const Params& p, int out, int row0, int lane) {
+__device__ __forceinline__ void glu_tails(const Params& p, int first_item, int step, int n, int lane) {
   static_assert(32 % R == 0, "an item inside one 32-row block");
-  glu_fence(p.glu_acq_rel);
+  if (n <= 0) return;
+  __threadfence();
   __syncwarp();
-  const int blk = row0 >> 5, n_blk = static_cast<int>(p.rows) >> 5;
-  unsigned* c = p.glu_count + out * n_blk + blk;
-  unsigned last = 0;
-  if (lane == 0) last = atomicAdd(c, 1u) == 2u * (32u / R) - 1u;
-  if (__shfl_sync(0xFFFFFFFFu, last, 0) == 0) return;
-  glu_fence(p.glu_acq_rel);
-  const int64_t at = static_cast<int64_t>(out) * p.ldy + 32 * blk + lane;
-  const float g = __ldcg(p.y + at), u = __ldcg(p.y + p.y2_off + at);
-  const float v = round_to(p.round, ops::mul_rn(ops::silu(g), u));
-  p.glu_h[static_cast<int64_t>(out) * p.rows + 32 * blk + lane] = v;
-  q8_quantize_warp(v, blk, p.rows, p.glu_xq + static_cast<int64_t>(out) * p.glu_xq_row);
-  if (lane == 0) *c = 0u;
+  const int n_rg = static_cast<int>(p.n_rg), n_blk = static_cast<int>(p.rows) >> 5;
+  const unsigned need = 2u * (32u / R);
+  for (int it = 0; it < n; ++it) {
+    const int item = first_item + it * step;
+    const int o = item / n_rg;
+    const int out = o - (o >= static_cast<int>(p.pair_out) ? static_cast<int>(p.pair_out) : 0);
+    const int blk = ((item - o * n_rg) * R) >> 5;
+    unsigned* c = p.glu_count + out * n_blk + blk;
+    unsigned last = 0;
+    if (lane == 0) last = atomicAdd(c, 1u) == need - 1u;
+    if (__shfl_sync(0xFFFFFFFFu, last, 0) == 0) continue;
+    __threadfence();
+    const int64_t at = static_cast<int64_t>(out) * p.ldy + 32 * blk + lane;
+    const float g = __ldcg(p.y + at), u = __ldcg(p.y + p.y2_off + at);
+    const float v = round_to(p.round, ops::mul_rn(ops::silu(g), u));
+    p.glu_h[static_cast<int64_t>(out) * p.rows + 32 * blk + lane] = v;
+    q8_quantize_warp(v, blk, p.rows, p.glu_xq + static_cast<int64_t>(out) * p.glu_xq_row);
+    if (lane == 0) *c = 0u;
+  }
 }
 
 template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false>
@@ -180,7 +188,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     issue(it1, ring + kStage);
     if (y_pre && n_steps > 0 && lane < it0.nr) y_old = p.y[it0.row0 + lane];
   }
-  pdl_wait_trigger(kPdlSlab);
+  pdl_wait();
+  pdl_trigger();
   if constexpr (ROUTE) {  // every thread of the CTA: a barrier
     float* sw = reinterpret_cast<float*>(sids + 32);
     if (warp == 0)
@@ -241,8 +250,6 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
           else
             store_out(y, v, p.accumulate);
         }
-      if constexpr (GROUPED)
-        if (p.glu_count != nullptr) glu_block_tail<R>(p, m.out, m.row0, lane);
       first = false;
     }
     __syncwarp();  // every lane is done with the stage
@@ -252,6 +259,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     step(ring, it0);
     if (q + 1 < n_steps) step(ring + kStage, it1);
   }
+  if constexpr (GROUPED)
+    if (p.glu_count != nullptr) glu_tails<R>(p, gw, n_w, my_items, lane);
 }
 
 // ---- down + combine (packed kernel's combine, one row an item) ------------------------------

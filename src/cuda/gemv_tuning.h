@@ -323,10 +323,6 @@ int64_t gemv_nvfp4_tma_launches();
 // slab / packed kernels they replace): false sends those launches back to the slab / packed
 // kernels. FT_GEMV_NVFP4_EXPERTS=0 sets it off at start-up. Defined in gemv.cu.
 void gemv_set_nvfp4_experts(bool on);
-// The one-token expert gate / up launches on the grouped tensor-core kernel (gemv_mma_grouped.cu)
-// at `warps` (4, 8) and `stages` (2, 3); 0 sends them to the lean / slab kernels. Defined in gemv.cu.
-void gemv_set_nvfp4_mma_experts(int warps, int stages);
-int64_t gemv_nvfp4_mma_grouped_launches();
 // Launches of the lean expert kernels so far; of them, those that routed in the launch
 // (GemvArgs::route_logits: the gate / up pair; GemvArgs::route_combine: the down combine).
 int64_t gemv_nvfp4_experts_launches();

@@ -22,7 +22,8 @@ __device__ __forceinline__ float swiglu1(float g, float u, Round r) { return rou
 template <bool kVec>
 __global__ void swiglu_kernel(const float* gu, int64_t ldgu, int64_t n_ff, float* h, int64_t ldh, Round r,
                               uint8_t* xq, int64_t xq_row_bytes) {
-  pdl_wait_trigger(kPdlGlu);
+  pdl_wait();
+  pdl_trigger();
   const int64_t t = blockIdx.x;
   const int64_t c0 = static_cast<int64_t>(blockIdx.y) * kThreads * kPerThread;
   const int64_t j = c0 + static_cast<int64_t>(threadIdx.x) * kPerThread;

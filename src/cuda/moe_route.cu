@@ -294,7 +294,8 @@ __global__ void __launch_bounds__(kRouterThreads) norm_router_route_kernel(
   }
   float4 g[NV];
   norm_row::load_weights(norm_w, k, g);
-  pdl_wait_trigger(kPdlRouter);
+  pdl_wait();
+  pdl_trigger();
   float4 o[NV];
   norm_row::normalize<false, NV>(const_cast<float*>(x), nullptr, g, norm_w != nullptr, k, eps, e == 0 ? h : nullptr,
                                  round, e == 0 ? xq : nullptr, scratch, o);

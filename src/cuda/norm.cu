@@ -104,7 +104,8 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_reg_kernel(float* x, int64_t
   const int64_t t = blockIdx.x;
   float4 g[NV];
   norm_row::load_weights(w, n, g);
-  pdl_wait_trigger(kPdlNorm);
+  pdl_wait();
+  pdl_trigger();
   float4 o[NV];
   norm_row::normalize<kAdd, NV>(x + t * ldx, kAdd ? b + t * ldb : nullptr, g, w != nullptr, n, eps, y + t * ldy, r,
                                 xq != nullptr ? xq + t * xq_row_bytes : nullptr, scratch, o);

@@ -2,8 +2,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <string>
-#include <vector>
 
 #include "cuda/pdl.cuh"
 
@@ -19,38 +17,6 @@ bool pdl_enabled() {
     return major >= 9;
   }();
   return on;
-}
-
-namespace {
-std::vector<void (*)(unsigned)>& early_setters() {
-  static std::vector<void (*)(unsigned)> v;
-  return v;
-}
-}  // namespace
-
-void pdl_early_register(void (*set)(unsigned)) { early_setters().push_back(set); }
-
-unsigned pdl_early_mask() {
-  static const unsigned m = [] {
-    const char* e = std::getenv("FT_PDL_EARLY");
-    if (e == nullptr || *e == 0) return 0u;
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(e, &end, 0);
-    if (*end != 0 || v > 31)
-      fail_message(std::string("FT_PDL_EARLY=") + e + ": expected a class mask 0..31 (cuda/pdl.cuh PdlClass)");
-    return pdl_enabled() ? static_cast<unsigned>(v) : 0u;
-  }();
-  return m;
-}
-
-void pdl_early_init() {
-  static const bool done = [] {
-    const unsigned m = pdl_early_mask();
-    if (m != 0)
-      for (auto* set : early_setters()) set(m);
-    return true;
-  }();
-  (void)done;
 }
 
 }  // namespace ft::cuda

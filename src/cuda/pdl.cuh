@@ -28,7 +28,6 @@
 #include <utility>
 
 #include "cuda/check.h"
-#include "cuda/pdl.h"
 
 #if defined(FT_CHAIN_TRACE) && FT_CHAIN_TRACE && defined(__CUDACC__)
 #include "cuda/chain_trace.h"
@@ -67,20 +66,6 @@ __device__ __forceinline__ void record(uint8_t* buf, unsigned i, unsigned cap, u
 }  // namespace ft::cuda::chain_trace_tu
 #endif
 
-#if defined(__CUDACC__)
-namespace ft::cuda::pdl_tu {
-namespace {
-// Each translation unit's copy (no relocatable device code), set through the registrar.
-__constant__ unsigned g_early = 0;
-void set_early(unsigned m) { FT_CUDA_CHECK(cudaMemcpyToSymbol(g_early, &m, sizeof m)); }
-struct Registrar {
-  Registrar() { pdl_early_register(&set_early); }
-};
-[[maybe_unused]] const Registrar registrar;
-}  // namespace
-}  // namespace ft::cuda::pdl_tu
-#endif
-
 namespace ft::cuda {
 
 __device__ __forceinline__ void pdl_wait() {
@@ -105,18 +90,6 @@ __device__ __forceinline__ void pdl_wait() {
 __device__ __forceinline__ void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-// The wait and the trigger, in the order the kernel's class asks for (PdlClass, FT_PDL_EARLY).
-__device__ __forceinline__ void pdl_wait_trigger(unsigned cls) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const bool early = (pdl_tu::g_early & cls) != 0;
-  if (early) pdl_trigger();
-  pdl_wait();
-  if (!early) pdl_trigger();
-#else
-  (void)cls;
 #endif
 }
 

@@ -16,7 +16,6 @@
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "cuda/norm.h"
-#include "cuda/pdl.h"
 #include "cuda/rope.h"
 #include "cuda/rows.h"
 #include "gpu/batch_forward.h"
@@ -244,7 +243,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     }
     // One token of a tiled NVFP4 gate|up: the SwiGLU and its Q8 copy in the GEMV's epilogue
     // (cuda::GemvArgs::glu_xq), the copy in b_.xq_glu (the GEMV still reads xq), and the down
-    // projection reading it there. Its y_early then crosses the norm and gate|up launches only.
+    // projection reading it there.
     const bool glu = g_glu_fused && q8_in && q8_mid && n_tok == 1 && L.gate_up.parts.size() == 1 &&
                      L.gate_up.parts[0].tiled && L.gate_up.parts[0].row0 == 0 && L.down.parts.size() == 1 &&
                      b_.glu_count.get() != nullptr && !skip(kSkipGateUp, n_tok) && !skip(kSkipSwiglu, n_tok) &&
@@ -260,7 +259,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       cuda::GemvArgs d;
       fill_common(d, L.down.parts[0], L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
       d.xq = b_.xq_glu.get();
-      d.y_early = cuda::pdl_early_safe({cuda::kPdlNorm, cuda::kPdlGemv | cuda::kPdlSlab});
+      d.y_early = true;  // x: written by wo, three launches back (cuda/gemv.h)
       cuda::gemv(d, s);
       return;
     }
@@ -272,11 +271,10 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     } else {
       cuda::swiglu(gu, 2 * n_ff, n_ff, n_tok, hh, n_ff, num_.round, s);
     }
-    // x was last written by wo, four launches back: y_early (cuda/gemv.h), unless the norm, gate / up
-    // and SwiGLU launches all trigger before their waits (FT_PDL_EARLY, cuda/pdl.cuh).
-    const bool y_early = cuda::pdl_early_safe({cuda::kPdlNorm, cuda::kPdlGemv | cuda::kPdlSlab, cuda::kPdlGlu});
+    // x was last written by wo, four launches back: y_early (cuda/gemv.h).
     if (!skip(kSkipDown, n_tok))
-      linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid, y_early);
+      linear(L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_mid,
+             /*y_early=*/true);
     return;
   }
   const DevExpertTensor& first = L.experts.gate_up ? L.experts.gate_up : L.experts.gate;

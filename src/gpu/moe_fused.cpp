@@ -14,7 +14,6 @@
 #include "cuda/moe_combine.h"
 #include "cuda/moe_decode_fused.h"
 #include "cuda/moe_route.h"
-#include "cuda/pdl.h"
 #include "gpu/debug_skip.h"
 #include "gpu/moe_backend.h"
 #include "quant/act_quant.h"
@@ -264,26 +263,17 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
     cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
   cuda::GemvArgs down = grouped(E.down, hh, n_ff, 1, y_slots ? y_slots : st.x, n_embd, 2, !q8_mid);
   if (q8_mid) down.xq = xq_mid;
-  // The gate / up and SwiGLU launches sit between the ids' writer and this one (FT_MOE_IDS_EARLY=0 off).
-  // Under FT_PDL_EARLY (cuda/pdl.cuh) a pre-wait read needs a launch in between that triggers late:
-  // the ids come from the gate / up launch when it routes (SwiGLU between), else from the router
-  // (gate / up and SwiGLU between).
-  const bool routed_here = st_in.route_logits != nullptr && st.route_logits != nullptr;
-  down.ids_early = g_ids_early && !glu_in_pair &&
-                   (routed_here ? cuda::pdl_early_safe({cuda::kPdlGlu})
-                                : cuda::pdl_early_safe({cuda::kPdlSlab | cuda::kPdlGemv, cuda::kPdlGlu}));
+  // The gate / up and SwiGLU launches sit between the ids' writer and this one (FT_MOE_IDS_EARLY=0 off);
+  // with the SwiGLU in the pair, the ids come from the launch right before.
+  down.ids_early = g_ids_early && !glu_in_pair;
   if (y_slots == nullptr) {
     down.slot_w = st.wts;
     down.n_used = n_used;
     down.accumulate = true;
-    // st.x: written before the router, gate / up and SwiGLU launches.
-    down.y_early = glu_in_pair ? cuda::pdl_early_safe({cuda::kPdlRouter | cuda::kPdlNorm, cuda::kPdlSlab})
-                               : cuda::pdl_early_safe({cuda::kPdlRouter | cuda::kPdlNorm,
-                                                       cuda::kPdlSlab | cuda::kPdlGemv, cuda::kPdlGlu});
-    // With the SwiGLU in the pair the ids come from the launch right before; the router's logits
-    // from the one before that (ordered while the pair triggers after its wait): the down launch
-    // routes them itself, before its wait, as the pair did (GemvArgs::route_combine).
-    if (glu_in_pair && g_ids_early && g_route_combine && cuda::pdl_early_safe({cuda::kPdlSlab})) {
+    down.y_early = true;  // st.x: written before the router and gate / up launches
+    // With the SwiGLU in the pair, the router's logits come from the launch before that one: the down
+    // launch routes them itself, before its wait, as the pair did (GemvArgs::route_combine).
+    if (glu_in_pair && g_ids_early && g_route_combine) {
       down.route_combine = true;
       down.route_logits = st_in.route_logits;
       down.route_n_expert = st_in.route_n_expert;

@@ -12,7 +12,6 @@
 #include "cuda/check.h"
 #include "cuda/deltanet.h"
 #include "cuda/device.h"
-#include "cuda/pdl.h"
 #include "cuda/gemv.h"
 #include "engine/sampler.h"
 #include "gpu/moe_offload.h"
@@ -125,7 +124,6 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(m.hp.n_ctx_train, 4096);
   if (n_ctx <= 0) n_ctx = 4096;
   FT_CUDA_CHECK(cudaFree(nullptr));  // the context exists before the first reading
-  cuda::pdl_early_init();            // FT_PDL_EARLY (cuda/pdl.cuh), before any capture
   size_t free_before = 0, total = 0;
   FT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
   FT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
