@@ -306,17 +306,12 @@ Params pair_params(const GemvArgs& a, GemvArgs& first) {
 }  // namespace
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
-  const bool glu = a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr;
-  const bool glu_dense = glu && a.ids == nullptr;
-  if (glu && (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr || a.route_combine ||
-              reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 ||
-              (glu_dense ? a.n_tok != 1 || a.rows % 64 != 0 || a.accumulate || a.route_logits != nullptr
-                         : a.route_logits == nullptr || a.w_pair == nullptr || a.w_pair_y_off != a.rows ||
-                               a.rows % 32 != 0)))
-    fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a 16-byte aligned Q8 buffer and either one token of a dense "
-                 "gate|up (rows % 64 == 0, no accumulate) or a routed pair (route_logits, w_pair, up rows w_pair_y_off = "
-                 "rows past gate's, rows % 32 == 0); rows " + std::to_string(a.rows));
-  if (glu_dense) {
+  if (a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr) {
+    if (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr ||
+        reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 || a.ids != nullptr || a.n_tok != 1 || a.rows % 64 != 0 ||
+        a.accumulate || a.ldy < a.rows)
+      fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a 16-byte aligned Q8 buffer and one token of a dense "
+                   "gate|up (no ids, rows % 64 == 0, no accumulate); rows " + std::to_string(a.rows));
     // The tensor-core kernel of a tiled weight does the SwiGLU in its epilogue; anything else is
     // the plain product, then swiglu_q8.
     GemvArgs plain = a;
@@ -337,28 +332,6 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     swiglu_q8(a.y, a.ldy, n_ff, 1, a.glu_h, n_ff, a.round, a.glu_xq, stream);
     return;
   }
-  if (a.route_combine) {
-    if (a.route_logits == nullptr || a.ids == nullptr || a.ids != a.route_ids || a.slot_w == nullptr ||
-        a.slot_w != a.route_w || a.n_used != a.n_tok || a.w_pair != nullptr || a.route_n_expert < a.n_tok ||
-        a.route_n_expert > kMoeRouteMaxExperts)
-      fail_message("cuda gemv: route_combine needs route_logits, ids == route_ids, slot_w == route_w and one token "
-                   "(n_used == n_tok = " + std::to_string(a.n_tok) + ")");
-    // The packed lean kernel routes in its CTAs; anything else reads the ids and weights the
-    // launch before wrote, after its wait.
-    GemvArgs plain = a;
-    plain.route_combine = false;
-    plain.route_logits = nullptr;
-    plain.ids_early = false;
-    Params p = checked_params(plain);
-    p.route_combine = 1;
-    p.route_logits = a.route_logits;
-    p.route_n_expert = static_cast<int>(a.route_n_expert);
-    p.route_n_used = static_cast<int>(a.n_tok);
-    p.route_fast = moe_route_fast() != 0 ? 1 : 0;
-    if (nvfp4_launch(plain, p, stream)) return;
-    gemv(plain, stream);
-    return;
-  }
   if (a.route_logits != nullptr) {
     if (a.ids == nullptr || a.ids != a.route_ids || a.route_w == nullptr || a.slot_w != nullptr ||
         a.route_n_expert < a.n_tok || a.route_n_expert > kMoeRouteMaxExperts)
@@ -375,22 +348,12 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     p.route_fast = moe_route_fast() != 0 ? 1 : 0;  // never the tests' fast-only mode (ids -1 on a tie)
     p.route_ids = a.route_ids;
     p.route_w = a.route_w;
-    if (glu) {
-      p.glu_xq = static_cast<uint8_t*>(a.glu_xq);
-      p.glu_h = a.glu_h;
-      p.glu_count = a.glu_count;
-      p.glu_xq_row = act_q8_row_bytes(a.rows);
-    }
     if (nvfp4_launch(first, p, stream)) return;
     moe_route(a.route_logits, a.route_n_expert, a.route_n_expert, 1, static_cast<int>(a.n_tok), a.route_ids, a.route_w,
               stream);
     GemvArgs plain = a;
     plain.route_logits = nullptr;
-    plain.glu_xq = nullptr;
-    plain.glu_h = nullptr;
-    plain.glu_count = nullptr;
     gemv(plain, stream);
-    if (glu) swiglu_q8(a.y, a.ldy, a.rows, a.n_tok, a.glu_h, a.rows, a.round, a.glu_xq, stream);
     return;
   }
   if (a.w_pair != nullptr) {

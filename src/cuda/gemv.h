@@ -103,23 +103,14 @@ struct GemvArgs {
   // experts, before their PDL wait. Off: the ids may come from the launch right before.
   bool ids_early = false;
   // Dense gate|up of one token (rows = 2 n_ff, gate rows then up rows, n_ff % 32 == 0, no
-  // accumulate): the SwiGLU of y[0, n_ff) and y[n_ff, 2 n_ff) into glu_h and glu_xq as below, by the
-  // tensor-core kernel of a tiled weight in its epilogue (the CTA completing a 32-row block of both
-  // halves; glu_count: n_ff / 32 counters), else by swiglu_q8 after the product.
-  // Grouped pair with route_logits (gate|up of one token), n_tok ranks of rows % 32 == 0: the
-  // SwiGLU of the pair's outputs (gate rows, up rows w_pair_y_off further) rounded as swiglu_q8
-  // rounds, written to glu_h ({n_tok, rows}) with its Q8 copy in glu_xq (act_q8 rows of k = rows):
-  // the lean slab kernel does it in its epilogue -- the warp finishing a slot's 32-row block of
-  // both tensors, counted in glu_count (n_tok * rows / 32 counters, zero, left zero) -- and any
-  // other path launches swiglu_q8 after the pair. One launch fewer a MoE layer.
+  // accumulate): also the SwiGLU of y[0, n_ff) and y[n_ff, 2 n_ff), rounded as swiglu_q8 rounds,
+  // into glu_h (n_ff floats) and its Q8 copy into glu_xq (an act_q8 row of k = n_ff): swiglu_q8's
+  // bytes. The tensor-core kernel of a tiled weight does it in its epilogue (the CTA completing a
+  // 32-row block of both halves; glu_count: n_ff / 32 counters, zero, left zero), any other path
+  // by swiglu_q8 after the product. One launch fewer a dense layer.
   void* glu_xq = nullptr;
   float* glu_h = nullptr;
   unsigned* glu_count = nullptr;
-  // Grouped combine of one token (slot_w == route_w, ids == route_ids): route_logits' routing is
-  // final at least two launches back, so the packed combine kernel routes it in its own CTAs
-  // before its PDL wait (and streams the experts' first rows) instead of reading ids and slot_w,
-  // which the launch right before may still be writing. Any other kernel runs after moe_route.
-  bool route_combine = false;
   // Accumulate: y was written at least two launches before this one (the residual stream under
   // the wo / down projection), so the NVFP4 slab kernel (one token, dense) and the packed
   // combine read it, for their first rows, before their PDL wait: the add's L2 round trip leaves

@@ -64,16 +64,12 @@ struct Params {
   int route_fast;  // route_warp::route_row_warp's `fast` argument (moe_route_fast())
   int32_t* route_ids;
   float* route_w;
-  // GemvArgs::glu_xq (the routed gate|up pair, lean slab kernel): SwiGLU + Q8 of each finished
-  // 32-row block of a slot's gate and up rows, by the warp whose item completes it (glu_count:
-  // zeroed counters, one a slot and block, reset by that warp).
+  // GemvArgs::glu_xq (a dense gate|up, gemv_mma.cu): SwiGLU + Q8 of each finished 32-row block,
+  // by the CTA that completes it (glu_count: zeroed counters, one a block, reset by that CTA).
   uint8_t* glu_xq;
   float* glu_h;
   unsigned* glu_count;
   int64_t glu_xq_row;
-  // GemvArgs::route_combine (the packed combine, one token): the CTAs route route_logits
-  // themselves before the PDL wait instead of reading ids / slot_w.
-  int route_combine;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

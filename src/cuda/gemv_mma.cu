@@ -71,9 +71,13 @@ constexpr int kVecPerLane = kMmaVecPerLane;
 // Params::glu_xq, dense (a gate|up of rows 2 n_ff, gate rows first): the CTA counts its stored
 // 16-row tile into its 32-row block's counter; the CTA completing the block (2 gate and 2 up
 // tiles) has its first warp read the block's 32 gate and 32 up sums back from L2 and write their
-// SwiGLU and its Q8 block -- swiglu_q8's arithmetic, the same bytes -- then re-arm the counter
-// (the lean slab kernel's tail, gemv_nvfp4_lean.cu, per CTA). Why: the SwiGLU launch between
-// Llama-8B's gate|up and down, ~4 us a layer in H200 session 23's chain trace.
+// SwiGLU and its Q8 block -- swiglu_q8's arithmetic, the same bytes -- then re-arm the counter.
+// The classic fence / ticket: the storing threads fence before thread 0 counts, the last CTA's
+// warp fences before it reads. Why: the SwiGLU launch between Llama-8B's gate|up and down took
+// ~4 us a layer in H200 session 23's chain trace; session 24 calls 1-3, tg128 alternating,
+// FT_GLU_FUSED=0 / on: 461.2, 462.7 / 470.4, 470.6 and 472.9, 469.0 / 478.3, 480.8 tok/s (+1.9%).
+// The same tail per warp in the lean MoE gate|up pair (its CTAs 4 warps of 1-2 items, one wave)
+// cost more than the launch it saved (Qwen3-30B-A3B 455-475 against 471-494) and was dropped.
 __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   static_assert(kRows == 16, "two tiles of each half a 32-row block");
   __shared__ unsigned s_last;

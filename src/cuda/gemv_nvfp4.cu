@@ -562,8 +562,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   const int64_t nt = grouped ? 1 : n_tok;
   const int64_t nb = p.k / 64;
   // A routing in the launch (GemvArgs::route_logits) only on the lean slab kernel below.
-  // A routing in the combine (GemvArgs::route_combine) only on the lean packed kernel.
-  if (p.route_logits != nullptr && (!grouped || nt != 1 || (p.slot_w != nullptr) != (p.route_combine != 0))) return false;
+  if (p.route_logits != nullptr && (!grouped || nt != 1 || p.slot_w != nullptr)) return false;
   GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, nt, n_out, n_sub, grouped);
   if (over.mma_warps > 0) pl.mma_warps = pl.persist_fold = over.mma_warps;
   if (over.mma_stages > 0) pl.mma_stages = over.mma_stages;

@@ -33,9 +33,7 @@
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
 #include "cuda/moe_route_warp.cuh"
-#include "cuda/ops_math.cuh"
 #include "cuda/pdl.cuh"
-#include "cuda/q8_tail.cuh"
 
 namespace ft::cuda::gemv_detail {
 namespace {
@@ -62,41 +60,6 @@ __device__ __forceinline__ E2m1Table table_from_memory() { return {g_e2m1_tab[0]
 // first loads, CTA 0 writes the ids and weights out for the down projection; the shared memory
 // starts with that routing (route_smem_bytes).
 __host__ __device__ constexpr int route_smem_bytes(int n_expert) { return (8 * n_expert + 256 + 15) & ~15; }
-
-// Params::glu_xq: once the warp has stored all its items (R rows of gate or of up, slot `out`, from
-// row0), it counts each into its 32-row block's counter; the warp that completes a block (both
-// tensors' 32 / R items) reads the block's 32 gate and 32 up sums back from L2 and writes their
-// SwiGLU and its Q8 block -- swiglu_q8's arithmetic (glu.cu swiglu1, q8_quantize_warp), so the same
-// bytes -- then re-arms the counter. The classic fence / ticket: every lane fences its stores
-// before lane 0 counts, the last warp fences before it reads. Counted after the warp's last item,
-// not after each: H200 session 24 call 2, a fence and count between a warp's two items cost more
-// than the SwiGLU launch they replace (Qwen3-30B-A3B tg128 455-457 against 471-473 tok/s).
-template <int R>
-__device__ __forceinline__ void glu_tails(const Params& p, int first_item, int step, int n, int lane) {
-  static_assert(32 % R == 0, "an item inside one 32-row block");
-  if (n <= 0) return;
-  __threadfence();
-  __syncwarp();
-  const int n_rg = static_cast<int>(p.n_rg), n_blk = static_cast<int>(p.rows) >> 5;
-  const unsigned need = 2u * (32u / R);
-  for (int it = 0; it < n; ++it) {
-    const int item = first_item + it * step;
-    const int o = item / n_rg;
-    const int out = o - (o >= static_cast<int>(p.pair_out) ? static_cast<int>(p.pair_out) : 0);
-    const int blk = ((item - o * n_rg) * R) >> 5;
-    unsigned* c = p.glu_count + out * n_blk + blk;
-    unsigned last = 0;
-    if (lane == 0) last = atomicAdd(c, 1u) == need - 1u;
-    if (__shfl_sync(0xFFFFFFFFu, last, 0) == 0) continue;
-    __threadfence();
-    const int64_t at = static_cast<int64_t>(out) * p.ldy + 32 * blk + lane;
-    const float g = __ldcg(p.y + at), u = __ldcg(p.y + p.y2_off + at);
-    const float v = round_to(p.round, ops::mul_rn(ops::silu(g), u));
-    p.glu_h[static_cast<int64_t>(out) * p.rows + 32 * blk + lane] = v;
-    q8_quantize_warp(v, blk, p.rows, p.glu_xq + static_cast<int64_t>(out) * p.glu_xq_row);
-    if (lane == 0) *c = 0u;
-  }
-}
 
 template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
@@ -259,16 +222,11 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     step(ring, it0);
     if (q + 1 < n_steps) step(ring + kStage, it1);
   }
-  if constexpr (GROUPED)
-    if (p.glu_count != nullptr) glu_tails<R>(p, gw, n_w, my_items, lane);
 }
 
 // ---- down + combine (packed kernel's combine, one row an item) ------------------------------
 
-// ROUTE (Params::route_combine, one token): the CTA's first warp routes the logits into shared
-// memory before the PDL wait (they were final two launches back), and the items take their
-// experts and combine weights from there instead of p.ids / p.slot_w.
-template <int NB, int S, int MINB, bool ROUTE = false>
+template <int NB, int S, int MINB>
 __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const Params p) {
   constexpr int kE = NB * S;                   // (slot, block) entries an item
   constexpr int kM = (kE + 31) / 32;           // entries a lane
@@ -278,10 +236,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
   static_assert(kE <= 32 * kNvfp4PackBlocksPerLane && S <= 32 && (NB * kBlockBytes) % 16 == 0, "packed shape");
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
-  const int ne = ROUTE ? p.route_n_expert : 0;
-  int32_t* sids = reinterpret_cast<int32_t*>(smem + 8 * ne);  // ROUTE: the routed ids, then weights
-  float* sw = reinterpret_cast<float*>(sids + 32);
-  uint8_t* st = smem + (ROUTE ? route_smem_bytes(ne) : 0) + warp * kPackWarpBytes;
+  uint8_t* st = smem + warp * kPackWarpBytes;
   float* red = reinterpret_cast<float*>(st + kPackStage);
   const int gw = static_cast<int>(blockIdx.x) * kWarps + warp, n_w = static_cast<int>(gridDim.x) * kWarps;
   const int rows = static_cast<int>(p.rows), n_items = rows * static_cast<int>(p.n_out);
@@ -306,11 +261,11 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
     m.s = m.w = m.y = 0.0f;
     if (lane < S) {
       const int64_t slot = static_cast<int64_t>(m.out) * S + lane;
-      const int64_t id = ROUTE ? sids[slot] : p.ids[slot];
-      m.base = reinterpret_cast<uintptr_t>(p.w + id * p.expert_bytes + static_cast<int64_t>(m.row) * p.row_bytes);
-      const float ss = !ROUTE ? slot_scale(p, slot) : p.bank != nullptr ? p.scale * p.bank[id * 4 + p.bank_col] : p.scale;
+      m.base = reinterpret_cast<uintptr_t>(p.w + static_cast<int64_t>(p.ids[slot]) * p.expert_bytes +
+                                           static_cast<int64_t>(m.row) * p.row_bytes);
+      const float ss = slot_scale(p, slot);
       m.s = p.row_scale != nullptr ? p.row_scale[m.row] * ss : ss;
-      m.w = ROUTE ? sw[slot] : p.slot_w[slot];
+      m.w = p.slot_w[slot];
     }
     return m;
   };
@@ -333,18 +288,11 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
     issue(buf, m);
     if (y_pre && lane == 0) m.y = p.y[static_cast<int64_t>(m.out) * p.ldy + m.row];
   };
-  if constexpr (ROUTE) {  // every thread of the CTA: a barrier
-    if (warp == 0)
-      route_warp::route_row_warp(p.route_logits, ne, p.route_n_used, reinterpret_cast<float*>(smem),
-                                 reinterpret_cast<int32_t*>(smem + 4 * ne), sids, sw, p.route_fast);
-    __syncthreads();
-  }
-  const bool pre = ROUTE || p.ids_early;
-  if (pre && item < n_items) start();
+  if (p.ids_early && item < n_items) start();
   pdl_wait();
   pdl_trigger();
   if (item >= n_items) return;
-  if (!pre) start();
+  if (!p.ids_early) start();
   bool first = true;
   for (;;) {
 #pragma unroll
@@ -417,13 +365,13 @@ bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   return true;
 }
 
-template <int NB, int S, int MINB, bool ROUTE = false>
+template <int NB, int S, int MINB>
 bool packed_expert(Params p, int64_t n_out, cudaStream_t s) {
   p.n_rg = p.rows;
   p.n_out = n_out;
-  auto kernel = experts_packed_kernel<NB, S, MINB, ROUTE>;
+  auto kernel = experts_packed_kernel<NB, S, MINB>;
   static std::atomic<uint64_t> cache{0};
-  const size_t smem = static_cast<size_t>(kWarps) * kPackWarpBytes + (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
+  const size_t smem = static_cast<size_t>(kWarps) * kPackWarpBytes;
   const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (ctas < 1) return false;
   launch_pdl(kernel, warp_grid(p.rows * n_out, ctas), dim3(kWarps * 32), smem, s, p);
@@ -452,23 +400,7 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
   if (p.ids == nullptr || pl.decode != 2 || nb % 4 != 0 || p.rows * n_out * n_sub > (int64_t{1} << 30) ||
       p.row_bytes * 4 > (int64_t{1} << 30))
     return false;
-  if (p.route_combine) {  // the combine routing its one token in its CTAs (GemvArgs::route_combine)
-    if (pl.kernel != 2 || p.slot_w == nullptr || pl.rows != 1 || n_sub != 8 || pl.minb != 4 || n_out != 1 ||
-        p.route_n_used != n_sub || !route_warp::warp_route_fits(p.route_n_expert, p.route_n_used))
-      return false;
-    bool ok = false;
-    switch (nb) {
-      case 8: ok = packed_expert<8, 8, 4, true>(p, n_out, stream); break;
-      case 12: ok = packed_expert<12, 8, 4, true>(p, n_out, stream); break;
-      case 16: ok = packed_expert<16, 8, 4, true>(p, n_out, stream); break;
-      default: break;
-    }
-    if (ok) g_route_launches.fetch_add(1, std::memory_order_relaxed);
-    return ok;
-  }
   if (p.route_logits != nullptr) {  // one token's routing in the launch (gemv_nvfp4 checked the rest)
-    // The SwiGLU tail (Params::glu_xq): the pair, whole 32-row blocks.
-    if (p.glu_count != nullptr && (p.w2 == nullptr || p.rows % 32 != 0 || 2 * p.pair_out != n_out)) return false;
     if (pl.kernel != 1 || p.slot_w != nullptr || p.route_n_used * (p.w2 != nullptr ? 2 : 1) != n_out ||
         !route_warp::warp_route_fits(p.route_n_expert, p.route_n_used) ||
         !slab_grouped<true>(p, n_out, static_cast<int>(nb), pl, stream))

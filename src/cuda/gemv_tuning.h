@@ -324,7 +324,7 @@ int64_t gemv_nvfp4_tma_launches();
 // kernels. FT_GEMV_NVFP4_EXPERTS=0 sets it off at start-up. Defined in gemv.cu.
 void gemv_set_nvfp4_experts(bool on);
 // Launches of the lean expert kernels so far; of them, those that routed in the launch
-// (GemvArgs::route_logits: the gate / up pair; GemvArgs::route_combine: the down combine).
+// (GemvArgs::route_logits).
 int64_t gemv_nvfp4_experts_launches();
 int64_t gemv_nvfp4_route_launches();
 // The lean slab kernel on dense one-token launches the plan gives the slab kernel (the same bits):

@@ -157,20 +157,6 @@ const bool g_route_in_experts = [] {
   return e == nullptr || *e != '0';
 }();
 
-// FT_MOE_GLU_FUSED=0: the SwiGLU as its own launch after the routed gate / up pair, and the down
-// projection reading the ids that pair wrote (its A/B: see experts_decode).
-const bool g_glu_fused = [] {
-  const char* e = std::getenv("FT_MOE_GLU_FUSED");
-  return e == nullptr || *e != '0';
-}();
-
-// FT_MOE_ROUTE_COMBINE=0: with the SwiGLU in the pair, the down launch reads the pair's ids after its
-// wait instead of routing for itself before it.
-const bool g_route_combine = [] {
-  const char* e = std::getenv("FT_MOE_ROUTE_COMBINE");
-  return e == nullptr || *e != '0';
-}();
-
 // Whether gate and up go as one paired call (below).
 bool paired(const ExpertView& E) {
   return !E.gate_up && g_pair && E.gate.type == E.up.type && E.gate.rows == E.up.rows && E.gate.k == E.up.k &&
@@ -219,12 +205,6 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
     return a;
   };
   const float* h = st.h;
-  const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
-  // The routed pair of one token also does the SwiGLU and its Q8 copy (GemvArgs::glu_xq), into
-  // b.xq_glu: one launch fewer, and the down launch then routes for itself (below).
-  const bool glu_in_pair = g_glu_fused && q8_mid && !E.gelu && st.route_logits != nullptr && st.n_tok == 1 &&
-                           y_slots == nullptr && b.glu_count.get() != nullptr && paired(E) &&
-                           !debug::skip(debug::kSkipMoeSwiglu, st.n_tok);
   if (E.gate_up) {
     cuda::gemv(grouped(E.gate_up, h, n_embd, n_used, gu, 2 * n_ff, -1, !st.xq_ready), s);
   } else if (paired(E)) {
@@ -240,19 +220,14 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
       a.route_ids = st.route_ids;
       a.route_w = st.route_wts;
     }
-    if (glu_in_pair) {
-      a.glu_xq = b.xq_glu.get();
-      a.glu_h = hh;
-      a.glu_count = b.glu_count.as<unsigned>();
-    }
     cuda::gemv(a, s);
   } else {
     cuda::gemv(grouped(E.gate, h, n_embd, n_used, gu, 2 * n_ff, 0, !st.xq_ready), s);
     cuda::gemv(grouped(E.up, h, n_embd, n_used, gu + n_ff, 2 * n_ff, 1, !cuda::gemv_q8_supported(E.gate.type)), s);
   }
-  void* xq_mid = glu_in_pair ? b.xq_glu.get() : st.xq_mid ? st.xq_mid : b.xq.get();
-  if (glu_in_pair) {
-  } else if (debug::skip(debug::kSkipMoeSwiglu, st.n_tok)) {
+  const bool q8_mid = num.q8 && cuda::gemv_q8_supported(E.down.type) && n_ff % 32 == 0;
+  void* xq_mid = st.xq_mid ? st.xq_mid : b.xq.get();
+  if (debug::skip(debug::kSkipMoeSwiglu, st.n_tok)) {
     // FT_DEBUG_SKIP=moe_swiglu: the down launch reads whatever the Q8 buffer holds -- the FFN norm's
     // row, another layout: garbage and NaNs (session 22: meaningless alone; with `route`, ~0.9 us).
   } else if (E.gelu)  // gemma4's GeGLU experts
@@ -263,23 +238,13 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
     cuda::swiglu(gu, 2 * n_ff, n_ff, n_slots, hh, n_ff, num.round, s);
   cuda::GemvArgs down = grouped(E.down, hh, n_ff, 1, y_slots ? y_slots : st.x, n_embd, 2, !q8_mid);
   if (q8_mid) down.xq = xq_mid;
-  // The gate / up and SwiGLU launches sit between the ids' writer and this one (FT_MOE_IDS_EARLY=0 off);
-  // with the SwiGLU in the pair, the ids come from the launch right before.
-  down.ids_early = g_ids_early && !glu_in_pair;
+  // The gate / up and SwiGLU launches sit between the ids' writer and this one (FT_MOE_IDS_EARLY=0 off).
+  down.ids_early = g_ids_early;
   if (y_slots == nullptr) {
     down.slot_w = st.wts;
     down.n_used = n_used;
     down.accumulate = true;
-    down.y_early = true;  // st.x: written before the router and gate / up launches
-    // With the SwiGLU in the pair, the router's logits come from the launch before that one: the down
-    // launch routes them itself, before its wait, as the pair did (GemvArgs::route_combine).
-    if (glu_in_pair && g_ids_early && g_route_combine) {
-      down.route_combine = true;
-      down.route_logits = st_in.route_logits;
-      down.route_n_expert = st_in.route_n_expert;
-      down.route_ids = st_in.route_ids;
-      down.route_w = st_in.route_wts;
-    }
+    down.y_early = true;  // st.x: written before the gate / up and SwiGLU launches
   } else {
     plan_as_combine(E.down, st, down);
   }

@@ -99,16 +99,15 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   FT_CUDA_CHECK(cudaMemset(bad.get(), 0, sizeof(int32_t)));
   alloc(route_ticket, sizeof(unsigned));
   FT_CUDA_CHECK(cudaMemset(route_ticket.get(), 0, sizeof(unsigned)));
-  if (num.q8 && n_ff % 32 == 0) {  // the SwiGLU tails (cuda::GemvArgs::glu_xq) of one decode token
-    const int64_t slots = std::max<int64_t>(n_used, 1), n_cnt = slots * (n_ff / 32);
+  if (num.q8 && n_ff % 32 == 0) {  // a dense layer's SwiGLU tail (cuda::GemvArgs::glu_xq), one decode token
+    const int64_t n_cnt = n_ff / 32;
     alloc(glu_count, n_cnt * sizeof(unsigned));
     FT_CUDA_CHECK(cudaMemset(glu_count.get(), 0, n_cnt * sizeof(unsigned)));
-    alloc(xq_glu, cuda::act_q8_bytes(n_ff, slots));
+    alloc(xq_glu, cuda::act_q8_bytes(n_ff, 1));
   }
   if (n_used > 0) {
     alloc(moe_sync, 2 * sizeof(unsigned));
     FT_CUDA_CHECK(cudaMemset(moe_sync.get(), 0, 2 * sizeof(unsigned)));
-
     // Slot j of each token starts on expert j (mod n_expert): distinct experts, never uninitialised
     // memory, for a launch that reads ids no routing has written yet -- FT_DEBUG_SKIP=route. (H200
     // session 23: on a fresh allocation such probes read expert 0 eight times, from L2, which

@@ -68,8 +68,8 @@ struct GpuBuffers {
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
   cuda::DeviceBuffer route_ticket;                                 // moe_router_route's counter (0)
   cuda::DeviceBuffer moe_sync;                                     // moe_fused_decode's 2 counters (0)
-  // The gate|up launches' SwiGLU tail (cuda::GemvArgs::glu_xq; MoE and dense): its block counters
-  // (0) and its Q8 rows, apart from xq, which that launch is still reading.
+  // A dense gate|up launch's SwiGLU tail (cuda::GemvArgs::glu_xq): its block counters (0) and its Q8
+  // row, apart from xq, which that launch is still reading.
   cuda::DeviceBuffer glu_count, xq_glu;
   std::unique_ptr<cuda::Gemm> gemm;
   std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
