@@ -113,6 +113,22 @@ import json; a=json.load(open('$R/gen_${b}_${var}_1.json'))['tokens']; b=json.lo
 print('$b $var on / off:', 'same %d tokens' % len(a) if a == b else 'DIFFER', len(a), len(b))" 2>&1 | tee -a "$R/log.txt"
 }
 
+# tokens_under "ENV=V [ENV=V..]" MODEL_FILE: 64 greedy tokens of a fixed prompt under the settings against the
+# same with none (the default, generated once per file); logs "same N tokens" or where they first differ.
+tokens_under() {
+  local e=$1 f=$2 b t
+  b=$(basename "$f" .gguf)
+  t=$(echo "$e" | tr ' =,' '__.')
+  [ -f "$R/gen_${b}_ref.json" ] || timeout 60 "$B/ft" generate --model "$f" --device cuda --prompt-tokens 1,2,3,4,5,6,7,8 \
+      --max-tokens 64 --temperature 0 --ignore-eos --json > "$R/gen_${b}_ref.json" 2>>"$R/ft.err"
+  env $e timeout 60 "$B/ft" generate --model "$f" --device cuda --prompt-tokens 1,2,3,4,5,6,7,8 \
+      --max-tokens 64 --temperature 0 --ignore-eos --json > "$R/gen_${b}_$t.json" 2>>"$R/ft.err"
+  python3 -c "
+import json; a=json.load(open('$R/gen_${b}_$t.json'))['tokens']; b=json.load(open('$R/gen_${b}_ref.json'))['tokens']
+n=next((i for i,(x,y) in enumerate(zip(a,b)) if x!=y), min(len(a),len(b)))
+print('$b [$e] vs default:', 'same %d tokens' % len(a) if a == b else 'DIFFER at %d' % n, len(a), len(b))" 2>&1 | tee -a "$R/log.txt"
+}
+
 # ab_envs ROUNDS MODEL_FILE "ENV=V [ENV=V..]" "ENV=V.." .. -- [ft bench args]: ft bench's rows under each
 # environment in turn, alternating, ROUNDS rounds (ab_rounds for settings of several variables; "-" for
 # none). Rows go to $R/ft.md, each after its log line; stops at AB_BUDGET seconds (default 500).

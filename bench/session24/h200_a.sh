@@ -15,19 +15,6 @@ cp "$R/test.txt" "$R/test_glu.txt"
 log "session tests, FT_PDL_EARLY=31"
 FT_PDL_EARLY=31 gpu_tests 120 '*Session*:*Batch*:*Offload*'
 models_wait
-# tokens_under "ENV=V.." FILE: 64 greedy tokens under the settings against the default.
-tokens_under() {
-  local e=$1 f=$2 b t
-  b=$(basename "$f" .gguf)
-  t=$(echo "$e" | tr ' =' '_-')
-  [ -f "$R/gen_${b}_ref.json" ] || timeout 60 "$B/ft" generate --model "$f" --device cuda --prompt-tokens 1,2,3,4,5,6,7,8 \
-      --max-tokens 64 --temperature 0 --ignore-eos --json > "$R/gen_${b}_ref.json" 2>>"$R/ft.err"
-  env $e timeout 60 "$B/ft" generate --model "$f" --device cuda --prompt-tokens 1,2,3,4,5,6,7,8 \
-      --max-tokens 64 --temperature 0 --ignore-eos --json > "$R/gen_${b}_$t.json" 2>>"$R/ft.err"
-  python3 -c "
-import json; a=json.load(open('$R/gen_${b}_$t.json'))['tokens']; b=json.load(open('$R/gen_${b}_ref.json'))['tokens']
-print('$b [$e] vs default:', 'same %d tokens' % len(a) if a == b else 'DIFFER', len(a), len(b))" 2>&1 | tee -a "$R/log.txt"
-}
 tokens_under "FT_MOE_GLU_FUSED=0" $Q
 tokens_under "FT_PDL_EARLY=31" $Q
 tokens_under "FT_GLU_FUSED=0" $L
