@@ -312,6 +312,35 @@ TEST(CudaNvfp4Tiled, SwigluTailEqualsItsLaunch) {
       for (size_t i = 0; i < cnt.size(); ++i) ASSERT_EQ(cnt[i], 0u) << "counter " << i << " left armed";
     }
   }
+  // Calls the tail cannot serve are refused before anything launches.
+  const Matrix m = make_matrix(192, 512, rng);
+  const DeviceBuffer dxq = to_device(quantised_x(512, 1, rng));
+  DeviceBuffer dy = to_device(std::vector<float>(192 * 2, 0.0f)), dh = to_device(std::vector<float>(96, 0.0f));
+  DeviceBuffer dq = to_device(std::vector<uint8_t>(static_cast<size_t>(act_q8_bytes(96, 1)), 0));
+  DeviceBuffer dcount = to_device(std::vector<unsigned>(3, 0u));
+  GemvArgs g;
+  g.type = GgmlType::NVFP4;
+  g.w = m.tiled.as<uint8_t>();
+  g.tiled = true;
+  g.row_bytes = m.rb;
+  g.k = 512;
+  g.rows = 192;
+  g.xq = dxq.get();
+  g.n_tok = 1;
+  g.y = dy.as<float>();
+  g.ldy = 192;
+  g.glu_xq = dq.get();
+  g.glu_h = dh.as<float>();
+  g.glu_count = dcount.as<unsigned>();
+  GemvArgs bad = g;
+  bad.accumulate = true;
+  EXPECT_THROW(gemv(bad), Error) << "accumulate";
+  bad = g;
+  bad.n_tok = 2;
+  EXPECT_THROW(gemv(bad), Error) << "two tokens";
+  bad = g;
+  bad.glu_count = nullptr;
+  EXPECT_THROW(gemv(bad), Error) << "no counters";
 }
 
 TEST(CudaNvfp4Tiled, RefusesCallersThatCannotReadIt) {
