@@ -32,7 +32,7 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     : n_ctx(n_ctx_), n_ubatch(std::max<int64_t>(1, std::min(n_ubatch_, n_ctx_))) {
   const model::HParams& hp = m.hp;
   const int64_t U = n_ubatch;
-  int64_t n_ff = 0, n_head = 0;
+  int64_t n_ff = 0, n_head = 0, dense_ff = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     qkv_ld = std::max(qkv_ld, hp.n_head[il] * hp.head_dim_k + hp.n_head_kv[il] * (hp.head_dim_k + hp.head_dim_v));
     attn_ld = std::max(attn_ld, hp.n_head[il] * hp.head_dim_v);
@@ -48,6 +48,7 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
       if (!m.layers[il].ffn_gate_up.empty()) n_ff = std::max(n_ff, hp.n_ff[il]);  // gemma4: dense MLP too
     } else {
       n_ff = std::max(n_ff, hp.n_ff[il]);
+      dense_ff = std::max(dense_ff, hp.n_ff[il]);
     }
   }
   gu_ld = 2 * n_ff;
@@ -99,11 +100,11 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   FT_CUDA_CHECK(cudaMemset(bad.get(), 0, sizeof(int32_t)));
   alloc(route_ticket, sizeof(unsigned));
   FT_CUDA_CHECK(cudaMemset(route_ticket.get(), 0, sizeof(unsigned)));
-  if (num.q8 && n_ff % 32 == 0) {  // a dense layer's SwiGLU tail (cuda::GemvArgs::glu_xq), one decode token
-    const int64_t n_cnt = n_ff / 32;
+  if (num.q8 && dense_ff > 0 && dense_ff % 32 == 0) {  // dense layers' SwiGLU tail (cuda::GemvArgs::glu_xq)
+    const int64_t n_cnt = dense_ff / 32;
     alloc(glu_count, n_cnt * sizeof(unsigned));
     FT_CUDA_CHECK(cudaMemset(glu_count.get(), 0, n_cnt * sizeof(unsigned)));
-    alloc(xq_glu, cuda::act_q8_bytes(n_ff, 1));
+    alloc(xq_glu, cuda::act_q8_bytes(dense_ff, 1));
   }
   if (n_used > 0) {
     alloc(moe_sync, 2 * sizeof(unsigned));
