@@ -17,7 +17,6 @@
 #include "cuda/gemv_tuning.h"
 #include "cuda/glu.h"
 #include "cuda/moe_route.h"
-#include "cuda/norm_defer.h"
 #include "cuda/nvfp4_tiled.h"
 
 namespace ft::cuda {
@@ -304,62 +303,9 @@ Params pair_params(const GemvArgs& a, GemvArgs& first) {
   return p;
 }
 
-// GemvArgs::nd_*: the deferred norm's halves in the tensor-core kernel's epilogue where it takes
-// the call, else the plain product and the stand-alone kernels (cuda/norm_defer.h).
-void gemv_norm_deferred(const GemvArgs& a, cudaStream_t stream) {
-  const bool out = a.nd_w != nullptr || a.nd_xq != nullptr || a.nd_ss != nullptr || a.nd_count != nullptr;
-  const bool in = a.nd_in_ss != nullptr;
-  if (a.ids != nullptr || a.n_tok != 1 || a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr ||
-      a.route_logits != nullptr || a.w_pair != nullptr)
-    fail_message("cuda gemv: a deferred norm (nd_*) needs one token of a dense product without glu, routing or pair");
-  if (out && (a.nd_xq == nullptr || a.nd_ss == nullptr || a.nd_count == nullptr ||
-              reinterpret_cast<uintptr_t>(a.nd_xq) % 16 != 0 || a.rows % 32 != 0))
-    fail_message("cuda gemv: nd_xq needs nd_ss, nd_count, a 16-byte aligned Q8 buffer and rows % 32 == 0 (rows " +
-                 std::to_string(a.rows) + ")");
-  if (in && (!takes_q8(a) || a.accumulate || a.round != Round::kNone))
-    fail_message("cuda gemv: nd_in_ss needs the integer path (xq), no accumulate and no output rounding");
-  GemvArgs plain = a;
-  plain.nd_w = nullptr;
-  plain.nd_xq = nullptr;
-  plain.nd_ss = nullptr;
-  plain.nd_count = nullptr;
-  plain.nd_in_ss = nullptr;
-  bool in_done = false, out_done = false;
-  if (a.tiled && takes_q8(a)) {
-    Params p = checked_params(plain);
-    // The kernel's scale needs k <= kNormDeferMaxN; a scale after the product must come before the
-    // pieces, so past that neither half is in the kernel.
-    if (!in || a.k <= kNormDeferMaxN) {
-      if (out) {
-        p.nd_w = a.nd_w;
-        p.nd_xq = static_cast<uint8_t*>(a.nd_xq);
-        p.nd_ss = a.nd_ss;
-        p.nd_count = a.nd_count;
-      }
-      if (in) {
-        p.nd_in_ss = a.nd_in_ss;
-        p.nd_eps = a.nd_eps;
-      }
-    }
-    if (gemv_nvfp4_tiled(p, 1, g_nvfp4_override, stream)) {
-      in_done = p.nd_in_ss != nullptr;
-      out_done = p.nd_xq != nullptr;
-    }
-  } else {
-    gemv(plain, stream);
-  }
-  if (in && !in_done) norm_defer_scale(a.y, a.rows, a.nd_in_ss, a.k, a.nd_eps, stream);
-  if (out && !out_done) norm_defer_pieces(a.y, a.nd_w, a.rows, a.nd_xq, a.nd_ss, stream);
-}
-
 }  // namespace
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
-  if (a.nd_w != nullptr || a.nd_xq != nullptr || a.nd_ss != nullptr || a.nd_count != nullptr ||
-      a.nd_in_ss != nullptr) {
-    gemv_norm_deferred(a, stream);
-    return;
-  }
   if (a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr) {
     if (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr ||
         reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 || a.ids != nullptr || a.n_tok != 1 || a.rows % 64 != 0 ||

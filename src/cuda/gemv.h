@@ -111,21 +111,6 @@ struct GemvArgs {
   void* glu_xq = nullptr;
   float* glu_h = nullptr;
   unsigned* glu_count = nullptr;
-  // The next RMSNorm of y deferred (cuda/norm_defer.h), producer side. One token, dense, rows %
-  // 32 == 0: after the product, the norm's pieces of the finished y -- nd_xq, the act_q8 row of
-  // y * nd_w (k = rows), and nd_ss, rows / 32 block sums of squares. The tensor-core kernel of a
-  // tiled weight writes them in its epilogue (the CTA completing a 32-row block; nd_count: rows /
-  // 32 counters, zero, left zero), any other path by norm_defer_pieces after the product.
-  const float* nd_w = nullptr;
-  void* nd_xq = nullptr;
-  double* nd_ss = nullptr;
-  unsigned* nd_count = nullptr;
-  // Consumer side: xq holds the unnormalised pieces of X's norm and nd_in_ss its k / 32 block
-  // sums; the row sums are multiplied by the norm's scale (eps nd_eps) after the row scale. One
-  // token, dense, integer path, no accumulate, no rounding. In the tensor-core kernel of a tiled
-  // weight for k <= kNormDeferMaxN, else by norm_defer_scale after the product.
-  const double* nd_in_ss = nullptr;
-  float nd_eps = 0.0f;
   // Accumulate: y was written at least two launches before this one (the residual stream under
   // the wo / down projection), so the NVFP4 slab kernel (one token, dense) and the packed
   // combine read it, for their first rows, before their PDL wait: the add's L2 round trip leaves

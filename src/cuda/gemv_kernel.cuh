@@ -70,14 +70,6 @@ struct Params {
   float* glu_h;
   unsigned* glu_count;
   int64_t glu_xq_row;
-  // GemvArgs::nd_* (gemv_mma.cu): the deferred norm's pieces of each finished 32-row block (by the
-  // CTA that completes it; nd_count as glu_count) and, reading, the scale from nd_in_ss.
-  const float* nd_w;
-  uint8_t* nd_xq;
-  double* nd_ss;
-  unsigned* nd_count;
-  const double* nd_in_ss;
-  float nd_eps;
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

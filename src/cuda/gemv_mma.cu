@@ -53,7 +53,6 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
-#include "cuda/norm_defer.cuh"
 #include "cuda/ops_math.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
@@ -99,29 +98,6 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   if (lane == 0) p.glu_count[blk] = 0u;
 }
 
-// Params::nd_xq (GemvArgs::nd_*, cuda/norm_defer.h), dense, one token: the deferred norm's pieces
-// of each 32-row block of y, by the CTA completing the block (its two 16-row tiles), with
-// mma_glu_tail's fence / counter hand-over. Why: H200 session 25 -- Llama-8B's attention norm is
-// a one-CTA launch of ~2.8 us span between the down projection and the next qkv (session 23's
-// chain trace), and a tail per 32-row block is the one hand-over that has paid off (the SwiGLU
-// tail, +1.9%); session 13's whole-row norm in one last CTA (a serial pass over 4096 values)
-// had lost 16%.
-__device__ __forceinline__ void mma_norm_tail(const Params& p, int64_t row0) {
-  static_assert(kRows == 16, "two tiles a 32-row block");
-  __shared__ unsigned s_last_nd;
-  if (threadIdx.x < kRows) __threadfence();  // the threads that stored
-  __syncthreads();
-  const int blk = static_cast<int>(row0 >> 5);
-  if (threadIdx.x == 0) s_last_nd = atomicAdd(p.nd_count + blk, 1u) == 1u;
-  __syncthreads();
-  if (s_last_nd == 0 || threadIdx.x >= 32) return;
-  __threadfence();
-  const int64_t at = 32 * static_cast<int64_t>(blk) + threadIdx.x;
-  const float v = __ldcg(p.y + at);
-  norm_defer::block_pieces(v, p.nd_w != nullptr ? __ldg(p.nd_w + at) : 1.0f, blk, p.rows, p.nd_xq, p.nd_ss);
-  if (threadIdx.x == 0) p.nd_count[blk] = 0u;
-}
-
 template <int NW, int NS, bool TILED>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
@@ -165,10 +141,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   const float rs = mma_row_scale_early(p, row0);  // a weight: before the wait
   pdl_wait();
   pdl_trigger();
-  // GemvArgs::nd_in_ss: the deferred norm's partials, loaded now by warp 0, summed after the loop.
-  const bool nd_in = p.nd_in_ss != nullptr;
-  double nd_r[kNormDeferLanes];
-  if (nd_in && warp == 0) norm_defer::load_partials(p.nd_in_ss, p.k, nd_r);
 
   mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
@@ -204,11 +176,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     red[warp * kRows + g] = acc0;
     red[warp * kRows + g + 8] = acc8;
   }
-  __shared__ float s_nd_scale;
-  if (nd_in && warp == 0) {
-    const float sc = norm_defer::scale_of(nd_r, p.k, p.nd_eps);
-    if (lane == 0) s_nd_scale = sc;
-  }
   __syncthreads();
   if (threadIdx.x < kRows) {
     const int r = static_cast<int>(threadIdx.x);
@@ -217,13 +184,10 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
       float v = red[r];
       for (int w = 1; w < NW; ++w) v += red[w * kRows + r];
       const float s = mma_row_scale(p, rs, row);
-      v = __fmul_rn(v, s);
-      if (nd_in) v = __fmul_rn(v, s_nd_scale);  // norm_defer_scale's product (no rounding: gemv.cu)
-      store_out(p.y + row, round_to(p.round, v), p.accumulate);
+      store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
   }
   if (p.glu_count != nullptr) mma_glu_tail(p, row0);
-  if (p.nd_count != nullptr) mma_norm_tail(p, row0);
 }
 
 std::atomic<int64_t> g_mma_launches{0};

@@ -16,7 +16,6 @@
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "cuda/norm.h"
-#include "cuda/norm_defer.h"
 #include "cuda/rope.h"
 #include "cuda/rows.h"
 #include "gpu/batch_forward.h"
@@ -63,13 +62,6 @@ const bool g_attn_rope = [] {
 // epilogue SwiGLU, cuda::GemvArgs::glu_xq).
 const bool g_glu_fused = [] {
   const char* e = std::getenv("FT_GLU_FUSED");
-  return e == nullptr || *e != '0';
-}();
-
-// FT_NORM_DEFER=0: the attention norm as its own launch again (the A/B of the deferred norm,
-// cuda/norm_defer.h).
-const bool g_norm_defer = [] {
-  const char* e = std::getenv("FT_NORM_DEFER");
   return e == nullptr || *e != '0';
 }();
 
@@ -131,27 +123,15 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   float* qkv = b_.qkv.as<float>();
   float* attn = b_.attn.as<float>();
 
-  if (defer_norm1(il, n_tok)) {
-    // One token after a dense layer whose down projection wrote this norm's pieces: the norm
-    // deferred into the qkv GEMV (cuda/norm_defer.h), one launch fewer.
-    cuda::GemvArgs a;
-    fill_common(a, L.qkv.parts[0], L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false);
-    a.xq = b_.xq.get();
-    a.nd_in_ss = b_.nd_ss.as<double>();
-    a.nd_eps = hp.rms_eps;
-    cuda::gemv(a, s);
+  // Decode: the norm also writes the Q8 copy the qkv GEMV reads (one launch fewer).
+  const bool fuse_q8 = use_gemv(n_tok) && wants_q8(L.qkv) && n_embd % 32 == 0;
+  if (skip(kSkipNorm1, n_tok)) {
+  } else if (fuse_q8) {
+    cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
   } else {
-    // Decode: the norm also writes the Q8 copy the qkv GEMV reads (one launch fewer).
-    const bool fuse_q8 = use_gemv(n_tok) && wants_q8(L.qkv) && n_embd % 32 == 0;
-    if (skip(kSkipNorm1, n_tok)) {
-    } else if (fuse_q8) {
-      cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
-    } else {
-      cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
-    }
-    if (!skip(kSkipQkv, n_tok))
-      linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
+    cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
   }
+  if (!skip(kSkipQkv, n_tok)) linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
   if (b_.batch != nullptr) {  // several sequences, each token against its own KV slot
     batch_attention(m_, L, il, b_, num_, n_tok, s);
     // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
@@ -168,28 +148,6 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   if (!skip(kSkipWo, n_tok))
     linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
            /*y_early=*/true);
-}
-
-bool GpuForward::glu_fused(int64_t il, int64_t n_tok) const {
-  const model::HParams& hp = m_.hp;
-  const DevLayer& L = w_.layers[il];
-  if (L.moe || n_tok != 1 || !g_glu_fused || b_.glu_count.get() == nullptr) return false;
-  const int64_t n_ff = L.down.k;
-  return wants_q8(L.gate_up) && hp.n_embd % 32 == 0 && wants_q8(L.down) && n_ff % 32 == 0 &&
-         L.gate_up.parts.size() == 1 && L.gate_up.parts[0].tiled && L.gate_up.parts[0].row0 == 0 &&
-         L.down.parts.size() == 1 && !skip(kSkipGateUp, n_tok) && !skip(kSkipSwiglu, n_tok) &&
-         !skip(kSkipDown, n_tok);
-}
-
-bool GpuForward::defer_norm1(int64_t il, int64_t n_tok) const {
-  const model::HParams& hp = m_.hp;
-  if (!g_norm_defer || il < 1 || il >= hp.n_layer || n_tok != 1 || b_.batch != nullptr || b_.g4 ||
-      !hp.recurrent.empty() || num_.round != cuda::Round::kNone || b_.nd_count.get() == nullptr ||
-      hp.n_embd % 32 != 0 || hp.n_embd > cuda::kNormDeferMaxN || skip(kSkipNorm1, n_tok) || skip(kSkipQkv, n_tok))
-    return false;
-  const DevLayer& L = w_.layers[il];
-  return glu_fused(il - 1, n_tok) && wants_q8(L.qkv) && L.qkv.parts.size() == 1 && L.qkv.parts[0].tiled &&
-         L.qkv.parts[0].row0 == 0;
 }
 
 bool GpuForward::find_decode_mma() const {
@@ -286,7 +244,11 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     // One token of a tiled NVFP4 gate|up: the SwiGLU and its Q8 copy in the GEMV's epilogue
     // (cuda::GemvArgs::glu_xq), the copy in b_.xq_glu (the GEMV still reads xq), and the down
     // projection reading it there.
-    if (glu_fused(il, n_tok)) {
+    const bool glu = g_glu_fused && q8_in && q8_mid && n_tok == 1 && L.gate_up.parts.size() == 1 &&
+                     L.gate_up.parts[0].tiled && L.gate_up.parts[0].row0 == 0 && L.down.parts.size() == 1 &&
+                     b_.glu_count.get() != nullptr && !skip(kSkipGateUp, n_tok) && !skip(kSkipSwiglu, n_tok) &&
+                     !skip(kSkipDown, n_tok);
+    if (glu) {
       cuda::GemvArgs a;
       fill_common(a, L.gate_up.parts[0], L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false);
       a.xq = b_.xq.get();
@@ -298,12 +260,6 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       fill_common(d, L.down.parts[0], L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
       d.xq = b_.xq_glu.get();
       d.y_early = true;  // x: written by wo, three launches back (cuda/gemv.h)
-      if (defer_norm1(il + 1, n_tok)) {  // the next layer's attention norm, deferred: its pieces
-        d.nd_w = w_.layers[il + 1].attn_norm;
-        d.nd_xq = b_.xq.get();
-        d.nd_ss = b_.nd_ss.as<double>();
-        d.nd_count = b_.nd_count.as<unsigned>();
-      }
       cuda::gemv(d, s);
       return;
     }

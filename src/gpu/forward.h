@@ -57,11 +57,6 @@ class GpuForward {
               bool exact = false, bool xq_ready = false, bool y_early = false) const;
   // Whether the integer GEMV will read b_.xq for this projection / expert tensor.
   bool wants_q8(const DevLinear& l) const;
-  // One token of dense layer il takes the SwiGLU in the gate|up GEMV's epilogue (cuda::GemvArgs::glu_xq).
-  bool glu_fused(int64_t il, int64_t n_tok) const;
-  // One token of layer il takes its attention norm deferred (cuda/norm_defer.h): layer il - 1's down
-  // projection writes the pieces, the qkv GEMV applies the scale.
-  bool defer_norm1(int64_t il, int64_t n_tok) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   // One sequence at *b.pos: q/k norm + rope of the fused rows qkv (ld apart: q | k | v heads),
   // K and V into layer il's cache, causal attention over it into out (ldo apart). The

@@ -106,12 +106,6 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     FT_CUDA_CHECK(cudaMemset(glu_count.get(), 0, n_cnt * sizeof(unsigned)));
     alloc(xq_glu, cuda::act_q8_bytes(dense_ff, 1));
   }
-  if (num.q8 && hp.n_embd % 32 == 0) {  // the deferred attention norm (cuda/norm_defer.h, GpuForward::defer_norm1)
-    const int64_t n_blk = hp.n_embd / 32;
-    alloc(nd_count, n_blk * sizeof(unsigned));
-    FT_CUDA_CHECK(cudaMemset(nd_count.get(), 0, n_blk * sizeof(unsigned)));
-    alloc(nd_ss, n_blk * sizeof(double));
-  }
   if (n_used > 0) {
     alloc(moe_sync, 2 * sizeof(unsigned));
     FT_CUDA_CHECK(cudaMemset(moe_sync.get(), 0, 2 * sizeof(unsigned)));

@@ -71,9 +71,6 @@ struct GpuBuffers {
   // A dense gate|up launch's SwiGLU tail (cuda::GemvArgs::glu_xq): its block counters (0) and its Q8
   // row, apart from xq, which that launch is still reading.
   cuda::DeviceBuffer glu_count, xq_glu;
-  // The deferred attention norm (cuda/norm_defer.h): the down projection's block counters (0) and
-  // block sums of squares for the next layer's qkv GEMV (its pieces go to xq).
-  cuda::DeviceBuffer nd_count, nd_ss;
   std::unique_ptr<cuda::Gemm> gemm;
   std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
   std::unique_ptr<Gemma4Buffers> g4;   // gemma4: sliding rope table, branch and PLE scratch
