@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 25, call 5 (branch wip/icache): call 4 found the tail-less tiled instance slower alone too (6144x4096
+# 8.0 vs 7.5 us), i.e. the kernel's code, not the chain. Probe: the tiled instances with the step loop unrolled by
+# two (FT_MMA_VARIANT: bit 0 tail-less, bit 1 unrolled), alone and in Llama-8B tg128 alternating.
+#   PACK_ONLY="ft ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
+#   run(command="timeout -s KILL 150 bash bench/session25/h200_j.sh; tar czf $OUT/resj.tgz -C /tmp resj",
+#       carry=[".devcarry/pack"])
+R=/tmp/resj
+source bench/device_common.sh
+models_bg llama8b-nvfp4
+for v in 0 2 3; do
+  log "FT_MMA_VARIANT=$v ft-bench-gemv-cuda --tiled"
+  FT_MMA_VARIANT=$v timeout 40 "$B/ft-bench-gemv-cuda" --tiled --pool-gib 1 > "$R/tiled_$v.txt" 2>&1
+  grep -E "(6144x4096|28672x4096|4096x14336) .*n3/" "$R/tiled_$v.txt" | head -4
+done
+models_wait
+AB_BUDGET=130 ab_envs 2 $L FT_MMA_VARIANT=0 FT_MMA_VARIANT=2 FT_MMA_VARIANT=3 -- -p 0 -n 128 -r 1 --bw-gbs 4562
+finish resj
