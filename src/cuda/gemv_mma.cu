@@ -45,7 +45,6 @@
 // by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -99,11 +98,7 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   if (lane == 0) p.glu_count[blk] = 0u;
 }
 
-// GLU: the instance that may run mma_glu_tail (a tiled gate|up with Params::glu_count); every other
-// launch takes the instance without it. Why: H200 session 25 -- the tail's code in the one
-// instance raised the 4-warp kernels from 55-56 to 63-64 registers (ptxas -v) for every tiled
-// launch, the qkv and down projections too.
-template <int NW, int NS, bool TILED, bool GLU, int UNROLL = 1>
+template <int NW, int NS, bool TILED>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -162,7 +157,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   const uint8_t* frag = smem + sm.frag + 16 * c;
 
   float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
-#pragma unroll(UNROLL)
   for (int i = 0; i < my_steps; ++i) {
     cp_async_wait(NS - 2);
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
@@ -193,41 +187,18 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
       store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
   }
-  if constexpr (GLU) {
-    if (p.glu_count != nullptr) mma_glu_tail(p, row0);
-  }
+  if (p.glu_count != nullptr) mma_glu_tail(p, row0);
 }
 
 std::atomic<int64_t> g_mma_launches{0};
-
-// FT_MMA_GLU_SPLIT=0: every tiled launch on the instance with the SwiGLU tail (the A/B of the split).
-const bool g_glu_split = [] {
-  const char* e = std::getenv("FT_MMA_GLU_SPLIT");
-  return e == nullptr || *e != '0';
-}();
-// Probe (session 25, call 5): FT_MMA_VARIANT=V picks the tiled instance: bit 0 without the tail's
-// code (a gate|up with glu_count keeps it), bit 1 the step loop unrolled by 2.
-const int g_mma_variant = [] {
-  const char* e = std::getenv("FT_MMA_VARIANT");
-  return e == nullptr ? -1 : std::atoi(e);
-}();
 
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
-  int which = !p.tiled ? 0 : (p.glu_count != nullptr || !g_glu_split) ? 2 : 1;
-  if (p.tiled && g_mma_variant >= 0) {
-    const bool no_glu = (g_mma_variant & 1) && p.glu_count == nullptr, u2 = (g_mma_variant & 2) != 0;
-    which = u2 ? (no_glu ? 4 : 3) : (no_glu ? 1 : 2);
-  }
-  auto kernel = which == 0   ? nvfp4_mma_kernel<NW, NS, false, false>
-                : which == 1 ? nvfp4_mma_kernel<NW, NS, true, false>
-                : which == 2 ? nvfp4_mma_kernel<NW, NS, true, true>
-                : which == 3 ? nvfp4_mma_kernel<NW, NS, true, true, 2>
-                             : nvfp4_mma_kernel<NW, NS, true, false, 2>;
-  static std::atomic<uint64_t> cache[5] = {0, 0, 0, 0, 0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[which]) < 1) return false;
+  auto kernel = p.tiled ? nvfp4_mma_kernel<NW, NS, true> : nvfp4_mma_kernel<NW, NS, false>;
+  static std::atomic<uint64_t> cache[2] = {0, 0};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[p.tiled ? 1 : 0]) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
