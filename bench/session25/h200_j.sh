@@ -15,4 +15,9 @@ for v in 0 2 3; do
 done
 models_wait
 AB_BUDGET=130 ab_envs 2 $L FT_MMA_VARIANT=0 FT_MMA_VARIANT=2 FT_MMA_VARIANT=3 -- -p 0 -n 128 -r 1 --bw-gbs 4562
+# SASS of the tensor-core GEMV's 4 x 2 / 8 x 3 tiled instances, where the device image has cuobjdump (not this dev
+# machine): the fast (tail's code) and slow (tail-less) schedules side by side.
+CUOBJ=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+[ -x "$CUOBJ" ] && timeout 60 "$CUOBJ" -sass "$B/ft" 2>/dev/null |
+  awk '/Function : /{p = ($0 ~ /nvfp4_mma_kernelILi(4ELi2|8ELi3)ELb1E/)} p' > "$R/sass_mma.txt"
 finish resj
