@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 25, call 1: the deferred attention norm (cuda/norm_defer.h; FT_NORM_DEFER) on main's
-# binaries: every GPU test (also the unverified b77044f / 7e8bebe), the greedy tokens on / off,
+# Session 25, call 1: the deferred attention norm (cuda/norm_defer.h; FT_NORM_DEFER), binaries of af887ca
+# (reverted in a873786: neither the header nor the switch is on main): every GPU test (also the unverified b77044f / 7e8bebe), the greedy tokens on / off,
 # Llama-8B tg128 alternating on / off, Qwen3-30B-A3B once (unchanged path: a control).
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 560 bash bench/session25/h200_a.sh; tar czf $OUT/resa.tgz -C /tmp resa",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 25, call 4 (binaries of the GLU split, e62ff8b on branch wip/icache): is the split's loss the kernel or
+# Session 25, call 4 (binaries of the GLU split, e62ff8b; FT_MMA_GLU_SPLIT is not on main since 983f8d6): is the split's loss the kernel or
 # the chain? The tensor-core GEMV alone (ft-bench-gemv-cuda --tiled: the same kernel back to back, code warm) on
 # the tail's instance (FT_MMA_GLU_SPLIT=0) and on the tail-less one (default), then Llama-8B tg128 alternating.
 #   PACK_ONLY="ft ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 25, call 5 (branch wip/icache): call 4 found the tail-less tiled instance slower alone too (6144x4096
+# Session 25, call 5 (not run; binaries of 0d6f2a5 -- on main, `git revert 983f8d6` first): call 4 found the tail-less tiled instance slower alone too (6144x4096
 # 8.0 vs 7.5 us), i.e. the kernel's code, not the chain. Probe: the tiled instances with the step loop unrolled by
 # two (FT_MMA_VARIANT: bit 0 tail-less, bit 1 unrolled), alone and in Llama-8B tg128 alternating.
 #   PACK_ONLY="ft ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
