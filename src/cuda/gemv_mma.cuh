@@ -27,20 +27,6 @@ __device__ __forceinline__ void mma_s8_16816(int (&d)[4], uint32_t a0, uint32_t 
 }
 
 __device__ __forceinline__ uint4 mma_lds128(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
-// v = the 16 bytes at shared address p where `take`, else v unchanged: one predicated LDS.128.
-// Why: written as `if (take) v = ...` ptxas made each of mma_step_acc's 8 tile loads a step a
-// divergent branch (BSSY / BRA / BSYNC around the LDS: ~15 of the step's ~316 instructions,
-// H200 session 26 call 1, ncu source counters of the 8 x 3 instance).
-__device__ __forceinline__ void mma_lds128_if(uint4& v, const uint8_t* p, bool take) {
-#ifdef __CUDA_ARCH__
-  asm volatile(
-      "{\n .reg .pred q;\n setp.ne.u32 q, %5, 0;\n @q ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
-      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-      : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))), "r"(static_cast<uint32_t>(take)));
-#else
-  if (take) v = *reinterpret_cast<const uint4*>(p);
-#endif
-}
 
 // Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
 // 256 bytes), the activation scales times 0.5 (k / 32 floats), the warps' stages, then
@@ -128,7 +114,7 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
     int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
-      mma_lds128_if(bx[t], frag + (grp * 4 + t) * 64, my_tile == t);
+      if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
       const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
       uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
       e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
