@@ -47,9 +47,7 @@
 #include <cstdint>
 
 #include "cuda/act_q8.h"
-#include "cuda/bulk_copy.cuh"
 #include "cuda/check.h"
-#include "cuda/device.h"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_mma.cuh"
 #include "cuda/gemv_nvfp4_dot.cuh"
@@ -100,47 +98,8 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   if (lane == 0) p.glu_count[blk] = 0u;
 }
 
-// Feeds of a launch (FEED, the template's last argument): kRowMajor -- row-major weights, every
-// lane cp.async-copies 16-byte pieces of its step (144 of them) into the stage; kTiled -- the same
-// copies from the tiled layout (a step one contiguous 2304-byte piece); kTiledBulk -- lane 0
-// copies the piece with one cp.async.bulk completed on the warp's mbarrier of that stage;
-// kTiledBulkX -- that, and the activation row (act_q8, 1.25 k bytes) comes in by bulk copies too,
-// one piece per warp into the stage its ring does not fill before the loop (NS - 1), instead of
-// 4-byte loads per fragment (two L2 round trips and the scales' third, each on the path after
-// the PDL wait). Why: H200 session 11's speed of light (ft-bench-gemv-cuda --sol): bulk copies
-// of 2304-byte rows read 33 MB at 80% of read bandwidth where 16-byte copies read it at 58%,
-// and this kernel's cp.async feed ran at 53% (4096x14336, session 26 call 1). The sums are the
-// same in every feed (the same steps, lanes and order): the bits do not depend on it.
-enum MmaFeed : int { kRowMajor = 0, kTiled = 1, kTiledBulk = 2, kTiledBulkX = 3 };
-
-// Bytes of a warp's piece of the activation row under kTiledBulkX (16-byte multiples), or 0
-// where the row does not fit in NW stages.
-inline int mma_x_piece(int64_t k, int nw) {
-  const int64_t xrow = act_q8_row_bytes(k);
-  const int64_t piece = ((xrow + nw - 1) / nw + 15) / 16 * 16;
-  return piece <= kStageBytes ? static_cast<int>(piece) : 0;
-}
-
-// x_frag and the activation scales (times 0.5) of one act_q8 row staged in shared memory by
-// kTiledBulkX: byte o of the row at raw(o). mma_build_x's arithmetic and layout.
-template <class Raw>
-__device__ __forceinline__ void mma_build_x_staged(uint8_t* frag, float* xd, const Raw& raw, int64_t k, int nb) {
-  using namespace q8_detail;
-  const int n_frag = (nb / 2) * 16;
-  for (int f = static_cast<int>(threadIdx.x); f < n_frag; f += static_cast<int>(blockDim.x)) {
-    const int grp = f >> 4, t = (f >> 2) & 3, fc = f & 3;
-    const int e = 128 * grp + 64 * (t >> 1) + 16 * (2 * (t & 1) + (fc >> 1)) + 4 * (fc & 1);
-    const uint32_t a = *reinterpret_cast<const uint32_t*>(raw(e)), b = *reinterpret_cast<const uint32_t*>(raw(e + 8));
-    const uint32_t x0 = x_pair_0(a, b), x1 = x_pair_1(a, b);
-    *reinterpret_cast<uint4*>(frag + 16 * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
-  }
-  for (int i = static_cast<int>(threadIdx.x); i < nb * 2; i += static_cast<int>(blockDim.x))
-    xd[i] = *reinterpret_cast<const float*>(raw(static_cast<int>(k) + 8 * i)) * 0.5f;
-}
-
-template <int NW, int NS, int FEED>
+template <int NW, int NS, bool TILED>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
-  constexpr bool TILED = FEED != kRowMajor, BULK = FEED >= kTiledBulk, XBULK = FEED == kTiledBulkX;
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
@@ -150,16 +109,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // contiguous 2304 bytes at s * kStageBytes, laid out as the stage (rows 144 bytes apart).
   const uint8_t* wbase = p.w + row0 * p.row_bytes;
   uint8_t* stages = smem + sm.stage + warp * (NS * kStageBytes);
-  // BULK: the warp's mbarriers, one a stage, then (XBULK) one for its piece of the activations.
-  uint64_t* bar = reinterpret_cast<uint64_t*>(smem + sm.total - NW * (NS + 1) * 8) + warp * (NS + 1);
-  if constexpr (BULK) {
-    if (lane == 0)
-      for (int i = 0; i <= NS; ++i) mbar_init(&bar[i], 1);
-    if constexpr (XBULK)
-      __syncthreads();  // every thread waits on every warp's activation barrier
-    else
-      __syncwarp();
-  }
 
   // This lane's cp.async vectors of a step: vector i = lane + 32 v is 16-byte piece o of row
   // q; rows past the last read the last row (their sums are never stored).
@@ -175,23 +124,14 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // The i-th step of this warp is step warp + NW * i of the row.
   const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
   auto issue = [&](int i) {
-    if constexpr (BULK) {
-      if (i < my_steps && lane == 0) {
-        uint64_t* b = &bar[i % NS];
-        mbar_arrive_expect(b, kStageBytes);
-        bulk_g2s(stages + (i % NS) * kStageBytes, wbase + static_cast<int64_t>(warp + NW * i) * kStageBytes,
-                 kStageBytes, b);
-      }
-    } else {
-      if (i < my_steps) {
-        const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * (TILED ? kStageBytes : kRowStep);
-        uint8_t* dst = stages + (i % NS) * kStageBytes;
+    if (i < my_steps) {
+      const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * (TILED ? kStageBytes : kRowStep);
+      uint8_t* dst = stages + (i % NS) * kStageBytes;
 #pragma unroll
-        for (int v = 0; v < kVecPerLane; ++v)
-          if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + src_off[v]);
-      }
-      cp_async_commit();
+      for (int v = 0; v < kVecPerLane; ++v)
+        if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + src_off[v]);
     }
+    cp_async_commit();
   };
 
   // PDL: the weights are never written by earlier kernels, so the first stages load before
@@ -202,32 +142,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   pdl_wait();
   pdl_trigger();
 
-  if constexpr (XBULK) {
-    // Warp w's piece of the activation row into its stage NS - 1 (free until the loop's first
-    // issue, which the fence there orders after these reads).
-    const int piece = sm.x_piece;
-    const int64_t xrow = sm.x_bytes;
-    const int64_t off = static_cast<int64_t>(warp) * piece;
-    if (lane == 0 && off < xrow) {
-      const uint32_t len = static_cast<uint32_t>(xrow - off < piece ? xrow - off : piece);
-      mbar_arrive_expect(&bar[NS], len);
-      bulk_g2s(stages + (NS - 1) * kStageBytes, p.xq + off, len, &bar[NS]);
-    }
-    mma_put_table(smem);
-    // Every thread waits on every piece's barrier (visibility of the async writes to it).
-    uint64_t* bar0 = reinterpret_cast<uint64_t*>(smem + sm.total - NW * (NS + 1) * 8);
-    for (int w = 0; w < NW; ++w)
-      if (static_cast<int64_t>(w) * piece < xrow) mbar_wait(&bar0[w * (NS + 1) + NS], 0);
-    uint8_t* ring0 = smem + sm.stage;
-    auto raw = [&](int o) -> const uint8_t* {
-      const int w = o / piece;
-      return ring0 + (w * NS + NS - 1) * kStageBytes + (o - w * piece);
-    };
-    mma_build_x_staged(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), raw, p.k, nb);
-  } else {
-    mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
-    mma_put_table(smem);
-  }
+  mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  mma_put_table(smem);
   __syncthreads();
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
   // Loaded from shared memory: a value ptxas cannot re-create per PRMT (H200 run 9).
@@ -242,20 +158,13 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
   float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
   for (int i = 0; i < my_steps; ++i) {
-    if constexpr (BULK) {
-      mbar_wait(&bar[i % NS], static_cast<uint32_t>((i / NS) & 1));
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // step i - 1's reads before the next bulk write
-#endif
-    } else {
-      cp_async_wait(NS - 2);
-    }
+    cp_async_wait(NS - 2);
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
     issue(i + NS - 1);
     const uint8_t* st = stages + (i % NS) * kStageBytes;
     mma_step_acc(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
-  if constexpr (!BULK) cp_async_wait(0);
+  cp_async_wait(0);
 
   // Row sums: the 4 lanes of a row, then the warps in order.
   acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 1);
@@ -283,42 +192,17 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_mma_launches{0};
 
-// FT_MMA_FEED (or gemv_nvfp4_mma_set_feed): the feed of tiled launches (MmaFeed 1..3); -1 (unset) the default.
-std::atomic<int> g_mma_feed{[] {
-  const char* e = std::getenv("FT_MMA_FEED");
-  return e == nullptr || *e == '\0' ? -1 : std::atoi(e);
-}()};
-
-template <int NW, int NS, int FEED>
-bool launch_mma_feed(const Params& p, cudaStream_t stream) {
-  MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
-  if constexpr (FEED >= kTiledBulk) {
-    sm.total = (sm.total + 7) / 8 * 8 + NW * (NS + 1) * 8;  // the mbarriers at the end
-    sm.x_piece = FEED == kTiledBulkX ? mma_x_piece(p.k, NW) : 0;
-    sm.x_bytes = static_cast<int>(act_q8_row_bytes(p.k));
-  }
+template <int NW, int NS>
+bool launch_mma(const Params& p, cudaStream_t stream) {
+  const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
-  auto kernel = nvfp4_mma_kernel<NW, NS, FEED>;
-  static std::atomic<uint64_t> cache{0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
+  auto kernel = p.tiled ? nvfp4_mma_kernel<NW, NS, true> : nvfp4_mma_kernel<NW, NS, false>;
+  static std::atomic<uint64_t> cache[2] = {0, 0};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[p.tiled ? 1 : 0]) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
-}
-
-template <int NW, int NS>
-bool launch_mma(const Params& p, cudaStream_t stream) {
-  if (!p.tiled) return launch_mma_feed<NW, NS, kRowMajor>(p, stream);
-  int feed = g_mma_feed.load(std::memory_order_relaxed);
-  if (feed < 0) feed = kTiled;
-  if (feed >= kTiledBulk && !bulk_copy_supported()) feed = kTiled;
-  if (feed == kTiledBulkX && (NS < 2 || mma_x_piece(p.k, NW) == 0)) feed = kTiledBulk;
-  switch (feed) {
-    case kTiledBulk: return launch_mma_feed<NW, NS, kTiledBulk>(p, stream);
-    case kTiledBulkX: return launch_mma_feed<NW, NS, kTiledBulkX>(p, stream);
-    default: return launch_mma_feed<NW, NS, kTiled>(p, stream);
-  }
 }
 
 }  // namespace
@@ -344,5 +228,4 @@ bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int
 
 namespace ft::cuda {
 int64_t gemv_nvfp4_mma_launches() { return gemv_detail::g_mma_launches.load(std::memory_order_relaxed); }
-void gemv_nvfp4_mma_set_feed(int feed) { gemv_detail::g_mma_feed.store(feed, std::memory_order_relaxed); }
 }  // namespace ft::cuda

@@ -33,7 +33,6 @@ __device__ __forceinline__ uint4 mma_lds128(const uint8_t* p) { return *reinterp
 // red_bytes of row sums.
 struct MmaSmem {
   int frag, xd, stage, red, total;
-  int x_piece = 0, x_bytes = 0;  // gemv_mma.cu's bulk activation feed: bytes a warp copies, of the row
 };
 inline MmaSmem mma_smem(int64_t k, int nw, int ns, int red_bytes) {
   MmaSmem m{};

@@ -299,9 +299,6 @@ void gemv_set_nvfp4_mma(int warps, int stages);
 void gemv_set_nvfp4_persist(int groups, int stages);
 // Launches of the mma kernel so far (tests and benchmarks check that it ran).
 int64_t gemv_nvfp4_mma_launches();
-// The feed of the tensor-core GEMV's tiled launches (gemv_mma.cu MmaFeed: 1 cp.async, 2 bulk
-// copies of the weights, 3 and of the activations; -1 the default). FT_MMA_FEED sets it at start.
-void gemv_nvfp4_mma_set_feed(int feed);
 // Grouped gate/up pairs (GemvArgs::w_pair) launched as one slab kernel so far.
 int64_t gemv_nvfp4_pair_launches();
 // Launches of the persistent mma kernel so far.

@@ -211,53 +211,6 @@ TEST(CudaNvfp4Tiled, ForcedBulkCopyKernelLeavesTiledCallsToTheMmaKernel) {
   }
 }
 
-// The feeds of the tiled tensor-core GEMV (gemv_mma.cu MmaFeed: cp.async pieces, one bulk copy a
-// step, and the activation row by bulk copies too) move the same bytes into the same stages: the
-// sums are the same bits at every warps x stages instance, with row scales, bf16 rounding and
-// accumulation, and at k where the activation row does not fit the stages (the weights' bulk feed).
-TEST(CudaNvfp4Tiled, MmaFeedsEqualBitwise) {
-  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
-  std::mt19937 rng(29);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  const std::vector<std::pair<int, int>> plans{{4, 2}, {4, 3}, {4, 4}, {8, 2}, {8, 3}, {8, 4}, {16, 2}};
-  for (const auto& [rows, k] : std::vector<std::pair<int64_t, int64_t>>{
-           {16, 256}, {96, 2048}, {4224, 4096}, {256, 14336}, {48, 16384}, {64, 1024}}) {
-    const Matrix m = make_matrix(rows, k, rng);
-    std::vector<float> rsv(static_cast<size_t>(rows));
-    for (auto& v : rsv) v = 0.5f + 0.25f * unit(rng);
-    const DeviceBuffer rs = to_device(rsv);
-    const DeviceBuffer dxq = to_device(quantised_x(k, 1, rng));
-    for (size_t pi = 0; pi < plans.size(); ++pi) {
-      const int variant = static_cast<int>(pi + rows) % 4;
-      const bool use_rs = variant & 1, acc = variant == 2;
-      const Round round = variant == 3 ? Round::kBF16 : Round::kNone;
-      std::vector<float> init(static_cast<size_t>(rows), std::nanf(""));
-      if (acc)
-        for (size_t i = 0; i < init.size(); ++i) init[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
-      SCOPED_TRACE(testing::Message() << rows << "x" << k << " warps " << plans[pi].first << " stages "
-                                      << plans[pi].second << " variant " << variant);
-      gemv_set_nvfp4_override(3, 0, 0);
-      gemv_set_nvfp4_mma(plans[pi].first, plans[pi].second);
-      std::vector<float> want;
-      for (int feed = 1; feed <= 3; ++feed) {
-        gemv_nvfp4_mma_set_feed(feed);
-        const int64_t m0 = gemv_nvfp4_mma_launches();
-        const std::vector<float> got = run_gemv(m, true, dxq, 1, rs, use_rs, round, acc, init);
-        if (gemv_nvfp4_mma_launches() - m0 != 1) continue;  // the instance does not fit this k
-        if (feed == 1) {
-          want = got;
-          continue;
-        }
-        ASSERT_FALSE(want.empty());
-        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "feed " << feed;
-      }
-      gemv_nvfp4_mma_set_feed(-1);
-      gemv_set_nvfp4_override(-1, 0, 0);
-      gemv_set_nvfp4_mma(0, 0);
-    }
-  }
-}
-
 TEST(CudaNvfp4Tiled, GemmEqualsRowMajorBitwise) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(13);
