@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 26, call 2 (binaries of wip/s26-bulk): the tiled tensor-core GEMV fed by bulk copies (FT_MMA_FEED: 1
+# Session 26, call 2 (binaries of wip/s26-bulk, incl. the predicated tile loads of mma_step_acc): the tiled tensor-core GEMV fed by bulk copies (FT_MMA_FEED: 1
 # cp.async pieces as before, 2 one cp.async.bulk a step, 3 and the activation row by bulk copies): the feeds' bitwise
 # test, the kernel alone at every warps x stages (dep mode), Llama-8B tg128 alternating, and ncu of feed 3's launches.
 #   PACK_ONLY="ft ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda (test_cuda as well exceeds
@@ -15,6 +15,9 @@ for v in 1 2 3; do
   grep -E "^\| tiled" "$R/tiled_$v.txt" | awk -F'|' '{print $5, $7, $9, $11}' | head -40
 done
 models_wait
+timeout 90 "$B/ft" generate --model $L --device cpu --prompt-tokens 1,2,3,4,5,6,7,8 --max-tokens 24 \
+  --temperature 0 --ignore-eos --json 2>/dev/null | grep -o '"tokens":\[[^]]*\]' > "$R/gen_cpu.txt"
+log "cpu: $(cat "$R/gen_cpu.txt")"
 for v in 1 2 3; do
   FT_MMA_FEED=$v timeout 60 "$B/ft" generate --model $L --device cuda --prompt-tokens 1,2,3,4,5,6,7,8 --max-tokens 24 \
     --temperature 0 --ignore-eos --json 2>/dev/null | grep -o '"tokens":\[[^]]*\]' > "$R/gen_$v.txt"
