@@ -27,6 +27,18 @@ __device__ __forceinline__ void mma_s8_16816(int (&d)[4], uint32_t a0, uint32_t 
 }
 
 __device__ __forceinline__ uint4 mma_lds128(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
+// v = the 16 bytes at shared address p where `take`, else v unchanged: one predicated LDS.128
+// (written as `if (take) v = ...`, ptxas makes it a branch: BSSY / BRA / BSYNC around the LDS).
+__device__ __forceinline__ void mma_lds128_if(uint4& v, const uint8_t* p, bool take) {
+#ifdef __CUDA_ARCH__
+  asm volatile(
+      "{\n .reg .pred q;\n setp.ne.u32 q, %5, 0;\n @q ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+      : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))), "r"(static_cast<uint32_t>(take)));
+#else
+  if (take) v = *reinterpret_cast<const uint4*>(p);
+#endif
+}
 
 // Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
 // 256 bytes), the activation scales times 0.5 (k / 32 floats), the warps' stages, then
@@ -100,7 +112,7 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
 // of rows g, g + 8 to acc0, acc8 in the fixed order (gh 0 then 1; sub-block a then b), so any
 // kernel that feeds a warp the same steps in the same order sums the same bits.
 // bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
-template <int PITCH = kMmaRowStep>
+template <int PITCH = kMmaRowStep, bool PRED = false>
 __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
                                              const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,
                                              int c, float& acc0, float& acc8) {
@@ -113,7 +125,10 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
     int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
-      if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
+      if constexpr (PRED)
+        mma_lds128_if(bx[t], frag + (grp * 4 + t) * 64, my_tile == t);
+      else if (my_tile == t)
+        bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
       const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
       uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
       e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
