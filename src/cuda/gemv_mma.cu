@@ -99,7 +99,7 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   if (lane == 0) p.glu_count[blk] = 0u;
 }
 
-template <int NW, int NS, bool TILED, bool PRED = false>
+template <int NW, int NS, bool TILED, bool X1 = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -144,7 +144,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   pdl_trigger();
 
   const uint8_t* xq = p.xq_reps > 1 ? p.xq + static_cast<int64_t>(blockIdx.x % static_cast<unsigned>(p.xq_reps)) * p.xq_rep_bytes : p.xq;
-  mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  if (!X1 || !mma_build_x_1pass<8, 4>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), xq, p.k, nb, NW * 32))
+    mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
@@ -164,7 +165,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
     issue(i + NS - 1);
     const uint8_t* st = stages + (i % NS) * kStageBytes;
-    mma_step_acc<kRowStep, PRED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
+    mma_step_acc(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
   cp_async_wait(0);
 
@@ -193,10 +194,10 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 }
 
 std::atomic<int64_t> g_mma_launches{0};
-// Probe (H200 session 26): FT_MMA_PRED=1 -- tiled launches take the instance whose tile loads are
-// predicated LDS.128 (mma_lds128_if) instead of branches.
-const bool g_mma_pred = [] {
-  const char* e = std::getenv("FT_MMA_PRED");
+// Probe (H200 session 26): FT_MMA_X1=1 -- tiled launches take the instance that loads the
+// activations in one pass (mma_build_x_1pass).
+const bool g_mma_x1 = [] {
+  const char* e = std::getenv("FT_MMA_X1");
   return e != nullptr && *e == '1';
 }();
 
@@ -204,7 +205,7 @@ template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
-  const int which = !p.tiled ? 0 : g_mma_pred ? 2 : 1;
+  const int which = !p.tiled ? 0 : g_mma_x1 ? 2 : 1;
   auto kernel = which == 0   ? nvfp4_mma_kernel<NW, NS, false>
                 : which == 1 ? nvfp4_mma_kernel<NW, NS, true>
                              : nvfp4_mma_kernel<NW, NS, true, true>;

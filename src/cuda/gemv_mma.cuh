@@ -27,18 +27,6 @@ __device__ __forceinline__ void mma_s8_16816(int (&d)[4], uint32_t a0, uint32_t 
 }
 
 __device__ __forceinline__ uint4 mma_lds128(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
-// v = the 16 bytes at shared address p where `take`, else v unchanged: one predicated LDS.128
-// (written as `if (take) v = ...`, ptxas makes it a branch: BSSY / BRA / BSYNC around the LDS).
-__device__ __forceinline__ void mma_lds128_if(uint4& v, const uint8_t* p, bool take) {
-#ifdef __CUDA_ARCH__
-  asm volatile(
-      "{\n .reg .pred q;\n setp.ne.u32 q, %5, 0;\n @q ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
-      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-      : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))), "r"(static_cast<uint32_t>(take)));
-#else
-  if (take) v = *reinterpret_cast<const uint4*>(p);
-#endif
-}
 
 // Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
 // 256 bytes), the activation scales times 0.5 (k / 32 floats), the warps' stages, then
@@ -98,6 +86,50 @@ __device__ __forceinline__ void mma_build_x(uint8_t* frag, float* xd, const uint
   }
 }
 
+// mma_build_x for one activation row (n_rows 1) with every load of the thread -- its fragments'
+// words and its scales -- issued before the first is used: one L2 round trip after the PDL wait
+// where mma_build_x takes one a batch of 4 fragments and one more for the scales. Returns false
+// (nothing done) when a thread would hold more than MAXF fragments or MAXD scales. The same
+// bytes as mma_build_x.
+template <int MAXF, int MAXD>
+__device__ __forceinline__ bool mma_build_x_1pass(uint8_t* frag, float* xd, const uint8_t* xq, int64_t k, int nb,
+                                                  int nthreads) {
+  using namespace q8_detail;
+  const int n_frag = (nb / 2) * 16, n_xd = nb * 2;
+  if (n_frag > MAXF * nthreads || n_xd > MAXD * nthreads) return false;
+  const int tid = static_cast<int>(threadIdx.x);
+  uint32_t a[MAXF], b[MAXF];
+  float d[MAXD];
+#pragma unroll
+  for (int u = 0; u < MAXF; ++u) {
+    const int f = tid + u * nthreads;
+    const int grp = f >> 4, t = (f >> 2) & 3, fc = f & 3;
+    const int e = 128 * grp + 64 * (t >> 1) + 16 * (2 * (t & 1) + (fc >> 1)) + 4 * (fc & 1);
+    a[u] = b[u] = 0;
+    if (f < n_frag) {
+      a[u] = __ldg(reinterpret_cast<const uint32_t*>(xq + e));
+      b[u] = __ldg(reinterpret_cast<const uint32_t*>(xq + e + 8));
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < MAXD; ++u) {
+    const int i = tid + u * nthreads;
+    d[u] = i < n_xd ? __ldg(reinterpret_cast<const float*>(xq + k + 8 * i)) : 0.0f;
+  }
+#pragma unroll
+  for (int u = 0; u < MAXF; ++u) {
+    const int f = tid + u * nthreads;
+    const uint32_t x0 = x_pair_0(a[u], b[u]), x1 = x_pair_1(a[u], b[u]);
+    if (f < n_frag) *reinterpret_cast<uint4*>(frag + 16 * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
+  }
+#pragma unroll
+  for (int u = 0; u < MAXD; ++u) {
+    const int i = tid + u * nthreads;
+    if (i < n_xd) xd[i] = d[u] * 0.5f;
+  }
+  return true;
+}
+
 // The E2M1 table in shared memory (loaded back by every lane: a value ptxas cannot re-create
 // per PRMT, H200 run 9). One thread writes it.
 __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
@@ -112,7 +144,7 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
 // of rows g, g + 8 to acc0, acc8 in the fixed order (gh 0 then 1; sub-block a then b), so any
 // kernel that feeds a warp the same steps in the same order sums the same bits.
 // bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
-template <int PITCH = kMmaRowStep, bool PRED = false>
+template <int PITCH = kMmaRowStep>
 __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
                                              const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,
                                              int c, float& acc0, float& acc8) {
@@ -125,10 +157,7 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
     int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
-      if constexpr (PRED)
-        mma_lds128_if(bx[t], frag + (grp * 4 + t) * 64, my_tile == t);
-      else if (my_tile == t)
-        bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
+      if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
       const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
       uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
       e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
