@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/bulk_copy.cuh"
@@ -51,7 +50,7 @@ TmaSmem tma_smem(int64_t k, int nw, int ns, int pitch) {
   return t;
 }
 
-template <int NW, int J, int NS, bool X1 = false>
+template <int NW, int J, int NS>
 __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, const TmaSmem sm) {
   constexpr int kPitch = tma_pitch(J);
   extern __shared__ __align__(128) uint8_t smem[];
@@ -91,8 +90,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
   pdl_wait();
   pdl_trigger();
 
-  if (!X1 || !mma_build_x_1pass<8, 4>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.k, nb, NW * 32))
-    mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
@@ -141,19 +139,14 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
 }
 
 std::atomic<int64_t> g_tma_launches{0};
-// Probe (H200 session 26): FT_MMA_X1=1 -- the instance that loads the activations in one pass.
-const bool g_tma_x1 = [] {
-  const char* e = std::getenv("FT_MMA_X1");
-  return e != nullptr && *e == '1';
-}();
 
 template <int NW, int J, int NS>
 bool launch_tma(const Params& p, cudaStream_t stream) {
   const TmaSmem sm = tma_smem(p.k, NW, NS, tma_pitch(J));
   if (sm.total > max_smem_optin()) return false;
-  auto kernel = g_tma_x1 ? nvfp4_tma_kernel<NW, J, NS, true> : nvfp4_tma_kernel<NW, J, NS>;
-  static std::atomic<uint64_t> cache[2] = {0, 0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[g_tma_x1 ? 1 : 0]) < 1) return false;
+  auto kernel = nvfp4_tma_kernel<NW, J, NS>;
+  static std::atomic<uint64_t> cache{0};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_tma_launches.fetch_add(1, std::memory_order_relaxed);
