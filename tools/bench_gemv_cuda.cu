@@ -332,19 +332,8 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
     x.upload(hx.data(), hx.size() * 4);
   }
   DeviceBuffer y(static_cast<size_t>(2 * n_slot * c.rows * 4));
-  // FT_XQ_REPS=R (probe, H200 session 26): R copies of the activations, each quantised in the dep
-  // mode (the quantisers' time subtracted), CTA b of the tensor-core GEMV reading copy b % R.
-  static const int xq_reps = [] {
-    const char* e = std::getenv("FT_XQ_REPS");
-    return e != nullptr && std::atoi(e) > 1 ? std::atoi(e) : 1;
-  }();
-  const int64_t xq_rep = (static_cast<int64_t>(act_q8_bytes(c.k, x_rows)) + 255) / 256 * 256;
-  DeviceBuffer xq(static_cast<size_t>(xq_rep * xq_reps));
-  auto quantise = [&](cudaStream_t s) {
-    for (int r = 0; r < xq_reps; ++r)
-      quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.as<uint8_t>() + r * xq_rep, s);
-  };
-  if (c.q8) quantise(nullptr);
+  DeviceBuffer xq(act_q8_bytes(c.k, x_rows));
+  if (c.q8) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), nullptr);
   DeviceBuffer slot_w(static_cast<size_t>(n_slot * 4));
   {
     std::vector<float> hw(static_cast<size_t>(n_slot), 0.125f);
@@ -389,8 +378,6 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
     a.y = y.as<float>();
     a.ldy = c.rows;
     a.xq = c.q8 ? xq.get() : nullptr;
-    a.xq_reps = xq_reps;
-    a.xq_rep_bytes = xq_rep;
     if (grouped) {
       const int64_t copy = (static_cast<int64_t>(i) * n_slot / c.n_expert) % copies;
       a.w = w.as<uint8_t>() + copy * matrix_bytes;
@@ -407,7 +394,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
       a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
       a.tiled = c.tiled;
     }
-    if (c.dep) quantise(s);
+    if (c.dep) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), s);
     if (c.sol) {  // the bytes this launch's GEMV reads: the matrix, or its n_slot experts'
       SolSpans sp{};
       const int n_sp = grouped ? static_cast<int>(n_slot) : 1;
@@ -445,7 +432,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   double t = time_graph(launches, body);
   double t_quant = 0;
   if (c.dep) {
-    t_quant = time_graph(launches, [&](int, cudaStream_t s) { quantise(s); });
+    t_quant = time_graph(launches, [&](int, cudaStream_t s) { quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), s); });
     t -= t_quant;
   }
   gemv_set_stages_override(-1);

@@ -272,8 +272,6 @@ Params checked_params(const GemvArgs& a) {
   p.y_early = a.accumulate && a.y_early && !g_y_early_off ? 1 : 0;
   p.rs_early = g_rs_early_off ? 0 : 1;
   p.tiled = a.tiled ? 1 : 0;
-  p.xq_reps = a.xq_reps > 1 ? a.xq_reps : 1;
-  p.xq_rep_bytes = a.xq_rep_bytes;
   if (a.tiled && (a.type != GgmlType::NVFP4 || grouped || !takes_q8(a) || a.w_pair != nullptr ||
                   !nvfp4_tile_ok(a.rows, a.k, a.row_bytes)))
     fail_message("cuda gemv: a tiled weight needs NVFP4, dense, the integer path (xq) and a tileable shape (rows " +

@@ -119,10 +119,6 @@ struct GemvArgs {
   // NVFP4, dense, integer path: w is in the tiled layout (cuda/nvfp4_tiled.h); the one-token
   // tensor-core GEMVs and the slab kernel take it, anything else throws.
   bool tiled = false;
-  // Probe (H200 session 26): xq_reps copies of xq, xq_rep_bytes apart; the one-token tensor-core
-  // GEMV's CTA b reads copy b % xq_reps (the activation row's L2 lines are read by every CTA).
-  int xq_reps = 1;
-  int64_t xq_rep_bytes = 0;
 };
 
 bool gemv_supported(GgmlType t);

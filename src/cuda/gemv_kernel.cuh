@@ -58,9 +58,6 @@ struct Params {
   int rs_early;
   // NVFP4 in the tiled layout (cuda/nvfp4_tiled.h): gemv_mma.cu, gemv_mma_tma.cu, the slab kernel.
   int tiled;
-  // GemvArgs::xq_reps: gemv_mma.cu's CTA b reads replica b % xq_reps, xq_rep_bytes apart.
-  int xq_reps;
-  int64_t xq_rep_bytes;
   // GemvArgs::route_logits (the lean slab kernel routes in its CTAs; route_n_used = the slots).
   const float* route_logits;
   int route_n_expert, route_n_used;
