@@ -45,6 +45,7 @@
 // by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -98,7 +99,7 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   if (lane == 0) p.glu_count[blk] = 0u;
 }
 
-template <int NW, int NS, bool TILED>
+template <int NW, int NS, bool TILED, bool X4 = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -148,6 +149,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // one pass there lost 4-6% alone and 4% end to end (call 4), with one batch of 4 fragments plus
   // the scales' round trip to save.
   if (NW < 8 || !mma_build_x_1pass<8, 2>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.k, nb, NW * 32))
+    if (!X4 || NW != 4 || !mma_build_x_1pass<4, 1>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.k, nb, NW * 32))
     mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
@@ -197,14 +199,23 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 }
 
 std::atomic<int64_t> g_mma_launches{0};
+// Probe (H200 session 26, call 7): FT_MMA_X4=1 -- tiled 4-warp launches load the activation row in
+// one pass sized to k 4096 (4 fragments and 1 scale a thread).
+const bool g_mma_x4 = [] {
+  const char* e = std::getenv("FT_MMA_X4");
+  return e != nullptr && *e == '1';
+}();
 
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
-  auto kernel = p.tiled ? nvfp4_mma_kernel<NW, NS, true> : nvfp4_mma_kernel<NW, NS, false>;
-  static std::atomic<uint64_t> cache[2] = {0, 0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[p.tiled ? 1 : 0]) < 1) return false;
+  const int which = !p.tiled ? 0 : g_mma_x4 ? 2 : 1;
+  auto kernel = which == 0   ? nvfp4_mma_kernel<NW, NS, false>
+                : which == 1 ? nvfp4_mma_kernel<NW, NS, true>
+                             : nvfp4_mma_kernel<NW, NS, true, true>;
+  static std::atomic<uint64_t> cache[3] = {0, 0, 0};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[which]) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
