@@ -45,7 +45,6 @@
 // by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -99,7 +98,7 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   if (lane == 0) p.glu_count[blk] = 0u;
 }
 
-template <int NW, int NS, bool TILED, bool X4 = false>
+template <int NW, int NS, bool TILED>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -143,13 +142,14 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   pdl_wait();
   pdl_trigger();
 
-  // 8 warps (Llama-8B's down projection, k 14336): the activation row in one pass, one L2 round trip
-  // after the wait instead of three (H200 session 26, call 5, alternating: tg128 482.7 vs 479.3 tok/s
-  // average of 4; 4096x14336 alone 13.2 vs 13.7 us). The 4-warp instances keep the batched build:
-  // one pass there lost 4-6% alone and 4% end to end (call 4), with one batch of 4 fragments plus
-  // the scales' round trip to save.
+  // The activation row in one pass (mma_build_x_1pass: one L2 round trip after the wait instead of
+  // two or three), sized to the instance: 8 warps hold k 14336's 7 fragments and 2 scales a thread
+  // (Llama-8B's down projection), 4 warps (tiled) k 4096's 4 and 1 (its qkv and gate|up). H200
+  // session 26, Llama-8B tg128 alternating: 8 warps 482.7 vs 479.3 tok/s (call 5), then the 4-warp
+  // tiled ones as well 493.8 vs 484.3 (call 7); sized 8 and 4 on the 4-warp ones it had lost 4%
+  // (call 4). Beyond those sizes, and on the row-major 4-warp instances (not measured), the batches.
   if (NW < 8 || !mma_build_x_1pass<8, 2>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.k, nb, NW * 32))
-    if (!X4 || NW != 4 || !mma_build_x_1pass<4, 1>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.k, nb, NW * 32))
+    if (!TILED || NW != 4 || !mma_build_x_1pass<4, 1>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.k, nb, NW * 32))
     mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
@@ -199,23 +199,14 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 }
 
 std::atomic<int64_t> g_mma_launches{0};
-// Probe (H200 session 26, call 7): FT_MMA_X4=1 -- tiled 4-warp launches load the activation row in
-// one pass sized to k 4096 (4 fragments and 1 scale a thread).
-const bool g_mma_x4 = [] {
-  const char* e = std::getenv("FT_MMA_X4");
-  return e != nullptr && *e == '1';
-}();
 
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
-  const int which = !p.tiled ? 0 : g_mma_x4 ? 2 : 1;
-  auto kernel = which == 0   ? nvfp4_mma_kernel<NW, NS, false>
-                : which == 1 ? nvfp4_mma_kernel<NW, NS, true>
-                             : nvfp4_mma_kernel<NW, NS, true, true>;
-  static std::atomic<uint64_t> cache[3] = {0, 0, 0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[which]) < 1) return false;
+  auto kernel = p.tiled ? nvfp4_mma_kernel<NW, NS, true> : nvfp4_mma_kernel<NW, NS, false>;
+  static std::atomic<uint64_t> cache[2] = {0, 0};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[p.tiled ? 1 : 0]) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
