@@ -148,9 +148,11 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // session 26, Llama-8B tg128 alternating: 8 warps 482.7 vs 479.3 tok/s (call 5), then the 4-warp
   // tiled ones as well 493.8 vs 484.3 (call 7); sized 8 and 4 on the 4-warp ones it had lost 4%
   // (call 4). Beyond those sizes, and on the row-major 4-warp instances (not measured), the batches.
-  if (NW < 8 || !mma_build_x_1pass<8, 2>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.k, nb, NW * 32))
-    if (!TILED || NW != 4 || !mma_build_x_1pass<4, 1>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.k, nb, NW * 32))
-    mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  uint8_t* frag_s = smem + sm.frag;
+  float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
+  const bool one_pass = (NW >= 8 && mma_build_x_1pass<8, 2>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)) ||
+                        (TILED && NW == 4 && mma_build_x_1pass<4, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32));
+  if (!one_pass) mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
