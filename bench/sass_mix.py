@@ -9,7 +9,10 @@ launch runs N items (e.g. 6144 for the Qwen3-30B-A3B gate|up pair at R 2). --bet
 SASS lines from the first holding A to the first after it holding B (session 22: ACQBULK,BAR.SYNC = the
 routing of the gate|up launch that routes, --per 768 its routing warps) and adds the region's stall
 samples by reason.
-  bench/sass_mix.py sass.csv [--kernel SUBSTRING] [--per N] [--top 16] [--between A,B]
+--loop OP (session 26) splits a kernel's stall samples (ncu's "Warp Stall Sampling (All Samples)" column) into the
+lines before the first holding OP, from it to the last holding OP, and after (IMMA: a tensor-core GEMV's prologue,
+step loop and epilogue).
+  bench/sass_mix.py sass.csv [--kernel SUBSTRING] [--per N] [--top 16] [--between A,B] [--loop OP]
   bench/sass_mix.py --self-test
 """
 import argparse
@@ -66,7 +69,19 @@ def stalls(head, data):
     return sums
 
 
-def report(text, kernel=None, per=0, top=16, out=sys.stdout, region=None):
+def loop_split(head, data, op):
+    src, col = head.index('Source'), 'Warp Stall Sampling (All Samples)'
+    if col not in head:
+        return None
+    k = head.index(col)
+    at = [i for i, r in enumerate(data) if op in r[src]]
+    if not at:
+        return None
+    n = [float(r[k] or 0) for r in data]
+    return sum(n[:at[0]]), sum(n[at[0]:at[-1] + 1]), sum(n[at[-1] + 1:])
+
+
+def report(text, kernel=None, per=0, top=16, out=sys.stdout, region=None, loop=None):
     for name, head, data in sections(text):
         if kernel and kernel not in name:
             continue
@@ -79,6 +94,11 @@ def report(text, kernel=None, per=0, top=16, out=sys.stdout, region=None):
             line += f'; a work item {total / per:,.0f}'
         print(line, file=out)
         print('   ' + ', '.join(f'{op} {n:,}' for op, n in ops.most_common(top)), file=out)
+        parts = loop_split(head, data, loop) if loop else None
+        if parts and sum(parts):
+            tot = sum(parts)
+            print('   stall samples before / from first to last %s / after: ' % loop +
+                  ' / '.join(f'{v:g} ({100 * v / tot:.0f}%)' for v in parts), file=out)
         st = stalls(head, data)
         if region and st:
             print('   stall samples ' + ', '.join(f'{k} {v:g}' for k, v in st.most_common(6) if v), file=out)
@@ -101,6 +121,14 @@ def self_test():
     report(text2, per=4, out=buf, region=('ACQBULK', 'BAR.SYNC'))
     got = buf.getvalue()
     assert 'warp instructions 12;' in got and 'a work item 3' in got and 'stall samples wait 5' in got, got
+    hdr3 = '"Address","Source","Instructions Executed","Warp Stall Sampling (All Samples)"\n'
+    text3 = ('"Kernel Name","void k<3>(int)",\n' + hdr3 + '"0x0","LDG R1, [R2]","4","6"\n' +
+             '"0x10","IMMA.16816.S8.S8 R0, R2, R4, R0","8","1"\n' + '"0x20","PRMT R1, R2, R3, R4","8","2"\n' +
+             '"0x30","IMMA.16816.S8.S8 R0, R2, R4, R0","8","1"\n' + '"0x40","EXIT","4","0"\n')
+    buf = io.StringIO()
+    report(text3, out=buf, loop='IMMA')
+    got = buf.getvalue()
+    assert 'first to last IMMA / after: 6 (60%) / 4 (40%) / 0 (0%)' in got, got
     print('sass_mix self-test: ok')
 
 
@@ -111,9 +139,11 @@ if __name__ == '__main__':
     ap.add_argument('--per', type=int, default=0)
     ap.add_argument('--top', type=int, default=16)
     ap.add_argument('--between')
+    ap.add_argument('--loop')
     ap.add_argument('--self-test', action='store_true')
     a = ap.parse_args()
     if a.self_test or not a.csv:
         self_test()
     else:
-        report(open(a.csv).read(), a.kernel, a.per, a.top, region=tuple(a.between.split(',', 1)) if a.between else None)
+        report(open(a.csv).read(), a.kernel, a.per, a.top, region=tuple(a.between.split(',', 1)) if a.between else None,
+               loop=a.loop)
