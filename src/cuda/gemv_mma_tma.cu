@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/bulk_copy.cuh"
@@ -50,7 +51,7 @@ TmaSmem tma_smem(int64_t k, int nw, int ns, int pitch) {
   return t;
 }
 
-template <int NW, int J, int NS>
+template <int NW, int J, int NS, bool X1 = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, const TmaSmem sm) {
   constexpr int kPitch = tma_pitch(J);
   extern __shared__ __align__(128) uint8_t smem[];
@@ -90,7 +91,12 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
   pdl_wait();
   pdl_trigger();
 
-  mma_build_x(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  // X1 (probe, H200 session 27): the row in one pass where a thread holds at most 2 fragments and
+  // 1 scale (k <= 2048 at 4 warps: Qwen3-30B-A3B's qkv), as gemv_mma.cu's tiled instances.
+  uint8_t* frag_s = smem + sm.frag;
+  float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
+  if (!(X1 && mma_build_x_1pass<2, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)))
+    mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
@@ -140,17 +146,34 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_tma_launches{0};
 
-template <int NW, int J, int NS>
-bool launch_tma(const Params& p, cudaStream_t stream) {
+// FT_TMA_X1=0 / 1 (probe, H200 session 27): the one-pass activation row (X1) on 4 warps.
+bool tma_x1_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("FT_TMA_X1");
+    return e != nullptr && e[0] == '1';
+  }();
+  return on;
+}
+
+template <int NW, int J, int NS, bool X1 = false>
+bool launch_tma_k(const Params& p, cudaStream_t stream) {
   const TmaSmem sm = tma_smem(p.k, NW, NS, tma_pitch(J));
   if (sm.total > max_smem_optin()) return false;
-  auto kernel = nvfp4_tma_kernel<NW, J, NS>;
+  auto kernel = nvfp4_tma_kernel<NW, J, NS, X1>;
   static std::atomic<uint64_t> cache{0};
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_tma_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+template <int NW, int J, int NS>
+bool launch_tma(const Params& p, cudaStream_t stream) {
+  if constexpr (NW == 4) {
+    if (tma_x1_on()) return launch_tma_k<NW, J, NS, true>(p, stream);
+  }
+  return launch_tma_k<NW, J, NS>(p, stream);
 }
 
 }  // namespace

@@ -81,13 +81,15 @@ __device__ __forceinline__ void stage_x(uint8_t* xs, const Params& p, int xs_row
 // c: the block's column (32-bit: cheaper activation addressing than 64-bit).
 // tab: e2m1_table(), made once per kernel. The UE4M3 NaN codes are tested once per block
 // over all R rows (one branch, almost never taken) rather than per row.
-// block_dot_words: the same sums with the block's 9 words supplied by word(r, i) (word 0 the
-// scales, words 1 + 2s and 2 + 2s sub-block s's codes): block_dot reads them from the stage, the
-// lean kernels (gemv_nvfp4_lean.cu) the same way; one body, so one arithmetic.
-template <int NT, int R, bool XS, bool PN, class Word>
-__device__ __forceinline__ void block_dot_words(float (&acc)[R][NT], const Word& word, const uint8_t* x0,
-                                                int64_t xq_row, int64_t k, int c, int n_tok,
-                                                const q8_detail::E2m1Table& tab) {
+// block_dot_wx: the same sums with the block's 9 words supplied by word(r, i) (word 0 the
+// scales, words 1 + 2s and 2 + 2s sub-block s's codes) and token t's activations by xd(t) (the
+// 16-byte {d, sums} x 2 of blocks 2c, 2c + 1) and xc(t, s) (sub-block s's 16 code bytes):
+// block_dot_words reads the activations from global or shared memory, block_dot the words from a
+// stage, the lean kernels (gemv_nvfp4_lean.cu) may hold the activations in registers; one body,
+// so one arithmetic.
+template <int NT, int R, bool PN, class Word, class XD, class XC>
+__device__ __forceinline__ void block_dot_wx(float (&acc)[R][NT], const Word& word, const XD& xd, const XC& xc,
+                                             int n_tok, const q8_detail::E2m1Table& tab) {
   using namespace q8_detail;
   float sw[R][4];
   uint32_t sword[R], nan = 0;
@@ -108,8 +110,7 @@ __device__ __forceinline__ void block_dot_words(float (&acc)[R][NT], const Word&
   for (int t = 0; t < NT; ++t) {
     dx[t][0] = dx[t][1] = 0.0f;
     if (NT == 1 || t < n_tok) {  // one token: no branch (n_tok is 1)
-      const uint4* dp = reinterpret_cast<const uint4*>(x0 + t * xq_row + k) + c;
-      const uint4 d = XS ? *dp : __ldg(dp);
+      const uint4 d = xd(t);
       dx[t][0] = __uint_as_float(d.x) * 0.5f;
       dx[t][1] = __uint_as_float(d.z) * 0.5f;
     }
@@ -133,8 +134,7 @@ __device__ __forceinline__ void block_dot_words(float (&acc)[R][NT], const Word&
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       if (NT > 1 && t >= n_tok) break;
-      const uint4 v = XS ? *reinterpret_cast<const uint4*>(x0 + t * xq_row + 16 * xs_chunk(c, s))
-                         : __ldg(reinterpret_cast<const uint4*>(x0 + t * xq_row + 64 * c + 16 * s));
+      const uint4 v = xc(t, s);
       const uint32_t a0 = x_pair_0(v.x, v.z), a1 = x_pair_1(v.x, v.z);
       const uint32_t a2 = x_pair_0(v.y, v.w), a3 = x_pair_1(v.y, v.w);
 #pragma unroll
@@ -154,6 +154,25 @@ __device__ __forceinline__ void block_dot_words(float (&acc)[R][NT], const Word&
       }
     }
   }
+}
+
+// block_dot_wx with token t's activations at x0 + t * xq_row: act_q8 layout in global memory, or
+// the swizzled shared copy when XS.
+template <int NT, int R, bool XS, bool PN, class Word>
+__device__ __forceinline__ void block_dot_words(float (&acc)[R][NT], const Word& word, const uint8_t* x0,
+                                                int64_t xq_row, int64_t k, int c, int n_tok,
+                                                const q8_detail::E2m1Table& tab) {
+  block_dot_wx<NT, R, PN>(
+      acc, word,
+      [&](int t) {
+        const uint4* dp = reinterpret_cast<const uint4*>(x0 + t * xq_row + k) + c;
+        return XS ? *dp : __ldg(dp);
+      },
+      [&](int t, int s) {
+        return XS ? *reinterpret_cast<const uint4*>(x0 + t * xq_row + 16 * xs_chunk(c, s))
+                  : __ldg(reinterpret_cast<const uint4*>(x0 + t * xq_row + 64 * c + 16 * s));
+      },
+      n_tok, tab);
 }
 
 template <int NT, int R, bool XS, bool PN = true>

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -61,10 +62,14 @@ __device__ __forceinline__ E2m1Table table_from_memory() { return {g_e2m1_tab[0]
 // starts with that routing (route_smem_bytes).
 __host__ __device__ constexpr int route_smem_bytes(int n_expert) { return (8 * n_expert + 256 + 15) & ~15; }
 
-template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false>
+// XR (ROUTE, one slab: nb <= 32): lane l's activation block (its 64 codes and scales, 5 vectors:
+// one token, so every slot's row 0) is loaded into registers right after the PDL wait, while warp
+// 0 routes and the first weights stream in, rather than after each step's weights landed.
+template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
   static_assert(!ROUTE || GROUPED, "a routing needs the grouped mode");
+  static_assert(!XR || ROUTE, "activations in registers only with a routing (one token)");
   constexpr int kNv = kSlabBytes / 16;      // vectors a row of a full slab
   constexpr int kV = (R * kNv + 31) / 32;  // vectors a lane
   constexpr int kStage = R * kSlabBytes;
@@ -153,6 +158,14 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   }
   pdl_wait();
   pdl_trigger();
+  uint4 xr[5];
+  if constexpr (XR) {
+    if (lane < nb) {
+      xr[4] = __ldg(reinterpret_cast<const uint4*>(p.xq + p.k) + lane);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) xr[s] = __ldg(reinterpret_cast<const uint4*>(p.xq + 64 * lane + 16 * s));
+    }
+  }
   if constexpr (ROUTE) {  // every thread of the CTA: a barrier
     float* sw = reinterpret_cast<float*>(sids + 32);
     if (warp == 0)
@@ -192,8 +205,16 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
                                 : 0);
     }
     const int c = csl * kSlabBlocks + lane;
-    if (c < nb)
+    if constexpr (XR) {
+      if (c < nb) {
+        const uint8_t* sb = st + kBlockBytes * lane;
+        block_dot_wx<1, R, true>(
+            acc, [&](int r, int i) { return lds32(sb + r * kSlabBytes + 4 * i); }, [&](int) { return xr[4]; },
+            [&](int, int s) { return xr[s]; }, 1, tab);
+      }
+    } else if (c < nb) {
       block_dot<1, R, XS, true>(acc, st + kBlockBytes * lane, kSlabBytes, x0, XS ? xs_row : p.xq_row, p.k, c, 1, tab);
+    }
     if (++csl == n_slabs) {
       csl = 0;
 #pragma unroll
@@ -350,11 +371,11 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
 
-template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false>
+template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR>;
   static std::atomic<uint64_t> cache{0};
   const size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
                       (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
@@ -380,16 +401,25 @@ bool packed_expert(Params p, int64_t n_out, cudaStream_t s) {
 }
 
 // The grouped lean slab instance of the plan's rows and blocks an SM; false for any other.
-template <bool ROUTE>
+template <bool ROUTE, bool XR = false>
 bool slab_grouped(const Params& p, int64_t n_out, int nb, const GemvNvfp4Plan& pl, cudaStream_t stream) {
   switch (pl.rows * 10 + pl.minb) {
-    case 14: return slab_lean<1, 4, true, false, ROUTE>(p, n_out, nb, 0, stream);
-    case 16: return slab_lean<1, 6, true, false, ROUTE>(p, n_out, nb, 0, stream);
-    case 24: return slab_lean<2, 4, true, false, ROUTE>(p, n_out, nb, 0, stream);
-    case 26: return slab_lean<2, 6, true, false, ROUTE>(p, n_out, nb, 0, stream);
-    case 44: return slab_lean<4, 4, true, false, ROUTE>(p, n_out, nb, 0, stream);
+    case 14: return slab_lean<1, 4, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
+    case 16: return slab_lean<1, 6, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
+    case 24: return slab_lean<2, 4, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
+    case 26: return slab_lean<2, 6, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
+    case 44: return slab_lean<4, 4, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
     default: return false;
   }
+}
+
+// FT_LEAN_XR=0 / 1 (probe, H200 session 27): the routed launch's activations in registers (XR).
+bool lean_xr_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("FT_LEAN_XR");
+    return e != nullptr && e[0] == '1';
+  }();
+  return on;
 }
 
 }  // namespace
@@ -402,8 +432,12 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
     return false;
   if (p.route_logits != nullptr) {  // one token's routing in the launch (gemv_nvfp4 checked the rest)
     if (pl.kernel != 1 || p.slot_w != nullptr || p.route_n_used * (p.w2 != nullptr ? 2 : 1) != n_out ||
-        !route_warp::warp_route_fits(p.route_n_expert, p.route_n_used) ||
-        !slab_grouped<true>(p, n_out, static_cast<int>(nb), pl, stream))
+        !route_warp::warp_route_fits(p.route_n_expert, p.route_n_used))
+      return false;
+    // One token: every slot reads activation row 0 (x_div = n_used).
+    const bool xr = lean_xr_on() && nb <= kSlabBlocks && p.x_div >= p.route_n_used;
+    if (!(xr ? slab_grouped<true, true>(p, n_out, static_cast<int>(nb), pl, stream)
+             : slab_grouped<true>(p, n_out, static_cast<int>(nb), pl, stream)))
       return false;
     g_route_launches.fetch_add(1, std::memory_order_relaxed);
     return true;
