@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/bulk_copy.cuh"
@@ -91,8 +90,10 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
   pdl_wait();
   pdl_trigger();
 
-  // X1 (probe, H200 session 27): the row in one pass where a thread holds at most 2 fragments and
-  // 1 scale (k <= 2048 at 4 warps: Qwen3-30B-A3B's qkv), as gemv_mma.cu's tiled instances.
+  // X1 (the 4-warp instances): the row in one pass where a thread holds at most 2 fragments and 1
+  // scale (k <= 2048: Qwen3-30B-A3B's qkv), as gemv_mma.cu's tiled instances -- one L2 round trip
+  // after the wait instead of two. H200 session 27 call 1, Qwen3-30B-A3B tg128 alternating: 495.33 /
+  // 497.04 against 491.58 / 492.49 tok/s (+0.8%), the same 64 greedy tokens.
   uint8_t* frag_s = smem + sm.frag;
   float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
   if (!(X1 && mma_build_x_1pass<2, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)))
@@ -146,17 +147,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_tma_launches{0};
 
-// FT_TMA_X1=0 / 1 (probe, H200 session 27): the one-pass activation row (X1) on 4 warps.
-bool tma_x1_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("FT_TMA_X1");
-    return e != nullptr && e[0] == '1';
-  }();
-  return on;
-}
-
-template <int NW, int J, int NS, bool X1 = false>
-bool launch_tma_k(const Params& p, cudaStream_t stream) {
+template <int NW, int J, int NS, bool X1 = NW == 4>
+bool launch_tma(const Params& p, cudaStream_t stream) {
   const TmaSmem sm = tma_smem(p.k, NW, NS, tma_pitch(J));
   if (sm.total > max_smem_optin()) return false;
   auto kernel = nvfp4_tma_kernel<NW, J, NS, X1>;
@@ -166,14 +158,6 @@ bool launch_tma_k(const Params& p, cudaStream_t stream) {
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_tma_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
-}
-
-template <int NW, int J, int NS>
-bool launch_tma(const Params& p, cudaStream_t stream) {
-  if constexpr (NW == 4) {
-    if (tma_x1_on()) return launch_tma_k<NW, J, NS, true>(p, stream);
-  }
-  return launch_tma_k<NW, J, NS>(p, stream);
 }
 
 }  // namespace

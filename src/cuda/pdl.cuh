@@ -96,7 +96,6 @@ __device__ __forceinline__ void pdl_trigger() {
 // Whether launches use the attribute: device 0 is sm_90 or newer and FT_CUDA_PDL is not 0
 // (the switch exists to measure the gain and to rule PDL out when chasing a race).
 bool pdl_enabled();
-void pdl_carveout(const void* kernel);  // pdl.cpp
 
 template <class... Params, class... Args>
 void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
@@ -110,7 +109,6 @@ void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, c
   cfg.stream = s;
   cfg.attrs = attr;
   cfg.numAttrs = pdl_enabled() ? 1 : 0;
-  pdl_carveout(reinterpret_cast<const void*>(kernel));
   FT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 

@@ -184,11 +184,12 @@ TEST(CudaGemvLean, ExpertDownCombineEqualsPackedKernelBitwise) {
 // GemvArgs::route_logits: the expert gate|up pair routing one token's logits in its own launch
 // writes the ids, weights and outputs that moe_route followed by the plain pair writes, bit for
 // bit; with n_expert past the warp route (300) and off the lean kernel, the call routes by
-// moe_route itself. Ties in the top k (the warp route's sort fallback) included.
-void check_route(int64_t n_expert, int n_used, bool ties, bool lean, std::mt19937& rng) {
+// moe_route itself. Ties in the top k (the warp route's sort fallback) included. k 2048 (one slab)
+// takes the instances holding the activations in registers, k 4096 the ones reading them per step.
+void check_route(int64_t n_expert, int n_used, bool ties, bool lean, std::mt19937& rng, int64_t k = 2048) {
   SCOPED_TRACE("experts " + std::to_string(n_expert) + " used " + std::to_string(n_used) + (ties ? " ties" : "") +
-               (lean ? "" : " lean off"));
-  const int64_t k = 2048, rows = 768, rb = row_bytes(GgmlType::NVFP4, k), eb = rb * rows;
+               (lean ? "" : " lean off") + " k " + std::to_string(k));
+  const int64_t rows = 768, rb = row_bytes(GgmlType::NVFP4, k), eb = rb * rows;
   const DeviceBuffer dw = to_device(quant::testing::random_rows(GgmlType::NVFP4, 2 * rows * n_expert, k, rng));
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(k)), logits(static_cast<size_t>(n_expert)),
@@ -266,6 +267,8 @@ TEST(CudaGemvLean, RoutingInTheLaunchEqualsMoeRouteFirst) {
   check_route(300, 8, false, true, rng);  // past the warp route: moe_route inside the call
   if (::testing::Test::HasFatalFailure()) return;
   check_route(128, 8, false, false, rng);  // the slab kernel: moe_route inside the call
+  if (::testing::Test::HasFatalFailure()) return;
+  check_route(128, 8, false, true, rng, 4096);  // two slabs: activations read per step
 }
 
 // Dense: one token, row-major, the slab plan (forced where the plan has the mma kernel).
