@@ -45,6 +45,7 @@
 // by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -98,7 +99,9 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   if (lane == 0) p.glu_count[blk] = 0u;
 }
 
-template <int NW, int NS, bool TILED>
+// YE (probe, H200 session 27; accumulating launches with GemvArgs::y_early -- the down projection
+// into the residual): the tile's old y read before the PDL wait, not after the sums.
+template <int NW, int NS, bool TILED, bool YE = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -139,6 +142,10 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 #pragma unroll
   for (int i = 0; i < NS - 1; ++i) issue(i);
   const float rs = mma_row_scale_early(p, row0);  // a weight: before the wait
+  float y_old = 0.0f;
+  if constexpr (YE) {
+    if (threadIdx.x < kRows && row0 + static_cast<int64_t>(threadIdx.x) < p.rows) y_old = p.y[row0 + threadIdx.x];
+  }
   pdl_wait();
   pdl_trigger();
 
@@ -194,7 +201,10 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
       float v = red[r];
       for (int w = 1; w < NW; ++w) v += red[w * kRows + r];
       const float s = mma_row_scale(p, rs, row);
-      store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
+      if constexpr (YE)
+        store_acc(p.y + row, y_old, round_to(p.round, __fmul_rn(v, s)));
+      else
+        store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
   }
   if (p.glu_count != nullptr) mma_glu_tail(p, row0);
@@ -202,13 +212,25 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_mma_launches{0};
 
+// FT_MMA_YE=1 (probe, H200 session 27 call 2): tiled accumulating launches with y_early take YE.
+bool mma_ye_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("FT_MMA_YE");
+    return e != nullptr && e[0] == '1';
+  }();
+  return on;
+}
+
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
-  auto kernel = p.tiled ? nvfp4_mma_kernel<NW, NS, true> : nvfp4_mma_kernel<NW, NS, false>;
-  static std::atomic<uint64_t> cache[2] = {0, 0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[p.tiled ? 1 : 0]) < 1) return false;
+  const bool ye = p.tiled && p.accumulate && p.y_early && mma_ye_on();
+  auto kernel = ye ? nvfp4_mma_kernel<NW, NS, true, true>
+                   : p.tiled ? nvfp4_mma_kernel<NW, NS, true> : nvfp4_mma_kernel<NW, NS, false>;
+  static std::atomic<uint64_t> cache[3] = {0, 0, 0};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ye ? 2 : p.tiled ? 1 : 0]) < 1)
+    return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);

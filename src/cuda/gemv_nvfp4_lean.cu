@@ -24,6 +24,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -66,11 +67,21 @@ __host__ __device__ constexpr int route_smem_bytes(int n_expert) { return (8 * n
 // 0 routes and the first weights stream in, rather than after each step's weights landed (one L2
 // round trip off the launch's critical path). H200 session 27 call 1, Qwen3-30B-A3B tg128
 // alternating: 500.22 / 501.74 against 491.58 / 492.49 tok/s (+1.8%), the same 64 greedy tokens.
-template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false>
+template <bool SS>
+struct SlotScale {};
+template <>
+struct SlotScale<true> {
+  float ss;
+};
+
+// SS (probe, with XR): the item's slot scale (its expert's bank entry) loaded when the item is
+// located -- before its weights' copies -- rather than after they landed.
+template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
   static_assert(!ROUTE || GROUPED, "a routing needs the grouped mode");
   static_assert(!XR || ROUTE, "activations in registers only with a routing (one token)");
+  static_assert(!SS || XR, "the early slot scale only with XR");
   constexpr int kNv = kSlabBytes / 16;      // vectors a row of a full slab
   constexpr int kV = (R * kNv + 31) / 32;  // vectors a lane
   constexpr int kStage = R * kSlabBytes;
@@ -95,7 +106,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     off[v] = i >= R * kNv ? INT_MAX : q * rb32 + 16 * o;
   }
 
-  struct Item {
+  struct Item : SlotScale<SS> {  // SS: + ss, the slot scale
     const uint8_t* base;  // row row0 (of the slot's expert)
     int out, row0, nr, half;
   };
@@ -108,6 +119,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     m.nr = min(R, rows - m.row0);
     m.base = (m.half ? p.w2 : p.w) + static_cast<int64_t>(m.row0) * p.row_bytes;
     if constexpr (GROUPED) m.base += static_cast<int64_t>(ROUTE ? sids[m.out] : p.ids[m.out]) * p.expert_bytes;
+    if constexpr (SS)
+      m.ss = p.bank != nullptr ? p.scale * p.bank[static_cast<int64_t>(sids[m.out]) * 4 + p.bank_col + m.half] : p.scale;
     return m;
   };
   // Slab sl of item m into stage st: full slabs as kNv vectors a row, rows contiguous; the last,
@@ -191,9 +204,13 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     __syncwarp();
     if (csl == 0) {
       // The item's epilogue scales (row_scale x slot scale), as the slab kernel forms them.
-      const float ss = !ROUTE                ? slot_scale(p, m.out, m.half)
-                       : p.bank != nullptr ? p.scale * p.bank[static_cast<int64_t>(sids[m.out]) * 4 + p.bank_col + m.half]
-                                           : p.scale;
+      float ss;
+      if constexpr (SS)
+        ss = m.ss;
+      else
+        ss = !ROUTE              ? slot_scale(p, m.out, m.half)
+             : p.bank != nullptr ? p.scale * p.bank[static_cast<int64_t>(sids[m.out]) * 4 + p.bank_col + m.half]
+                                 : p.scale;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const int row = m.row0 + r;
@@ -372,11 +389,11 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
 
-template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false>
+template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS>;
   static std::atomic<uint64_t> cache{0};
   const size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
                       (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
@@ -402,16 +419,25 @@ bool packed_expert(Params p, int64_t n_out, cudaStream_t s) {
 }
 
 // The grouped lean slab instance of the plan's rows and blocks an SM; false for any other.
-template <bool ROUTE, bool XR = false>
+template <bool ROUTE, bool XR = false, bool SS = false>
 bool slab_grouped(const Params& p, int64_t n_out, int nb, const GemvNvfp4Plan& pl, cudaStream_t stream) {
   switch (pl.rows * 10 + pl.minb) {
-    case 14: return slab_lean<1, 4, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
-    case 16: return slab_lean<1, 6, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
-    case 24: return slab_lean<2, 4, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
-    case 26: return slab_lean<2, 6, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
-    case 44: return slab_lean<4, 4, true, false, ROUTE, XR>(p, n_out, nb, 0, stream);
+    case 14: return slab_lean<1, 4, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
+    case 16: return slab_lean<1, 6, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
+    case 24: return slab_lean<2, 4, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
+    case 26: return slab_lean<2, 6, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
+    case 44: return slab_lean<4, 4, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
     default: return false;
   }
+}
+
+// FT_LEAN_SS=1 (probe, H200 session 27 call 2): the routed XR launch with SS.
+bool lean_ss_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("FT_LEAN_SS");
+    return e != nullptr && e[0] == '1';
+  }();
+  return on;
 }
 
 }  // namespace
@@ -429,7 +455,8 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
     // One token: every slot reads activation row 0 (x_div = n_used); in registers where one slab
     // covers the row (XR).
     const bool xr = nb <= kSlabBlocks && p.x_div >= p.route_n_used;
-    if (!(xr ? slab_grouped<true, true>(p, n_out, static_cast<int>(nb), pl, stream)
+    if (!(xr ? (lean_ss_on() ? slab_grouped<true, true, true>(p, n_out, static_cast<int>(nb), pl, stream)
+                             : slab_grouped<true, true>(p, n_out, static_cast<int>(nb), pl, stream))
              : slab_grouped<true>(p, n_out, static_cast<int>(nb), pl, stream)))
       return false;
     g_route_launches.fetch_add(1, std::memory_order_relaxed);

@@ -108,6 +108,7 @@ std::vector<float> run_gemv(const Matrix& m, bool tiled, const DeviceBuffer& dxq
   g.scale = use_rs ? 0.75f : 1.0f;
   g.round = round;
   g.accumulate = acc;
+  g.y_early = acc;  // y comes from a synchronous copy: safe to read before the PDL wait
   g.tiled = tiled;
   gemv(g);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
