@@ -78,6 +78,9 @@ struct DecodeParams {
   int n_rot;
   bool neox;
   void *k_store, *v_store;
+  // Probe (H200 session 27, FT_ATTN_PRE_L1=1): with the rope inside and staged keys, the q / k norm
+  // weights and the position's rope row are prefetched into L1 before the PDL wait.
+  bool pre_l1;
 };
 
 // Rows of D floats of s_acc the fused rope stages in before the key loop: the block's R q
@@ -335,6 +338,15 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
       cp_async16(sv + key * D + o, v0 + key * p.kv_stride + o);
     }
     cp_async_commit();
+    if constexpr (kFusedRopeFits<D, R>) {
+      if (p.pre_l1 && p.rq != nullptr && tid < 96) {
+        // Thread t: 128-byte line t % 32 of the q norm weights, the k norm weights, the rope row.
+        const int line = tid & 31, which = tid >> 5;
+        const float* base = which == 0 ? p.q_norm_w : which == 1 ? p.k_norm_w : p.rope_cs + pos * p.n_rot;
+        const int64_t n = which == 2 ? p.n_rot : D;
+        if (base != nullptr && 32 * line < n) asm volatile("prefetch.global.L1 [%0];" ::"l"(base + 32 * line));
+      }
+    }
     pdl_wait();
     pdl_trigger();
   }

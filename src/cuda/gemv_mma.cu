@@ -45,7 +45,6 @@
 // by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -99,8 +98,10 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   if (lane == 0) p.glu_count[blk] = 0u;
 }
 
-// YE (probe, H200 session 27; accumulating launches with GemvArgs::y_early -- the down projection
-// into the residual): the tile's old y read before the PDL wait, not after the sums.
+// YE (tiled accumulating launches with GemvArgs::y_early -- the down projection into the
+// residual): the tile's old y read before the PDL wait, not after the sums. H200 session 27 call 2,
+// Llama-8B tg128 alternating: 496.33 / 495.48 / 496.35 / 493.96 against 494.27 / 493.15 / 489.99 /
+// 493.62 tok/s (+0.5%), the same 64 tokens.
 template <int NW, int NS, bool TILED, bool YE = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
@@ -212,20 +213,11 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_mma_launches{0};
 
-// FT_MMA_YE=1 (probe, H200 session 27 call 2): tiled accumulating launches with y_early take YE.
-bool mma_ye_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("FT_MMA_YE");
-    return e != nullptr && e[0] == '1';
-  }();
-  return on;
-}
-
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
-  const bool ye = p.tiled && p.accumulate && p.y_early && mma_ye_on();
+  const bool ye = p.tiled && p.accumulate && p.y_early;
   auto kernel = ye ? nvfp4_mma_kernel<NW, NS, true, true>
                    : p.tiled ? nvfp4_mma_kernel<NW, NS, true> : nvfp4_mma_kernel<NW, NS, false>;
   static std::atomic<uint64_t> cache[3] = {0, 0, 0};

@@ -24,7 +24,6 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -74,8 +73,10 @@ struct SlotScale<true> {
   float ss;
 };
 
-// SS (probe, with XR): the item's slot scale (its expert's bank entry) loaded when the item is
-// located -- before its weights' copies -- rather than after they landed.
+// SS (with XR): the item's slot scale (its expert's bank entry) loaded when the item is located --
+// before its weights' copies -- rather than after they landed: one more round trip off the critical
+// path. H200 session 27 call 2, Qwen3-30B-A3B tg128 alternating (both with XR): 513.37 / 511.99 /
+// 509.90 / 513.45 against 498.61 / 497.14 / 501.06 / 500.64 tok/s (+2.5%), the same 64 tokens.
 template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
@@ -431,15 +432,6 @@ bool slab_grouped(const Params& p, int64_t n_out, int nb, const GemvNvfp4Plan& p
   }
 }
 
-// FT_LEAN_SS=1 (probe, H200 session 27 call 2): the routed XR launch with SS.
-bool lean_ss_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("FT_LEAN_SS");
-    return e != nullptr && e[0] == '1';
-  }();
-  return on;
-}
-
 }  // namespace
 
 bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, const GemvNvfp4Plan& pl,
@@ -455,8 +447,7 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
     // One token: every slot reads activation row 0 (x_div = n_used); in registers where one slab
     // covers the row (XR).
     const bool xr = nb <= kSlabBlocks && p.x_div >= p.route_n_used;
-    if (!(xr ? (lean_ss_on() ? slab_grouped<true, true, true>(p, n_out, static_cast<int>(nb), pl, stream)
-                             : slab_grouped<true, true>(p, n_out, static_cast<int>(nb), pl, stream))
+    if (!(xr ? slab_grouped<true, true, true>(p, n_out, static_cast<int>(nb), pl, stream)
              : slab_grouped<true>(p, n_out, static_cast<int>(nb), pl, stream)))
       return false;
     g_route_launches.fetch_add(1, std::memory_order_relaxed);
