@@ -54,7 +54,11 @@ const int64_t g_min_chunk = ceil_div(env_count("FT_ATTN_MIN_CHUNK", kDecodeMinCh
 // sets N, 0 none.
 const int64_t g_stage_keys = env_count("FT_ATTN_STAGE_KEYS", kDecodeStageKeys);
 std::atomic<int64_t> g_stage_override{-1};  // attention_set_decode_stage
-const bool g_pre_l1 = env_count("FT_ATTN_PRE_L1", 0) == 1;  // DecodeParams::pre_l1 (probe)
+// DecodeParams::pre_l1: FT_ATTN_PRE_L1=0|1|2 sets it for every launch; unset, 1 with q / k norms, else 0.
+const int g_pre_l1 = [] {
+  const char* e = std::getenv("FT_ATTN_PRE_L1");
+  return e == nullptr || *e == '\0' ? -1 : static_cast<int>(env_count("FT_ATTN_PRE_L1", 0) % 3);
+}();
 // The dedicated kernel's most query rows a block (attn_decode_tuning.cuh kDecodeMaxRows,
 // kDecodeMaxRowsOneToken); FT_ATTN_DECODE_ROWS=1|2|4|8 sets it for any token count (measurements).
 const int g_rows_env = [] {
@@ -319,7 +323,7 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
     p.neox = a.neox;
     p.k_store = const_cast<void*>(a.k_cache);  // the layer's cache, writable memory
     p.v_store = const_cast<void*>(a.v_cache);
-    p.pre_l1 = g_pre_l1;
+    p.pre_l1 = g_pre_l1 >= 0 ? g_pre_l1 : a.q_norm_w != nullptr ? 1 : 0;
   }
   dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, g_decode_scatter, g_decode_pipe, p,
                   dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(splits),

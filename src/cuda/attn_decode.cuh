@@ -78,9 +78,13 @@ struct DecodeParams {
   int n_rot;
   bool neox;
   void *k_store, *v_store;
-  // Probe (H200 session 27, FT_ATTN_PRE_L1=1): with the rope inside and staged keys, the q / k norm
-  // weights and the position's rope row are prefetched into L1 before the PDL wait.
-  bool pre_l1;
+  // With the rope inside and staged keys, the q / k norm weights (1: and the position's rope row)
+  // are prefetched into L1 before the PDL wait, so the norm's weight reads after the head's sum of
+  // squares hit L1 instead of making a second L2 round trip. 0: none. The host sets 1 where the
+  // model has q / k norms (attention_decode.cu). H200 session 27, Qwen3-30B-A3B tg128 alternating:
+  // call 5 517.3 (1) / 515.7 (2) against 510.6 tok/s (4 rounds), the final call's +0.6% (3 rounds);
+  // Llama-8B (no norms: 1 prefetches the rope row alone) -0.5% there, so it stays 0.
+  int pre_l1;
 };
 
 // Rows of D floats of s_acc the fused rope stages in before the key loop: the block's R q
@@ -339,7 +343,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
     }
     cp_async_commit();
     if constexpr (kFusedRopeFits<D, R>) {
-      if (p.pre_l1 && p.rq != nullptr && tid < 96) {
+      if (p.pre_l1 != 0 && p.rq != nullptr && tid < (p.pre_l1 == 1 ? 96 : 64)) {
         // Thread t: 128-byte line t % 32 of the q norm weights, the k norm weights, the rope row.
         const int line = tid & 31, which = tid >> 5;
         const float* base = which == 0 ? p.q_norm_w : which == 1 ? p.k_norm_w : p.rope_cs + pos * p.n_rot;
