@@ -112,9 +112,10 @@ struct GemvArgs {
   float* glu_h = nullptr;
   unsigned* glu_count = nullptr;
   // Accumulate: y was written at least two launches before this one (the residual stream under
-  // the wo / down projection), so the NVFP4 slab kernel (one token, dense) and the packed
-  // combine read it, for their first rows, before their PDL wait: the add's L2 round trip leaves
-  // the launch's tail. Off: y may come from the launch right before.
+  // the wo / down projection), so the NVFP4 slab and lean kernels (one token, dense), the packed
+  // combine and the tiled tensor-core kernel read it, for their first rows, before their PDL
+  // wait: the add's L2 round trip leaves the launch's tail. Off: y may come from the launch
+  // right before.
   bool y_early = false;
   // NVFP4, dense, integer path: w is in the tiled layout (cuda/nvfp4_tiled.h); the one-token
   // tensor-core GEMVs and the slab kernel take it, anything else throws.

@@ -51,7 +51,7 @@ struct Params {
   const uint8_t* w2;
   int64_t y2_off, pair_out;
   // Grouped (GemvArgs::ids_early): the ids may be read before the PDL wait; accumulate
-  // (GemvArgs::y_early): y too (NVFP4 slab / packed kernels).
+  // (GemvArgs::y_early): y too (NVFP4 slab / lean / packed kernels, the tiled mma kernel).
   int ids_early, y_early;
   // gemv_mma.cu / gemv_mma_tma.cu read their rows' row_scale before the PDL wait
   // (gemv_mma.cuh mma_row_scale_early); 0 (FT_GEMV_RS_EARLY=0): in the epilogue, after the sums.

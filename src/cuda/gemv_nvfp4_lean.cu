@@ -61,11 +61,7 @@ __device__ __forceinline__ E2m1Table table_from_memory() { return {g_e2m1_tab[0]
 // starts with that routing (route_smem_bytes).
 __host__ __device__ constexpr int route_smem_bytes(int n_expert) { return (8 * n_expert + 256 + 15) & ~15; }
 
-// XR (ROUTE, one slab: nb <= 32): lane l's activation block (its 64 codes and scales, 5 vectors:
-// one token, so every slot's row 0) is loaded into registers right after the PDL wait, while warp
-// 0 routes and the first weights stream in, rather than after each step's weights landed (one L2
-// round trip off the launch's critical path). H200 session 27 call 1, Qwen3-30B-A3B tg128
-// alternating: 500.22 / 501.74 against 491.58 / 492.49 tok/s (+1.8%), the same 64 greedy tokens.
+// An item's slot scale where the kernel loads it with the item (SS below).
 template <bool SS>
 struct SlotScale {};
 template <>
@@ -73,6 +69,11 @@ struct SlotScale<true> {
   float ss;
 };
 
+// XR (ROUTE, one slab: nb <= 32): lane l's activation block (its 64 codes and scales, 5 vectors:
+// one token, so every slot's row 0) is loaded into registers right after the PDL wait, while warp
+// 0 routes and the first weights stream in, rather than after each step's weights landed (one L2
+// round trip off the launch's critical path). H200 session 27 call 1, Qwen3-30B-A3B tg128
+// alternating: 500.22 / 501.74 against 491.58 / 492.49 tok/s (+1.8%), the same 64 greedy tokens.
 // SS (with XR): the item's slot scale (its expert's bank entry) loaded when the item is located --
 // before its weights' copies -- rather than after they landed: one more round trip off the critical
 // path. H200 session 27 call 2, Qwen3-30B-A3B tg128 alternating (both with XR): 513.37 / 511.99 /
