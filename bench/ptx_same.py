@@ -28,7 +28,11 @@ def entries(text):
 
 
 def compare(a_text, b_text, maps=(), only=None, out=sys.stdout):
-    a, b = entries(a_text), entries(b_text)
+    return compare_entries(entries(a_text), entries(b_text), maps, only, out)
+
+
+def compare_entries(a, b, maps=(), only=None, out=sys.stdout):
+    """Kernels {name: code} of A against B (bench/sass_same.py passes machine code); returns how many differ or miss."""
     bad = 0
     for name, body in a.items():
         if only and only not in name:

@@ -40,23 +40,8 @@ def assemble(ptx_path, arch, ptxas):
             return text_sections(f.read())
 
 
-def compare(a, b, maps=(), only=None, out=sys.stdout):
-    bad = 0
-    for name, code in sorted(a.items()):
-        if only and only not in name:
-            continue
-        target = name
-        for old, new in maps:
-            target = target.replace(old, new)
-        if target not in b:
-            print(f'missing  {target[:140]}', file=out)
-            bad += 1
-        elif b[target] != code:
-            print(f'DIFFERS  {name[:140]} ({len(code)} vs {len(b[target])} bytes)', file=out)
-            bad += 1
-        else:
-            print(f'same     {name[:140]}', file=out)
-    return bad
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ptx_same import compare_entries as compare  # noqa: E402  (one matcher for both scripts)
 
 
 def self_test():
