@@ -1,5 +1,5 @@
 # Session 27's final-call A/B (sourced by bench/h200_final.sh with FINAL_AB=bench/session27/final_ab.sh; the device
-# refused call 3's own script, h200_c.sh, three times): FT_ATTN_PRE_L1 -- the decode attention's q / k norm weights
+# refused call 3's own script, h200_c.sh): FT_ATTN_PRE_L1 -- the decode attention's q / k norm weights
 # and rope row prefetched into L1 before its PDL wait -- tokens against the default, tg128 alternating on both models.
 log "attention tests under FT_ATTN_PRE_L1=1"
 (cd "$B" && FT_ATTN_PRE_L1=1 timeout 40 ./test_cuda --gtest_brief=1 --gtest_filter='CudaAttention*:*GpuVsCpu*' \
