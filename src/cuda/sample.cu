@@ -13,6 +13,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <climits>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/check.h"
@@ -81,6 +82,70 @@ __global__ void argmax_kernel(const float* logits, int64_t ld, int64_t n, int32_
     b = warp_best(b);
     if (lane == 0) out[blockIdx.x] = b.i;
   }
+}
+
+// The split argmax (argmax with scratch): kSplitThreads threads a CTA, kSplitVec float4s a thread,
+// so a CTA takes kSplitChunk logits and a row's CTAs run side by side across the SMs. Why: the
+// one-block kernel reads a whole row (151,936 logits = 594 KB for Qwen3) through one SM, a chain of
+// L2 round trips at the end of every decode step.
+constexpr int kSplitThreads = 256, kSplitVec = 2;
+constexpr int kSplitChunk = kSplitThreads * kSplitVec * 4;
+
+// One row's running maximum and ticket (argmax_scratch_bytes): zero between calls.
+struct ArgmaxSlot {
+  unsigned long long key;
+  unsigned ticket, pad;
+};
+
+// A 64-bit key whose maximum is engine::argmax's choice: the logit's order (sample_keys.cuh
+// ordered, -0 as +0) above the complement of the index (equal logits: the first index). NaN never
+// compares greater on the CPU, so a NaN loses to everything -- but at index 0, where the CPU's
+// running best starts and stays.
+__device__ __forceinline__ unsigned long long argmax_key(float v, int64_t i) {
+  const uint32_t o = v != v ? (i == 0 ? 0xFFFFFFFFu : 0u) : ordered(v);
+  return (static_cast<unsigned long long>(o) << 32) | static_cast<uint32_t>(~static_cast<uint32_t>(i));
+}
+
+__global__ void __launch_bounds__(kSplitThreads) argmax_split_kernel(const float* logits, int64_t ld, int64_t n,
+                                                                     int32_t* out, ArgmaxSlot* slots) {
+  pdl_wait();
+  pdl_trigger();
+  __shared__ unsigned long long scratch[kSplitThreads / 32];
+  const float* x = logits + static_cast<int64_t>(blockIdx.y) * ld;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * kSplitChunk;
+  float4 v[kSplitVec];
+#pragma unroll
+  for (int k = 0; k < kSplitVec; ++k) {  // every load issued before any is used
+    const int64_t i = base + 4 * (threadIdx.x + k * kSplitThreads);
+    if (i < n) v[k] = *reinterpret_cast<const float4*>(x + i);  // n % 4 == 0
+  }
+  unsigned long long best = 0;  // below every key
+#pragma unroll
+  for (int k = 0; k < kSplitVec; ++k) {
+    const int64_t i = base + 4 * (threadIdx.x + k * kSplitThreads);
+    if (i < n) {
+      const float e[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) best = max(best, argmax_key(e[j], i + j));
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) best = max(best, __shfl_xor_sync(0xffffffffu, best, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) scratch[warp] = best;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+#pragma unroll
+  for (int w = 1; w < kSplitThreads / 32; ++w) best = max(best, scratch[w]);
+  ArgmaxSlot& s = slots[blockIdx.y];
+  atomicMax(&s.key, best);
+  __threadfence();
+  if (atomicAdd(&s.ticket, 1u) != gridDim.x - 1) return;
+  // The row's last CTA: every other CTA's maximum is in (their fences came before their tickets).
+  __threadfence();
+  const unsigned long long k = atomicExch(&s.key, 0ull);
+  s.ticket = 0;
+  out[blockIdx.y] = static_cast<int32_t>(~static_cast<uint32_t>(k));
 }
 
 __global__ void keys_kernel(const float* logits, int64_t n, int bits, uint64_t* keys) {
@@ -238,12 +303,25 @@ void check_vocab(const char* what, int64_t n_vocab) {
 
 }  // namespace
 
-void argmax(const float* logits, int64_t ld, int64_t n_vocab, int64_t n_rows, int32_t* out, cudaStream_t s) {
+size_t argmax_scratch_bytes(int64_t n_rows) { return static_cast<size_t>(n_rows) * sizeof(ArgmaxSlot); }
+
+// FT_ARGMAX_SPLIT=0: the one-block kernel even where scratch is given (an A/B switch).
+const bool g_argmax_split = [] {
+  const char* e = std::getenv("FT_ARGMAX_SPLIT");
+  return !(e != nullptr && *e == '0');
+}();
+
+void argmax(const float* logits, int64_t ld, int64_t n_vocab, int64_t n_rows, int32_t* out, cudaStream_t s,
+            void* scratch) {
   if (n_rows <= 0) return;
   check_vocab("argmax", n_vocab);
   if (n_rows > INT_MAX) fail_message("argmax: " + std::to_string(n_rows) + " rows exceed the grid limit");
   const bool vec = n_vocab % 4 == 0 && ld % 4 == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0;
-  if (vec)
+  if (vec && scratch != nullptr && g_argmax_split && n_rows <= 65535 && n_vocab > kSplitChunk) {
+    const auto ctas = static_cast<unsigned>((n_vocab + kSplitChunk - 1) / kSplitChunk);
+    launch_pdl(argmax_split_kernel, dim3(ctas, static_cast<unsigned>(n_rows)), dim3(kSplitThreads), 0, s, logits, ld,
+               n_vocab, out, static_cast<ArgmaxSlot*>(scratch));
+  } else if (vec)
     launch_pdl(argmax_kernel<true>, dim3(static_cast<unsigned>(n_rows)), dim3(kArgmaxThreads), 0, s,
                logits, ld, n_vocab, out);
   else

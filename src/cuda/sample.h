@@ -12,8 +12,13 @@
 namespace ft::cuda {
 
 // out[t] = index of the first maximum of logits row t (rows ld apart), as engine::argmax.
-// One block per row; any n_vocab (262144 takes one pass of 1 MB per row).
-void argmax(const float* logits, int64_t ld, int64_t n_vocab, int64_t n_rows, int32_t* out, cudaStream_t s);
+// Without scratch one block a row (any n_vocab; 262144 takes one pass of 1 MB a row). With
+// scratch -- argmax_scratch_bytes(n_rows) bytes of device memory, zeroed once by its owner and
+// left zeroed by every call; one call at a time on it -- a row's logits are split over many
+// blocks (16-byte aligned rows, n_vocab % 4 == 0; otherwise the one-block kernel).
+void argmax(const float* logits, int64_t ld, int64_t n_vocab, int64_t n_rows, int32_t* out, cudaStream_t s,
+            void* scratch = nullptr);
+size_t argmax_scratch_bytes(int64_t n_rows);
 
 // Host-side copy of engine::SamplerParams plus the repetition window on the device.
 struct SampleParams {

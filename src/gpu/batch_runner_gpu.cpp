@@ -45,6 +45,8 @@ class GpuBatchRunner : public engine::BatchRunner {
     d_out_ = cuda::DeviceBuffer(max_seqs_ * sizeof(int32_t));
     d_logits_ = cuda::DeviceBuffer(max_seqs_ * V * sizeof(float));
     d_argmax_ = cuda::DeviceBuffer(max_seqs_ * sizeof(int32_t));
+    d_argmax_ws_ = cuda::DeviceBuffer(cuda::argmax_scratch_bytes(max_seqs_));
+    FT_CUDA_CHECK(cudaMemset(d_argmax_ws_.get(), 0, d_argmax_ws_.bytes()));
     h_argmax_ = pinned<int32_t>(max_seqs_);
     h_pos_ = pinned<int32_t>(U);
     h_base_ = pinned<int32_t>(U);
@@ -210,7 +212,7 @@ class GpuBatchRunner : public engine::BatchRunner {
     fwd_->run(n_tok, Head::kRows, stream_);
     const int64_t V = m_.hp.n_vocab;
     if (argmax) {
-      cuda::argmax(d_logits_.as<float>(), V, V, n_out, d_argmax_.as<int32_t>(), stream_);
+      cuda::argmax(d_logits_.as<float>(), V, V, n_out, d_argmax_.as<int32_t>(), stream_, d_argmax_ws_.get());
       FT_CUDA_CHECK(cudaMemcpyAsync(h_argmax_, d_argmax_.get(), n_out * sizeof(int32_t), cudaMemcpyDeviceToHost,
                                     stream_));
     } else {
@@ -258,7 +260,7 @@ class GpuBatchRunner : public engine::BatchRunner {
   std::unique_ptr<GpuForward> fwd_;
   cudaStream_t stream_ = nullptr;
   BatchRows rows_;
-  cuda::DeviceBuffer d_pos_, d_base_, d_out_, d_logits_, d_argmax_;
+  cuda::DeviceBuffer d_pos_, d_base_, d_out_, d_logits_, d_argmax_, d_argmax_ws_;
   int32_t *h_pos_ = nullptr, *h_base_ = nullptr, *h_out_ = nullptr;
   float* h_logits_ = nullptr;
   int32_t* h_argmax_ = nullptr;

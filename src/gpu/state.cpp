@@ -3,11 +3,14 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "cuda/check.h"
 #include "cuda/act_q8.h"
 #include "cuda/gemv.h"
+#include "cuda/sample.h"
 #include "engine/rope.h"
 #include "gpu/state_gemma4.h"
 #include "gpu/state_qwen35.h"
@@ -96,6 +99,8 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   alloc(tokens, U * sizeof(int32_t));
   alloc(pos, sizeof(int32_t));
   alloc(argmax, U * sizeof(int32_t));
+  alloc(argmax_ws, cuda::argmax_scratch_bytes(1));
+  FT_CUDA_CHECK(cudaMemset(argmax_ws.get(), 0, argmax_ws.bytes()));
   alloc(bad, sizeof(int32_t));
   FT_CUDA_CHECK(cudaMemset(bad.get(), 0, sizeof(int32_t)));
   alloc(route_ticket, sizeof(unsigned));
@@ -168,6 +173,16 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   h_pos = pinned<int32_t>(1);
   h_argmax = pinned<int32_t>(static_cast<size_t>(U));
   h_logits = pinned<float>(static_cast<size_t>(logit_rows * hp.n_vocab));
+  const char* mapped = std::getenv("FT_STEP_MAPPED");
+  if (mapped == nullptr || std::strcmp(mapped, "0") != 0) {
+    void *t = nullptr, *p = nullptr, *a = nullptr;
+    if (cudaHostGetDevicePointer(&t, h_tokens, 0) == cudaSuccess && cudaHostGetDevicePointer(&p, h_pos, 0) == cudaSuccess &&
+        cudaHostGetDevicePointer(&a, h_argmax, 0) == cudaSuccess) {
+      m_tokens = static_cast<int32_t*>(t), m_pos = static_cast<int32_t*>(p), m_argmax = static_cast<int32_t*>(a);
+    } else {
+      (void)cudaGetLastError();  // no mapping on this system: the copies
+    }
+  }
 }
 
 GpuBuffers::~GpuBuffers() {

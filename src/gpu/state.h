@@ -66,6 +66,7 @@ struct GpuBuffers {
   std::vector<cuda::DeviceBuffer> k_cache, v_cache;                // per layer
   std::vector<int64_t> kv_cells;  // rows of each layer's cache (position p in row p % cells)
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
+  cuda::DeviceBuffer argmax_ws;                                    // cuda::argmax's split scratch (0)
   cuda::DeviceBuffer route_ticket;                                 // moe_router_route's counter (0)
   cuda::DeviceBuffer moe_sync;                                     // moe_fused_decode's 2 counters (0)
   // A dense gate|up launch's SwiGLU tail (cuda::GemvArgs::glu_xq): its block counters (0) and its Q8
@@ -82,6 +83,11 @@ struct GpuBuffers {
   int32_t* h_pos = nullptr;
   int32_t* h_argmax = nullptr;  // [n_ubatch]
   float* h_logits = nullptr;    // [n_ubatch][n_vocab]
+  // Device addresses of h_tokens, h_pos and h_argmax (mapped pinned memory; FT_STEP_MAPPED=0 or no
+  // mapping: null): a step's first kernel then reads its token ids and position from them, and the
+  // argmax lands in h_argmax, instead of copy nodes at both ends of the decode graph.
+  int32_t *m_tokens = nullptr, *m_pos = nullptr, *m_argmax = nullptr;
+  int32_t* argmax_out() const { return m_argmax != nullptr ? m_argmax : argmax.as<int32_t>(); }
 
   size_t kv_bytes = 0, workspace_bytes = 0;
 

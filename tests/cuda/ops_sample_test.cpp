@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -19,11 +20,17 @@ namespace {
 
 using namespace ops_test;
 
+// With scratch (the split kernel where n_vocab % 4 == 0 and rows are aligned: 151936, 262144,
+// 4100 without padding) twice on the same scratch, which every call must leave zeroed; row 4 of
+// the split sizes mixes -0 / +0 ties and NaNs (lost to everything but at index 0: the CPU's).
 TEST(CudaOpsSample, ArgmaxMatchesCpuWithTies) {
   FT_OPS_REQUIRE_GPU();
   std::mt19937 rng(5);
-  for (int64_t n_vocab : {1, 3, 1000, 32003, 151936, 262144})
-    for (int64_t pad : {0, 1}) {
+  DeviceBuffer scratch(argmax_scratch_bytes(5));
+  FT_CUDA_CHECK(cudaMemset(scratch.get(), 0, scratch.bytes()));
+  for (int64_t n_vocab : {1, 3, 1000, 4100, 32003, 151936, 262144})
+    for (int64_t pad : {0, 1})
+      for (int mode = 0; mode < 3; ++mode) {  // no scratch, scratch, scratch again
       const int64_t n_rows = 5, ld = n_vocab + pad;
       std::vector<float> l(static_cast<size_t>(n_rows * ld));
       std::uniform_int_distribution<int> small(-3, 3);
@@ -36,14 +43,22 @@ TEST(CudaOpsSample, ArgmaxMatchesCpuWithTies) {
       l[static_cast<size_t>(1 * ld + n_vocab - 1)] = 1.0f;
       const auto rn = randn(static_cast<size_t>(n_vocab), 9);
       for (int64_t i = 0; i < n_vocab; ++i) l[static_cast<size_t>(3 * ld + i)] = rn[static_cast<size_t>(i)];
+      if (n_vocab > 4096) {
+        float* r4 = l.data() + 4 * ld;
+        for (int64_t i = 0; i < n_vocab; ++i) r4[i] = i % 3 == 0 ? -0.0f : i % 3 == 1 ? 0.0f : -1.0f;
+        r4[n_vocab / 2] = NAN, r4[n_vocab - 1] = NAN;
+        if (mode == 2 && pad == 0) r4[0] = NAN;  // the CPU's answer: 0 (the split kernel only)
+      }
       DeviceBuffer dl = to_device(l), dout(static_cast<size_t>(n_rows) * 4);
-      argmax(dl.as<float>(), ld, n_vocab, n_rows, dout.as<int32_t>(), nullptr);
+      argmax(dl.as<float>(), ld, n_vocab, n_rows, dout.as<int32_t>(), nullptr, mode > 0 ? scratch.get() : nullptr);
       FT_CUDA_CHECK(cudaDeviceSynchronize());
       const auto got = to_host<int32_t>(dout, static_cast<size_t>(n_rows));
       for (int64_t r = 0; r < n_rows; ++r)
         EXPECT_EQ(got[static_cast<size_t>(r)], engine::argmax(l.data() + r * ld, static_cast<int32_t>(n_vocab)))
-            << "n_vocab " << n_vocab << " pad " << pad << " row " << r;
+            << "n_vocab " << n_vocab << " pad " << pad << " row " << r << " mode " << mode;
     }
+  const auto left = to_host<uint8_t>(scratch, scratch.bytes());
+  for (uint8_t b : left) ASSERT_EQ(b, 0) << "the split argmax left its scratch dirty";
 }
 
 struct SampleCase {
