@@ -192,15 +192,6 @@ const bool g_env_lean_dense = [] {
 
 void gemv_set_nvfp4_lean_dense(bool on) { g_nvfp4_override.lean_dense_off = !on; }
 
-// FT_GEMV_ROUTE_SPEC=0 starts the routed expert launch's copies only after its route's tie check.
-const bool g_env_route_spec = [] {
-  const char* e = std::getenv("FT_GEMV_ROUTE_SPEC");
-  if (e != nullptr && *e >= '0' && *e <= '2') g_nvfp4_override.route_spec = *e - '0';
-  return true;
-}();
-
-void gemv_set_route_spec(int mode) { g_nvfp4_override.route_spec = mode; }
-
 void gemv_set_nvfp4_persist(int groups, int stages) {
   static const bool env_off = g_nvfp4_override.persist_off;  // FT_GEMV_NVFP4_PERSIST=0
   g_nvfp4_override.persist_off = groups < 0 || (groups == 0 && env_off);
@@ -355,7 +346,6 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     p.route_n_expert = static_cast<int>(a.route_n_expert);
     p.route_n_used = static_cast<int>(a.n_tok);
     p.route_fast = moe_route_fast() != 0 ? 1 : 0;  // never the tests' fast-only mode (ids -1 on a tie)
-    p.route_spec = p.route_fast == 1 ? g_nvfp4_override.route_spec : 0;
     p.route_ids = a.route_ids;
     p.route_w = a.route_w;
     if (nvfp4_launch(first, p, stream)) return;

@@ -78,10 +78,6 @@ struct Params {
   int stages;      // chunks in flight per warp (1..4)
   int cbp;         // shared bytes per staged row-chunk
   int chunk_elems, chunk_bytes;
-  // GemvArgs::route_logits with the fast route (route_fast 1): 1 the lean kernel's copies start on
-  // the routed ids before the route's tie check (gemv_nvfp4_lean.cu, SPEC), 0 after it; 2 (tests)
-  // every speculation taken as wrong, the copies re-issued (gemv_set_route_spec).
-  int route_spec;
 };
 
 // Copies bytes [off, off + nbytes) of the warp's n_rows rows (row0 + q, q < n_rows) into

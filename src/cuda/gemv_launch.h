@@ -36,7 +36,6 @@ struct Nvfp4Override {
   bool experts_off = false;  // FT_GEMV_NVFP4_EXPERTS=0 / gemv_set_nvfp4_experts: the slab / packed kernels take them
   bool lean_dense_off = false;  // FT_GEMV_NVFP4_LEAN_DENSE=0 / gemv_set_nvfp4_lean_dense: the slab kernel takes them
   int expert_rows = 0, expert_minb = 0;  // FT_GEMV_NVFP4_EXPERT_PLAN=R,B: the lean expert slab launches' (0: the plan's)
-  int route_spec = 1;  // FT_GEMV_ROUTE_SPEC / gemv_set_route_spec: Params::route_spec
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.

@@ -59,15 +59,7 @@ __device__ __forceinline__ E2m1Table table_from_memory() { return {g_e2m1_tab[0]
 // logits (route_warp::route_row_warp, the router's own arithmetic) into shared memory before the
 // first loads, CTA 0 writes the ids and weights out for the down projection; the shared memory
 // starts with that routing (route_smem_bytes).
-// SPEC adds the exact route's ids and weights (a tie's) after the speculated ones.
-__host__ __device__ constexpr int route_smem_bytes(int n_expert, bool spec = false) {
-  return (8 * n_expert + (spec ? 512 : 256) + 15) & ~15;
-}
-
-// Named barrier 1 (barrier 0 is __syncthreads): warp 0 arrives once the routed ids are in shared
-// memory, the other warps wait for that before their first copies.
-__device__ __forceinline__ void bar_arrive_1(int threads) { asm volatile("bar.arrive 1, %0;" ::"r"(threads) : "memory"); }
-__device__ __forceinline__ void bar_sync_1(int threads) { asm volatile("bar.sync 1, %0;" ::"r"(threads) : "memory"); }
+__host__ __device__ constexpr int route_smem_bytes(int n_expert) { return (8 * n_expert + 256 + 15) & ~15; }
 
 // An item's slot scale where the kernel loads it with the item (SS below).
 template <bool SS>
@@ -86,20 +78,12 @@ struct SlotScale<true> {
 // before its weights' copies -- rather than after they landed: one more round trip off the critical
 // path. H200 session 27 call 2, Qwen3-30B-A3B tg128 alternating (both with XR): 513.37 / 511.99 /
 // 509.90 / 513.45 against 498.61 / 497.14 / 501.06 / 500.64 tok/s (+2.5%), the same 64 tokens.
-// SPEC (P, the fast route's experts a lane; Params::route_spec, the fast route): the ids are final
-// after the route's top-k rounds unless its tie check fails, so warp 0 publishes them then (named
-// barrier 1) and every warp starts its copies while warp 0 forms the softmax sum, checks for a tie
-// and writes the weights; on a tie (rare) warp 0 routes exactly into a second set of ids, every
-// warp drains its copies and issues them again from those. The route's second half off the
-// critical path.
-template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false,
-          int SPEC = 0>
+template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
   static_assert(!ROUTE || GROUPED, "a routing needs the grouped mode");
   static_assert(!XR || ROUTE, "activations in registers only with a routing (one token)");
   static_assert(!SS || XR, "the early slot scale only with XR");
-  static_assert(SPEC == 0 || (ROUTE && SS), "speculative copies with the routing (and its early slot scale)");
   constexpr int kNv = kSlabBytes / 16;      // vectors a row of a full slab
   constexpr int kV = (R * kNv + 31) / 32;  // vectors a lane
   constexpr int kStage = R * kSlabBytes;
@@ -108,8 +92,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   uint8_t* xs = smem;
   const int ne = ROUTE ? p.route_n_expert : 0;
   int32_t* sids = reinterpret_cast<int32_t*>(smem + 8 * ne);  // ROUTE: the routed ids, then weights
-  const int32_t* rids = sids;  // SPEC: the ids the copies use (sids, or after a tie the exact route's)
-  uint8_t* ring = smem + (XS ? xs_row : 0) + (ROUTE ? route_smem_bytes(ne, SPEC != 0) : 0) + warp * (2 * kStage);
+  uint8_t* ring = smem + (XS ? xs_row : 0) + (ROUTE ? route_smem_bytes(ne) : 0) + warp * (2 * kStage);
   const int gw = static_cast<int>(blockIdx.x) * kWarps + warp, n_w = static_cast<int>(gridDim.x) * kWarps;
   const int n_rg = static_cast<int>(p.n_rg), n_items = n_rg * static_cast<int>(p.n_out);
   const int n_slabs = (nb + kSlabBlocks - 1) / kSlabBlocks;
@@ -137,12 +120,9 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     m.row0 = (item - static_cast<int>(o) * n_rg) * R;
     m.nr = min(R, rows - m.row0);
     m.base = (m.half ? p.w2 : p.w) + static_cast<int64_t>(m.row0) * p.row_bytes;
-    if constexpr (GROUPED)
-      m.base += static_cast<int64_t>(SPEC ? rids[m.out] : ROUTE ? sids[m.out] : p.ids[m.out]) * p.expert_bytes;
+    if constexpr (GROUPED) m.base += static_cast<int64_t>(ROUTE ? sids[m.out] : p.ids[m.out]) * p.expert_bytes;
     if constexpr (SS)
-      m.ss = p.bank != nullptr
-                 ? p.scale * p.bank[static_cast<int64_t>(SPEC ? rids[m.out] : sids[m.out]) * 4 + p.bank_col + m.half]
-                 : p.scale;
+      m.ss = p.bank != nullptr ? p.scale * p.bank[static_cast<int64_t>(sids[m.out]) * 4 + p.bank_col + m.half] : p.scale;
     return m;
   };
   // Slab sl of item m into stage st: full slabs as kNv vectors a row, rows contiguous; the last,
@@ -202,38 +182,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
       for (int s = 0; s < 4; ++s) xr[s] = __ldg(reinterpret_cast<const uint4*>(p.xq + 64 * lane + 16 * s));
     }
   }
-  if constexpr (ROUTE && SPEC != 0) {  // every thread of the CTA: barriers
-    float* sw = reinterpret_cast<float*>(sids + 32);
-    int32_t* xids = sids + 64;  // a tie's exact route
-    float* xw = reinterpret_cast<float*>(sids + 96);
-    const int nu = p.route_n_used, threads = static_cast<int>(blockDim.x);
-    bool tie = false;
-    if (warp == 0) {
-      route_warp::FastRoute<SPEC> f;
-      route_warp::route_fast_rounds<SPEC>(p.route_logits, ne, nu, f);
-      if (lane < nu) sids[lane] = p.route_spec == 2 ? (f.my_id + 1) % ne : f.my_id;  // 2: a wrong guess (tests)
-      __syncwarp();
-      bar_arrive_1(threads);
-      issue(it0, ring), issue(it1, ring + kStage);
-      tie = !route_warp::route_fast_finish<SPEC, false>(f, ne, nu, nullptr, sw) || p.route_spec == 2;
-      if (tie)
-        route_warp::route_row_warp_exact(p.route_logits, ne, nu, reinterpret_cast<float*>(smem),
-                                         reinterpret_cast<int32_t*>(smem + 4 * ne), xids, xw);
-    } else {
-      bar_sync_1(threads);
-      issue(it0, ring), issue(it1, ring + kStage);
-    }
-    const float* rw = sw;
-    if (__syncthreads_or(tie)) {  // the speculated copies are dropped: the exact route's instead
-      rids = xids, rw = xw;
-      cp_async_wait(0);
-      __syncwarp();
-      qi = isl = iit = 0;
-      issue(it0, ring), issue(it1, ring + kStage);
-    }
-    if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < nu)
-      p.route_ids[threadIdx.x] = rids[threadIdx.x], p.route_w[threadIdx.x] = rw[threadIdx.x];
-  } else if constexpr (ROUTE) {  // every thread of the CTA: a barrier
+  if constexpr (ROUTE) {  // every thread of the CTA: a barrier
     float* sw = reinterpret_cast<float*>(sids + 32);
     if (warp == 0)
       route_warp::route_row_warp(p.route_logits, ne, p.route_n_used, reinterpret_cast<float*>(smem),
@@ -244,7 +193,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   }
   if constexpr (XS) stage_x(xs, p, 1, xs_row);  // every thread of the CTA, then a barrier
   if (n_steps == 0) return;
-  if (!early && SPEC == 0) issue(it0, ring), issue(it1, ring + kStage);
+  if (!early) issue(it0, ring), issue(it1, ring + kStage);
 
   float acc[R][1];
   float s[R];
@@ -442,15 +391,14 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
 
-template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false,
-          int SPEC = 0>
+template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, SPEC>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS>;
   static std::atomic<uint64_t> cache{0};
   const size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
-                      (ROUTE ? route_smem_bytes(p.route_n_expert, SPEC != 0) : 0);
+                      (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
   const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (ctas < 1) return false;
   launch_pdl(kernel, warp_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, s, p, nb, xs_row);
@@ -473,14 +421,14 @@ bool packed_expert(Params p, int64_t n_out, cudaStream_t s) {
 }
 
 // The grouped lean slab instance of the plan's rows and blocks an SM; false for any other.
-template <bool ROUTE, bool XR = false, bool SS = false, int SPEC = 0>
+template <bool ROUTE, bool XR = false, bool SS = false>
 bool slab_grouped(const Params& p, int64_t n_out, int nb, const GemvNvfp4Plan& pl, cudaStream_t stream) {
   switch (pl.rows * 10 + pl.minb) {
-    case 14: return slab_lean<1, 4, true, false, ROUTE, XR, SS, SPEC>(p, n_out, nb, 0, stream);
-    case 16: return slab_lean<1, 6, true, false, ROUTE, XR, SS, SPEC>(p, n_out, nb, 0, stream);
-    case 24: return slab_lean<2, 4, true, false, ROUTE, XR, SS, SPEC>(p, n_out, nb, 0, stream);
-    case 26: return slab_lean<2, 6, true, false, ROUTE, XR, SS, SPEC>(p, n_out, nb, 0, stream);
-    case 44: return slab_lean<4, 4, true, false, ROUTE, XR, SS, SPEC>(p, n_out, nb, 0, stream);
+    case 14: return slab_lean<1, 4, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
+    case 16: return slab_lean<1, 6, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
+    case 24: return slab_lean<2, 4, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
+    case 26: return slab_lean<2, 6, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
+    case 44: return slab_lean<4, 4, true, false, ROUTE, XR, SS>(p, n_out, nb, 0, stream);
     default: return false;
   }
 }
@@ -500,12 +448,9 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
     // One token: every slot reads activation row 0 (x_div = n_used); in registers where one slab
     // covers the row (XR).
     const bool xr = nb <= kSlabBlocks && p.x_div >= p.route_n_used;
-    const int n = static_cast<int>(nb);
-    const bool launched = !xr                ? slab_grouped<true>(p, n_out, n, pl, stream)
-                          : p.route_spec == 0 ? slab_grouped<true, true, true>(p, n_out, n, pl, stream)
-                          : p.route_n_expert <= 32 * 4 ? slab_grouped<true, true, true, 4>(p, n_out, n, pl, stream)
-                                                       : slab_grouped<true, true, true, 8>(p, n_out, n, pl, stream);
-    if (!launched) return false;
+    if (!(xr ? slab_grouped<true, true, true>(p, n_out, static_cast<int>(nb), pl, stream)
+             : slab_grouped<true>(p, n_out, static_cast<int>(nb), pl, stream)))
+      return false;
     g_route_launches.fetch_add(1, std::memory_order_relaxed);
     return true;
   }

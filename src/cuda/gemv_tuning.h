@@ -330,11 +330,6 @@ int64_t gemv_nvfp4_route_launches();
 // The lean slab kernel on dense one-token launches the plan gives the slab kernel (the same bits):
 // false sends them back to the slab kernel. FT_GEMV_NVFP4_LEAN_DENSE=0 sets it off at start-up.
 void gemv_set_nvfp4_lean_dense(bool on);
-// The routed expert gate|up launch (GemvArgs::route_logits, fast route): 1 (default) its weights'
-// copies start on the ids of the route's rounds, before the route's tie check (re-issued on the
-// rare tie), 0 after the whole route; 2 (tests) every speculation treated as wrong and re-issued.
-// FT_GEMV_ROUTE_SPEC=0|1|2 sets it at start-up. Defined in gemv.cu.
-void gemv_set_route_spec(int mode);
 // Launches of the lean slab kernel on dense weights so far.
 int64_t gemv_nvfp4_lean_dense_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):

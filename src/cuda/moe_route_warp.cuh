@@ -147,19 +147,21 @@ static __device__ __noinline__ void route_row_warp_exact(const float* l, int n_e
   __syncwarp();  // probs / order are free for the warp's next token
 }
 
-// The fast route in two halves, so that a caller can act on the chosen ids before the check
-// (gemv_nvfp4_lean.cu's speculative copies): route_fast_rounds loads the logits and runs the
-// k + 1 rounds (lane r < n_used then holds round r's expert in my_id), route_fast_finish forms the
-// softmax sum, checks for a tie and writes the weights (and, with kIds, the ids).
+// One token's top k chosen on the exponentials e = exp(l - max), before their sum is known, and
+// checked on the probabilities afterwards. p = mul_rn(e, inv) is monotone in e (inv > 0), so the
+// k + 1 largest e, in order, are the k + 1 largest p unless p rounds two of them together: if
+// p_0 > p_1 > .. > p_k strictly, route_row_warp_exact's rounds choose exactly experts 0..k-1 in
+// that order with no tie, and the weights below are its arithmetic (the same bits); otherwise
+// (an exact tie in e or one made by the rounding) this returns false and the caller runs
+// route_row_warp_exact. P experts a lane (4 up to 128 experts: one 16-byte load, the group of 8
+// across a lane pair; 8 up to 256). A round is a lane max, one redux.sync and a ballot; the
+// chosen expert's lane clears it. Why: H200 session 22 call 1, FT_DEBUG_SKIP=route -- the
+// exact warp route cost ~6 us a Qwen3-30B-A3B layer inside the chain (476 -> 555 tok/s without
+// it): ~1,100 dependent instructions of one warp a CTA (session 21's ncu export), most in its k
+// rounds over 8 keys a lane with an add reduction and a branch each.
 template <int P>
-struct FastRoute {
-  float e[P];
-  uint32_t my_top, top_k1;
-  int my_id;
-};
-
-template <int P>
-__device__ __forceinline__ void route_fast_rounds(const float* l, int n_expert, int n_used, FastRoute<P>& f) {
+__device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert, int n_used, int32_t* ids,
+                                                    float* weights) {
   static_assert(P == 4 || P == 8, "experts a lane");
   const unsigned all = 0xFFFFFFFFu;
   const int lane = static_cast<int>(threadIdx.x) & 31, e0 = P * lane;
@@ -180,13 +182,14 @@ __device__ __forceinline__ void route_fast_rounds(const float* l, int n_expert, 
   for (int i = 1; i < P; ++i) mx = fmaxf(mx, v[i]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(all, mx, o));
+  float e[P];
   uint32_t key[P];
 #pragma unroll
   for (int i = 0; i < P; ++i) {
     const int x = e0 + i;
     const float d = ops::sub_rn(v[i], mx);
-    f.e[i] = x >= n_expert ? 0.0f : x < n8 ? ops::exp_v(d) : ops::exp_f32(d);
-    key[i] = x < n_expert ? __float_as_uint(f.e[i]) + 1u : 0u;  // e >= 0: the bits order like the values
+    e[i] = x >= n_expert ? 0.0f : x < n8 ? ops::exp_v(d) : ops::exp_f32(d);
+    key[i] = x < n_expert ? __float_as_uint(e[i]) + 1u : 0u;  // e >= 0: the bits order like the values
   }
 
   // The top k + 1 by e, one round each (independent of the sum below): a round takes each lane's
@@ -194,7 +197,8 @@ __device__ __forceinline__ void route_fast_rounds(const float* l, int n_expert, 
   // key and expert, round n_used's key is uniform. (Measured slower on the H200, session 22: each
   // lane's keys sorted first so that a round is the heads and a shift, -1% in call 5; the softmax
   // sum's groups added inside the rounds and the weight sum unrolled, -0.7% in call 7.)
-  f.my_top = 0u, f.top_k1 = 0u, f.my_id = 0;
+  uint32_t my_top = 0u, top_k1 = 0u;
+  int my_id = 0;
 #pragma unroll 1
   for (int r = 0; r <= n_used; ++r) {
     uint32_t km = key[0];
@@ -211,29 +215,22 @@ __device__ __forceinline__ void route_fast_rounds(const float* l, int n_expert, 
         if (i == jm) key[i] = 0u;
     }
     const int id = __shfl_sync(all, e0 + jm, leader);
-    if (lane == r) f.my_top = top, f.my_id = id;
-    if (r == n_used) f.top_k1 = top;
+    if (lane == r) my_top = top, my_id = id;
+    if (r == n_used) top_k1 = top;
   }
-}
 
-template <int P, bool kIds = true>
-__device__ __forceinline__ bool route_fast_finish(const FastRoute<P>& f, int n_expert, int n_used, int32_t* ids,
-                                                  float* weights) {
-  const unsigned all = 0xFFFFFFFFu;
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int n8 = n_expert / 8 * 8;
   // The softmax sum exactly as route_row_warp_exact forms it: group g (experts 8g..8g+7) summed
   // ((y0+y4)+(y2+y6))+((y1+y5)+(y3+y7)) in fp32, the groups then the tail into a double in order.
   float gsum;
   if constexpr (P == 8) {
-    gsum = ops::add_rn(ops::add_rn(ops::add_rn(f.e[0], f.e[4]), ops::add_rn(f.e[2], f.e[6])),
-                       ops::add_rn(ops::add_rn(f.e[1], f.e[5]), ops::add_rn(f.e[3], f.e[7])));
+    gsum = ops::add_rn(ops::add_rn(ops::add_rn(e[0], e[4]), ops::add_rn(e[2], e[6])),
+                       ops::add_rn(ops::add_rn(e[1], e[5]), ops::add_rn(e[3], e[7])));
   } else {  // lane 2g holds y0..y3, lane 2g + 1 y4..y7
     float o[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) o[i] = __shfl_xor_sync(all, f.e[i], 1);
-    gsum = ops::add_rn(ops::add_rn(ops::add_rn(f.e[0], o[0]), ops::add_rn(f.e[2], o[2])),
-                       ops::add_rn(ops::add_rn(f.e[1], o[1]), ops::add_rn(f.e[3], o[3])));
+    for (int i = 0; i < 4; ++i) o[i] = __shfl_xor_sync(all, e[i], 1);
+    gsum = ops::add_rn(ops::add_rn(ops::add_rn(e[0], o[0]), ops::add_rn(e[2], o[2])),
+                       ops::add_rn(ops::add_rn(e[1], o[1]), ops::add_rn(e[3], o[3])));
   }
   constexpr int kGroupLanes = 8 / P;  // lanes a group of 8 spans
   double sum = 0.0;
@@ -242,14 +239,14 @@ __device__ __forceinline__ bool route_fast_finish(const FastRoute<P>& f, int n_e
   // The tail n8..n_expert - 1 (n8 % P == 0): expert n8 + i is e[i % P] of lane n8 / P + i / P.
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const float t = __shfl_sync(all, f.e[i % P], (n8 / P + i / P) & 31);
+    const float t = __shfl_sync(all, e[i % P], (n8 / P + i / P) & 31);
     if (n8 + i < n_expert) sum += static_cast<double>(t);
   }
   const float inv = static_cast<float>(1.0 / sum);
 
   // p of rounds 0..k (lane r; round k uniform); a tie reaches the top k unless strictly decreasing.
-  const float pr = ops::mul_rn(__uint_as_float(f.my_top - 1u), inv);
-  const float pk1 = f.top_k1 != 0u ? ops::mul_rn(__uint_as_float(f.top_k1 - 1u), inv) : -1.0f;
+  const float pr = ops::mul_rn(__uint_as_float(my_top - 1u), inv);
+  const float pk1 = top_k1 != 0u ? ops::mul_rn(__uint_as_float(top_k1 - 1u), inv) : -1.0f;
   const float below = __shfl_down_sync(all, pr, 1);
   const float next = lane + 1 < n_used ? below : pk1;
   if (__ballot_sync(all, lane < n_used && !(pr > next)) != 0u) return false;
@@ -258,30 +255,10 @@ __device__ __forceinline__ bool route_fast_finish(const FastRoute<P>& f, int n_e
   for (int r = 0; r < n_used; ++r) wsum += static_cast<double>(__shfl_sync(all, pr, r));
   const float denom = fmaxf(static_cast<float>(wsum), kWeightSumMin);
   if (lane < n_used) {
-    if constexpr (kIds) ids[lane] = f.my_id;
+    ids[lane] = my_id;
     weights[lane] = ops::div_rn(pr, denom);
   }
   return true;
-}
-
-// One token's top k chosen on the exponentials e = exp(l - max), before their sum is known, and
-// checked on the probabilities afterwards. p = mul_rn(e, inv) is monotone in e (inv > 0), so the
-// k + 1 largest e, in order, are the k + 1 largest p unless p rounds two of them together: if
-// p_0 > p_1 > .. > p_k strictly, route_row_warp_exact's rounds choose exactly experts 0..k-1 in
-// that order with no tie, and the weights below are its arithmetic (the same bits); otherwise
-// (an exact tie in e or one made by the rounding) this returns false and the caller runs
-// route_row_warp_exact. P experts a lane (4 up to 128 experts: one 16-byte load, the group of 8
-// across a lane pair; 8 up to 256). A round is a lane max, one redux.sync and a ballot; the
-// chosen expert's lane clears it. Why: H200 session 22 call 1, FT_DEBUG_SKIP=route -- the
-// exact warp route cost ~6 us a Qwen3-30B-A3B layer inside the chain (476 -> 555 tok/s without
-// it): ~1,100 dependent instructions of one warp a CTA (session 21's ncu export), most in its k
-// rounds over 8 keys a lane with an add reduction and a branch each.
-template <int P>
-__device__ __forceinline__ bool route_row_warp_fast(const float* l, int n_expert, int n_used, int32_t* ids,
-                                                    float* weights) {
-  FastRoute<P> f;
-  route_fast_rounds<P>(l, n_expert, n_used, f);
-  return route_fast_finish<P>(f, n_expert, n_used, ids, weights);
 }
 
 // Routes one token's logits with the calling warp (moe_route's bits). fast: 1 the fast route above

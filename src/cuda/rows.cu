@@ -21,11 +21,6 @@ __global__ void gather_kernel(const float* x, int64_t ldx, const int32_t* idx, i
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) dst[c] = src[c];
 }
 
-__global__ void copy_ints_kernel(const int32_t* a, int32_t* ya, int na, const int32_t* b, int32_t* yb, int nb) {
-  for (int i = static_cast<int>(threadIdx.x); i < na; i += blockDim.x) ya[i] = a[i];
-  for (int i = static_cast<int>(threadIdx.x); i < nb; i += blockDim.x) yb[i] = b[i];
-}
-
 __global__ void add_kernel(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t cols, float* y,
                            int64_t ldy) {
   const int64_t i = blockIdx.x;
@@ -72,12 +67,6 @@ void add_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t 
   if (n <= 0 || cols <= 0) return;
   check_rows("add_rows", n);
   add_kernel<<<static_cast<unsigned>(n), kThreads, 0, s>>>(a, lda, b, ldb, cols, y, ldy);
-  FT_CUDA_CHECK_LAUNCH();
-}
-
-void copy_ints(const int32_t* a, int32_t* ya, int na, const int32_t* b, int32_t* yb, int nb, cudaStream_t s) {
-  if (na <= 0 && nb <= 0) return;
-  copy_ints_kernel<<<1, kThreads, 0, s>>>(a, ya, na, b, yb, nb);
   FT_CUDA_CHECK_LAUNCH();
 }
 

@@ -19,10 +19,6 @@ void gather_rows(const float* x, int64_t ldx, const int32_t* idx, int64_t idx_di
 void add_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t n, int64_t cols, float* y,
               int64_t ldy, cudaStream_t s);
 
-// ya[0..na) = a[0..na), yb[0..nb) = b[0..nb) in one launch of one block: a
-// step's token ids and position, read from mapped pinned host memory (gpu/state.h m_tokens).
-void copy_ints(const int32_t* a, int32_t* ya, int na, const int32_t* b, int32_t* yb, int nb, cudaStream_t s);
-
 // y = round(x); y may alias x.
 void copy_rows(const float* x, int64_t ldx, int64_t n, int64_t cols, float* y, int64_t ldy, Round r,
                cudaStream_t s);

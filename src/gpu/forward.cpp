@@ -328,7 +328,7 @@ void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
                 h, n_embd, num_.round, s);
   float* logits = b_.logits.as<float>();
   linear(w_.output, h, n_embd, rows, logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
-  if (head == Head::kArgmax) cuda::argmax(logits, hp.n_vocab, hp.n_vocab, 1, b_.argmax_out(), s, b_.argmax_ws.get());
+  if (head == Head::kArgmax) cuda::argmax(logits, hp.n_vocab, hp.n_vocab, 1, b_.argmax.as<int32_t>(), s, b_.argmax_ws.get());
 }
 
 }  // namespace ft::gpu

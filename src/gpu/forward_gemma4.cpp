@@ -287,7 +287,7 @@ void GpuForward::gemma4_run(int64_t n_tok, Head head, cudaStream_t s) const {
   const bool out_q8 = q8_prefill_input(num_, w_.output, h, n_embd, rows, s);
   linear(w_.output, h, n_embd, rows, logits, hp.n_vocab, Round::kNone, false, num_.q8, s, out_q8);
   if (hp.final_logit_softcap > 0.0f) cuda::softcap(logits, hp.n_vocab, hp.n_vocab, rows, hp.final_logit_softcap, s);
-  if (head == Head::kArgmax) cuda::argmax(logits, hp.n_vocab, hp.n_vocab, 1, b_.argmax_out(), s, b_.argmax_ws.get());
+  if (head == Head::kArgmax) cuda::argmax(logits, hp.n_vocab, hp.n_vocab, 1, b_.argmax.as<int32_t>(), s, b_.argmax_ws.get());
 }
 
 }  // namespace ft::gpu

@@ -13,7 +13,6 @@
 #include "cuda/deltanet.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
-#include "cuda/rows.h"
 #include "engine/sampler.h"
 #include "gpu/moe_offload.h"
 #include "model/model.h"
@@ -319,12 +318,8 @@ void GpuSession::check(const int32_t* tokens, int64_t n) const {
 // forward pass, the copy of its result back. Capturable as is.
 void GpuSession::enqueue(int64_t n, Head head) {
   GpuBuffers& b = *b_;
-  if (b.m_tokens != nullptr) {  // mapped slots (GpuBuffers::m_tokens): one kernel, no copy nodes
-    cuda::copy_ints(b.m_tokens, b.tokens.as<int32_t>(), static_cast<int>(n), b.m_pos, b.pos.as<int32_t>(), 1, stream_);
-  } else {
-    FT_CUDA_CHECK(cudaMemcpyAsync(b.tokens.get(), b.h_tokens, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-    FT_CUDA_CHECK(cudaMemcpyAsync(b.pos.get(), b.h_pos, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-  }
+  FT_CUDA_CHECK(cudaMemcpyAsync(b.tokens.get(), b.h_tokens, n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  FT_CUDA_CHECK(cudaMemcpyAsync(b.pos.get(), b.h_pos, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   const int64_t V = m_.hp.n_vocab;
   if (head == Head::kSample) {
     FT_CUDA_CHECK(cudaMemcpyAsync(sample_u_.get(), h_u_, sizeof(double), cudaMemcpyHostToDevice, stream_));
@@ -334,12 +329,11 @@ void GpuSession::enqueue(int64_t n, Head head) {
   }
   fwd_->run(n, head, stream_);
   if (head == Head::kSample) {
-    cuda::sample(b.logits.as<float>(), V, sp_, sample_u_.as<double>(), b.argmax_out(), sample_ws_.get(), stream_);
-    if (b.m_argmax == nullptr)
-      FT_CUDA_CHECK(cudaMemcpyAsync(b.h_argmax, b.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    cuda::sample(b.logits.as<float>(), V, sp_, sample_u_.as<double>(), b.argmax.as<int32_t>(), sample_ws_.get(),
+                 stream_);
+    FT_CUDA_CHECK(cudaMemcpyAsync(b.h_argmax, b.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   } else if (head == Head::kArgmax) {
-    if (b.m_argmax == nullptr)
-      FT_CUDA_CHECK(cudaMemcpyAsync(b.h_argmax, b.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    FT_CUDA_CHECK(cudaMemcpyAsync(b.h_argmax, b.argmax.get(), sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   } else if (head != Head::kNone) {
     const int64_t rows = head == Head::kAll ? n : 1;
     FT_CUDA_CHECK(cudaMemcpyAsync(b.h_logits, b.logits.get(), rows * V * sizeof(float),

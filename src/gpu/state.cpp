@@ -3,8 +3,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "cuda/check.h"
@@ -173,16 +171,6 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
   h_pos = pinned<int32_t>(1);
   h_argmax = pinned<int32_t>(static_cast<size_t>(U));
   h_logits = pinned<float>(static_cast<size_t>(logit_rows * hp.n_vocab));
-  const char* mapped = std::getenv("FT_STEP_MAPPED");
-  if (mapped == nullptr || std::strcmp(mapped, "0") != 0) {
-    void *t = nullptr, *p = nullptr, *a = nullptr;
-    if (cudaHostGetDevicePointer(&t, h_tokens, 0) == cudaSuccess && cudaHostGetDevicePointer(&p, h_pos, 0) == cudaSuccess &&
-        cudaHostGetDevicePointer(&a, h_argmax, 0) == cudaSuccess) {
-      m_tokens = static_cast<int32_t*>(t), m_pos = static_cast<int32_t*>(p), m_argmax = static_cast<int32_t*>(a);
-    } else {
-      (void)cudaGetLastError();  // no mapping on this system: the copies
-    }
-  }
 }
 
 GpuBuffers::~GpuBuffers() {

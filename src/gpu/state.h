@@ -83,11 +83,6 @@ struct GpuBuffers {
   int32_t* h_pos = nullptr;
   int32_t* h_argmax = nullptr;  // [n_ubatch]
   float* h_logits = nullptr;    // [n_ubatch][n_vocab]
-  // Device addresses of h_tokens, h_pos and h_argmax (mapped pinned memory; FT_STEP_MAPPED=0 or no
-  // mapping: null): a step's first kernel then reads its token ids and position from them, and the
-  // argmax lands in h_argmax, instead of copy nodes at both ends of the decode graph.
-  int32_t *m_tokens = nullptr, *m_pos = nullptr, *m_argmax = nullptr;
-  int32_t* argmax_out() const { return m_argmax != nullptr ? m_argmax : argmax.as<int32_t>(); }
 
   size_t kv_bytes = 0, workspace_bytes = 0;
 
