@@ -16,7 +16,10 @@ models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "test_cuda (all)"
 gpu_tests 300  # session 23: 250 s ran out with llama.cpp building beside it
 models_wait
-ft_bench_each 345 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
+# ft's figures once the llama.cpp build is done (session 28): session 27's ran beside it, ~1.5% below the same
+# binaries' alternating runs on a quiet host; llama-bench always ran after it.
+llama_wait 330
+ft_bench_each 395 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
 if [ -n "${FINAL_AB:-}" ]; then source "$FINAL_AB"; fi
-llama_depth_rows 410 455 $L $Q
+llama_depth_rows 420 465 $L $Q
 finish resf
