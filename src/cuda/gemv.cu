@@ -183,6 +183,17 @@ const bool g_env_expert_plan = [] {
   return true;
 }();
 
+// FT_GEMV_NVFP4_DENSE_PLAN=R,X (a benchmark knob): the lean dense one-token launches at R rows an item
+// (1, 2, 4), activations from shared (X 1, where they fit) or global memory (X 0); the bits do not
+// depend on it.
+const bool g_env_dense_plan = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_DENSE_PLAN");
+  int r = 0, x = -1;
+  if (e != nullptr && std::sscanf(e, "%d,%d", &r, &x) == 2 && (r == 1 || r == 2 || r == 4))
+    g_nvfp4_override.dense_rows = r, g_nvfp4_override.dense_xs = x != 0 ? 1 : 0;
+  return true;
+}();
+
 // FT_GEMV_NVFP4_LEAN_DENSE=0 sends the dense one-token slab launches back to the slab kernel.
 const bool g_env_lean_dense = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_LEAN_DENSE");

@@ -635,6 +635,11 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   // the same bits as the slab / packed launch below).
   const bool lean = grouped && nt == 1 && vb == 16 && !xs && !over.experts_off;
   GemvNvfp4Plan lean_pl = pl;  // FT_GEMV_NVFP4_EXPERT_PLAN: the lean gate / up launches' rows and bound
+  // The routed one-token pair with its activations in registers (gemv_nvfp4_lean.cu ROUTE + XR + SS:
+  // one slab a row) at 4 blocks an SM, not the plan's one-wave 6. H200 session 28 call 2, Qwen3-30B-A3B
+  // tg128 alternating (FT_GEMV_NVFP4_EXPERT_PLAN=R,B): 2,4 525.01 / 525.87 / 524.95 against 2,6 519.35 /
+  // 516.53 / 519.94 tok/s (+1.2%); 1,6 ~511, 1,4 ~508, 4,4 ~504; the same 64 greedy tokens.
+  if (p.route_logits != nullptr && nb <= kSlabBlocks && lean_pl.rows == 2 && lean_pl.minb == 6) lean_pl.minb = 4;
   if (pl.kernel == 1 && over.expert_rows > 0) lean_pl.rows = over.expert_rows, lean_pl.minb = over.expert_minb;
   if (p.w2 != nullptr) {
     if (!pair_ok) return false;
@@ -657,9 +662,13 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     else xs ? launch_packed<4, true>(p, n_out, g, stream) : launch_packed<4, false>(p, n_out, g, stream);
     return true;
   }
-  if (!grouped && nt == 1 && vb == 16 && pl.kernel == 1 && !over.lean_dense_off &&
-      gemv_nvfp4_lean_dense(p, nb, pl, xs, g.xs_row, stream))
-    return true;
+  if (!grouped && nt == 1 && vb == 16 && pl.kernel == 1 && !over.lean_dense_off) {
+    GemvNvfp4Plan dpl = pl;  // FT_GEMV_NVFP4_DENSE_PLAN
+    bool dxs = xs;
+    if (over.dense_rows > 0) dpl.rows = over.dense_rows;
+    if (over.dense_xs >= 0) dxs = over.dense_xs == 1 && x_rows * g.xs_row <= kNvfp4XSmemMax;
+    if (gemv_nvfp4_lean_dense(p, nb, dpl, dxs, g.xs_row, stream)) return true;
+  }
   launch_slab_plan(p, nt, n_out, g, R, vb, xs, pl, stream);
   return true;
 }
