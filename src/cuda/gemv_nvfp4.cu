@@ -663,8 +663,14 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     return true;
   }
   if (!grouped && nt == 1 && vb == 16 && pl.kernel == 1 && !over.lean_dense_off) {
+    // Activations from global memory (L1 / L2 hits), not staged in shared memory after the PDL wait
+    // (gemv_set_nvfp4_override's x_smem 2 still stages them): H200 session 28 call 3, tg128
+    // alternating (FT_GEMV_NVFP4_DENSE_PLAN=R,X), wo at the plan's rows: Qwen3-30B-A3B (R 1) 529.35 /
+    // 529.45 / 526.69 against 523.67 / 526.63 / 526.71 tok/s staged (+0.5%), Llama-8B (R 2) 501.74 /
+    // 501.12 / 501.65 against 494.03 / 494.27 / 495.00 (+1.4%); other rows slower (R 2 / 4 on Qwen3
+    // ~522 / ~498, R 1 / 4 on Llama ~493 / ~478, staged); the same 64 greedy tokens.
     GemvNvfp4Plan dpl = pl;  // FT_GEMV_NVFP4_DENSE_PLAN
-    bool dxs = xs;
+    bool dxs = over.x_smem == 2 && xs;
     if (over.dense_rows > 0) dpl.rows = over.dense_rows;
     if (over.dense_xs >= 0) dxs = over.dense_xs == 1 && x_rows * g.xs_row <= kNvfp4XSmemMax;
     if (gemv_nvfp4_lean_dense(p, nb, dpl, dxs, g.xs_row, stream)) return true;

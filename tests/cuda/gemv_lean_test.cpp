@@ -279,9 +279,9 @@ struct DenseCase {
 };
 
 std::vector<float> run_dense(const DenseCase& c, const DeviceBuffer& dw, const DeviceBuffer& dxq,
-                             const DeviceBuffer& drs, const std::vector<float>& y0, bool lean) {
+                             const DeviceBuffer& drs, const std::vector<float>& y0, bool lean, int x_smem = 0) {
   gemv_set_nvfp4_lean_dense(lean);
-  if (c.force_slab) gemv_set_nvfp4_override(1, 0, 0);
+  if (c.force_slab || x_smem != 0) gemv_set_nvfp4_override(c.force_slab ? 1 : -1, 0, x_smem);
   DeviceBuffer dy = to_device(y0);
   GemvArgs g;
   g.type = GgmlType::NVFP4;
@@ -310,9 +310,10 @@ TEST(CudaGemvLean, DenseEqualsSlabKernelBitwise) {
   std::mt19937 rng(2103);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   const Round n = Round::kNone, b = Round::kBF16;
-  // Qwen3-30B-A3B's wo (R 1, shared activations) and Llama-8B's (R 2), both into the residual with
-  // its early read; R 4 (14336 rows, forced off the mma kernel); activations from global memory
-  // (k 14336); a partial last slab and row group; rounding and a row scale.
+  // Qwen3-30B-A3B's wo (R 1) and Llama-8B's (R 2), both into the residual with its early read; R 4
+  // (14336 rows, forced off the mma kernel); k 14336; a partial last slab and row group; rounding
+  // and a row scale. The lean launches read their activations from global memory (the default)
+  // and, where they fit (k <= 8192), from shared memory (gemv_set_nvfp4_override's x_smem 2).
   for (const DenseCase& c : {DenseCase{4096, 2048, false, false, true, true, n},
                              DenseCase{4096, 4096, false, false, true, true, n},
                              DenseCase{4096, 14336, true, true, false, false, b},
@@ -339,6 +340,12 @@ TEST(CudaGemvLean, DenseEqualsSlabKernelBitwise) {
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
           << "differs from the slab kernel at row " << i << ": " << got[i] << " vs " << want[i];
+    if (c.k > 8192) continue;
+    const auto got_xs = run_dense(c, dw, dxq, drs, y0, true, 2);
+    ASSERT_EQ(gemv_nvfp4_lean_dense_launches(), n0 + 2) << "the lean slab kernel did not take the launch (x_smem 2)";
+    for (size_t i = 0; i < got_xs.size(); ++i)
+      ASSERT_EQ(std::memcmp(&got_xs[i], &want[i], sizeof(float)), 0)
+          << "activations in shared memory: differs from the slab kernel at row " << i;
   }
 }
 
