@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "cuda/act_q8.h"
@@ -191,6 +192,22 @@ const bool g_env_dense_plan = [] {
   int r = 0, x = -1;
   if (e != nullptr && std::sscanf(e, "%d,%d", &r, &x) == 2 && (r == 1 || r == 2 || r == 4))
     g_nvfp4_override.dense_rows = r, g_nvfp4_override.dense_xs = x != 0 ? 1 : 0;
+  return true;
+}();
+
+// FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S;.." (a benchmark knob): the tiled tensor-core GEMV of those
+// one-token shapes at W warps and S stages (gemv_mma.cu's instances: 4 x 2 / 3 / 4, 8 x 2 / 3 / 4,
+// 16 x 2) instead of gemv_nvfp4_tiled_mma's; at most 8 shapes. The bits do not depend on it.
+const bool g_env_tiled_plan = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_TILED_PLAN");
+  for (const char* c = e; c != nullptr && *c != '\0' && g_nvfp4_override.n_tiled_plan < 8;) {
+    long long r = 0, k = 0;
+    int w = 0, s = 0;
+    if (std::sscanf(c, "%lldx%lld=%d,%d", &r, &k, &w, &s) == 4)
+      g_nvfp4_override.tiled_plan[g_nvfp4_override.n_tiled_plan++] = {r, k, w, s};
+    c = std::strchr(c, ';');
+    if (c != nullptr) ++c;
+  }
   return true;
 }();
 

@@ -37,6 +37,13 @@ struct Nvfp4Override {
   bool lean_dense_off = false;  // FT_GEMV_NVFP4_LEAN_DENSE=0 / gemv_set_nvfp4_lean_dense: the slab kernel takes them
   int expert_rows = 0, expert_minb = 0;  // FT_GEMV_NVFP4_EXPERT_PLAN=R,B: the lean expert slab launches' (0: the plan's)
   int dense_rows = 0, dense_xs = -1;  // FT_GEMV_NVFP4_DENSE_PLAN=R,X: the lean dense launches' rows, X 1 activations in smem
+  // FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S;..": the tiled one-token mma launches of those shapes at W warps, S stages.
+  struct TiledShape {
+    int64_t rows, k;
+    int warps, stages;
+  };
+  TiledShape tiled_plan[8] = {};
+  int n_tiled_plan = 0;
 };
 
 // Widest cp.async vector (16, 8, 4) that keeps every row, expert and chunk aligned; 0: none.

@@ -684,6 +684,9 @@ bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
   if (n_tok == 1) {
     int warps = 0, stages = 0;
     gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
+    for (int i = 0; i < over.n_tiled_plan; ++i)  // FT_GEMV_NVFP4_TILED_PLAN
+      if (over.tiled_plan[i].rows == p.rows && over.tiled_plan[i].k == p.k)
+        warps = over.tiled_plan[i].warps, stages = over.tiled_plan[i].stages;
     if (over.mma_warps > 0) warps = over.mma_warps;
     if (over.mma_stages > 0) stages = over.mma_stages;
     if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream)) return true;

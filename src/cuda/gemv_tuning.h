@@ -221,6 +221,8 @@ inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stage
 // decoder (H200 run 5); with the sign-split decoder the dense one-token shapes gain (run 8:
 // 14336x4096 14.04 vs 15.46 us, 4096x14336 14.58 vs 14.56) and the expert ones still lose
 // (gate 6.95 vs 6.22, down 7.23 vs 6.41), so plans take them for dense single tokens only.
+// (Those launches now take the lean slab kernel, which reads global memory whatever the plan
+// says: session 28, gemv_nvfp4.cu; the plan's x_smem still steers the slab kernel.)
 inline constexpr int64_t kNvfp4XSmemMax = 36 << 10;
 // ... and only for rows of at most this many elements (likely why: every CTA copies the row,
 // k * 1.25 bytes, from L2: 528 CTAs x 17.9 KB = 9.5 MB beside 33 MB of weights at k 14336).
@@ -230,7 +232,8 @@ inline constexpr int64_t kNvfp4XSmemMaxK = 8192;
 // Grouped one-token slab launches whose R = 2 work items all fit in one wave of warps at
 // 6 blocks of 4 warps per SM (132 SMs: 3168) take R = 2 at that launch bound: run 8, experts
 // gate 768x2048 x8 (3072 items) 5.47 us against 6.22-6.59 for R 1 / 2 / 4 at 4 blocks and
-// 6.3-8.8 for the other bounds.
+// 6.3-8.8 for the other bounds. (The routed pair of the lean kernel with one slab a row now takes
+// 4 blocks instead: session 28, gemv_nvfp4.cu.)
 inline constexpr int64_t kNvfp4OneWaveWarps = 132 * 6 * 4;
 inline constexpr int kNvfp4PackBlocksPerLane = 4;
 // Work items (warps' worth of parallel work) below which the slab kernel takes fewer rows
