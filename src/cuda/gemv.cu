@@ -184,14 +184,22 @@ const bool g_env_expert_plan = [] {
   return true;
 }();
 
-// FT_GEMV_NVFP4_DENSE_PLAN=R,X (a benchmark knob): the lean dense one-token launches at R rows an item
-// (1, 2, 4), activations from shared (X 1, where they fit) or global memory (X 0); the bits do not
-// depend on it.
+// FT_GEMV_NVFP4_DENSE_PLAN=R,X[,B] (a benchmark knob): the lean dense one-token launches at R rows an
+// item (1, 2, 4), activations from shared (X 1, where they fit) or global memory (X 0), B blocks an SM
+// (4, 6, 8 with X 0 and R 1 / 2; default 4); the bits do not depend on it.
 const bool g_env_dense_plan = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_DENSE_PLAN");
-  int r = 0, x = -1;
-  if (e != nullptr && std::sscanf(e, "%d,%d", &r, &x) == 2 && (r == 1 || r == 2 || r == 4))
-    g_nvfp4_override.dense_rows = r, g_nvfp4_override.dense_xs = x != 0 ? 1 : 0;
+  int r = 0, x = -1, b = 0;
+  if (e != nullptr && std::sscanf(e, "%d,%d,%d", &r, &x, &b) >= 2 && (r == 1 || r == 2 || r == 4))
+    g_nvfp4_override.dense_rows = r, g_nvfp4_override.dense_xs = x != 0 ? 1 : 0, g_nvfp4_override.dense_minb = b;
+  return true;
+}();
+
+// FT_GEMV_NVFP4_COMBINE_MINB=B (a benchmark knob): the lean one-token down + combine launch
+// (experts_packed_kernel) at B blocks an SM (4, 6, 8) instead of 4; the bits do not depend on it.
+const bool g_env_combine_minb = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_COMBINE_MINB");
+  if (e != nullptr) g_nvfp4_override.combine_minb = std::atoi(e);
   return true;
 }();
 

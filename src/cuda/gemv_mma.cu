@@ -45,6 +45,7 @@
 // by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -102,7 +103,7 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
 // residual): the tile's old y read before the PDL wait, not after the sums. H200 session 27 call 2,
 // Llama-8B tg128 alternating: 496.33 / 495.48 / 496.35 / 493.96 against 494.27 / 493.15 / 489.99 /
 // 493.62 tok/s (+0.5%), the same 64 tokens.
-template <int NW, int NS, bool TILED, bool YE = false>
+template <int NW, int NS, bool TILED, bool YE = false, bool K32 = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -180,7 +181,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
     issue(i + NS - 1);
     const uint8_t* st = stages + (i % NS) * kStageBytes;
-    mma_step_acc(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
+    mma_step_acc<kRowStep, K32>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
   cp_async_wait(0);
 
@@ -213,15 +214,25 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_mma_launches{0};
 
+// FT_MMA_K32=1 (a benchmark knob, session 29): the tiled instances with one m16n8k32 per tile half
+// pair instead of two m16n8k16 (mma_step_acc's K32; the same bits).
+const bool g_mma_k32 = [] {
+  const char* e = std::getenv("FT_MMA_K32");
+  return e != nullptr && e[0] == '1';
+}();
+
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
   const bool ye = p.tiled && p.accumulate && p.y_early;
-  auto kernel = ye ? nvfp4_mma_kernel<NW, NS, true, true>
-                   : p.tiled ? nvfp4_mma_kernel<NW, NS, true> : nvfp4_mma_kernel<NW, NS, false>;
-  static std::atomic<uint64_t> cache[3] = {0, 0, 0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ye ? 2 : p.tiled ? 1 : 0]) < 1)
+  const bool k32 = p.tiled && g_mma_k32;
+  auto kernel = ye ? (k32 ? nvfp4_mma_kernel<NW, NS, true, true, true> : nvfp4_mma_kernel<NW, NS, true, true>)
+                : p.tiled ? (k32 ? nvfp4_mma_kernel<NW, NS, true, false, true> : nvfp4_mma_kernel<NW, NS, true>)
+                          : nvfp4_mma_kernel<NW, NS, false>;
+  static std::atomic<uint64_t> cache[5] = {0, 0, 0, 0, 0};
+  const int ci = (ye ? 2 : p.tiled ? 1 : 0) + (k32 ? 2 : 0);
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
     return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);

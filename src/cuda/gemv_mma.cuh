@@ -26,6 +26,17 @@ __device__ __forceinline__ void mma_s8_16816(int (&d)[4], uint32_t a0, uint32_t 
       : "r"(a0), "r"(a1), "r"(b));
 }
 
+// m16n8k32: the two k16 halves of one tile's words in one instruction (A {row g lo, row g + 8
+// lo, row g hi, row g + 8 hi}, B {x lo, x hi}): the same int32 sums as two m16n8k16 into one C.
+__device__ __forceinline__ void mma_s8_16832(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                             uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 __device__ __forceinline__ uint4 mma_lds128(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
 
 // Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
@@ -145,7 +156,8 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
 // of rows g, g + 8 to acc0, acc8 in the fixed order (gh 0 then 1; sub-block a then b), so any
 // kernel that feeds a warp the same steps in the same order sums the same bits.
 // bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
-template <int PITCH = kMmaRowStep>
+// K32: each tile's p and n halves by one m16n8k32 instead of two m16n8k16 (the same int32 sums).
+template <int PITCH = kMmaRowStep, bool K32 = false>
 __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
                                              const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,
                                              int c, float& acc0, float& acc8) {
@@ -163,10 +175,15 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
       uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
       e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
       e2m1x8_pn(lds32(st + (g + 8) * PITCH + off), tab, p8l, p8h, n8l, n8h);
-      mma_s8_16816(cp, p0l, p8l, bx[t].x);
-      mma_s8_16816(cn, n0l, n8l, bx[t].z);
-      mma_s8_16816(cp, p0h, p8h, bx[t].y);
-      mma_s8_16816(cn, n0h, n8h, bx[t].w);
+      if constexpr (K32) {
+        mma_s8_16832(cp, p0l, p8l, p0h, p8h, bx[t].x, bx[t].y);
+        mma_s8_16832(cn, n0l, n8l, n0h, n8h, bx[t].z, bx[t].w);
+      } else {
+        mma_s8_16816(cp, p0l, p8l, bx[t].x);
+        mma_s8_16816(cn, n0l, n8l, bx[t].z);
+        mma_s8_16816(cp, p0h, p8h, bx[t].y);
+        mma_s8_16816(cn, n0h, n8h, bx[t].w);
+      }
     }
     int cc[4];
 #pragma unroll

@@ -641,6 +641,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   // 516.53 / 519.94 tok/s (+1.2%); 1,6 ~511, 1,4 ~508, 4,4 ~504; the same 64 greedy tokens.
   if (p.route_logits != nullptr && nb <= kSlabBlocks && lean_pl.rows == 2 && lean_pl.minb == 6) lean_pl.minb = 4;
   if (pl.kernel == 1 && over.expert_rows > 0) lean_pl.rows = over.expert_rows, lean_pl.minb = over.expert_minb;
+  if (pl.kernel == 2 && over.combine_minb > 0) lean_pl.minb = over.combine_minb;  // FT_GEMV_NVFP4_COMBINE_MINB
   if (p.w2 != nullptr) {
     if (!pair_ok) return false;
     Params q = p;
@@ -672,6 +673,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     GemvNvfp4Plan dpl = pl;  // FT_GEMV_NVFP4_DENSE_PLAN
     bool dxs = over.x_smem == 2 && xs;
     if (over.dense_rows > 0) dpl.rows = over.dense_rows;
+    if (over.dense_minb > 0) dpl.minb = over.dense_minb;
     if (over.dense_xs >= 0) dxs = over.dense_xs == 1 && x_rows * g.xs_row <= kNvfp4XSmemMax;
     if (gemv_nvfp4_lean_dense(p, nb, dpl, dxs, g.xs_row, stream)) return true;
   }
