@@ -195,14 +195,6 @@ const bool g_env_dense_plan = [] {
   return true;
 }();
 
-// FT_GEMV_NVFP4_COMBINE_MINB=B (a benchmark knob): the lean one-token down + combine launch
-// (experts_packed_kernel) at B blocks an SM (4, 6, 8) instead of 4; the bits do not depend on it.
-const bool g_env_combine_minb = [] {
-  const char* e = std::getenv("FT_GEMV_NVFP4_COMBINE_MINB");
-  if (e != nullptr) g_nvfp4_override.combine_minb = std::atoi(e);
-  return true;
-}();
-
 // FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S;.." (a benchmark knob): the tiled tensor-core GEMV of those
 // one-token shapes at W warps and S stages (gemv_mma.cu's instances: 4 x 2 / 3 / 4, 8 x 2 / 3 / 4,
 // 16 x 2) instead of gemv_nvfp4_tiled_mma's; at most 8 shapes. The bits do not depend on it.

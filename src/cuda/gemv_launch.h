@@ -38,7 +38,6 @@ struct Nvfp4Override {
   int expert_rows = 0, expert_minb = 0;  // FT_GEMV_NVFP4_EXPERT_PLAN=R,B: the lean expert slab launches' (0: the plan's)
   int dense_rows = 0, dense_xs = -1;  // FT_GEMV_NVFP4_DENSE_PLAN=R,X: the lean dense launches' rows, X 1 activations in smem
   int dense_minb = 0;                 // FT_GEMV_NVFP4_DENSE_PLAN=R,X,B: and their blocks an SM (4, 6, 8; 0: the plan's)
-  int combine_minb = 0;  // FT_GEMV_NVFP4_COMBINE_MINB=B: the lean down + combine launch's blocks an SM (4, 6, 8)
   // FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S;..": the tiled one-token mma launches of those shapes at W warps, S stages.
   struct TiledShape {
     int64_t rows, k;

@@ -45,7 +45,6 @@
 // by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -103,7 +102,7 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
 // residual): the tile's old y read before the PDL wait, not after the sums. H200 session 27 call 2,
 // Llama-8B tg128 alternating: 496.33 / 495.48 / 496.35 / 493.96 against 494.27 / 493.15 / 489.99 /
 // 493.62 tok/s (+0.5%), the same 64 tokens.
-template <int NW, int NS, bool TILED, bool YE = false, bool K32 = false, bool XG = false>
+template <int NW, int NS, bool TILED, bool YE = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -148,10 +147,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   if constexpr (YE) {
     if (threadIdx.x < kRows && row0 + static_cast<int64_t>(threadIdx.x) < p.rows) y_old = p.y[row0 + threadIdx.x];
   }
-  if constexpr (XG) {  // the table before the wait: no barrier after it
-    mma_put_table(smem);
-    __syncthreads();
-  }
   pdl_wait();
   pdl_trigger();
 
@@ -161,15 +156,13 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // session 26, Llama-8B tg128 alternating: 8 warps 482.7 vs 479.3 tok/s (call 5), then the 4-warp
   // tiled ones as well 493.8 vs 484.3 (call 7); sized 8 and 4 on the 4-warp ones it had lost 4%
   // (call 4). Beyond those sizes, and on the row-major 4-warp instances (not measured), the batches.
-  if constexpr (!XG) {
-    uint8_t* frag_s = smem + sm.frag;
-    float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
-    const bool one_pass = (NW >= 8 && mma_build_x_1pass<8, 2>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)) ||
-                          (TILED && NW == 4 && mma_build_x_1pass<4, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32));
-    if (!one_pass) mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
-    mma_put_table(smem);
-    __syncthreads();
-  }
+  uint8_t* frag_s = smem + sm.frag;
+  float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
+  const bool one_pass = (NW >= 8 && mma_build_x_1pass<8, 2>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)) ||
+                        (TILED && NW == 4 && mma_build_x_1pass<4, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32));
+  if (!one_pass) mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  mma_put_table(smem);
+  __syncthreads();
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
   // Loaded from shared memory: a value ptxas cannot re-create per PRMT (H200 run 9).
   const E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
@@ -182,27 +175,16 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   const uint8_t* frag = smem + sm.frag + 16 * c;
 
   float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
-  if constexpr (XG) {
-    const int e0 = mma_xg_offset(my_tile, c);
-    MmaXg cur{};
-    if (my_steps > 0) mma_xg_load(p.xq, p.k, warp, e0, my_tile >= 0, c, cur);
-    for (int i = 0; i < my_steps; ++i) {
-      MmaXg nxt{};
-      if (i + 1 < my_steps) mma_xg_load(p.xq, p.k, warp + NW * (i + 1), e0, my_tile >= 0, c, nxt);
-      cp_async_wait(NS - 2);
-      __syncwarp();
-      issue(i + NS - 1);
-      mma_step_acc_xg(stages + (i % NS) * kStageBytes, cur, tab, my_tile, g, c, acc0, acc8);
-      cur = nxt;
-    }
-  } else {
-    for (int i = 0; i < my_steps; ++i) {
-      cp_async_wait(NS - 2);
-      __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
-      issue(i + NS - 1);
-      const uint8_t* st = stages + (i % NS) * kStageBytes;
-      mma_step_acc<kRowStep, K32>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
-    }
+  for (int i = 0; i < my_steps; ++i) {
+    cp_async_wait(NS - 2);
+    __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
+    issue(i + NS - 1);
+    const uint8_t* st = stages + (i % NS) * kStageBytes;
+    // Tiled: one m16n8k32 per tile half pair, not two m16n8k16 (mma_step_acc's K32, the same int32
+    // sums). H200 session 30 call 1, Llama-8B tg128 alternating (FT_MMA_K32=1, a switch then): 509.75 /
+    // 511.02 / 509.67 against 495.44 / 498.72 / 496.56 tok/s (+2.6%), the same 64 greedy tokens; on the
+    // bulk-copy qkv instance (gemv_mma_tma.cu, Qwen3-30B-A3B) 526.6 against 527.7 on average (not taken).
+    mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
   cp_async_wait(0);
 
@@ -235,36 +217,16 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_mma_launches{0};
 
-// FT_MMA_K32=1 (a benchmark knob, session 29): the tiled instances with one m16n8k32 per tile half
-// pair instead of two m16n8k16 (mma_step_acc's K32; the same bits).
-const bool g_mma_k32 = [] {
-  const char* e = std::getenv("FT_MMA_K32");
-  return e != nullptr && e[0] == '1';
-}();
-// FT_MMA_XG=1 (a benchmark knob, session 29): the tiled instances read their B words and activation
-// scales from global memory per step (mma_step_acc_xg), no x_frag; the same bits. Takes precedence
-// over FT_MMA_K32.
-const bool g_mma_xg = [] {
-  const char* e = std::getenv("FT_MMA_XG");
-  return e != nullptr && e[0] == '1';
-}();
-
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream) {
-  const bool xg = p.tiled && g_mma_xg;
-  const MmaSmem sm = mma_smem(xg ? 0 : p.k, NW, NS, NW * kRows * 4);  // XG: no x_frag, no scales
+  const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (sm.total > max_smem_optin()) return false;
   const bool ye = p.tiled && p.accumulate && p.y_early;
-  const bool k32 = p.tiled && g_mma_k32 && !xg;
-  auto kernel = ye ? (xg    ? nvfp4_mma_kernel<NW, NS, true, true, false, true>
-                      : k32 ? nvfp4_mma_kernel<NW, NS, true, true, true>
-                            : nvfp4_mma_kernel<NW, NS, true, true>)
-                : p.tiled ? (xg    ? nvfp4_mma_kernel<NW, NS, true, false, false, true>
-                             : k32 ? nvfp4_mma_kernel<NW, NS, true, false, true>
-                                   : nvfp4_mma_kernel<NW, NS, true>)
+  auto kernel = ye ? nvfp4_mma_kernel<NW, NS, true, true>
+                : p.tiled ? nvfp4_mma_kernel<NW, NS, true>
                           : nvfp4_mma_kernel<NW, NS, false>;
-  static std::atomic<uint64_t> cache[7] = {0, 0, 0, 0, 0, 0, 0};
-  const int ci = (ye ? 2 : p.tiled ? 1 : 0) + (k32 ? 2 : xg ? 4 : 0);
+  static std::atomic<uint64_t> cache[3] = {0, 0, 0};
+  const int ci = ye ? 2 : p.tiled ? 1 : 0;
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
     return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));

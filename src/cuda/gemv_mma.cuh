@@ -156,7 +156,8 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
 // of rows g, g + 8 to acc0, acc8 in the fixed order (gh 0 then 1; sub-block a then b), so any
 // kernel that feeds a warp the same steps in the same order sums the same bits.
 // bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
-// K32: each tile's p and n halves by one m16n8k32 instead of two m16n8k16 (the same int32 sums).
+// K32: each tile's p and n halves by one m16n8k32 instead of two m16n8k16 (the same int32 sums;
+// the tiled instances of gemv_mma.cu, where it measured +2.6% on Llama-8B).
 template <int PITCH = kMmaRowStep, bool K32 = false>
 __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
                                              const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,
@@ -192,67 +193,6 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
     // activation block 2 (block) + h.
     const int bb = 2 * gh + (c >> 1), h = c & 1;
     const float dx = xd[2 * (kMmaStepBlocks * step + bb) + h];
-    float s0a, s0b, s8a, s8b;
-    nvfp4_scales2(lds32(st + g * PITCH + 36 * bb) >> (16 * h), s0a, s0b);
-    nvfp4_scales2(lds32(st + (g + 8) * PITCH + 36 * bb) >> (16 * h), s8a, s8b);
-    acc0 = fmaf(static_cast<float>(cc[0]), s0a * dx, acc0);
-    acc0 = fmaf(static_cast<float>(cc[1]), s0b * dx, acc0);
-    acc8 = fmaf(static_cast<float>(cc[2]), s8a * dx, acc8);
-    acc8 = fmaf(static_cast<float>(cc[3]), s8b * dx, acc8);
-  }
-}
-
-// XG (a benchmark variant, session 29): a lane's B words and activation scales read from the act_q8
-// row in global memory (L1 / L2 hits) per step, one step ahead, instead of x_frag built in shared
-// memory after the PDL wait (no build, no barrier after the wait). Per step and half gh: the lane
-// feeding B column g (tile my_tile) loads the 4 + 4 bytes mma_build_x puts in its fragment, every
-// lane the scale mma_step_acc reads as xd[8 step + 4 gh + c].
-struct MmaXg {
-  uint32_t a[2], b[2];
-  float d[2];
-};
-// e0: the lane's fragment offset in a group (mma_build_x's e at group 0 for tile my_tile, lane c).
-__device__ __forceinline__ int mma_xg_offset(int my_tile, int c) {
-  const int t = my_tile < 0 ? 0 : my_tile;
-  return 64 * (t >> 1) + 16 * (2 * (t & 1) + (c >> 1)) + 4 * (c & 1);
-}
-__device__ __forceinline__ void mma_xg_load(const uint8_t* xq, int64_t k, int step, int e0, bool feed, int c,
-                                            MmaXg& v) {
-#pragma unroll
-  for (int gh = 0; gh < 2; ++gh) {
-    const uint8_t* x = xq + 128 * (2 * step + gh) + e0;
-    v.a[gh] = feed ? __ldg(reinterpret_cast<const uint32_t*>(x)) : 0u;
-    v.b[gh] = feed ? __ldg(reinterpret_cast<const uint32_t*>(x + 8)) : 0u;
-    v.d[gh] = __ldg(reinterpret_cast<const float*>(xq + k + 8 * (8 * step + 4 * gh + c)));
-  }
-}
-// mma_step_acc with XG's values: the same int32 sums (the n chain multiplies +x and is subtracted,
-// where mma_step_acc's B holds -x and adds) and the same fp32 epilogue in the same order.
-template <int PITCH = kMmaRowStep>
-__device__ __forceinline__ void mma_step_acc_xg(const uint8_t* st, const MmaXg& v, const q8_detail::E2m1Table& tab,
-                                                int my_tile, int g, int c, float& acc0, float& acc8) {
-  using namespace q8_detail;
-#pragma unroll
-  for (int gh = 0; gh < 2; ++gh) {
-    const uint32_t x0 = x_pair_0(v.a[gh], v.b[gh]), x1 = x_pair_1(v.a[gh], v.b[gh]);
-    int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const uint32_t b0 = my_tile == t ? x0 : 0u, b1 = my_tile == t ? x1 : 0u;
-      const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
-      uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
-      e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
-      e2m1x8_pn(lds32(st + (g + 8) * PITCH + off), tab, p8l, p8h, n8l, n8h);
-      mma_s8_16816(cp, p0l, p8l, b0);
-      mma_s8_16816(cn, n0l, n8l, b0);
-      mma_s8_16816(cp, p0h, p8h, b1);
-      mma_s8_16816(cn, n0h, n8h, b1);
-    }
-    int cc[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) cc[j] = cp[j] - cn[j];
-    const int bb = 2 * gh + (c >> 1), h = c & 1;
-    const float dx = v.d[gh] * 0.5f;
     float s0a, s0b, s8a, s8b;
     nvfp4_scales2(lds32(st + g * PITCH + 36 * bb) >> (16 * h), s0a, s0b);
     nvfp4_scales2(lds32(st + (g + 8) * PITCH + 36 * bb) >> (16 * h), s8a, s8b);

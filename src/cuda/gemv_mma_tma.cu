@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 
 #include "cuda/act_q8.h"
 #include "cuda/bulk_copy.cuh"
@@ -51,7 +50,7 @@ TmaSmem tma_smem(int64_t k, int nw, int ns, int pitch) {
   return t;
 }
 
-template <int NW, int J, int NS, bool X1 = false, bool K32 = false>
+template <int NW, int J, int NS, bool X1 = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, const TmaSmem sm) {
   constexpr int kPitch = tma_pitch(J);
   extern __shared__ __align__(128) uint8_t smem[];
@@ -115,7 +114,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
     const uint8_t* st = ring + (q % NS) * (kRows * kPitch);
     const int st0 = s0 + q * J, js = min(J, s1 - st0);
     for (int j = 0; j < js; ++j)
-      mma_step_acc<kPitch, K32>(st + j * kMmaRowStep, frag, xd, st0 + j, tab, my_tile, bx, g, c, acc0, acc8);
+      mma_step_acc<kPitch>(st + j * kMmaRowStep, frag, xd, st0 + j, tab, my_tile, bx, g, c, acc0, acc8);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the reads above before the next bulk write
 #endif
@@ -153,16 +152,8 @@ bool launch_tma(const Params& p, cudaStream_t stream) {
   const TmaSmem sm = tma_smem(p.k, NW, NS, tma_pitch(J));
   if (sm.total > max_smem_optin()) return false;
   auto kernel = nvfp4_tma_kernel<NW, J, NS, X1>;
-  static std::atomic<uint64_t> cache{0}, cache_k32{0};
-  bool k32 = false;
-  if constexpr (NW == 4 && J == 2 && NS == 1) {  // FT_MMA_K32 (benchmark): Qwen3-30B-A3B's qkv instance
-    static const bool env_k32 = [] {
-      const char* e = std::getenv("FT_MMA_K32");
-      return e != nullptr && e[0] == '1';
-    }();
-    if (env_k32) kernel = nvfp4_tma_kernel<NW, J, NS, X1, true>, k32 = true;
-  }
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, k32 ? cache_k32 : cache) < 1) return false;
+  static std::atomic<uint64_t> cache{0};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_tma_launches.fetch_add(1, std::memory_order_relaxed);

@@ -641,7 +641,6 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   // 516.53 / 519.94 tok/s (+1.2%); 1,6 ~511, 1,4 ~508, 4,4 ~504; the same 64 greedy tokens.
   if (p.route_logits != nullptr && nb <= kSlabBlocks && lean_pl.rows == 2 && lean_pl.minb == 6) lean_pl.minb = 4;
   if (pl.kernel == 1 && over.expert_rows > 0) lean_pl.rows = over.expert_rows, lean_pl.minb = over.expert_minb;
-  if (pl.kernel == 2 && over.combine_minb > 0) lean_pl.minb = over.combine_minb;  // FT_GEMV_NVFP4_COMBINE_MINB
   if (p.w2 != nullptr) {
     if (!pair_ok) return false;
     Params q = p;
@@ -673,8 +672,13 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     GemvNvfp4Plan dpl = pl;  // FT_GEMV_NVFP4_DENSE_PLAN
     bool dxs = over.x_smem == 2 && xs;
     if (over.dense_rows > 0) dpl.rows = over.dense_rows;
-    if (over.dense_minb > 0) dpl.minb = over.dense_minb;
     if (over.dense_xs >= 0) dxs = over.dense_xs == 1 && x_rows * g.xs_row <= kNvfp4XSmemMax;
+    // The global-activation form at 1 or 2 rows an item at 6 blocks an SM, not the plan's 4: H200
+    // session 30 call 1, tg128 alternating (FT_GEMV_NVFP4_DENSE_PLAN=R,0,6): Llama-8B (wo, R 2) 503.86 /
+    // 499.00 / 500.62 against 495.44 / 498.72 / 496.56 tok/s (+0.9%), Qwen3-30B-A3B (wo, R 1) 529.94 /
+    // 530.86 / 530.63 against 528.38 / 525.00 / 529.70 (+0.8%); the same 64 greedy tokens (at R 1, 8 blocks).
+    if (!dxs && dpl.minb == 4 && dpl.rows <= 2) dpl.minb = 6;
+    if (over.dense_minb > 0) dpl.minb = over.dense_minb;
     if (gemv_nvfp4_lean_dense(p, nb, dpl, dxs, g.xs_row, stream)) return true;
   }
   launch_slab_plan(p, nt, n_out, g, R, vb, xs, pl, stream);

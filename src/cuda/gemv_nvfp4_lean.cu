@@ -455,13 +455,11 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
     return true;
   }
   if (pl.kernel == 1 && p.slot_w == nullptr) return slab_grouped<false>(p, n_out, static_cast<int>(nb), pl, stream);
-  if (pl.kernel == 2 && p.slot_w != nullptr && pl.rows == 1 && n_sub == 8) {
-    switch (nb * 10 + pl.minb) {
-      case 84: return packed_expert<8, 8, 4>(p, n_out, stream);
-      case 124: return packed_expert<12, 8, 4>(p, n_out, stream);
-      case 126: return packed_expert<12, 8, 6>(p, n_out, stream);  // FT_GEMV_NVFP4_COMBINE_MINB (benchmark)
-      case 128: return packed_expert<12, 8, 8>(p, n_out, stream);
-      case 164: return packed_expert<16, 8, 4>(p, n_out, stream);
+  if (pl.kernel == 2 && p.slot_w != nullptr && pl.rows == 1 && n_sub == 8 && pl.minb == 4) {
+    switch (nb) {
+      case 8: return packed_expert<8, 8, 4>(p, n_out, stream);
+      case 12: return packed_expert<12, 8, 4>(p, n_out, stream);
+      case 16: return packed_expert<16, 8, 4>(p, n_out, stream);
       default: return false;
     }
   }
