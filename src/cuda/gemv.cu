@@ -186,7 +186,7 @@ const bool g_env_expert_plan = [] {
 
 // FT_GEMV_NVFP4_DENSE_PLAN=R,X[,B] (a benchmark knob): the lean dense one-token launches at R rows an
 // item (1, 2, 4), activations from shared (X 1, where they fit) or global memory (X 0), B blocks an SM
-// (4, 6, 8 with X 0 and R 1 / 2; default 4); the bits do not depend on it.
+// (4 or 8 with X 0 and R 1 / 2; default 8 there, H200 session 30); the bits do not depend on it.
 const bool g_env_dense_plan = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_DENSE_PLAN");
   int r = 0, x = -1, b = 0;

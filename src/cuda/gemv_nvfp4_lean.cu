@@ -478,10 +478,8 @@ bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl,
     case 240: return slab_lean<2, 4, false, false>(p, 1, n, 0, stream);
     case 241: return slab_lean<2, 4, false, true>(p, 1, n, xs_row, stream);
     case 440: return slab_lean<4, 4, false, false>(p, 1, n, 0, stream);
-    // FT_GEMV_NVFP4_DENSE_PLAN=R,0,B (benchmark): other launch bounds of the global-activation form.
-    case 160: return slab_lean<1, 6, false, false>(p, 1, n, 0, stream);
+    // The global-activation form's plan (gemv_nvfp4.cu: 8 blocks an SM since H200 session 30).
     case 180: return slab_lean<1, 8, false, false>(p, 1, n, 0, stream);
-    case 260: return slab_lean<2, 6, false, false>(p, 1, n, 0, stream);
     case 280: return slab_lean<2, 8, false, false>(p, 1, n, 0, stream);
     case 441: return slab_lean<4, 4, false, true>(p, 1, n, xs_row, stream);
     default: return false;

@@ -215,6 +215,11 @@ inline bool gemv_nvfp4_tile_wanted(int64_t rows, int64_t k) {
 inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stages) {
   gemv_nvfp4_mma_shape(rows, k, warps, stages);
   if (warps == 4) stages = 2;
+  // 8 warps of 7+ steps each (Llama-8B's down projection, 4096x14336) at 4 stages, not 3, since the
+  // tiled kernel's m16n8k32 (H200 session 30 call 2, tg128 alternating, FT_GEMV_NVFP4_TILED_PLAN):
+  // 518.93 / 520.16 / 520.98 against 516.99 / 516.80 / 517.00 tok/s (+0.6%); 4 warps x 2 stages
+  // ~457.5. The same warps, so the same steps a warp in the same order: the same bits.
+  if (warps == 8 && k / 256 >= 7 * 8) stages = 4;
 }
 
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
