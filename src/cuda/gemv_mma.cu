@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     const uint8_t* st = stages + (i % NS) * kStageBytes;
     // Tiled: one m16n8k32 per tile half pair, not two m16n8k16 (mma_step_acc's K32, the same int32
     // sums). H200 session 30 call 1, Llama-8B tg128 alternating (FT_MMA_K32=1, a switch then): 509.75 /
-    // 511.02 / 509.67 against 495.44 / 498.72 / 496.56 tok/s (+2.6%), the same 64 greedy tokens; on the
+    // 511.02 / 509.67 against 495.44 / 498.72 / 496.56 tok/s (+2.7%), the same 64 greedy tokens; on the
     // bulk-copy qkv instance (gemv_mma_tma.cu, Qwen3-30B-A3B) 526.6 against 527.7 on average (not taken).
     mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }

@@ -157,7 +157,7 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
 // kernel that feeds a warp the same steps in the same order sums the same bits.
 // bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
 // K32: each tile's p and n halves by one m16n8k32 instead of two m16n8k16 (the same int32 sums;
-// the tiled instances of gemv_mma.cu, where it measured +2.6% on Llama-8B).
+// the tiled instances of gemv_mma.cu, where it measured +2.7% on Llama-8B).
 template <int PITCH = kMmaRowStep, bool K32 = false>
 __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
                                              const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,

@@ -676,7 +676,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     // The global-activation form at 1 or 2 rows an item at 8 blocks an SM, not the plan's 4. H200
     // session 30, tg128 alternating (FT_GEMV_NVFP4_DENSE_PLAN=R,0,B), wo: call 1, B 6 against 4,
     // Llama-8B (R 2) 503.86 / 499.00 / 500.62 against 495.44 / 498.72 / 496.56 tok/s (+0.9%),
-    // Qwen3-30B-A3B (R 1) 529.94 / 530.86 / 530.63 against 528.38 / 525.00 / 529.70 (+0.8%); call 2,
+    // Qwen3-30B-A3B (R 1) 529.94 / 530.86 / 530.63 against 528.38 / 525.00 / 529.70 (+0.5%); call 2,
     // B 8 against 6, Qwen3-30B-A3B 532.47 / 532.35 / 532.26 against 530.57 / 530.38 / 528.41 (+0.5%),
     // Llama-8B 517.07 / 518.03 / 516.82 against 516.99 / 516.80 / 517.00 (even); the same 64 tokens.
     if (!dxs && dpl.minb == 4 && dpl.rows <= 2) dpl.minb = 8;
