@@ -5,7 +5,7 @@
 #   ft bench -m F --device cuda -p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562
 #   llama-bench -m F -p 512 -n 128 -d 0,4096,16384 -ngl 99 -fa 1 -r 2
 #   PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
-#   run(command="timeout -s KILL 520 bash bench/h200_final.sh; tar czf $OUT/resf.tgz -C /tmp resf",
+#   run(command="timeout -s KILL 560 bash bench/h200_final.sh; tar czf $OUT/resf.tgz -C /tmp resf",
 #       carry=[".devcarry/pack"])
 # FINAL_AB=FILE (a session's A/B while llama-bench builds, e.g. bench/session22/final_ab.sh): sourced
 # between ft's figures and llama-bench's (ab_envs etc. from bench/device_common.sh; rows into $R/ft.md).
@@ -14,12 +14,12 @@ source bench/device_common.sh
 llama_build_bg
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "test_cuda (all)"
-gpu_tests 300  # session 23: 250 s ran out with llama.cpp building beside it
+gpu_tests 340  # session 23: 250 s ran out with llama.cpp building beside it; session 30: 300 s (a 362 s build)
 models_wait
 # ft's figures once the llama.cpp build is done (session 28): session 27's ran beside it, ~1.5% below the same
 # binaries' alternating runs on a quiet host; llama-bench always ran after it.
-llama_wait 330
-ft_bench_each 395 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
+llama_wait 400  # session 30: the build took 362 s (330 s before)
+ft_bench_each 450 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
 if [ -n "${FINAL_AB:-}" ]; then source "$FINAL_AB"; fi
-llama_depth_rows 420 465 $L $Q
+llama_depth_rows 470 510 $L $Q
 finish resf
