@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/commands.h"
@@ -166,9 +167,14 @@ int run_bench(const BenchOptions& o) {
     }
     emit(fmt::format("pp{}", p), stat(tps), false);
   }
+  // FT_BENCH_PAUSE_MS=N (a diagnostic knob): N ms of idle before each decode row, so a transient
+  // left by the rows before it (clocks after a prefill) can be told from a lasting state.
+  const char* pause_env = std::getenv("FT_BENCH_PAUSE_MS");
+  const int pause_ms = pause_env != nullptr ? std::max(0, std::atoi(pause_env)) : 0;
   for (int d : o.depth) {
     for (int g : o.gen) {
       if (g <= 0) continue;
+      if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       const std::string test = d > 0 ? fmt::format("tg{}@d{}", g, d) : fmt::format("tg{}", g);
       std::vector<double> tps;
       for (int rep = -1; rep < o.reps; ++rep) {

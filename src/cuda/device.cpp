@@ -3,6 +3,10 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
 #include "cuda/check.h"
 
 namespace ft::cuda {
@@ -27,6 +31,24 @@ bool bulk_copy_supported() {
     return major >= 9;
   }();
   return v;
+}
+
+std::string apply_cache_config_env() {
+  const char* e = std::getenv("FT_CUDA_CACHE_CONFIG");
+  if (e == nullptr || *e == '\0') return "";
+  static constexpr struct {
+    const char* name;
+    cudaFuncCache v;
+  } kChoices[] = {{"none", cudaFuncCachePreferNone},
+                  {"shared", cudaFuncCachePreferShared},
+                  {"l1", cudaFuncCachePreferL1},
+                  {"equal", cudaFuncCachePreferEqual}};
+  for (const auto& c : kChoices) {
+    if (std::strcmp(e, c.name) != 0) continue;
+    FT_CUDA_CHECK(cudaDeviceSetCacheConfig(c.v));
+    return c.name;
+  }
+  fail("FT_CUDA_CACHE_CONFIG={}: expected none, shared, l1 or equal", e);
 }
 
 std::string device_summary(int dev) {

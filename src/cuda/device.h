@@ -15,6 +15,13 @@ inline bool has_device() { return device_count() > 0; }
 // be launched there). False without a device.
 bool bulk_copy_supported();
 
+// FT_CUDA_CACHE_CONFIG=none|shared|l1|equal (a diagnostic knob): the device-wide L1 / shared-memory
+// preference (cudaDeviceSetCacheConfig) for kernels that set none themselves; unset, the driver's
+// choice. H200 session 30: ft's decode ran 2-3% slower after a prefill in the same process; whether the
+// split the prefill's large-shared-memory kernels leave behind is why is what it tests. Returns the
+// setting applied ("" when unset); an unknown value fails naming the variable and the choices.
+std::string apply_cache_config_env();
+
 // "NVIDIA H200, sm_90, 132 SMs, 139.8 GiB, L2 60 MiB" for device `dev`.
 std::string device_summary(int dev = 0);
 

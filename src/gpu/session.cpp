@@ -124,6 +124,8 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
   int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(m.hp.n_ctx_train, 4096);
   if (n_ctx <= 0) n_ctx = 4096;
   FT_CUDA_CHECK(cudaFree(nullptr));  // the context exists before the first reading
+  if (const std::string cc = cuda::apply_cache_config_env(); !cc.empty())
+    log::info("cuda: FT_CUDA_CACHE_CONFIG={} (device-wide L1 / shared-memory preference)", cc);
   size_t free_before = 0, total = 0;
   FT_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
   FT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

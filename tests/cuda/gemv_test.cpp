@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -1065,6 +1066,31 @@ TEST(CudaCheck, MacroNamesCallAndError) {
     EXPECT_NE(std::string(e.what()).find("CUBLAS_STATUS_NOT_SUPPORTED"), std::string::npos) << e.what();
   }
   std::printf("device: %s\n", device_summary(0).c_str());
+}
+
+// FT_CUDA_CACHE_CONFIG: unset applies nothing, a known value applies (the device takes it), an
+// unknown one fails naming the variable and the choices.
+TEST(CudaCheck, CacheConfigEnv) {
+  FT_REQUIRE_GPU();
+  unsetenv("FT_CUDA_CACHE_CONFIG");
+  EXPECT_EQ(apply_cache_config_env(), "");
+  setenv("FT_CUDA_CACHE_CONFIG", "l1", 1);
+  EXPECT_EQ(apply_cache_config_env(), "l1");
+  cudaFuncCache c = cudaFuncCachePreferNone;
+  FT_CUDA_CHECK(cudaDeviceGetCacheConfig(&c));
+  EXPECT_EQ(c, cudaFuncCachePreferL1);
+  setenv("FT_CUDA_CACHE_CONFIG", "big", 1);
+  try {
+    apply_cache_config_env();
+    ADD_FAILURE() << "FT_CUDA_CACHE_CONFIG=big was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FT_CUDA_CACHE_CONFIG=big: expected none, shared, l1 or equal"),
+              std::string::npos)
+        << e.what();
+  }
+  setenv("FT_CUDA_CACHE_CONFIG", "none", 1);
+  EXPECT_EQ(apply_cache_config_env(), "none");
+  unsetenv("FT_CUDA_CACHE_CONFIG");
 }
 
 TEST(CudaBuffer, RoundTripsAndMoves) {
