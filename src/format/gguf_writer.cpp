@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
+
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -263,10 +266,11 @@ void write_all(const Sink& out, uint32_t alignment,
 
 }  // namespace
 
-// Writes PATH.tmp and renames it, so a failed or interrupted write never leaves a
-// truncated PATH behind.
+// Writes PATH.tmp.PID and renames it, so a failed or interrupted write never leaves a
+// truncated PATH behind, and two processes writing the same PATH at once (ctest -j running two
+// tests that build one parity model) each rename their own whole file.
 void Writer::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
   if (!f) fail("{}: cannot open for writing: {}", tmp, std::strerror(errno));
   try {

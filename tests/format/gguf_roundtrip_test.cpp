@@ -346,7 +346,7 @@ TEST(GgufRoundTrip, FileWriteAndMmapOpen) {
     EXPECT_EQ(std::vector<uint8_t>(file->tensors()[0].data, file->tensors()[0].data + 68),
               pattern(68, 3));
   }
-  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0);  // renamed into place
+  EXPECT_NE(::access((path + ".tmp." + std::to_string(::getpid())).c_str(), F_OK), 0);  // renamed into place
   std::remove(path.c_str());
   try {
     File::open(path);
@@ -456,8 +456,8 @@ TEST(GgufWriter, RefusesBadInput) {
   EXPECT_THAT(error_of([&] { w.set_u64("general.alignment", 32); }), HasSubstr("general.alignment"));
   Value mixed = array(ValueType::INT32, {i(ValueType::INT32, 1), u(ValueType::UINT32, 2)});
   EXPECT_THAT(error_of([&] { w.set("m", mixed); }), HasSubstr("array of int32 but has a uint32 element"));
-  EXPECT_THAT(error_of([&] { w.write("/nonexistent-dir/x.gguf"); }),
-              HasSubstr("/nonexistent-dir/x.gguf.tmp: cannot open for writing"));
+  const std::string tmp = "/nonexistent-dir/x.gguf.tmp." + std::to_string(::getpid());
+  EXPECT_THAT(error_of([&] { w.write("/nonexistent-dir/x.gguf"); }), HasSubstr(tmp + ": cannot open for writing"));
   Value bad_elem = array(static_cast<ValueType>(99), {});
   EXPECT_THAT(error_of([&] { w.set("b", bad_elem); }), HasSubstr("unknown array element type 99"));
 }
