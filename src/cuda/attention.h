@@ -54,6 +54,14 @@ struct AttnArgs {
   int64_t n_tok = 0;             // query tokens at positions *d_pos + t, attending to keys 0 .. *d_pos + t
   const int32_t* d_pos = nullptr;  // DEVICE pointer to the position of the first query token
   int64_t n_ctx = 0;             // cache capacity (rows); grids are sized from it, never from *d_pos
+  // Optional: the most live keys (*d_pos + n_tok) any replay of this call can see (0: n_ctx). The
+  // dedicated decode kernel then launches only the chunks that many keys can make live; the chunk
+  // plan (and so every sum) still follows n_ctx. A graph of one-token steps below the tensor-core
+  // kernel's depth (gpu/session.cpp) passes it: with n_ctx 512 the grid held 16 chunks a head
+  // where at most 2 are live, their blocks each holding 64 KB of shared memory through the launch
+  // before until its end (the PDL wait) -- ft bench's tg128 ran 2-3% slower after a pp512 than
+  // alone (its n_ctx 512 against 129), H200 session 30.
+  int64_t max_keys = 0;
   KvType kv_type = KvType::kF32;
   const void* k_cache = nullptr;  // this layer's cache (layout above)
   const void* v_cache = nullptr;
@@ -100,6 +108,8 @@ bool attention_fused_rope_supported(const AttnArgs& a);
 bool attention_mma_decode_supported(const AttnArgs& a);
 // Calls that ran the tensor-core decode kernel so far (tests: that a path really took it).
 int64_t attention_mma_decode_launches();
+// Blocks of the last dedicated decode kernel launch (gridDim x * y * z; tests: AttnArgs::max_keys).
+int64_t attention_decode_grid_blocks();
 
 // Device workspace that attention() needs for calls of up to max_tok query tokens: 64 KB of
 // ticket counters, then the decode split partials, [min(max_tok, 8) * n_head]

@@ -37,6 +37,7 @@ namespace {
 constexpr int64_t kSimtBlocksPerSm = 4;
 
 std::atomic<int64_t> g_mma_launches{0};  // attention_mma_decode_launches
+std::atomic<int64_t> g_decode_grid{0};   // attention_decode_grid_blocks
 
 // A count from the environment: its value (negative read as 0), or dflt where unset or empty.
 int64_t env_count(const char* name, int64_t dflt) {
@@ -142,6 +143,7 @@ bool attention_fused_rope_supported(const AttnArgs& a) {
 bool attention_mma_decode_supported(const AttnArgs& a) { return attn_detail::mma_decode_supported(a); }
 
 int64_t attention_mma_decode_launches() { return attn_detail::g_mma_launches.load(std::memory_order_relaxed); }
+int64_t attention_decode_grid_blocks() { return attn_detail::g_decode_grid.load(std::memory_order_relaxed); }
 
 void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   using namespace attn_detail;
@@ -325,8 +327,16 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
     p.v_store = const_cast<void*>(a.v_cache);
     p.pre_l1 = g_pre_l1 >= 0 ? g_pre_l1 : a.q_norm_w != nullptr ? 1 : 0;
   }
+  // AttnArgs::max_keys: a chunk holds at least max(unit, min_chunk) keys (decode_plan_min), so no
+  // more than ceil(max_keys / that) chunks are ever live; the grid stops there.
+  int64_t grid_splits = splits;
+  if (a.max_keys > 0 && a.max_keys < a.n_ctx) {
+    const int64_t most = ceil_div(a.max_keys, p.min_chunk > kDecodeUnit ? p.min_chunk : kDecodeUnit);
+    if (most < grid_splits) grid_splits = most;
+  }
+  g_decode_grid.store(row_blocks * grid_splits * a.n_head_kv, std::memory_order_relaxed);
   dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, g_decode_scatter, g_decode_pipe, p,
-                  dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(splits),
+                  dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(grid_splits),
                        static_cast<unsigned>(a.n_head_kv)),
                   s);
 }

@@ -635,11 +635,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   // the same bits as the slab / packed launch below).
   const bool lean = grouped && nt == 1 && vb == 16 && !xs && !over.experts_off;
   GemvNvfp4Plan lean_pl = pl;  // FT_GEMV_NVFP4_EXPERT_PLAN: the lean gate / up launches' rows and bound
-  // The routed one-token pair with its activations in registers (gemv_nvfp4_lean.cu ROUTE + XR + SS:
-  // one slab a row) at 4 blocks an SM, not the plan's one-wave 6. H200 session 28 call 2, Qwen3-30B-A3B
-  // tg128 alternating (FT_GEMV_NVFP4_EXPERT_PLAN=R,B): 2,4 525.01 / 525.87 / 524.95 against 2,6 519.35 /
-  // 516.53 / 519.94 tok/s (+1.2%); 1,6 ~511, 1,4 ~508, 4,4 ~504; the same 64 greedy tokens.
-  if (p.route_logits != nullptr && nb <= kSlabBlocks && lean_pl.rows == 2 && lean_pl.minb == 6) lean_pl.minb = 4;
+  if (p.route_logits != nullptr) lean_pl.minb = gemv_nvfp4_lean_routed_minb(nb <= kSlabBlocks, lean_pl);
   if (pl.kernel == 1 && over.expert_rows > 0) lean_pl.rows = over.expert_rows, lean_pl.minb = over.expert_minb;
   if (p.w2 != nullptr) {
     if (!pair_ok) return false;
@@ -673,13 +669,7 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
     bool dxs = over.x_smem == 2 && xs;
     if (over.dense_rows > 0) dpl.rows = over.dense_rows;
     if (over.dense_xs >= 0) dxs = over.dense_xs == 1 && x_rows * g.xs_row <= kNvfp4XSmemMax;
-    // The global-activation form at 1 or 2 rows an item at 8 blocks an SM, not the plan's 4. H200
-    // session 30, tg128 alternating (FT_GEMV_NVFP4_DENSE_PLAN=R,0,B), wo: call 1, B 6 against 4,
-    // Llama-8B (R 2) 503.86 / 499.00 / 500.62 against 495.44 / 498.72 / 496.56 tok/s (+0.9%),
-    // Qwen3-30B-A3B (R 1) 529.94 / 530.86 / 530.63 against 528.38 / 525.00 / 529.70 (+0.5%); call 2,
-    // B 8 against 6, Qwen3-30B-A3B 532.47 / 532.35 / 532.26 against 530.57 / 530.38 / 528.41 (+0.5%),
-    // Llama-8B 517.07 / 518.03 / 516.82 against 516.99 / 516.80 / 517.00 (even); the same 64 tokens.
-    if (!dxs && dpl.minb == 4 && dpl.rows <= 2) dpl.minb = 8;
+    if (!dxs) dpl.minb = gemv_nvfp4_lean_dense_minb(dpl);
     if (over.dense_minb > 0) dpl.minb = over.dense_minb;
     if (gemv_nvfp4_lean_dense(p, nb, dpl, dxs, g.xs_row, stream)) return true;
   }

@@ -291,6 +291,26 @@ inline GemvNvfp4Plan gemv_nvfp4_plan(int64_t rows, int64_t k, int64_t n_tok, int
   return pl;
 }
 
+// The lean kernels' launch bounds (gemv_nvfp4_lean.cu), apart from the plan's minb, which still
+// steers the slab kernel those launches fall back to.
+//
+// The routed one-token expert pair (ROUTE + XR + SS, rows of one slab: one_slab) at 4 blocks an SM,
+// not the plan's one-wave 6. H200 session 28 call 2, Qwen3-30B-A3B tg128 alternating
+// (FT_GEMV_NVFP4_EXPERT_PLAN=R,B): 2,4 525.01 / 525.87 / 524.95 against 2,6 519.35 / 516.53 / 519.94
+// tok/s (+1.2%); 1,6 ~511, 1,4 ~508, 4,4 ~504; the same 64 greedy tokens.
+inline int gemv_nvfp4_lean_routed_minb(bool one_slab, const GemvNvfp4Plan& pl) {
+  return one_slab && pl.rows == 2 && pl.minb == 6 ? 4 : pl.minb;
+}
+// The dense one-token form reading activations from global memory, at 1 or 2 rows an item: 8 blocks an
+// SM, not the plan's 4. H200 session 30, tg128 alternating (FT_GEMV_NVFP4_DENSE_PLAN=R,0,B), wo: call 1,
+// B 6 against 4, Llama-8B (R 2) 503.86 / 499.00 / 500.62 against 495.44 / 498.72 / 496.56 tok/s (+0.9%),
+// Qwen3-30B-A3B (R 1) 529.94 / 530.86 / 530.63 against 528.38 / 525.00 / 529.70 (+0.5%); call 2, B 8
+// against 6, Qwen3-30B-A3B 532.47 / 532.35 / 532.26 against 530.57 / 530.38 / 528.41 (+0.5%), Llama-8B
+// 517.07 / 518.03 / 516.82 against 516.99 / 516.80 / 517.00 (even); the same 64 tokens.
+inline int gemv_nvfp4_lean_dense_minb(const GemvNvfp4Plan& pl) {
+  return pl.minb == 4 && pl.rows <= 2 ? 8 : pl.minb;
+}
+
 // Forces the NVFP4 plan (tests, benchmarks; process-wide, not thread-safe): kernel -1 = the
 // plan's, 0/1/2/3 as above, 4 the persistent mma kernel (a kernel that cannot take the shape falls back to the generic one);
 // rows 0 = the plan's; x_smem 0 = the plan's, 1 = activations from global memory, 2 = from

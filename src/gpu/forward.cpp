@@ -185,6 +185,7 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   a.n_tok = n_tok;
   a.d_pos = pos;
   a.n_ctx = b_.n_ctx;
+  a.max_keys = key_bound_;
   a.kv_type = num_.kv;
   a.k_cache = b_.k_cache[il].get();
   a.v_cache = b_.v_cache[il].get();

@@ -43,6 +43,9 @@ class GpuForward {
   // attention of rope_store_attention runs the rope + KV store launch and the tensor-core decode
   // kernel (cuda::AttnArgs::decode_mma) instead of the fused dedicated kernel, where it applies.
   void set_long_context(bool on) { long_ctx_ = on; }
+  // The most live keys the coming steps (one graph's replays) can see, 0 for no bound
+  // (cuda::AttnArgs::max_keys).
+  void set_key_bound(int64_t keys) { key_bound_ = keys; }
   // Whether set_long_context(true) changes any launch of this model: some attention layer goes
   // through rope_store_attention (not gemma4's pass, not a Gated DeltaNet layer) with a shape the
   // tensor-core kernel takes. The session keys its graphs by the flag only then.
@@ -50,6 +53,7 @@ class GpuForward {
 
  private:
   bool long_ctx_ = false;
+  int64_t key_bound_ = 0;
   bool decode_mma_applies_ = false;  // resolved once at construction (find_decode_mma)
   bool find_decode_mma() const;
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,

@@ -490,6 +490,73 @@ TEST(CudaAttention, GraphReplayFollowsDevicePosition) {
   }
 }
 
+// AttnArgs::max_keys: a graph captured with a bound on the live keys (the session's one-token steps
+// below the tensor-core kernel's depth: 255) launches fewer blocks and, replayed at every position
+// the bound allows -- one chunk, two chunks, the last key -- gives the bits of the unbounded call.
+// A live chunk left out of the grid would never be merged (and would leave its tickets set).
+TEST(CudaAttention, KeyBoundTrimsTheDecodeGridNotTheSums) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(14);
+  const int64_t n_ctx = 2048, bound = 255;
+  for (KvType t : {KvType::kBF16, KvType::kF16}) {
+    for (const int64_t* h : {kHeads[1], kHeads[2]}) {
+      const Case c{t, 128, h[0], h[1], 1, 0, Path::kAuto, 0};
+      SCOPED_TRACE(describe(c));
+      Fixture s({t, 128, h[0], h[1], n_ctx, 0, Path::kPrefill, 0}, rng);  // all n_ctx rows live
+      Fixture one(c, rng);
+      const size_t n_out = static_cast<size_t>(one.ldo);
+      DeviceBuffer dref = to_device(std::vector<float>(n_out, poison()));
+      DeviceBuffer dout = to_device(std::vector<float>(n_out, poison()));
+      DeviceBuffer ws(attention_workspace_bytes(c.n_head, 1, n_ctx, c.d));
+      attention_workspace_init(ws.get(), ws.bytes(), nullptr);
+      AttnArgs a = s.args(dref.as<float>());
+      a.q = one.dq.as<float>();
+      a.ldq = one.ldq;
+      a.n_tok = 1;
+      a.ldo = one.ldo;
+      a.ws_zeroed = true;
+      AttnArgs b = a;
+      b.out = dout.as<float>();
+      b.max_keys = bound;
+
+      cudaStream_t st;
+      FT_CUDA_CHECK(cudaStreamCreate(&st));
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      FT_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+      attention(b, ws.get(), st);
+      FT_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+      FT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      const int64_t bounded_blocks = attention_decode_grid_blocks();
+      attention(a, ws.get(), st);
+      FT_CUDA_CHECK(cudaStreamSynchronize(st));
+      ASSERT_LT(bounded_blocks, attention_decode_grid_blocks()) << "the bound did not shrink the grid";
+
+      for (int32_t pos : {0, 1, 126, 127, 128, 200, 254, 3}) {
+        SCOPED_TRACE("pos " + std::to_string(pos));
+        s.set_pos(pos);
+        FT_CUDA_CHECK(cudaGraphLaunch(exec, st));
+        attention(a, ws.get(), st);
+        FT_CUDA_CHECK(cudaStreamSynchronize(st));
+        const auto got = to_host<float>(dout, n_out), want = to_host<float>(dref, n_out);
+        for (int64_t i = 0; i < c.n_head * c.d; ++i)
+          ASSERT_FALSE(is_poison(got[static_cast<size_t>(i)])) << "column " << i << " not written";
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), n_out * sizeof(float)), 0)
+            << "the bounded grid's output differs from the unbounded call's";
+        std::vector<float> ref(n_out);
+        engine::attention_ref(s.shape(), s.cpu, 0, one.q.data(), one.ldq, 1, pos, ref.data(), one.ldo, act_of(t));
+        for (int64_t i = 0; i < c.n_head * c.d; ++i)
+          ASSERT_LE(std::fabs(static_cast<double>(got[static_cast<size_t>(i)]) - ref[static_cast<size_t>(i)]),
+                    tolerance(t, 6.0, ref[static_cast<size_t>(i)]))
+              << "column " << i;
+      }
+      FT_CUDA_CHECK(cudaGraphExecDestroy(exec));
+      FT_CUDA_CHECK(cudaGraphDestroy(graph));
+      FT_CUDA_CHECK(cudaStreamDestroy(st));
+    }
+  }
+}
+
 // AttnArgs::out_q8: the decode kernel's Q8 epilogue (single chunk, one merge group, several
 // groups; one and several row blocks per KV head) and the paths that quantise after
 // themselves (SIMT decode at 8 tokens, prefill) write exactly quantize_act_q8's bytes of the

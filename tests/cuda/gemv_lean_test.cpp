@@ -349,5 +349,25 @@ TEST(CudaGemvLean, DenseEqualsSlabKernelBitwise) {
   }
 }
 
+// The lean kernels' launch bounds (gemv_tuning.h) on the plans of the shapes they were measured on:
+// the wo of Llama-8B (R 2) and Qwen3-30B-A3B (R 1) at 8 blocks an SM, the routed expert pair of
+// Qwen3-30B-A3B (768x2048 x 8, R 2) at 4; other plans keep their bound. Host only.
+TEST(CudaGemvLean, LaunchBoundsOfThePlans) {
+  const GemvNvfp4Plan llama_wo = gemv_nvfp4_plan(4096, 4096, 1, 1, 1, false);
+  const GemvNvfp4Plan qwen_wo = gemv_nvfp4_plan(2048, 4096, 1, 1, 1, false);
+  EXPECT_EQ(llama_wo.rows, 2);
+  EXPECT_EQ(qwen_wo.rows, 1);
+  EXPECT_EQ(gemv_nvfp4_lean_dense_minb(llama_wo), 8);
+  EXPECT_EQ(gemv_nvfp4_lean_dense_minb(qwen_wo), 8);
+  GemvNvfp4Plan r4 = llama_wo;
+  r4.rows = 4;
+  EXPECT_EQ(gemv_nvfp4_lean_dense_minb(r4), 4);
+  const GemvNvfp4Plan pair = gemv_nvfp4_plan(768, 2048, 1, 8, 1, true);
+  EXPECT_EQ(pair.rows, 2);
+  EXPECT_EQ(pair.minb, 6);
+  EXPECT_EQ(gemv_nvfp4_lean_routed_minb(true, pair), 4);
+  EXPECT_EQ(gemv_nvfp4_lean_routed_minb(false, pair), 6);  // rows of several slabs keep the plan's
+}
+
 }  // namespace
 }  // namespace ft::cuda
