@@ -435,6 +435,38 @@ TEST(CudaAttention, DispatchAndCapacity) {
     }
 }
 
+// One attention() call captured on its own stream as a CUDA graph, replayed by launch().
+struct CapturedAttention {
+  cudaStream_t st = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CapturedAttention(const AttnArgs& a, void* ws) {
+    FT_CUDA_CHECK(cudaStreamCreate(&st));
+    FT_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    attention(a, ws, st);
+    FT_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+    FT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  }
+  ~CapturedAttention() {
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(st);
+  }
+  CapturedAttention(const CapturedAttention&) = delete;
+  CapturedAttention& operator=(const CapturedAttention&) = delete;
+  void launch() const { FT_CUDA_CHECK(cudaGraphLaunch(exec, st)); }
+};
+
+// One query row (one's q) at position pos into s's cache: got within tolerance of attention_ref.
+void expect_row_near_ref(const Fixture& s, const Fixture& one, int64_t pos, const std::vector<float>& got) {
+  std::vector<float> ref(static_cast<size_t>(one.ldo));
+  engine::attention_ref(s.shape(), s.cpu, 0, one.q.data(), one.ldq, 1, pos, ref.data(), one.ldo, act_of(s.c.kv));
+  for (int64_t i = 0; i < s.c.n_head * s.c.d; ++i)
+    ASSERT_LE(std::fabs(static_cast<double>(got[static_cast<size_t>(i)]) - ref[static_cast<size_t>(i)]),
+              tolerance(s.c.kv, 6.0, ref[static_cast<size_t>(i)]))
+        << "column " << i;
+}
+
 // One captured graph (kv_store + decode attention) replayed at positions read on the device:
 // the grid must not depend on the position.
 TEST(CudaAttention, GraphReplayFollowsDevicePosition) {
@@ -462,31 +494,15 @@ TEST(CudaAttention, GraphReplayFollowsDevicePosition) {
       FT_CUDA_CHECK(cudaMemset(ws.get(), 0xFF, ws.bytes()));
     }
 
-    cudaStream_t st;
-    FT_CUDA_CHECK(cudaStreamCreate(&st));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    FT_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    attention(a, ws.get(), st);
-    FT_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
-    FT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-
+    const CapturedAttention g(a, ws.get());
     for (int32_t pos : {0, 63, 64, 65, 700, 2047, 2047, 31, 1000}) {
       SCOPED_TRACE("pos " + std::to_string(pos));
       s.set_pos(pos);
-      FT_CUDA_CHECK(cudaGraphLaunch(exec, st));
-      FT_CUDA_CHECK(cudaStreamSynchronize(st));
-      const auto got = to_host<float>(dout, static_cast<size_t>(one.ldo));
-      std::vector<float> ref(static_cast<size_t>(one.ldo));
-      engine::attention_ref(s.shape(), s.cpu, 0, one.q.data(), one.ldq, 1, pos, ref.data(), one.ldo, act_of(t));
-      for (int64_t i = 0; i < c.n_head * c.d; ++i)
-        ASSERT_LE(std::fabs(static_cast<double>(got[static_cast<size_t>(i)]) - ref[static_cast<size_t>(i)]),
-                  tolerance(t, 6.0, ref[static_cast<size_t>(i)]))
-            << "column " << i;
+      g.launch();
+      FT_CUDA_CHECK(cudaStreamSynchronize(g.st));
+      expect_row_near_ref(s, one, pos, to_host<float>(dout, static_cast<size_t>(one.ldo)));
+      if (::testing::Test::HasFatalFailure()) return;
     }
-    FT_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    FT_CUDA_CHECK(cudaGraphDestroy(graph));
-    FT_CUDA_CHECK(cudaStreamDestroy(st));
   }
 }
 
@@ -519,40 +535,26 @@ TEST(CudaAttention, KeyBoundTrimsTheDecodeGridNotTheSums) {
       b.out = dout.as<float>();
       b.max_keys = bound;
 
-      cudaStream_t st;
-      FT_CUDA_CHECK(cudaStreamCreate(&st));
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      FT_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-      attention(b, ws.get(), st);
-      FT_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
-      FT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      const CapturedAttention g(b, ws.get());
       const int64_t bounded_blocks = attention_decode_grid_blocks();
-      attention(a, ws.get(), st);
-      FT_CUDA_CHECK(cudaStreamSynchronize(st));
+      attention(a, ws.get(), g.st);
+      FT_CUDA_CHECK(cudaStreamSynchronize(g.st));
       ASSERT_LT(bounded_blocks, attention_decode_grid_blocks()) << "the bound did not shrink the grid";
 
       for (int32_t pos : {0, 1, 126, 127, 128, 200, 254, 3}) {
         SCOPED_TRACE("pos " + std::to_string(pos));
         s.set_pos(pos);
-        FT_CUDA_CHECK(cudaGraphLaunch(exec, st));
-        attention(a, ws.get(), st);
-        FT_CUDA_CHECK(cudaStreamSynchronize(st));
+        g.launch();
+        attention(a, ws.get(), g.st);
+        FT_CUDA_CHECK(cudaStreamSynchronize(g.st));
         const auto got = to_host<float>(dout, n_out), want = to_host<float>(dref, n_out);
         for (int64_t i = 0; i < c.n_head * c.d; ++i)
           ASSERT_FALSE(is_poison(got[static_cast<size_t>(i)])) << "column " << i << " not written";
         ASSERT_EQ(std::memcmp(got.data(), want.data(), n_out * sizeof(float)), 0)
             << "the bounded grid's output differs from the unbounded call's";
-        std::vector<float> ref(n_out);
-        engine::attention_ref(s.shape(), s.cpu, 0, one.q.data(), one.ldq, 1, pos, ref.data(), one.ldo, act_of(t));
-        for (int64_t i = 0; i < c.n_head * c.d; ++i)
-          ASSERT_LE(std::fabs(static_cast<double>(got[static_cast<size_t>(i)]) - ref[static_cast<size_t>(i)]),
-                    tolerance(t, 6.0, ref[static_cast<size_t>(i)]))
-              << "column " << i;
+        expect_row_near_ref(s, one, pos, got);
+        if (::testing::Test::HasFatalFailure()) return;
       }
-      FT_CUDA_CHECK(cudaGraphExecDestroy(exec));
-      FT_CUDA_CHECK(cudaGraphDestroy(graph));
-      FT_CUDA_CHECK(cudaStreamDestroy(st));
     }
   }
 }
