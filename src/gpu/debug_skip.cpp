@@ -12,8 +12,8 @@ namespace {
 
 // Parsed on the first skip() (inside a command, whose handler reports a bad name and exits 1), not
 // at static initialisation, where a throw aborted the process before main.
-unsigned parse_skip() {
-  const char* e = std::getenv("FT_DEBUG_SKIP");
+unsigned parse_links(const char* var) {
+  const char* e = std::getenv(var);
   if (e == nullptr) return 0u;
   static constexpr const char* kNames[] = {"norm1",  "qkv",    "attn",    "wo",    "norm2",      "gateup",
                                            "swiglu", "down",   "router",  "experts", "route", "moe_swiglu"};
@@ -25,17 +25,23 @@ unsigned parse_skip() {
     bool known = false;
     for (unsigned i = 0; i < std::size(kNames); ++i)
       if (name == kNames[i]) m |= 1u << i, known = true;
-    if (!known && !name.empty()) fail("FT_DEBUG_SKIP: unknown link '{}'", name);
+    if (!known && !name.empty()) fail("{}: unknown link '{}'", var, name);
     a = b + 1;
   }
-  if (m != 0) log::warn("FT_DEBUG_SKIP={}: decode steps skip launches, tokens are garbage", e);
+  if (m != 0 && std::string(var) == "FT_DEBUG_SKIP")
+    log::warn("FT_DEBUG_SKIP={}: decode steps skip launches, tokens are garbage", e);
   return m;
 }
 
 }  // namespace
 
 bool skip(unsigned link, int64_t n_tok) {
-  static const unsigned mask = parse_skip();
+  static const unsigned mask = parse_links("FT_DEBUG_SKIP");
+  return (mask & link) != 0 && n_tok == 1;
+}
+
+bool spacer(unsigned link, int64_t n_tok) {
+  static const unsigned mask = parse_links("FT_DEBUG_SPACER");
   return (mask & link) != 0 && n_tok == 1;
 }
 

@@ -22,4 +22,9 @@ enum SkipLink : unsigned {
 // Whether a one-token step (n_tok == 1) leaves out `link` (FT_DEBUG_SKIP, read once).
 bool skip(unsigned link, int64_t n_tok);
 
+// FT_DEBUG_SPACER=link[,link..] (a diagnostic; the same tokens): one-token steps launch an empty
+// one-warp kernel (cuda/pdl_spacer.h) right before each named link, so that link's launch is
+// released only once the launch before it has completed instead of under it (PDL).
+bool spacer(unsigned link, int64_t n_tok);
+
 }  // namespace ft::gpu::debug

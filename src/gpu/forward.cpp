@@ -16,6 +16,7 @@
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "cuda/norm.h"
+#include "cuda/pdl_spacer.h"
 #include "cuda/rope.h"
 #include "cuda/rows.h"
 #include "gpu/batch_forward.h"
@@ -66,6 +67,7 @@ const bool g_glu_fused = [] {
 }();
 
 using debug::skip;
+using debug::spacer;
 using namespace debug;  // the SkipLink names
 
 }  // namespace
@@ -125,12 +127,14 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
 
   // Decode: the norm also writes the Q8 copy the qkv GEMV reads (one launch fewer).
   const bool fuse_q8 = use_gemv(n_tok) && wants_q8(L.qkv) && n_embd % 32 == 0;
+  if (spacer(kSkipNorm1, n_tok)) cuda::pdl_spacer(s);
   if (skip(kSkipNorm1, n_tok)) {
   } else if (fuse_q8) {
     cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
   } else {
     cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
   }
+  if (spacer(kSkipQkv, n_tok)) cuda::pdl_spacer(s);
   if (!skip(kSkipQkv, n_tok)) linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
   if (b_.batch != nullptr) {  // several sequences, each token against its own KV slot
     batch_attention(m_, L, il, b_, num_, n_tok, s);
@@ -141,10 +145,12 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   }
   // Decode: the attention kernel also writes the Q8 copy the wo GEMV reads (one launch fewer).
   const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
+  if (spacer(kSkipAttn, n_tok)) cuda::pdl_spacer(s);
   if (!skip(kSkipAttn, n_tok))
     rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
                          /*fuse_rope=*/true);
   // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
+  if (spacer(kSkipWo, n_tok)) cuda::pdl_spacer(s);
   if (!skip(kSkipWo, n_tok))
     linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
            /*y_early=*/true);
@@ -236,6 +242,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     const bool gemv = use_gemv(n_tok);
     const bool q8_in = gemv && wants_q8(L.gate_up) && n_embd % 32 == 0;
     const bool q8_mid = gemv && wants_q8(L.down) && n_ff % 32 == 0;
+    if (spacer(kSkipNorm2, n_tok)) cuda::pdl_spacer(s);
     if (skip(kSkipNorm2, n_tok)) {
     } else if (q8_in) {
       cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
@@ -256,7 +263,9 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       a.glu_xq = b_.xq_glu.get();
       a.glu_h = hh;
       a.glu_count = b_.glu_count.as<unsigned>();
+      if (spacer(kSkipGateUp, n_tok)) cuda::pdl_spacer(s);
       cuda::gemv(a, s);
+      if (spacer(kSkipDown, n_tok)) cuda::pdl_spacer(s);
       cuda::GemvArgs d;
       fill_common(d, L.down.parts[0], L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
       d.xq = b_.xq_glu.get();
