@@ -59,8 +59,9 @@ struct AttnArgs {
   // plan (and so every sum) still follows n_ctx. A graph of one-token steps below the tensor-core
   // kernel's depth (gpu/session.cpp) passes it: with n_ctx 512 the grid held 16 chunks a head
   // where at most 2 are live, their blocks each holding 64 KB of shared memory through the launch
-  // before until its end (the PDL wait) -- ft bench's tg128 ran 2-3% slower after a pp512 than
-  // alone (its n_ctx 512 against 129), H200 session 30.
+  // before until its end (the PDL wait). H200 session 31, tg128 alternating, bound on / off:
+  // n_ctx 512 Llama-8B 511.49, 511.33 / 504.51, 504.22 tok/s, Qwen3-30B-A3B 536.03, 536.13 / 525.18,
+  // 525.61; n_ctx 4096 518.18, 516.77 / 511.90, 510.88 and 539.11, 538.71 / 521.91, 521.59.
   int64_t max_keys = 0;
   KvType kv_type = KvType::kF32;
   const void* k_cache = nullptr;  // this layer's cache (layout above)
