@@ -195,16 +195,18 @@ const bool g_env_dense_plan = [] {
   return true;
 }();
 
-// FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S;.." (a benchmark knob): the tiled tensor-core GEMV of those
+// FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S[,SMEM];.." (a benchmark knob): the tiled tensor-core GEMV of those
 // one-token shapes at W warps and S stages (gemv_mma.cu's instances: 4 x 2 / 3 / 4, 8 x 2 / 3 / 4,
-// 16 x 2) instead of gemv_nvfp4_tiled_mma's; at most 8 shapes. The bits do not depend on it.
+// 16 x 2; 0: gemv_nvfp4_tiled_mma's) and at least SMEM bytes of shared memory a block (capping its blocks
+// an SM; H200 session 31: is the qkv GEMV slow when released under the down projection because its
+// blocks land packed on the first SMs that free up?); at most 8 shapes. The bits depend on W and S only.
 const bool g_env_tiled_plan = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_TILED_PLAN");
   for (const char* c = e; c != nullptr && *c != '\0' && g_nvfp4_override.n_tiled_plan < 8;) {
     long long r = 0, k = 0;
-    int w = 0, s = 0;
-    if (std::sscanf(c, "%lldx%lld=%d,%d", &r, &k, &w, &s) == 4)
-      g_nvfp4_override.tiled_plan[g_nvfp4_override.n_tiled_plan++] = {r, k, w, s};
+    int w = 0, s = 0, m = 0;
+    if (std::sscanf(c, "%lldx%lld=%d,%d,%d", &r, &k, &w, &s, &m) >= 4)
+      g_nvfp4_override.tiled_plan[g_nvfp4_override.n_tiled_plan++] = {r, k, w, s, m};
     c = std::strchr(c, ';');
     if (c != nullptr) ++c;
   }

@@ -45,8 +45,6 @@
 // by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
@@ -219,29 +217,10 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_mma_launches{0};
 
-// FT_MMA_SMEM_FLOOR=ROWS:BYTES[,ROWS:BYTES..] (a diagnostic): launches of ROWS rows take at least BYTES of
-// dynamic shared memory, which caps their blocks an SM (H200 session 31: is the qkv GEMV slow when released
-// under the down projection because its blocks land packed on the first SMs that free up?).
-int64_t smem_floor(int64_t rows) {
-  static const std::string spec = [] {
-    const char* e = std::getenv("FT_MMA_SMEM_FLOOR");
-    return std::string(e != nullptr ? e : "");
-  }();
-  for (size_t a = 0; a < spec.size();) {
-    const size_t b = std::min(spec.find(',', a), spec.size());
-    const std::string item = spec.substr(a, b - a);
-    const size_t c = item.find(':');
-    if (c != std::string::npos && std::atoll(item.substr(0, c).c_str()) == rows)
-      return std::atoll(item.substr(c + 1).c_str());
-    a = b + 1;
-  }
-  return 0;
-}
-
 template <int NW, int NS>
-bool launch_mma(const Params& p, cudaStream_t stream) {
+bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
-  if (const int64_t f = smem_floor(p.rows); f > sm.total) sm.total = static_cast<int>(f);
+  if (smem_floor > sm.total) sm.total = smem_floor;
   if (sm.total > max_smem_optin()) return false;
   const bool ye = p.tiled && p.accumulate && p.y_early;
   auto kernel = ye ? nvfp4_mma_kernel<NW, NS, true, true>
@@ -259,20 +238,21 @@ bool launch_mma(const Params& p, cudaStream_t stream) {
 
 }  // namespace
 
-bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream) {
+bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream,
+                    int smem_floor) {
   const int64_t nb = p.k / 64;
   // One token, dense, whole steps, 16-byte aligned rows, 32-bit load offsets.
   if (grouped || n_tok != 1 || nb % kStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0 ||
       p.row_bytes % 16 != 0 || p.row_bytes * kRows > (int64_t{1} << 30))
     return false;
   switch (warps * 10 + stages) {
-    case 42: return launch_mma<4, 2>(p, stream);
-    case 43: return launch_mma<4, 3>(p, stream);
-    case 44: return launch_mma<4, 4>(p, stream);
-    case 82: return launch_mma<8, 2>(p, stream);
-    case 84: return launch_mma<8, 4>(p, stream);
-    case 162: return launch_mma<16, 2>(p, stream);
-    default: return launch_mma<8, 3>(p, stream);
+    case 42: return launch_mma<4, 2>(p, stream, smem_floor);
+    case 43: return launch_mma<4, 3>(p, stream, smem_floor);
+    case 44: return launch_mma<4, 4>(p, stream, smem_floor);
+    case 82: return launch_mma<8, 2>(p, stream, smem_floor);
+    case 84: return launch_mma<8, 4>(p, stream, smem_floor);
+    case 162: return launch_mma<16, 2>(p, stream, smem_floor);
+    default: return launch_mma<8, 3>(p, stream, smem_floor);
   }
 }
 

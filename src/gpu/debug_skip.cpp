@@ -12,7 +12,8 @@ namespace {
 
 // Parsed on the first skip() (inside a command, whose handler reports a bad name and exits 1), not
 // at static initialisation, where a throw aborted the process before main.
-unsigned parse_links(const char* var) {
+// garbage: the links are left out, so the tokens are garbage (FT_DEBUG_SKIP), and the run says so.
+unsigned parse_links(const char* var, bool garbage) {
   const char* e = std::getenv(var);
   if (e == nullptr) return 0u;
   static constexpr const char* kNames[] = {"norm1",  "qkv",    "attn",    "wo",    "norm2",      "gateup",
@@ -28,20 +29,19 @@ unsigned parse_links(const char* var) {
     if (!known && !name.empty()) fail("{}: unknown link '{}'", var, name);
     a = b + 1;
   }
-  if (m != 0 && std::string(var) == "FT_DEBUG_SKIP")
-    log::warn("FT_DEBUG_SKIP={}: decode steps skip launches, tokens are garbage", e);
+  if (m != 0 && garbage) log::warn("{}={}: decode steps skip launches, tokens are garbage", var, e);
   return m;
 }
 
 }  // namespace
 
 bool skip(unsigned link, int64_t n_tok) {
-  static const unsigned mask = parse_links("FT_DEBUG_SKIP");
+  static const unsigned mask = parse_links("FT_DEBUG_SKIP", true);
   return (mask & link) != 0 && n_tok == 1;
 }
 
 bool spacer(unsigned link, int64_t n_tok) {
-  static const unsigned mask = parse_links("FT_DEBUG_SPACER");
+  static const unsigned mask = parse_links("FT_DEBUG_SPACER", false);
   return (mask & link) != 0 && n_tok == 1;
 }
 
