@@ -18,6 +18,7 @@
 #include "cuda/gemv_tuning.h"
 #include "cuda/glu.h"
 #include "cuda/moe_route.h"
+#include "cuda/norm_fold.h"
 #include "cuda/nvfp4_tiled.h"
 
 namespace ft::cuda {
@@ -304,6 +305,11 @@ Params checked_params(const GemvArgs& a) {
   p.y_early = a.accumulate && a.y_early && !g_y_early_off ? 1 : 0;
   p.rs_early = g_rs_early_off ? 0 : 1;
   p.tiled = a.tiled ? 1 : 0;
+  p.nq_w = a.nq_w;  // the norm fold's producer tail: kernels that have one (gemv_folded checked it)
+  p.nq_xq = static_cast<uint8_t*>(a.nq_xq);
+  p.nq_part = a.nq_part;
+  p.nq_count = a.nq_count;
+  p.after_gemv = a.after_gemv ? 1 : 0;
   if (a.tiled && (a.type != GgmlType::NVFP4 || grouped || !takes_q8(a) || a.w_pair != nullptr ||
                   !nvfp4_tile_ok(a.rows, a.k, a.row_bytes)))
     fail_message("cuda gemv: a tiled weight needs NVFP4, dense, the integer path (xq) and a tileable shape (rows " +
@@ -337,7 +343,8 @@ Params pair_params(const GemvArgs& a, GemvArgs& first) {
 
 }  // namespace
 
-void gemv(const GemvArgs& a, cudaStream_t stream) {
+// gemv without the norm fold's consumer (norm_part); a producer's fields ride in Params.
+static void gemv_dispatch(const GemvArgs& a, cudaStream_t stream) {
   if (a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr) {
     if (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr ||
         reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 || a.ids != nullptr || a.n_tok != 1 || a.rows % 64 != 0 ||
@@ -359,7 +366,7 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
       p.glu_xq_row = act_q8_row_bytes(n_ff);
       if (gemv_nvfp4_tiled(p, 1, g_nvfp4_override, stream)) return;
     } else {
-      gemv(plain, stream);
+      gemv_dispatch(plain, stream);
     }
     swiglu_q8(a.y, a.ldy, n_ff, 1, a.glu_h, n_ff, a.round, a.glu_xq, stream);
     return;
@@ -385,7 +392,7 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
               stream);
     GemvArgs plain = a;
     plain.route_logits = nullptr;
-    gemv(plain, stream);
+    gemv_dispatch(plain, stream);
     return;
   }
   if (a.w_pair != nullptr) {
@@ -398,8 +405,8 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     second.w = a.w_pair;
     second.y = a.y + a.w_pair_y_off;
     second.bank_col = a.bank_col + 1;
-    gemv(first, stream);
-    gemv(second, stream);
+    gemv_dispatch(first, stream);
+    gemv_dispatch(second, stream);
     return;
   }
   const Params p = checked_params(a);
@@ -416,6 +423,75 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
     over.stages = g_stages_override;
     gemv_float(a.type, p, a.n_tok, grouped, over, stream);
   }
+}
+
+namespace {
+
+thread_local int64_t t_nq_tails = 0;
+
+// The norm fold's arguments (gemv.h, norm_fold.h): throws naming what is wrong.
+void check_fold(const GemvArgs& a, bool prod, bool cons) {
+  const std::string where = "cuda gemv (norm fold, rows " + std::to_string(a.rows) + ", k " + std::to_string(a.k) + "): ";
+  if (a.ids != nullptr || a.n_tok != 1 || !takes_q8(a) || a.round != Round::kNone)
+    fail_message(where + "needs one token of a dense product on the integer path (xq), no rounding");
+  if (prod) {
+    if (a.nq_w == nullptr || a.nq_xq == nullptr || a.nq_part == nullptr || a.nq_count == nullptr)
+      fail_message(where + "a producer needs nq_w, nq_xq, nq_part and nq_count");
+    if (!a.accumulate || a.rows % 32 != 0 || a.rows > kNormFoldMaxN || reinterpret_cast<uintptr_t>(a.nq_xq) % 16 != 0)
+      fail_message(where + "a producer accumulates into a residual row of rows % 32 == 0, rows <= " +
+                   std::to_string(kNormFoldMaxN) + ", with a 16-byte aligned Q8 buffer");
+  }
+  if (cons && a.k > kNormFoldMaxN)
+    fail_message(where + "a consumer's row must have at most " + std::to_string(kNormFoldMaxN) + " elements");
+}
+
+// The norm fold's two halves around the product (see gemv.h).
+void gemv_folded(const GemvArgs& a, cudaStream_t stream) {
+  const bool prod = a.nq_w != nullptr || a.nq_xq != nullptr || a.nq_part != nullptr || a.nq_count != nullptr;
+  const bool cons = a.norm_part != nullptr;
+  check_fold(a, prod, cons);
+  const int64_t t0 = t_nq_tails;
+  auto produce_if_needed = [&] {
+    if (prod && t_nq_tails == t0) norm_fold_produce(a.y, a.nq_w, a.rows, a.nq_xq, a.nq_part, stream);
+  };
+  GemvArgs rest = a;
+  rest.norm_part = nullptr;
+  if (cons && a.tiled) {  // the tensor-core kernel scales the row's block scales as it loads them
+    GemvArgs plain = rest;
+    plain.glu_xq = nullptr, plain.glu_h = nullptr, plain.glu_count = nullptr;
+    Params p = checked_params(plain);
+    if (a.glu_xq != nullptr) {
+      if (a.glu_h == nullptr || a.glu_count == nullptr || reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 ||
+          a.rows % 64 != 0 || a.accumulate || a.ldy < a.rows)
+        fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a 16-byte aligned Q8 buffer and a dense gate|up "
+                     "(rows % 64 == 0, no accumulate); rows " + std::to_string(a.rows));
+      p.glu_xq = static_cast<uint8_t*>(a.glu_xq);
+      p.glu_h = a.glu_h;
+      p.glu_count = a.glu_count;
+      p.glu_xq_row = act_q8_row_bytes(a.rows / 2);
+    }
+    p.norm_part = a.norm_part;
+    p.norm_eps = a.norm_eps;
+    if (gemv_nvfp4_tiled(p, 1, g_nvfp4_override, stream, /*mma_only=*/true)) return produce_if_needed();
+  }
+  if (cons) norm_fold_apply(const_cast<void*>(a.xq), a.k, a.norm_part, a.norm_eps, stream);
+  gemv_dispatch(rest, stream);
+  produce_if_needed();
+}
+
+}  // namespace
+
+namespace gemv_detail {
+void note_nq_tail() { ++t_nq_tails; }
+}  // namespace gemv_detail
+
+int64_t gemv_norm_fold_tails() { return t_nq_tails; }
+
+void gemv(const GemvArgs& a, cudaStream_t stream) {
+  if (a.norm_part != nullptr || a.nq_w != nullptr || a.nq_xq != nullptr || a.nq_part != nullptr ||
+      a.nq_count != nullptr)
+    return gemv_folded(a, stream);
+  gemv_dispatch(a, stream);
 }
 
 }  // namespace ft::cuda

@@ -117,6 +117,27 @@ struct GemvArgs {
   // wait: the add's L2 round trip leaves the launch's tail. Off: y may come from the launch
   // right before.
   bool y_early = false;
+  // The norm fold (cuda/norm_fold.h), one token, dense, integer path, no rounding (Round::kNone).
+  // Producer (accumulate: y is the residual row, rows <= kNormFoldMaxN, rows % 32 == 0): also
+  // Q8(y * nq_w) with raw block scales into nq_xq (an act_q8 row of k = rows) and each 32-row
+  // block's sum of squares into nq_part (rows / 32 doubles); nq_count: rows / 32 counters, zero,
+  // left zero. The tiled tensor-core kernel and the lean dense kernel do it in their tails, any
+  // other path by norm_fold_produce after the product.
+  const float* nq_w = nullptr;
+  void* nq_xq = nullptr;
+  double* nq_part = nullptr;
+  unsigned* nq_count = nullptr;
+  // Consumer: xq is such a row (k <= kNormFoldMaxN) and norm_part its blocks' sums: the product
+  // is that of the normalised row (RMSNorm with epsilon norm_eps; the weight already applied).
+  // The tiled tensor-core kernel scales the row's block scales as it loads them; any other path
+  // gets norm_fold_apply on xq (in place) first.
+  const double* norm_part = nullptr;
+  float norm_eps = 0.0f;
+  // The launch right before this one is a large GEMV (no one-CTA launch between them): PDL
+  // releases this launch's CTAs onto the SMs that GEMV frees first, and the tiled tensor-core
+  // kernel caps its CTAs an SM where it fits one wave at the cap (gemv_tuning.h,
+  // gemv_nvfp4_tiled_floor).
+  bool after_gemv = false;
   // NVFP4, dense, integer path: w is in the tiled layout (cuda/nvfp4_tiled.h); the one-token
   // tensor-core GEMVs and the slab kernel take it, anything else throws.
   bool tiled = false;
@@ -128,6 +149,8 @@ bool gemv_q8_supported(GgmlType t);
 
 // Enqueues the product on `stream`; throws ft::Error for unsupported types/shapes.
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
+// Launches on this thread whose kernel made the norm fold's producer half in its tail (tests).
+int64_t gemv_norm_fold_tails();
 
 // Tuning knobs for tests and benchmarks (process-wide, not thread-safe; 0 / -1 = the tuning
 // table, cuda/gemv_tuning.h): the cp.async pipeline depth (chunks in flight per warp, 1..4),

@@ -70,6 +70,16 @@ struct Params {
   float* glu_h;
   unsigned* glu_count;
   int64_t glu_xq_row;
+  // GemvArgs::nq_* (dense, one token; gemv_mma.cu and the lean dense kernel): the norm fold's
+  // producer tail (norm_fold.cuh) on each finished 32-row block of y.
+  const float* nq_w;
+  uint8_t* nq_xq;
+  double* nq_part;
+  unsigned* nq_count;
+  // GemvArgs::norm_part (gemv_mma.cu): xq's block scales are raw, made those of the row / rms.
+  const double* norm_part;
+  float norm_eps;
+  int after_gemv;  // GemvArgs::after_gemv (the tiled one-token launch plan)
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

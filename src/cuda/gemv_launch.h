@@ -144,6 +144,10 @@ void launch_kernel(Params p, int64_t n_out, cudaStream_t stream) {
   FT_CUDA_CHECK_LAUNCH();
 }
 
+// Kernels that did Params::nq_count's tail on this thread's launches (gemv.cu launches
+// norm_fold_produce after a call none of whose kernels said so).
+void note_nq_tail();
+
 // n_tok: tokens, or slots in grouped mode (Params.n_tok is 1 there).
 void gemv_float(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const FloatPlan& plan,
                 cudaStream_t stream);
@@ -155,7 +159,9 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
 // gemv_mma.cu (gemv_nvfp4_tiled_mma), else the slab kernel. Of `over`, only the mma kernel's warps
 // and stages apply (benchmarks sweep them). True when the tensor-core kernel took it (it alone does
 // Params::glu_xq's dense SwiGLU tail).
-bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream);
+// mma_only: false without launching anything where the tensor-core kernel declines.
+bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream,
+                      bool mma_only = false);
 // The tensor-core kernel (gemv_mma.cu): one token, dense, k % 256 == 0, 16-byte aligned rows;
 // false (nothing launched) for other shapes or when its shared memory does not fit.
 // smem_floor: at least that many bytes of dynamic shared memory a block (Nvfp4Override::TiledShape::smem).

@@ -53,6 +53,7 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
+#include "cuda/norm_fold.cuh"
 #include "cuda/ops_math.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
@@ -96,6 +97,20 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   p.glu_h[at] = v;
   q8_quantize_warp(v, blk, n_ff, p.glu_xq);
   if (lane == 0) p.glu_count[blk] = 0u;
+}
+
+// Params::nq_count (the norm fold's producer, norm_fold.h; rows % 32 == 0): the CTA counts its
+// stored 16 rows into its 32-row block's counter; the CTA completing the block has its first warp
+// read the block's 32 rows back from L2 and write their Q8 and sum of squares (norm_fold.cuh), as
+// mma_glu_tail does for the SwiGLU.
+__device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0) {
+  if (threadIdx.x < kRows) __threadfence();  // the threads that stored
+  __syncthreads();
+  if (threadIdx.x >= 32) return;
+  const int blk = static_cast<int>(row0 >> 5);
+  if (!norm_fold::block_done(p.nq_count, blk, kRows)) return;
+  const float y = __ldcg(p.y + 32 * static_cast<int64_t>(blk) + threadIdx.x);
+  norm_fold::block_warp(y, p.nq_w, blk, p.rows, p.nq_xq, p.nq_part);
 }
 
 // YE (tiled accumulating launches with GemvArgs::y_early -- the down projection into the
@@ -158,11 +173,16 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // (call 4). Beyond those sizes, and on the row-major 4-warp instances (not measured), the batches.
   uint8_t* frag_s = smem + sm.frag;
   float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
-  const bool one_pass = (NW >= 8 && mma_build_x_1pass<8, 2>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)) ||
-                        (TILED && NW == 4 && mma_build_x_1pass<4, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32));
+  const bool one_pass =
+      (NW >= 8 && mma_build_x_1pass<8, 2, 8>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps)) ||
+      (TILED && NW == 4 && mma_build_x_1pass<4, 1, 4>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps));
   if (!one_pass) mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
+  if (!one_pass && p.norm_part != nullptr) {  // the norm fold's scales after the batched build
+    mma_norm_fix_xd(xd_s, p.norm_part, p.k, p.norm_eps, NW * 32);
+    __syncthreads();
+  }
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
   // Loaded from shared memory: a value ptxas cannot re-create per PRMT (H200 run 9).
   const E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
@@ -213,6 +233,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     }
   }
   if (p.glu_count != nullptr) mma_glu_tail(p, row0);
+  if (p.nq_count != nullptr) mma_nq_tail(p, row0);
 }
 
 std::atomic<int64_t> g_mma_launches{0};
@@ -233,6 +254,7 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
+  if (p.nq_count != nullptr) note_nq_tail();
   return true;
 }
 

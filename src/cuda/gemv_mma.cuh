@@ -9,6 +9,7 @@
 
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
+#include "cuda/norm_fold.cuh"
 
 namespace ft::cuda::gemv_detail {
 
@@ -103,13 +104,18 @@ __device__ __forceinline__ void mma_build_x(uint8_t* frag, float* xd, const uint
 // (nothing done) when a thread would hold more than MAXF fragments or MAXD scales. The same
 // bytes as mma_build_x. (Its fragment offset repeats mma_build_x's line rather than sharing a
 // helper: that helper changed the PTX of the measured instances, H200 session 26.)
-template <int MAXF, int MAXD>
+// part (the norm fold's consumer, norm_fold.cuh; nullptr: none): the row's block sums, loaded with
+// the rest (P a lane: k <= 1024 P), and the scales made fp16(raw / rms) -- every warp forms the same
+// 1 / rms, so no barrier is added.
+template <int MAXF, int MAXD, int P = 4>
 __device__ __forceinline__ bool mma_build_x_1pass(uint8_t* frag, float* xd, const uint8_t* xq, int64_t k, int nb,
-                                                  int nthreads) {
+                                                  int nthreads, const double* part = nullptr, float eps = 0.0f) {
   using namespace q8_detail;
   const int n_frag = (nb / 2) * 16, n_xd = nb * 2;
-  if (n_frag > MAXF * nthreads || n_xd > MAXD * nthreads) return false;
+  if (n_frag > MAXF * nthreads || n_xd > MAXD * nthreads || (part != nullptr && k > 1024 * P)) return false;
   const int tid = static_cast<int>(threadIdx.x);
+  double pv[P];
+  if (part != nullptr) norm_fold::load_parts<P>(part, static_cast<int>(k / 32), pv);
   uint32_t a[MAXF], b[MAXF];
   float d[MAXD];
 #pragma unroll
@@ -134,12 +140,28 @@ __device__ __forceinline__ bool mma_build_x_1pass(uint8_t* frag, float* xd, cons
     const uint32_t x0 = x_pair_0(a[u], b[u]), x1 = x_pair_1(a[u], b[u]);
     if (f < n_frag) *reinterpret_cast<uint4*>(frag + 16 * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
   }
+  if (part != nullptr) {
+    const float inv = norm_fold::inv_rms<P>(pv, k, eps);
+#pragma unroll
+    for (int u = 0; u < MAXD; ++u) d[u] = norm_fold::fix_scale(d[u], inv);
+  }
 #pragma unroll
   for (int u = 0; u < MAXD; ++u) {
     const int i = tid + u * nthreads;
     if (i < n_xd) xd[i] = d[u] * 0.5f;
   }
   return true;
+}
+
+// The norm fold's consumer where the one-pass build declined: xd (= raw scale x 0.5, written and
+// synced by mma_build_x) made fix_scale's x 0.5 -- the same bits (x 0.5 and x 2 are exact). Every
+// thread; the caller syncs after.
+__device__ __forceinline__ void mma_norm_fix_xd(float* xd, const double* part, int64_t k, float eps, int nthreads) {
+  double pv[norm_fold::kMaxPartsPerLane];
+  norm_fold::load_parts<norm_fold::kMaxPartsPerLane>(part, static_cast<int>(k / 32), pv);
+  const float inv = norm_fold::inv_rms<norm_fold::kMaxPartsPerLane>(pv, k, eps);
+  for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(k / 32); i += nthreads)
+    xd[i] = norm_fold::fix_scale(xd[i] * 2.0f, inv) * 0.5f;
 }
 
 // The E2M1 table in shared memory (loaded back by every lane: a value ptxas cannot re-create

@@ -677,12 +677,12 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   return true;
 }
 
-bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream) {
+bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream, bool mma_only) {
   const GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, n_tok, 1, 1, false);
   if (n_tok == 1) {
     int warps = 0, stages = 0;
     gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
-    int smem_floor = 0;
+    int smem_floor = gemv_nvfp4_tiled_floor(p.rows, warps, p.after_gemv != 0);
     for (int i = 0; i < over.n_tiled_plan; ++i) {  // FT_GEMV_NVFP4_TILED_PLAN
       const Nvfp4Override::TiledShape& t = over.tiled_plan[i];
       if (t.rows != p.rows || t.k != p.k) continue;
@@ -694,6 +694,7 @@ bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
     if (over.mma_stages > 0) stages = over.mma_stages;
     if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream, smem_floor)) return true;
   }
+  if (mma_only) return false;
   // The slab kernel at the plan's rows (at least 2 for several tokens; 16 / R groups a tile).
   Nv4 g{};
   g.nb = p.k / 64;

@@ -33,6 +33,7 @@
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
 #include "cuda/moe_route_warp.cuh"
+#include "cuda/norm_fold.cuh"
 #include "cuda/pdl.cuh"
 
 namespace ft::cuda::gemv_detail {
@@ -263,6 +264,22 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     step(ring, it0);
     if (q + 1 < n_steps) step(ring + kStage, it1);
   }
+  // Dense with Params::nq_count (the norm fold's producer, norm_fold.h; rows % 32 == 0, R | 32):
+  // after all its items are stored, the warp counts each item's rows into its 32-row block; the warp
+  // completing a block reads its 32 rows back from L2 and writes their Q8 and sum of squares.
+  if constexpr (!GROUPED) {
+    if (p.nq_count != nullptr) {
+      if (lane < R) __threadfence();  // lane r stored row r of each item
+      __syncwarp();
+      for (int it = 0; it < my_items; ++it) {
+        const int row0 = (gw + it * n_w) * R, nr = min(R, rows - row0), blk = row0 >> 5;
+        if (norm_fold::block_done(p.nq_count, blk, nr)) {
+          const float y = __ldcg(p.y + 32 * static_cast<int64_t>(blk) + lane);
+          norm_fold::block_warp(y, p.nq_w, blk, p.rows, p.nq_xq, p.nq_part);
+        }
+      }
+    }
+  }
 }
 
 // ---- down + combine (packed kernel's combine, one row an item) ------------------------------
@@ -403,6 +420,7 @@ bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   if (ctas < 1) return false;
   launch_pdl(kernel, warp_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, s, p, nb, xs_row);
   (GROUPED ? g_expert_launches : g_dense_launches).fetch_add(1, std::memory_order_relaxed);
+  if (!GROUPED && p.nq_count != nullptr) note_nq_tail();
   return true;
 }
 

@@ -222,6 +222,18 @@ inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stage
   if (warps == 8 && k / 256 >= 7 * 8) stages = 4;
 }
 
+// A tiled one-token launch released under a large GEMV (GemvArgs::after_gemv): at least this much
+// dynamic shared memory a CTA -- at most 4 CTAs an SM -- where its tiles fit one wave at 4 an SM.
+// Why: PDL places the CTAs of a launch released under the down projection as that launch's CTAs
+// retire, up to 8 an SM on the SMs freed first, and the launch runs on a few SMs. H200 session 32
+// call 1, Llama-8B tg128 alternating, the attention norm skipped (the qkv GEMV, 6144x4096, right
+// after the down projection): 490.7 tok/s uncapped, 531.9 at 56 KB (4 an SM), 530.9 at 72 KB
+// (3); with the norm kept the cap changed nothing (518.7 against 517.8).
+inline constexpr int kNvfp4AfterGemvSmem = 56 << 10;
+inline int gemv_nvfp4_tiled_floor(int64_t rows, int warps, bool after_gemv) {
+  return after_gemv && warps == 4 && (rows + 15) / 16 <= 4 * 132 ? kNvfp4AfterGemvSmem : 0;
+}
+
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm
 // decoder (H200 run 5); with the sign-split decoder the dense one-token shapes gain (run 8:
 // 14336x4096 14.04 vs 15.46 us, 4096x14336 14.58 vs 14.56) and the expert ones still lose

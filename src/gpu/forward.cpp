@@ -1,6 +1,7 @@
 #include "gpu/forward.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <iterator>
 #include <string>
@@ -16,6 +17,7 @@
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
 #include "cuda/norm.h"
+#include "cuda/norm_fold.h"
 #include "cuda/pdl_spacer.h"
 #include "cuda/rope.h"
 #include "cuda/rows.h"
@@ -66,11 +68,21 @@ const bool g_glu_fused = [] {
   return e == nullptr || *e != '0';
 }();
 
+// FT_NORM_FOLD: which decode norms the GEMVs around them make (cuda/norm_fold.h): bit 0 the FFN
+// norm (wo -> gate|up), bit 1 the attention norm (the previous layer's down -> qkv); 0 none.
+std::atomic<int> g_norm_fold{[] {
+  const char* e = std::getenv("FT_NORM_FOLD");
+  return e == nullptr ? 3 : std::atoi(e);
+}()};
+
 using debug::skip;
 using debug::spacer;
 using namespace debug;  // the SkipLink names
 
 }  // namespace
+
+void set_norm_fold(int mode) { g_norm_fold.store(mode, std::memory_order_relaxed); }
+int norm_fold_mode() { return g_norm_fold.load(std::memory_order_relaxed); }
 
 GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers& b,
                        const GpuNumerics& num, MoeBackend* moe)
@@ -127,15 +139,29 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
 
   // Decode: the norm also writes the Q8 copy the qkv GEMV reads (one launch fewer).
   const bool fuse_q8 = use_gemv(n_tok) && wants_q8(L.qkv) && n_embd % 32 == 0;
+  // The norm fold: the previous layer's down projection made this norm (b_.xq_n, b_.nq_part).
+  const bool folded = nq_attn_ready_;
+  nq_attn_ready_ = false;
   if (spacer(kSkipNorm1, n_tok)) cuda::pdl_spacer(s);
-  if (skip(kSkipNorm1, n_tok)) {
+  if (folded) {
+    cuda::GemvArgs a;
+    fill_common(a, L.qkv.parts[0], L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false);
+    a.xq = b_.xq_n.get();
+    a.norm_part = b_.nq_part.as<double>();
+    a.norm_eps = hp.rms_eps;
+    a.after_gemv = true;  // no norm launch after the down projection
+    if (spacer(kSkipQkv, n_tok)) cuda::pdl_spacer(s);
+    if (!skip(kSkipQkv, n_tok)) cuda::gemv(a, s);
+  } else if (skip(kSkipNorm1, n_tok)) {
   } else if (fuse_q8) {
     cuda::rmsnorm_q8(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
   } else {
     cuda::rmsnorm(x, n_embd, L.attn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
   }
-  if (spacer(kSkipQkv, n_tok)) cuda::pdl_spacer(s);
-  if (!skip(kSkipQkv, n_tok)) linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
+  if (!folded) {
+    if (spacer(kSkipQkv, n_tok)) cuda::pdl_spacer(s);
+    if (!skip(kSkipQkv, n_tok)) linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
+  }
   if (b_.batch != nullptr) {  // several sequences, each token against its own KV slot
     batch_attention(m_, L, il, b_, num_, n_tok, s);
     // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
@@ -151,9 +177,47 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
                          /*fuse_rope=*/true);
   // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
   if (spacer(kSkipWo, n_tok)) cuda::pdl_spacer(s);
-  if (!skip(kSkipWo, n_tok))
-    linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
-           /*y_early=*/true);
+  if (skip(kSkipWo, n_tok)) return;
+  if (q8_wo && fold_wanted(il, /*attn=*/false, n_tok)) {  // wo also makes the FFN norm (norm_fold.h)
+    cuda::GemvArgs a;
+    fill_common(a, L.wo.parts[0], L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
+    a.xq = b_.xq.get();
+    a.y_early = true;
+    a.nq_w = L.ffn_norm;
+    a.nq_xq = b_.xq_n.get();
+    a.nq_part = b_.nq_part.as<double>();
+    a.nq_count = b_.nq_count.as<unsigned>();
+    cuda::gemv(a, s);
+    nq_ffn_ready_ = true;
+    return;
+  }
+  linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
+         /*y_early=*/true);
+}
+
+bool GpuForward::fold_wanted(int64_t il, bool attn, int64_t n_tok) const {
+  const model::HParams& hp = m_.hp;
+  if (!(g_norm_fold.load(std::memory_order_relaxed) & (attn ? 2 : 1)) || n_tok != 1 || b_.batch != nullptr || !num_.q8 ||
+      num_.round != cuda::Round::kNone || b_.nq_count.get() == nullptr || il < 0 || il >= hp.n_layer ||
+      !hp.recurrent.empty() || b_.g4)
+    return false;
+  // Only where the kernels do both halves in their launches (a tiled NVFP4 consumer, an NVFP4
+  // producer): elsewhere the fold's stand-alone launches would replace one launch by two.
+  const DevLayer& L = w_.layers[il];
+  if (attn) {  // the consumer: qkv; the producer: the previous layer's dense down projection
+    if (il == 0 || w_.layers[il - 1].moe || L.qkv.parts.size() != 1 || !wants_q8(L.qkv) || !L.qkv.parts[0].tiled ||
+        w_.layers[il - 1].down.parts.size() != 1 || w_.layers[il - 1].down.parts[0].type != GgmlType::NVFP4)
+      return false;
+    for (SkipLink k : {kSkipNorm1, kSkipQkv, kSkipDown})
+      if (skip(k, n_tok) || spacer(k, n_tok)) return false;
+    return true;
+  }
+  if (L.moe || L.wo.parts.size() != 1 || L.gate_up.parts.size() != 1 || !wants_q8(L.gate_up) ||
+      !L.gate_up.parts[0].tiled || !wants_q8(L.wo) || L.wo.parts[0].type != GgmlType::NVFP4)
+    return false;
+  for (SkipLink k : {kSkipNorm2, kSkipWo, kSkipGateUp})
+    if (skip(k, n_tok) || spacer(k, n_tok)) return false;
+  return true;
 }
 
 bool GpuForward::find_decode_mma() const {
@@ -242,8 +306,11 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     const bool gemv = use_gemv(n_tok);
     const bool q8_in = gemv && wants_q8(L.gate_up) && n_embd % 32 == 0;
     const bool q8_mid = gemv && wants_q8(L.down) && n_ff % 32 == 0;
+    // The norm fold: wo made this norm (b_.xq_n, b_.nq_part).
+    const bool folded = nq_ffn_ready_;
+    nq_ffn_ready_ = false;
     if (spacer(kSkipNorm2, n_tok)) cuda::pdl_spacer(s);
-    if (skip(kSkipNorm2, n_tok)) {
+    if (folded || skip(kSkipNorm2, n_tok)) {
     } else if (q8_in) {
       cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
     } else {
@@ -260,6 +327,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       cuda::GemvArgs a;
       fill_common(a, L.gate_up.parts[0], L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false);
       a.xq = b_.xq.get();
+      if (folded) a.xq = b_.xq_n.get(), a.norm_part = b_.nq_part.as<double>(), a.norm_eps = hp.rms_eps;
       a.glu_xq = b_.xq_glu.get();
       a.glu_h = hh;
       a.glu_count = b_.glu_count.as<unsigned>();
@@ -270,9 +338,26 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       fill_common(d, L.down.parts[0], L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
       d.xq = b_.xq_glu.get();
       d.y_early = true;  // x: written by wo, three launches back (cuda/gemv.h)
+      if (fold_wanted(il + 1, /*attn=*/true, n_tok)) {  // the next layer's attention norm (norm_fold.h)
+        d.nq_w = w_.layers[il + 1].attn_norm;
+        d.nq_xq = b_.xq_n.get();
+        d.nq_part = b_.nq_part.as<double>();
+        d.nq_count = b_.nq_count.as<unsigned>();
+        nq_attn_ready_ = true;
+      }
       cuda::gemv(d, s);
       return;
     }
+    if (folded) {  // gate|up off the SwiGLU tail still reads the folded row
+      if (!skip(kSkipGateUp, n_tok)) {
+        cuda::GemvArgs a;
+        fill_common(a, L.gate_up.parts[0], L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false);
+        a.xq = b_.xq_n.get();
+        a.norm_part = b_.nq_part.as<double>();
+        a.norm_eps = hp.rms_eps;
+        cuda::gemv(a, s);
+      }
+    } else
     if (!skip(kSkipGateUp, n_tok))
       linear(L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false, num_.q8, s, false, q8_in);
     if (skip(kSkipSwiglu, n_tok)) {
@@ -305,6 +390,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
 }
 
 void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
+  nq_attn_ready_ = nq_ffn_ready_ = false;
   if (b_.g4) {  // gemma4: its own pass over the same kernels (gpu/forward_gemma4.cpp)
     gemma4_run(n_tok, head, s);
     return;

@@ -29,6 +29,11 @@ namespace ft::gpu {
 // kRows: logits of the rows b.batch->out_rows into b.batch->logits (gpu/batch_forward.h).
 enum class Head { kNone, kLast, kAll, kArgmax, kSample, kRows };
 
+// The norm fold's switch (FT_NORM_FOLD at start-up; process-wide, for tests and benchmarks): bit 0
+// the FFN norm, bit 1 the attention norm made by the GEMVs around them (cuda/norm_fold.h).
+void set_norm_fold(int mode);
+int norm_fold_mode();
+
 class GpuForward {
  public:
   // moe: the backend of the routed experts (gpu/moe_backend.h); nullptr: fused.
@@ -56,6 +61,12 @@ class GpuForward {
   int64_t key_bound_ = 0;
   bool decode_mma_applies_ = false;  // resolved once at construction (find_decode_mma)
   bool find_decode_mma() const;
+  // The norm fold (cuda/norm_fold.h; FT_NORM_FOLD): whether one decode token's RMSNorm before layer
+  // il's qkv (attn) or gate|up (!attn) may be made by the GEMV writing the residual before it and
+  // the one reading its Q8 row, instead of rmsnorm_q8. The producer sets the flag of the norm it
+  // made (b_.xq_n, b_.nq_part); the consumer takes and clears it.
+  bool fold_wanted(int64_t il, bool attn, int64_t n_tok) const;
+  mutable bool nq_attn_ready_ = false, nq_ffn_ready_ = false;
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
               cuda::Round round, bool accumulate, bool q8, cudaStream_t s,
               bool exact = false, bool xq_ready = false, bool y_early = false) const;

@@ -7,6 +7,7 @@
 
 #include "cuda/check.h"
 #include "cuda/act_q8.h"
+#include "cuda/norm_fold.h"
 #include "cuda/gemv.h"
 #include "cuda/sample.h"
 #include "engine/rope.h"
@@ -108,6 +109,13 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     alloc(glu_count, n_cnt * sizeof(unsigned));
     FT_CUDA_CHECK(cudaMemset(glu_count.get(), 0, n_cnt * sizeof(unsigned)));
     alloc(xq_glu, cuda::act_q8_bytes(dense_ff, 1));
+    if (hp.n_embd % 32 == 0 && hp.n_embd <= cuda::kNormFoldMaxN) {  // the norm fold (forward.cpp)
+      const int64_t n_blk = hp.n_embd / 32;
+      alloc(xq_n, cuda::act_q8_bytes(hp.n_embd, 1));
+      alloc(nq_part, n_blk * sizeof(double));
+      alloc(nq_count, n_blk * sizeof(unsigned));
+      FT_CUDA_CHECK(cudaMemset(nq_count.get(), 0, n_blk * sizeof(unsigned)));
+    }
   }
   if (n_used > 0) {
     alloc(moe_sync, 2 * sizeof(unsigned));

@@ -72,6 +72,9 @@ struct GpuBuffers {
   // A dense gate|up launch's SwiGLU tail (cuda::GemvArgs::glu_xq): its block counters (0) and its Q8
   // row, apart from xq, which that launch is still reading.
   cuda::DeviceBuffer glu_count, xq_glu;
+  // The norm fold (cuda/norm_fold.h; decode): the producing GEMV's Q8 row of y * w (apart from xq
+  // and xq_glu, which the producers read), its blocks' sums of squares and its block counters (0).
+  cuda::DeviceBuffer xq_n, nq_part, nq_count;
   std::unique_ptr<cuda::Gemm> gemm;
   std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
   std::unique_ptr<Gemma4Buffers> g4;   // gemma4: sliding rope table, branch and PLE scratch

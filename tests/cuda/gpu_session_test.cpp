@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,10 +22,12 @@
 
 #include "cuda/attention.h"
 #include "cuda/device.h"
+#include "cuda/gemv.h"
 #include "cuda/gemv_tuning.h"
 #include "cuda/nvfp4_tiled.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "gpu/forward.h"
 #include "gpu/session.h"
 #include "model/model.h"
 #include "session_test_util.h"
@@ -208,6 +211,8 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
       return all;
     };
     const int64_t t0 = ft::cuda::nvfp4_tile_launches();
+    const int fold = ft::gpu::norm_fold_mode();
+    ft::gpu::set_norm_fold(0);  // the fold (tiled layers only) is not the row-major session's bits
     setenv("FT_NVFP4_TILE", "0", 1);
     int warps = 0, stages = 0;
     ft::cuda::gemv_nvfp4_tiled_mma(256, 512, warps, stages);
@@ -228,7 +233,23 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
     const std::vector<float> got = logits(gpu);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "tiled != row-major";
+    ft::gpu::set_norm_fold(3);
     if (!moe) {
+      // The norm fold (cuda/norm_fold.h; the llama's decode norms, both): the same computation to
+      // fp32 / fp16 rounding of the activations' scales -- close logits, and the launches it saves.
+      ft::gpu::GpuSession gf(m, go);
+      const int64_t f0 = ft::cuda::gemv_norm_fold_tails();
+      const std::vector<float> folded = logits(gf);
+      // (counted where launches are made: once per captured graph)
+      EXPECT_GE(ft::cuda::gemv_norm_fold_tails() - f0, 2 * spec.n_layer - 1) << "producer tails";
+      double md = 0, mx = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        md = std::max(md, static_cast<double>(std::fabs(folded[i] - got[i])));
+        mx = std::max(mx, static_cast<double>(std::fabs(got[i])));
+      }
+      std::printf("FOLD %s: max|dlogit| %.3g of max|logit| %.3g\n", name.c_str(), md, mx);
+      EXPECT_GT(md, 0.0) << "the fold did not run";
+      EXPECT_LT(md, 0.02 * mx) << "folded logits far from the norm's";
       ft::engine::Session cpu(m, cpu_options("auto"));
       ft::gpu::GpuSession g2(m, go);
       const VsCpu r = compare_to_cpu(cpu, g2, std::vector<int32_t>(prompt.begin(), prompt.begin() + 20), 24, "auto");
@@ -236,6 +257,7 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
                   r.prompt_diff, r.decode_diff, r.agree, r.steps);
     }
     unsetenv("FT_NVFP4_TILE");
+    ft::gpu::set_norm_fold(fold);
     std::error_code ec;
     fs::remove(tm.path, ec);
   }
