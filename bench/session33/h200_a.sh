@@ -7,7 +7,7 @@ R=/tmp/resa
 source bench/device_common.sh
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "test_cuda (all)"
-gpu_tests 200
+gpu_tests 240
 models_wait
 for e in FT_NORM_FOLD=0 FT_NORM_FOLD=1 FT_NORM_FOLD=2; do tokens_under "$e" "$L"; done
 ab_envs 3 "$L" FT_NORM_FOLD=0 FT_NORM_FOLD=3 FT_NORM_FOLD=1 FT_NORM_FOLD=2 -- -p 0 -n 128 -r 2 --ctx-size 4096 --bw-gbs 4562
