@@ -267,9 +267,22 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   // Dense with Params::nq_count (the norm fold's producer, norm_fold.h; rows % 32 == 0, R | 32):
   // after all its items are stored, the warp counts each item's rows into its 32-row block; the warp
   // completing a block reads its 32 rows back from L2 and writes their Q8 and sum of squares.
+  // A CTA whose warps hold one item each (its 4R rows: a quarter, half or whole of a block) counts
+  // once for them all after a barrier (FT_NQ_WARP=1: every warp for itself; Params::nq_warp).
   if constexpr (!GROUPED) {
     if (p.nq_count != nullptr) {
       if (lane < R) __threadfence();  // lane r stored row r of each item
+      const int n_full = static_cast<int>(blockIdx.x + 1) * kWarps;
+      if (!p.nq_warp && n_items <= n_w && n_full <= n_items) {  // uniform in the CTA: no warp left early
+        __syncthreads();
+        if (warp != 0) return;
+        const int row0 = static_cast<int>(blockIdx.x) * kWarps * R, blk = row0 >> 5;
+        if (norm_fold::block_done(p.nq_count, blk, kWarps * R)) {
+          const float y = __ldcg(p.y + 32 * static_cast<int64_t>(blk) + lane);
+          norm_fold::block_warp(y, p.nq_w, blk, p.rows, p.nq_xq, p.nq_part);
+        }
+        return;
+      }
       __syncwarp();
       for (int it = 0; it < my_items; ++it) {
         const int row0 = (gw + it * n_w) * R, nr = min(R, rows - row0), blk = row0 >> 5;

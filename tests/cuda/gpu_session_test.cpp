@@ -247,8 +247,8 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
         md = std::max(md, static_cast<double>(std::fabs(folded[i] - got[i])));
         mx = std::max(mx, static_cast<double>(std::fabs(got[i])));
       }
+      // (the fold's bytes equal rmsnorm_q8's but at rare fp32 rounding ties: here often all of them)
       std::printf("FOLD %s: max|dlogit| %.3g of max|logit| %.3g\n", name.c_str(), md, mx);
-      EXPECT_GT(md, 0.0) << "the fold did not run";
       EXPECT_LT(md, 0.02 * mx) << "folded logits far from the norm's";
       ft::engine::Session cpu(m, cpu_options("auto"));
       ft::gpu::GpuSession g2(m, go);
