@@ -247,12 +247,6 @@ const bool g_rs_early_off = [] {
   return e != nullptr && *e == '0';
 }();
 
-// FT_NQ_WARP=1: the lean dense kernel's norm-fold tickets per warp instead of per CTA (the A/B).
-const bool g_nq_warp = [] {
-  const char* e = std::getenv("FT_NQ_WARP");
-  return e != nullptr && *e == '1';
-}();
-
 // Whether the integer path takes a (else the float path).
 bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a.type); }
 
@@ -316,7 +310,6 @@ Params checked_params(const GemvArgs& a) {
   p.nq_part = a.nq_part;
   p.nq_count = a.nq_count;
   p.after_gemv = a.after_gemv ? 1 : 0;
-  p.nq_warp = g_nq_warp ? 1 : 0;
   if (a.tiled && (a.type != GgmlType::NVFP4 || grouped || !takes_q8(a) || a.w_pair != nullptr ||
                   !nvfp4_tile_ok(a.rows, a.k, a.row_bytes)))
     fail_message("cuda gemv: a tiled weight needs NVFP4, dense, the integer path (xq) and a tileable shape (rows " +

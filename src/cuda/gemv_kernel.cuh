@@ -76,7 +76,6 @@ struct Params {
   uint8_t* nq_xq;
   double* nq_part;
   unsigned* nq_count;
-  int nq_warp;  // the lean dense kernel counts per warp, not per CTA (FT_NQ_WARP=1, benchmarks)
   // GemvArgs::norm_part (gemv_mma.cu): xq's block scales are raw, made those of the row / rms.
   const double* norm_part;
   float norm_eps;

@@ -117,7 +117,11 @@ __device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0) {
 // residual): the tile's old y read before the PDL wait, not after the sums. H200 session 27 call 2,
 // Llama-8B tg128 alternating: 496.33 / 495.48 / 496.35 / 493.96 against 494.27 / 493.15 / 489.99 /
 // 493.62 tok/s (+0.5%), the same 64 tokens.
-template <int NW, int NS, bool TILED, bool YE = false>
+// FOLD (the norm fold, norm_fold.h): 1 the consumer (Params::norm_part: the row's scales made in the
+// build), 2 the producer (Params::nq_count: mma_nq_tail). Own instances, so the plain ones keep their
+// code: with the fold's code in the shared instances (runtime-tested, unused) Llama-8B decoded 496 tok/s
+// against main's 518 before it (H200 session 33 call 2, tg128 alternating).
+template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -173,15 +177,22 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // (call 4). Beyond those sizes, and on the row-major 4-warp instances (not measured), the batches.
   uint8_t* frag_s = smem + sm.frag;
   float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
-  const bool one_pass =
-      (NW >= 8 && mma_build_x_1pass<8, 2, 8>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps)) ||
-      (TILED && NW == 4 && mma_build_x_1pass<4, 1, 4>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps));
+  bool one_pass;
+  if constexpr ((FOLD & 1) != 0)
+    one_pass =
+        (NW >= 8 && mma_build_x_1pass<8, 2, 8>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps)) ||
+        (NW == 4 && mma_build_x_1pass<4, 1, 4>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps));
+  else
+    one_pass = (NW >= 8 && mma_build_x_1pass<8, 2>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)) ||
+               (TILED && NW == 4 && mma_build_x_1pass<4, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32));
   if (!one_pass) mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
-  if (!one_pass && p.norm_part != nullptr) {  // the norm fold's scales after the batched build
-    mma_norm_fix_xd(xd_s, p.norm_part, p.k, p.norm_eps, NW * 32);
-    __syncthreads();
+  if constexpr ((FOLD & 1) != 0) {
+    if (!one_pass) {  // the norm fold's scales after the batched build
+      mma_norm_fix_xd(xd_s, p.norm_part, p.k, p.norm_eps, NW * 32);
+      __syncthreads();
+    }
   }
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
   // Loaded from shared memory: a value ptxas cannot re-create per PRMT (H200 run 9).
@@ -233,7 +244,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     }
   }
   if (p.glu_count != nullptr) mma_glu_tail(p, row0);
-  if (p.nq_count != nullptr) mma_nq_tail(p, row0);
+  if constexpr ((FOLD & 2) != 0) mma_nq_tail(p, row0);
 }
 
 std::atomic<int64_t> g_mma_launches{0};
@@ -244,17 +255,24 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   if (smem_floor > sm.total) sm.total = smem_floor;
   if (sm.total > max_smem_optin()) return false;
   const bool ye = p.tiled && p.accumulate && p.y_early;
-  auto kernel = ye ? nvfp4_mma_kernel<NW, NS, true, true>
+  // The fold's instances: a consumer on tiled weights without YE, a producer with YE (the residual's
+  // down projection); elsewhere the plain instance (gemv_nvfp4_mma declines a consumer; a producer
+  // gets norm_fold_produce after it).
+  const bool cons = p.norm_part != nullptr, prod = p.nq_count != nullptr && ye;
+  if (cons && (!p.tiled || ye || p.nq_count != nullptr)) return false;
+  auto kernel = prod      ? nvfp4_mma_kernel<NW, NS, true, true, 2>
+                : cons    ? nvfp4_mma_kernel<NW, NS, true, false, 1>
+                : ye      ? nvfp4_mma_kernel<NW, NS, true, true>
                 : p.tiled ? nvfp4_mma_kernel<NW, NS, true>
                           : nvfp4_mma_kernel<NW, NS, false>;
-  static std::atomic<uint64_t> cache[3] = {0, 0, 0};
-  const int ci = ye ? 2 : p.tiled ? 1 : 0;
+  static std::atomic<uint64_t> cache[5] = {0, 0, 0, 0, 0};
+  const int ci = prod ? 4 : cons ? 3 : ye ? 2 : p.tiled ? 1 : 0;
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
     return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
-  if (p.nq_count != nullptr) note_nq_tail();
+  if (prod) note_nq_tail();
   return true;
 }
 

@@ -79,7 +79,10 @@ struct SlotScale<true> {
 // before its weights' copies -- rather than after they landed: one more round trip off the critical
 // path. H200 session 27 call 2, Qwen3-30B-A3B tg128 alternating (both with XR): 513.37 / 511.99 /
 // 509.90 / 513.45 against 498.61 / 497.14 / 501.06 / 500.64 tok/s (+2.5%), the same 64 tokens.
-template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false>
+// NQ (dense; Params::nq_count): the norm fold's producer tail (after the loop below); its own
+// instances, so the plain ones keep their code (the tail in the shared instance slowed Llama-8B's
+// decode: H200 session 33 calls 1-2, see gemv_mma.cu's FOLD).
+template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false, bool NQ = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
   static_assert(!ROUTE || GROUPED, "a routing needs the grouped mode");
@@ -268,12 +271,13 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   // after all its items are stored, the warp counts each item's rows into its 32-row block; the warp
   // completing a block reads its 32 rows back from L2 and writes their Q8 and sum of squares.
   // A CTA whose warps hold one item each (its 4R rows: a quarter, half or whole of a block) counts
-  // once for them all after a barrier (FT_NQ_WARP=1: every warp for itself; Params::nq_warp).
-  if constexpr (!GROUPED) {
-    if (p.nq_count != nullptr) {
+  // once for them all after a barrier; others warp by warp. (The same speed on Llama-8B's wo: H200
+  // session 33 call 2, tg128 alternating, per CTA 507.4 / 509.8 / 509.5, per warp 509.2 / 508.2 / 508.9.)
+  if constexpr (!GROUPED && NQ) {
+    {
       if (lane < R) __threadfence();  // lane r stored row r of each item
       const int n_full = static_cast<int>(blockIdx.x + 1) * kWarps;
-      if (!p.nq_warp && n_items <= n_w && n_full <= n_items) {  // uniform in the CTA: no warp left early
+      if (n_items <= n_w && n_full <= n_items) {  // uniform in the CTA: no warp left early
         __syncthreads();
         if (warp != 0) return;
         const int row0 = static_cast<int>(blockIdx.x) * kWarps * R, blk = row0 >> 5;
@@ -421,11 +425,12 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
 
-template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false>
+template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false,
+          bool NQ = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, NQ>;
   static std::atomic<uint64_t> cache{0};
   const size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
                       (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
@@ -433,7 +438,7 @@ bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   if (ctas < 1) return false;
   launch_pdl(kernel, warp_grid(p.n_rg * n_out, ctas), dim3(kWarps * 32), smem, s, p, nb, xs_row);
   (GROUPED ? g_expert_launches : g_dense_launches).fetch_add(1, std::memory_order_relaxed);
-  if (!GROUPED && p.nq_count != nullptr) note_nq_tail();
+  if (NQ) note_nq_tail();
   return true;
 }
 
@@ -497,24 +502,33 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
   return false;
 }
 
+namespace {
+// The dense instance of the plan's rows, bound and activations (NQ: with the norm fold's tail).
+template <bool NQ>
+bool dense_lean(const Params& p, int n, const GemvNvfp4Plan& pl, bool xs, int xs_row, cudaStream_t stream) {
+  switch (pl.rows * 100 + pl.minb * 10 + (xs ? 1 : 0)) {
+    case 140: return slab_lean<1, 4, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
+    case 141: return slab_lean<1, 4, false, true, false, false, false, NQ>(p, 1, n, xs_row, stream);
+    case 240: return slab_lean<2, 4, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
+    case 241: return slab_lean<2, 4, false, true, false, false, false, NQ>(p, 1, n, xs_row, stream);
+    case 440: return slab_lean<4, 4, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
+    // The global-activation form's plan (gemv_nvfp4.cu: 8 blocks an SM since H200 session 30).
+    case 180: return slab_lean<1, 8, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
+    case 280: return slab_lean<2, 8, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
+    case 441: return slab_lean<4, 4, false, true, false, false, false, NQ>(p, 1, n, xs_row, stream);
+    default: return false;
+  }
+}
+}  // namespace
+
 bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl, bool xs, int xs_row,
                            cudaStream_t stream) {
   if (p.ids != nullptr || p.tiled || pl.decode != 2 || nb % 4 != 0 || p.rows > (int64_t{1} << 30) ||
       p.row_bytes * 4 > (int64_t{1} << 30))
     return false;
   const int n = static_cast<int>(nb);
-  switch (pl.rows * 100 + pl.minb * 10 + (xs ? 1 : 0)) {
-    case 140: return slab_lean<1, 4, false, false>(p, 1, n, 0, stream);
-    case 141: return slab_lean<1, 4, false, true>(p, 1, n, xs_row, stream);
-    case 240: return slab_lean<2, 4, false, false>(p, 1, n, 0, stream);
-    case 241: return slab_lean<2, 4, false, true>(p, 1, n, xs_row, stream);
-    case 440: return slab_lean<4, 4, false, false>(p, 1, n, 0, stream);
-    // The global-activation form's plan (gemv_nvfp4.cu: 8 blocks an SM since H200 session 30).
-    case 180: return slab_lean<1, 8, false, false>(p, 1, n, 0, stream);
-    case 280: return slab_lean<2, 8, false, false>(p, 1, n, 0, stream);
-    case 441: return slab_lean<4, 4, false, true>(p, 1, n, xs_row, stream);
-    default: return false;
-  }
+  return p.nq_count != nullptr ? dense_lean<true>(p, n, pl, xs, xs_row, stream)
+                                : dense_lean<false>(p, n, pl, xs, xs_row, stream);
 }
 
 }  // namespace ft::cuda::gemv_detail
