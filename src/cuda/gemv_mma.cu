@@ -104,8 +104,7 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
 // read the block's 32 rows back from L2 and write their Q8 and sum of squares (norm_fold.cuh), as
 // mma_glu_tail does for the SwiGLU.
 __device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0) {
-  if (threadIdx.x < kRows) __threadfence();  // the threads that stored
-  __syncthreads();
+  __syncthreads();  // the threads that stored (block_done's release carries their rows)
   if (threadIdx.x >= 32) return;
   const int blk = static_cast<int>(row0 >> 5);
   if (!norm_fold::block_done(p.nq_count, blk, kRows)) return;

@@ -275,10 +275,9 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   // session 33 call 2, tg128 alternating, per CTA 507.4 / 509.8 / 509.5, per warp 509.2 / 508.2 / 508.9.)
   if constexpr (!GROUPED && NQ) {
     {
-      if (lane < R) __threadfence();  // lane r stored row r of each item
       const int n_full = static_cast<int>(blockIdx.x + 1) * kWarps;
       if (n_items <= n_w && n_full <= n_items) {  // uniform in the CTA: no warp left early
-        __syncthreads();
+        __syncthreads();  // the warps' rows (block_done's release carries them)
         if (warp != 0) return;
         const int row0 = static_cast<int>(blockIdx.x) * kWarps * R, blk = row0 >> 5;
         if (norm_fold::block_done(p.nq_count, blk, kWarps * R)) {

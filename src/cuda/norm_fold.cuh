@@ -55,19 +55,24 @@ __device__ __forceinline__ void block_warp(float y, const float* w, int blk, int
   }
 }
 
-// The ticket of a producer: `rows` rows of 32-row block blk are stored (by this warp or CTA, its
-// storing threads fenced); true for the caller that completes the block, whose counter it re-arms
-// (every lane of the calling warp gets the same answer; lane 0 counts).
+// The ticket of a producer: `rows` rows of 32-row block blk are stored by this warp or CTA (the
+// caller has synced the storing threads with __syncwarp / __syncthreads); true for the caller that
+// completes the block, whose counter it re-arms (every lane of the calling warp gets the same answer).
+// Lane 0 counts with an acq_rel atomic: its release carries the CTA's synced stores, its acquire the
+// other CTAs' (cumulative), and __syncwarp passes that on to the lanes that read the rows -- no
+// __threadfence by the storers or the reader, as the SwiGLU tail has (gemv_mma.cu).
 __device__ __forceinline__ bool block_done(unsigned* count, int blk, int rows) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   unsigned old = 0;
-  if (lane == 0) old = atomicAdd(count + blk, static_cast<unsigned>(rows));
+  if (lane == 0)
+    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], %2;"
+                 : "=r"(old)
+                 : "l"(count + blk), "r"(static_cast<unsigned>(rows))
+                 : "memory");
   old = __shfl_sync(0xFFFFFFFFu, old, 0);
+  __syncwarp();
   const bool last = old + static_cast<unsigned>(rows) == 32u;
-  if (last) {
-    __threadfence();  // the other storers' rows, read next
-    if (lane == 0) count[blk] = 0u;
-  }
+  if (last && lane == 0) count[blk] = 0u;
   return last;
 }
 
