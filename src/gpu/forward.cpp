@@ -69,10 +69,14 @@ const bool g_glu_fused = [] {
 }();
 
 // FT_NORM_FOLD: which decode norms the GEMVs around them make (cuda/norm_fold.h): bit 0 the FFN
-// norm (wo -> gate|up), bit 1 the attention norm (the previous layer's down -> qkv); 0 none.
+// norm (wo -> gate|up), bit 1 the attention norm (the previous layer's down -> qkv); 0 none. Default 2:
+// H200 session 33 call 4, Llama-8B tg128 alternating, 4 rounds: 0 518.45 / 517.77 / 517.89 / 517.97,
+// 2 520.32 / 521.81 / 520.39 / 522.35 (+0.6%), 3 519.23 / 519.03 / 519.10 / 518.54 tok/s -- the FFN
+// norm's fold (the lean wo kernel's tail, the gate|up launch's 1,792 CTAs each summing the partials)
+// costs more than the launch it saves.
 std::atomic<int> g_norm_fold{[] {
   const char* e = std::getenv("FT_NORM_FOLD");
-  return e == nullptr ? 3 : std::atoi(e);
+  return e == nullptr ? 2 : std::atoi(e);
 }()};
 
 using debug::skip;
