@@ -205,12 +205,12 @@ bool GpuForward::fold_wanted(int64_t il, bool attn, int64_t n_tok) const {
       num_.round != cuda::Round::kNone || b_.nq_count.get() == nullptr || il < 0 || il >= hp.n_layer ||
       !hp.recurrent.empty() || b_.g4)
     return false;
-  // Only where the kernels do both halves in their launches (a tiled NVFP4 consumer, an NVFP4
-  // producer): elsewhere the fold's stand-alone launches would replace one launch by two.
+  // Only where the kernels do both halves in their launches (a tiled NVFP4 consumer; a tiled down
+  // projection, an NVFP4 wo): elsewhere the fold's stand-alone launches would replace one launch by two.
   const DevLayer& L = w_.layers[il];
   if (attn) {  // the consumer: qkv; the producer: the previous layer's dense down projection
     if (il == 0 || w_.layers[il - 1].moe || L.qkv.parts.size() != 1 || !wants_q8(L.qkv) || !L.qkv.parts[0].tiled ||
-        w_.layers[il - 1].down.parts.size() != 1 || w_.layers[il - 1].down.parts[0].type != GgmlType::NVFP4)
+        w_.layers[il - 1].down.parts.size() != 1 || !w_.layers[il - 1].down.parts[0].tiled)
       return false;
     for (SkipLink k : {kSkipNorm1, kSkipQkv, kSkipDown})
       if (skip(k, n_tok) || spacer(k, n_tok)) return false;
