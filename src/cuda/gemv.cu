@@ -330,6 +330,28 @@ bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream) {
          gemv_nvfp4(p, a.n_tok, a.ids != nullptr, nv, stream);
 }
 
+// GemvArgs::glu_xq (the dense SwiGLU tail): whether a asks for it; a without it, its arguments checked;
+// the tail's fields in p.
+bool has_glu(const GemvArgs& a) { return a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr; }
+GemvArgs without_glu(const GemvArgs& a) {
+  if (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr ||
+      reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 || a.ids != nullptr || a.n_tok != 1 || a.rows % 64 != 0 ||
+      a.accumulate || a.ldy < a.rows)
+    fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a 16-byte aligned Q8 buffer and one token of a dense "
+                 "gate|up (no ids, rows % 64 == 0, no accumulate); rows " + std::to_string(a.rows));
+  GemvArgs plain = a;
+  plain.glu_xq = nullptr;
+  plain.glu_h = nullptr;
+  plain.glu_count = nullptr;
+  return plain;
+}
+void set_glu(Params& p, const GemvArgs& a) {
+  p.glu_xq = static_cast<uint8_t*>(a.glu_xq);
+  p.glu_h = a.glu_h;
+  p.glu_count = a.glu_count;
+  p.glu_xq_row = act_q8_row_bytes(a.rows / 2);
+}
+
 // a's kernel parameters with its pair (w_pair: w2, y2_off; none: as checked_params) and, in first,
 // a without the pair (what the checks and the NVFP4 dispatch see).
 Params pair_params(const GemvArgs& a, GemvArgs& first) {
@@ -345,25 +367,14 @@ Params pair_params(const GemvArgs& a, GemvArgs& first) {
 
 // gemv without the norm fold's consumer (norm_part); a producer's fields ride in Params.
 static void gemv_dispatch(const GemvArgs& a, cudaStream_t stream) {
-  if (a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr) {
-    if (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr ||
-        reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 || a.ids != nullptr || a.n_tok != 1 || a.rows % 64 != 0 ||
-        a.accumulate || a.ldy < a.rows)
-      fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a 16-byte aligned Q8 buffer and one token of a dense "
-                   "gate|up (no ids, rows % 64 == 0, no accumulate); rows " + std::to_string(a.rows));
+  if (has_glu(a)) {
     // The tensor-core kernel of a tiled weight does the SwiGLU in its epilogue; anything else is
     // the plain product, then swiglu_q8.
-    GemvArgs plain = a;
-    plain.glu_xq = nullptr;
-    plain.glu_h = nullptr;
-    plain.glu_count = nullptr;
+    const GemvArgs plain = without_glu(a);
     const int64_t n_ff = a.rows / 2;
     if (a.tiled && takes_q8(a)) {
       Params p = checked_params(plain);
-      p.glu_xq = static_cast<uint8_t*>(a.glu_xq);
-      p.glu_h = a.glu_h;
-      p.glu_count = a.glu_count;
-      p.glu_xq_row = act_q8_row_bytes(n_ff);
+      set_glu(p, a);
       if (gemv_nvfp4_tiled(p, 1, g_nvfp4_override, stream)) return;
     } else {
       gemv_dispatch(plain, stream);
@@ -457,19 +468,9 @@ void gemv_folded(const GemvArgs& a, cudaStream_t stream) {
   GemvArgs rest = a;
   rest.norm_part = nullptr;
   if (cons && a.tiled) {  // the tensor-core kernel scales the row's block scales as it loads them
-    GemvArgs plain = rest;
-    plain.glu_xq = nullptr, plain.glu_h = nullptr, plain.glu_count = nullptr;
-    Params p = checked_params(plain);
-    if (a.glu_xq != nullptr) {
-      if (a.glu_h == nullptr || a.glu_count == nullptr || reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 ||
-          a.rows % 64 != 0 || a.accumulate || a.ldy < a.rows)
-        fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a 16-byte aligned Q8 buffer and a dense gate|up "
-                     "(rows % 64 == 0, no accumulate); rows " + std::to_string(a.rows));
-      p.glu_xq = static_cast<uint8_t*>(a.glu_xq);
-      p.glu_h = a.glu_h;
-      p.glu_count = a.glu_count;
-      p.glu_xq_row = act_q8_row_bytes(a.rows / 2);
-    }
+    const bool glu = has_glu(a);
+    Params p = checked_params(glu ? without_glu(rest) : rest);
+    if (glu) set_glu(p, a);
     p.norm_part = a.norm_part;
     p.norm_eps = a.norm_eps;
     if (gemv_nvfp4_tiled(p, 1, g_nvfp4_override, stream, /*mma_only=*/true)) return produce_if_needed();

@@ -6,9 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "cuda/act_q8.h"
 #include "cuda/check.h"
-#include "cuda/gemv_q8_formats.cuh"
 #include "cuda/norm_fold.cuh"
 #include "cuda/pdl.cuh"
 
@@ -57,37 +58,25 @@ void norm_fold_apply(void* xq, int64_t n, const double* part, float eps, cudaStr
 }
 
 void norm_fold_produce_ref(const float* y, const float* w, int64_t n, void* xq_row, double* part) {
-  using namespace q8_detail;
   check_n("norm_fold_produce_ref", n);
+  std::vector<float> u(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) u[static_cast<size_t>(i)] = y[i] * w[i];
+  quantize_act_q8_row_ref(u.data(), n, xq_row);  // the codes; the scales made raw below
   auto* b = static_cast<uint8_t*>(xq_row);
   for (int64_t j = 0; j < n / 32; ++j) {
-    float u[32];
-    double sq[32];
     float amax = 0.0f;
+    double sq[32];
     for (int i = 0; i < 32; ++i) {
-      const float v = y[32 * j + i];
-      u[i] = v * w[32 * j + i];
-      sq[i] = static_cast<double>(v * v);
-      amax = std::fmax(amax, std::fabs(u[i]));
+      amax = std::fmax(amax, std::fabs(u[static_cast<size_t>(32 * j + i)]));
+      sq[i] = static_cast<double>(y[32 * j + i] * y[32 * j + i]);
     }
     for (int o = 16; o > 0; o >>= 1) {  // the warp's xor tree: lane i adds lane i ^ o
       double t[32];
       for (int i = 0; i < 32; ++i) t[i] = sq[i] + sq[i ^ o];
       std::memcpy(sq, t, sizeof sq);
     }
-    float d, id;
-    act_q8_scales(amax, d, id);
-    int s[2] = {0, 0};
-    for (int i = 0; i < 32; ++i) {
-      const int q = round_half_even(u[i] * id);
-      b[32 * j + i] = static_cast<uint8_t>(static_cast<int8_t>(q));
-      s[i / 16] += q;
-    }
-    ActQ8Scale sc;
-    sc.d = amax / 127.0f;
-    sc.s_lo = static_cast<int16_t>(s[0]);
-    sc.s_hi = static_cast<int16_t>(s[1]);
-    std::memcpy(b + n + 8 * j, &sc, 8);
+    const float d = amax / 127.0f;
+    std::memcpy(b + n + 8 * j, &d, 4);  // ActQ8Scale::d
     part[j] = sq[0];
   }
 }

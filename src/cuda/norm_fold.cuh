@@ -18,6 +18,7 @@
 
 #include "cuda/act_q8.h"
 #include "cuda/gemv_q8_formats.cuh"
+#include "cuda/q8_tail.cuh"
 
 namespace ft::cuda::norm_fold {
 
@@ -28,31 +29,12 @@ inline constexpr int kMaxPartsPerLane = 8;
 // The completing warp: lane i holds y[32 blk + i] (final); w the norm weight (n values).
 __device__ __forceinline__ void block_warp(float y, const float* w, int blk, int64_t n, uint8_t* xq_row,
                                            double* part) {
-  using namespace q8_detail;
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const float u = __fmul_rn(y, __ldg(w + 32 * static_cast<int64_t>(blk) + lane));
   double sq = static_cast<double>(__fmul_rn(y, y));
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xFFFFFFFFu, sq, o);
-  float amax = fabsf(u);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-  float d, id;
-  act_q8_scales(amax, d, id);  // id as act_q8 forms it; d replaced by the raw scale below
-  const int q = round_half_even(u * id);
-  xq_row[32 * blk + lane] = static_cast<uint8_t>(static_cast<int8_t>(q));
-  int s = q;
-#pragma unroll
-  for (int o = 8; o > 0; o >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
-  const int s_hi = __shfl_sync(0xFFFFFFFFu, s, 16);
-  if (lane == 0) {
-    ActQ8Scale sc;
-    sc.d = amax / 127.0f;
-    sc.s_lo = static_cast<int16_t>(s);
-    sc.s_hi = static_cast<int16_t>(s_hi);
-    reinterpret_cast<ActQ8Scale*>(xq_row + n)[blk] = sc;
-    part[blk] = sq;
-  }
+  q8_quantize_warp</*RAW=*/true>(__fmul_rn(y, __ldg(w + 32 * static_cast<int64_t>(blk) + lane)), blk, n, xq_row);
+  if (lane == 0) part[blk] = sq;
 }
 
 // The ticket of a producer: `rows` rows of 32-row block blk are stored by this warp or CTA (the

@@ -13,7 +13,9 @@ namespace ft::cuda {
 
 // One block of 32 from one value per lane: lane i of the calling warp holds element 32*j + i
 // of the row, and all 32 lanes call this together with the same j (no barrier, no reload).
-// The arithmetic of quantize_act_q8's kernel, step for step: the same bytes.
+// The arithmetic of quantize_act_q8's kernel, step for step: the same bytes. RAW: the block's scale
+// stored as amax / 127 before its fp16 rounding (the norm fold's rows, norm_fold.cuh); the codes alike.
+template <bool RAW = false>
 __device__ __forceinline__ void q8_quantize_warp(float v, int64_t j, int64_t k, uint8_t* xq_row) {
   using namespace q8_detail;
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -30,7 +32,7 @@ __device__ __forceinline__ void q8_quantize_warp(float v, int64_t j, int64_t k, 
   const int s_hi = __shfl_sync(0xFFFFFFFFu, s, 16);
   if (lane == 0) {
     ActQ8Scale sc;
-    sc.d = d;
+    sc.d = RAW ? amax / 127.0f : d;
     sc.s_lo = static_cast<int16_t>(s);
     sc.s_hi = static_cast<int16_t>(s_hi);
     reinterpret_cast<ActQ8Scale*>(xq_row + k)[j] = sc;

@@ -150,9 +150,7 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   if (folded) {
     cuda::GemvArgs a;
     fill_common(a, L.qkv.parts[0], L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false);
-    a.xq = b_.xq_n.get();
-    a.norm_part = b_.nq_part.as<double>();
-    a.norm_eps = hp.rms_eps;
+    fold_consume(a);
     a.after_gemv = true;  // no norm launch after the down projection
     if (spacer(kSkipQkv, n_tok)) cuda::pdl_spacer(s);
     if (!skip(kSkipQkv, n_tok)) cuda::gemv(a, s);
@@ -187,16 +185,26 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     fill_common(a, L.wo.parts[0], L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
     a.xq = b_.xq.get();
     a.y_early = true;
-    a.nq_w = L.ffn_norm;
-    a.nq_xq = b_.xq_n.get();
-    a.nq_part = b_.nq_part.as<double>();
-    a.nq_count = b_.nq_count.as<unsigned>();
+    fold_produce(a, L.ffn_norm);
     cuda::gemv(a, s);
     nq_ffn_ready_ = true;
     return;
   }
   linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
          /*y_early=*/true);
+}
+
+void GpuForward::fold_produce(cuda::GemvArgs& a, const float* norm_w) const {
+  a.nq_w = norm_w;
+  a.nq_xq = b_.xq_n.get();
+  a.nq_part = b_.nq_part.as<double>();
+  a.nq_count = b_.nq_count.as<unsigned>();
+}
+
+void GpuForward::fold_consume(cuda::GemvArgs& a) const {
+  a.xq = b_.xq_n.get();
+  a.norm_part = b_.nq_part.as<double>();
+  a.norm_eps = m_.hp.rms_eps;
 }
 
 bool GpuForward::fold_wanted(int64_t il, bool attn, int64_t n_tok) const {
@@ -331,7 +339,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       cuda::GemvArgs a;
       fill_common(a, L.gate_up.parts[0], L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false);
       a.xq = b_.xq.get();
-      if (folded) a.xq = b_.xq_n.get(), a.norm_part = b_.nq_part.as<double>(), a.norm_eps = hp.rms_eps;
+      if (folded) fold_consume(a);
       a.glu_xq = b_.xq_glu.get();
       a.glu_h = hh;
       a.glu_count = b_.glu_count.as<unsigned>();
@@ -343,10 +351,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       d.xq = b_.xq_glu.get();
       d.y_early = true;  // x: written by wo, three launches back (cuda/gemv.h)
       if (fold_wanted(il + 1, /*attn=*/true, n_tok)) {  // the next layer's attention norm (norm_fold.h)
-        d.nq_w = w_.layers[il + 1].attn_norm;
-        d.nq_xq = b_.xq_n.get();
-        d.nq_part = b_.nq_part.as<double>();
-        d.nq_count = b_.nq_count.as<unsigned>();
+        fold_produce(d, w_.layers[il + 1].attn_norm);
         nq_attn_ready_ = true;
       }
       cuda::gemv(d, s);
@@ -356,9 +361,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       if (!skip(kSkipGateUp, n_tok)) {
         cuda::GemvArgs a;
         fill_common(a, L.gate_up.parts[0], L.gate_up, h, n_embd, n_tok, gu, 2 * n_ff, num_.round, false);
-        a.xq = b_.xq_n.get();
-        a.norm_part = b_.nq_part.as<double>();
-        a.norm_eps = hp.rms_eps;
+        fold_consume(a);
         cuda::gemv(a, s);
       }
     } else

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "cuda/gemv.h"
 #include "gpu/moe_backend.h"
 #include "gpu/state.h"
 #include "gpu/weights.h"
@@ -66,6 +67,9 @@ class GpuForward {
   // the one reading its Q8 row, instead of rmsnorm_q8. The producer sets the flag of the norm it
   // made (b_.xq_n, b_.nq_part); the consumer takes and clears it.
   bool fold_wanted(int64_t il, bool attn, int64_t n_tok) const;
+  // The fold's fields of a GEMV: producing the norm of weight norm_w, or reading the folded row.
+  void fold_produce(cuda::GemvArgs& a, const float* norm_w) const;
+  void fold_consume(cuda::GemvArgs& a) const;
   mutable bool nq_attn_ready_ = false, nq_ffn_ready_ = false;
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
               cuda::Round round, bool accumulate, bool q8, cudaStream_t s,

@@ -19,6 +19,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv.h"
+#include "cuda/gemv_tuning.h"
 #include "cuda/norm.h"
 #include "cuda/norm_fold.h"
 #include "cuda/nvfp4_tiled.h"
@@ -115,16 +116,30 @@ TEST(CudaNormFold, CloseToRmsnormQ8) {
 
 struct Matrix {
   int64_t rows = 0, k = 0, rb = 0;
+  bool tiled = false;
   DeviceBuffer w;
 };
 
 Matrix make_matrix(int64_t rows, int64_t k, bool tiled, std::mt19937& rng) {
   Matrix m;
-  m.rows = rows, m.k = k, m.rb = row_bytes(GgmlType::NVFP4, k);
+  m.rows = rows, m.k = k, m.rb = row_bytes(GgmlType::NVFP4, k), m.tiled = tiled;
   m.w = to_device(quant::testing::random_rows(GgmlType::NVFP4, rows, k, rng));
   if (tiled) nvfp4_tile(m.w.as<uint8_t>(), rows, m.rb, nullptr);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   return m;
+}
+
+// One token of m on the integer path: xq in, y out.
+GemvArgs one_token(const Matrix& m, const void* xq, float* y) {
+  GemvArgs a;
+  a.type = GgmlType::NVFP4;
+  a.w = m.w.as<uint8_t>();
+  a.tiled = m.tiled;
+  a.row_bytes = m.rb, a.k = m.k, a.rows = m.rows;
+  a.xq = xq;
+  a.n_tok = 1;
+  a.y = y, a.ldy = m.rows;
+  return a;
 }
 
 DeviceBuffer quantised_x(int64_t k, std::mt19937& rng) {
@@ -155,14 +170,7 @@ TEST(CudaNormFold, ProducerTailsEqualTheLaunch) {
       DeviceBuffer dy = to_device(y0);
       DeviceBuffer dq = to_device(std::vector<uint8_t>(static_cast<size_t>(qb), 0xA5));
       DeviceBuffer dp = to_device(std::vector<double>(static_cast<size_t>(nb), std::nan("")));
-      GemvArgs a;
-      a.type = GgmlType::NVFP4;
-      a.w = m.w.as<uint8_t>();
-      a.tiled = tiled;
-      a.row_bytes = m.rb, a.k = k, a.rows = rows;
-      a.xq = dxq.get();
-      a.n_tok = 1;
-      a.y = dy.as<float>(), a.ldy = rows;
+      GemvArgs a = one_token(m, dxq.get(), dy.as<float>());
       a.accumulate = true;
       a.y_early = true;
       if (fused) {
@@ -203,10 +211,14 @@ TEST(CudaNormFold, ConsumerEqualsApplyThenGemv) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(29);
   const float eps = 1e-5f;
-  for (const auto& [rows, k, tiled, glu] : std::vector<std::tuple<int64_t, int64_t, bool, bool>>{
-           {6144, 4096, true, false}, {28672, 4096, true, true}, {4224, 8192, true, false}, {384, 256, true, true},
-           {512, 1024, false, false}}) {
-    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(k) + (glu ? " glu" : ""));
+  // warps: the tensor-core kernel forced to 4 warps x 2 stages (0: the plan's) -- at k 8192 its one-pass
+  // build declines and the batched build's scales are made afterwards (mma_norm_fix_xd).
+  for (const auto& [rows, k, tiled, glu, warps] : std::vector<std::tuple<int64_t, int64_t, bool, bool, int>>{
+           {6144, 4096, true, false, 0}, {28672, 4096, true, true, 0}, {4224, 8192, true, false, 0},
+           {4224, 8192, true, false, 4}, {384, 256, true, true, 0}, {512, 1024, false, false, 0}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(k) + (glu ? " glu" : "") +
+                 (warps ? " " + std::to_string(warps) + " warps" : std::string()));
+    gemv_set_nvfp4_mma(warps, warps ? 2 : 0);
     const Matrix m = make_matrix(rows, k, tiled, rng);
     // A folded row: norm_fold_produce of a residual row.
     const std::vector<float> y = random_row(k, rng), w = norm_weight(k, rng);
@@ -224,14 +236,7 @@ TEST(CudaNormFold, ConsumerEqualsApplyThenGemv) {
       DeviceBuffer dh(static_cast<size_t>(std::max<int64_t>(n_ff, 1)) * 4);
       DeviceBuffer dgq = to_device(std::vector<uint8_t>(static_cast<size_t>(gqb), 0));
       if (!fused) norm_fold_apply(xq.get(), k, dp.as<double>(), eps, nullptr);
-      GemvArgs a;
-      a.type = GgmlType::NVFP4;
-      a.w = m.w.as<uint8_t>();
-      a.tiled = tiled;
-      a.row_bytes = m.rb, a.k = k, a.rows = rows;
-      a.xq = xq.get();
-      a.n_tok = 1;
-      a.y = dout.as<float>(), a.ldy = rows;
+      GemvArgs a = one_token(m, xq.get(), dout.as<float>());
       if (fused) a.norm_part = dp.as<double>(), a.norm_eps = eps, a.after_gemv = true;
       if (glu) a.glu_xq = dgq.get(), a.glu_h = dh.as<float>(), a.glu_count = dcount.as<unsigned>();
       gemv(a);
@@ -243,6 +248,7 @@ TEST(CudaNormFold, ConsumerEqualsApplyThenGemv) {
     std::vector<uint8_t> ga, gb;
     run(false, ya, ga);
     run(true, yb, gb);
+    gemv_set_nvfp4_mma(0, 0);
     for (size_t i = 0; i < ya.size(); ++i) ASSERT_FALSE(std::isnan(ya[i])) << "row " << i << " not written";
     ASSERT_EQ(std::memcmp(yb.data(), ya.data(), ya.size() * 4), 0) << "products differ";
     if (glu) {
@@ -258,13 +264,7 @@ TEST(CudaNormFold, RefusesCallsItCannotServe) {
   const DeviceBuffer dxq = quantised_x(256, rng);
   DeviceBuffer dy = to_device(std::vector<float>(64, 0.0f)), dw = to_device(std::vector<float>(64, 1.0f));
   DeviceBuffer dq(static_cast<size_t>(act_q8_bytes(64, 1))), dp(2 * 8), dc = to_device(std::vector<unsigned>(2, 0u));
-  GemvArgs g;
-  g.type = GgmlType::NVFP4;
-  g.w = m.w.as<uint8_t>();
-  g.tiled = true;
-  g.row_bytes = m.rb, g.k = 256, g.rows = 64;
-  g.xq = dxq.get();
-  g.y = dy.as<float>(), g.ldy = 64;
+  GemvArgs g = one_token(m, dxq.get(), dy.as<float>());
   g.accumulate = true;
   g.nq_w = dw.as<float>(), g.nq_xq = dq.get(), g.nq_part = dp.as<double>(), g.nq_count = dc.as<unsigned>();
   GemvArgs bad = g;
