@@ -138,7 +138,7 @@ void attention_set_prefill_override(int mode);
 // automatic (the dedicated decode kernel, attn_decode.cuh, up to 4 tokens; the SIMT split-K
 // kernel + combine kernel above), 1 always the SIMT kernel, 2 always the dedicated kernel, 3 the
 // tensor-core decode kernel (attn_decode_mma.cuh: one token, 16-bit caches, head dim 128, groups
-// <= 8, no rope inside; other calls as in mode 0) + the combine kernel.
+// <= 8, the rope inside where attention_mma_rope_on; other calls as in mode 0) + the combine kernel.
 // max_rows (1, 2, 4, 8; 0 = tuning default) caps the query rows per decode block,
 // blocks_per_sm (0 = default) sets the grid the split plan aims for, and keys_per_slot
 // (1, 2, 4, 8; 0 = default; 16-bit caches at head dim 128 only) the keys each lane group
@@ -152,5 +152,15 @@ void attention_set_decode_override(int mode, int max_rows = 0, int blocks_per_sm
 // wait (attn_decode_tuning.cuh kDecodeStageKeys): keys >= 0 sets it (0: none), -1 restores the
 // default or FT_ATTN_STAGE_KEYS. Process-wide, for tests and benchmarks.
 void attention_set_decode_stage(int64_t keys);
+// The tensor-core decode kernel (mode 3 / AttnArgs::decode_mma): stages (0, 2, 3) of its per-warp
+// K/V ring in shared memory (attn_decode_tuning.cuh kMmaDecodeStages; 0: the first tile in registers
+// before the PDL wait, the others loaded one at a time), rope (0 / 1) whether it takes the rope
+// inside (AttnArgs::qkv_raw; kMmaDecodeRope), pre (>= 1) the ring's tiles issued before the PDL
+// wait (kMmaDecodePre); -1 restores the default or FT_ATTN_MMA_STAGES / FT_ATTN_MMA_ROPE /
+// FT_ATTN_MMA_PRE. Process-wide, for tests and benchmarks.
+void attention_set_mma_decode(int stages, int rope, int pre = -1);
+// Whether the tensor-core decode kernel takes the rope inside (a caller with qkv_raw and decode_mma
+// set gets it where attention_mma_decode_supported holds; otherwise it must rope first).
+bool attention_mma_rope_on();
 
 }  // namespace ft::cuda

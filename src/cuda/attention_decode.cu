@@ -71,6 +71,13 @@ const int g_rows_env = [] {
 int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0, g_decode_scatter = 0,
     g_decode_pipe = 0;
 
+// The rope inside the tensor-core kernel (attn_decode_tuning.cuh kMmaDecodeRope); FT_ATTN_MMA_ROPE=0|1.
+const bool g_mma_rope_env = [] {
+  const char* e = std::getenv("FT_ATTN_MMA_ROPE");
+  return e == nullptr || *e == '\0' ? kMmaDecodeRope : *e != '0';
+}();
+std::atomic<int> g_mma_stages_override{-1}, g_mma_rope_override{-1}, g_mma_pre_override{-1};  // attention_set_mma_decode
+
 // One block per (token, head) row, one thread per output column (combine_column).
 __global__ void attn_combine_kernel(const CombineParams p) {
   for (int64_t c = threadIdx.x; c < p.d; c += blockDim.x) combine_column(p, blockIdx.x, c);
@@ -142,6 +149,18 @@ bool attention_fused_rope_supported(const AttnArgs& a) {
 
 bool attention_mma_decode_supported(const AttnArgs& a) { return attn_detail::mma_decode_supported(a); }
 
+bool attention_mma_rope_on() {
+  const int o = attn_detail::g_mma_rope_override.load(std::memory_order_relaxed);
+  return o >= 0 ? o != 0 : attn_detail::g_mma_rope_env;
+}
+
+void attention_set_mma_decode(int stages, int rope, int pre) {
+  attn_detail::g_mma_pre_override.store(pre > 0 ? pre : -1, std::memory_order_relaxed);
+  attn_detail::g_mma_stages_override.store(stages == 0 || stages == 2 || stages == 3 ? stages : -1,
+                                           std::memory_order_relaxed);
+  attn_detail::g_mma_rope_override.store(rope == 0 || rope == 1 ? rope : -1, std::memory_order_relaxed);
+}
+
 int64_t attention_mma_decode_launches() { return attn_detail::g_mma_launches.load(std::memory_order_relaxed); }
 int64_t attention_decode_grid_blocks() { return attn_detail::g_decode_grid.load(std::memory_order_relaxed); }
 
@@ -162,7 +181,8 @@ void attention_decode(const AttnArgs& a, void* workspace, cudaStream_t s) {
   float* parts = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + kDecodeTicketBytes);
   if (a.out_q8 != nullptr && reinterpret_cast<uintptr_t>(a.out_q8) % 16 != 0)
     fail_message("cuda attention_decode: out_q8 must be a 16-byte aligned device buffer");
-  if ((g_decode_mode == 3 || (g_decode_mode == 0 && a.decode_mma)) && a.qkv_raw == nullptr && mma_decode_supported(a))
+  if ((g_decode_mode == 3 || (g_decode_mode == 0 && a.decode_mma)) && mma_decode_supported(a) &&
+      (a.qkv_raw == nullptr || attention_mma_rope_on()))
     return mma_decode(a, parts, s);
   if (g_decode_mode == 1 || ((g_decode_mode == 0 || g_decode_mode == 3) && a.n_tok > kDecodeFastMaxTokens)) {
     simt_decode(a, parts, s);
@@ -239,6 +259,54 @@ const MmaPlanTuning g_mma_plan = [] {
   return t;
 }();
 
+// The tensor-core kernel's ring stages (attn_decode_tuning.cuh kMmaDecodeStages); FT_ATTN_MMA_STAGES=N
+// sets 0 (the first tile in registers before the wait, the rest loaded one tile at a time), 2 or 3.
+const int g_mma_stages_env = [] {
+  const char* e = std::getenv("FT_ATTN_MMA_STAGES");
+  if (e == nullptr || *e == '\0') return kMmaDecodeStages;
+  const int n = std::atoi(e);
+  return n == 0 || n == 2 || n == 3 ? n : kMmaDecodeStages;
+}();
+
+// Tiles a warp of the ring kernel issues before the PDL wait (kMmaDecodePre; FT_ATTN_MMA_PRE=N, 1..stages)
+// and its shared-memory carveout (FT_ATTN_MMA_CARVEOUT=percent; default the driver's): measurements.
+const int g_mma_pre_env = static_cast<int>(env_count("FT_ATTN_MMA_PRE", kMmaDecodePre));
+const int g_mma_carveout = [] {
+  const char* e = std::getenv("FT_ATTN_MMA_CARVEOUT");
+  return e == nullptr || *e == '\0' ? -1 : std::atoi(e);
+}();
+
+int mma_stages() {
+  const int o = g_mma_stages_override.load(std::memory_order_relaxed);
+  return o >= 0 ? o : g_mma_stages_env;
+}
+
+template <class T, int NS, bool ROPE>
+void launch_mma_decode(dim3 grid, const MmaDecodeParams& p, cudaStream_t s) {
+  constexpr int smem = mma_decode_smem(NS);
+  static const bool set = [] {
+    if (smem > 48 * 1024)
+      FT_CUDA_CHECK(cudaFuncSetAttribute(attn_mma_decode_kernel<T, NS, ROPE>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    if (g_mma_carveout >= 0)
+      FT_CUDA_CHECK(cudaFuncSetAttribute(attn_mma_decode_kernel<T, NS, ROPE>,
+                                         cudaFuncAttributePreferredSharedMemoryCarveout, g_mma_carveout));
+    return true;
+  }();
+  (void)set;
+  MmaDecodeParams q = p;
+  const int pre = g_mma_pre_override.load(std::memory_order_relaxed) > 0 ? g_mma_pre_override.load() : g_mma_pre_env;
+  q.pre = pre > 0 && pre < NS ? pre : NS;
+  launch_pdl(attn_mma_decode_kernel<T, NS, ROPE>, grid, dim3(kMmaDecodeWarps * 32), smem, s, q);
+}
+
+template <class T, bool ROPE>
+void launch_mma_decode_ns(int ns, dim3 grid, const MmaDecodeParams& p, cudaStream_t s) {
+  if (ns == 2) return launch_mma_decode<T, 2, ROPE>(grid, p, s);
+  if (ns == 3) return launch_mma_decode<T, 3, ROPE>(grid, p, s);
+  launch_mma_decode<T, 0, ROPE>(grid, p, s);
+}
+
 void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   const int64_t d = kMmaDecodeD, group = a.n_head / a.n_head_kv;
   const int64_t per_sm = g_decode_blocks_per_sm > 0 ? g_decode_blocks_per_sm : g_mma_plan.per_sm;
@@ -260,11 +328,27 @@ void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   p.round = a.round;
   p.out_q8 = static_cast<uint8_t*>(a.out_q8);
   p.q8_k = a.n_head * d;
+  const bool rope = a.qkv_raw != nullptr;
+  if (rope) {
+    p.rq = a.qkv_raw;
+    p.rk = a.qkv_raw + a.n_head * d;
+    p.rv = p.rk + a.n_head_kv * d;
+    p.q_norm_w = a.q_norm_w;
+    p.k_norm_w = a.k_norm_w;
+    p.eps = a.rms_eps;
+    p.rope_cs = a.rope_cs;
+    p.n_rot = a.n_rot;
+    p.neox = a.neox;
+    p.k_store = const_cast<void*>(a.k_cache);  // the layer's cache, writable memory
+    p.v_store = const_cast<void*>(a.v_cache);
+  }
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(a.n_head_kv));
+  const int ns = mma_stages();
   if (a.kv_type == KvType::kF16)
-    launch_pdl(attn_mma_decode_kernel<__half>, grid, dim3(kMmaDecodeWarps * 32), 0, s, p);
+    rope ? launch_mma_decode_ns<__half, true>(ns, grid, p, s) : launch_mma_decode_ns<__half, false>(ns, grid, p, s);
   else
-    launch_pdl(attn_mma_decode_kernel<__nv_bfloat16>, grid, dim3(kMmaDecodeWarps * 32), 0, s, p);
+    rope ? launch_mma_decode_ns<__nv_bfloat16, true>(ns, grid, p, s)
+         : launch_mma_decode_ns<__nv_bfloat16, false>(ns, grid, p, s);
   FT_CUDA_CHECK_LAUNCH();
   launch_pdl(mma_combine_kernel, dim3(static_cast<unsigned>(a.n_head)), dim3(kMmaDecodeD), 0, s, p);
   FT_CUDA_CHECK_LAUNCH();

@@ -28,7 +28,15 @@
 //               O^T (128 dims x 8 heads) is 32 registers a lane.
 // The 4 warps merge in shared memory; the block writes its chunk's partial (acc, m ln 2, l) in
 // the SIMT kernel's layout, and mma_combine_kernel below merges the chunks, rounds the output
-// and writes its Q8 copy. The first tile's K/V loads are issued before the PDL wait.
+// and writes its Q8 copy.
+// Loads (NS, attn_decode_tuning.cuh kMmaDecodeStages): a warp's tiles stream through a ring of NS
+// stages in shared memory by cp.async, the first `pre` issued before the PDL wait (the rows before
+// the new key are two launches old), the rest as stages free; NS = 0 keeps the kernel's first form
+// (one tile in registers before the wait, each later one loaded after the one before). The new
+// key's K / V go into the registers of the tile holding it after the wait.
+// ROPE (AttnArgs::qkv_raw): the block ropes its group's q heads (and, where its chunk holds the new
+// key, that key, storing K and V into the caches) with rope_head.cuh's body -- qk_norm_rope_store's
+// bits -- so no rope launch precedes it. Both: H200 session 34, attn_decode_tuning.cuh.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -40,8 +48,11 @@
 
 #include "cuda/attn_mma.cuh"
 #include "cuda/attn_plan.cuh"
+#include "cuda/attn_types.cuh"
+#include "cuda/cp_async.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
+#include "cuda/rope_head.cuh"
 
 namespace ft::cuda::attn_detail {
 
@@ -67,6 +78,17 @@ struct MmaDecodeParams {
   Round round;
   uint8_t* out_q8;  // nullptr, or the act_q8 row of n_head * 128 values
   int64_t q8_k;
+  // ROPE (AttnArgs::qkv_raw): the raw q heads (head h at rq + h D), k and v heads (rk / rv + g D),
+  // normed and rotated here by rope_head.cuh's body as qk_norm_rope_store does (the same bits);
+  // the block whose chunk holds the new key stores it into k_store / v_store at row *d_pos.
+  const float *rq, *rk, *rv;
+  const float *q_norm_w, *k_norm_w;
+  float eps;
+  const float* rope_cs;
+  int n_rot;
+  bool neox;
+  void *k_store, *v_store;
+  int pre;  // NS > 0: tiles a warp issues before the PDL wait (1..NS; the rest right after it)
 };
 
 // split2 (attn_mma_lane.cuh): hi + lo pairs of the cache type.
@@ -74,17 +96,29 @@ __device__ __forceinline__ uint4 ld_kv(const void* base, int64_t elem) {
   return __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + elem));
 }
 
-template <class T>
+// NS > 0: a warp's tiles stream through a ring of NS stages in shared memory (kMmaTileBytes each:
+// the 16 K rows, then the 16 V rows of the KV head), the first NS issued before the PDL wait. A
+// stage's 16-byte pieces are XOR-swizzled per key so that the fragment loads below are free of
+// bank conflicts (each quarter warp reads 8 distinct bank groups): K piece p of key r at
+// p ^ kSwzK(r), V piece p at p ^ kSwzV(r).
+inline constexpr int kMmaTileBytes = 2 * kMmaDecodeTile * kMmaDecodeD * 2;  // 8 KB
+__host__ __device__ constexpr int mma_swz_k(int r) { return (r & 1) << 2; }
+__host__ __device__ constexpr int mma_swz_v(int r) { return (((r >> 1) & 1) << 2) | ((r >> 2) & 1); }
+// Dynamic shared memory of the kernel: the rings (NS > 0; the warps' merge rows reuse them).
+__host__ __device__ constexpr int mma_decode_smem(int ns) { return ns * kMmaDecodeWarps * kMmaTileBytes; }
+
+template <class T, int NS, bool ROPE>
 __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(const MmaDecodeParams p) {
   constexpr int D = kMmaDecodeD;
-  __shared__ float s_o[kMmaDecodeWarps][kMmaDecodeMaxGroup][D];
+  static_assert(NS == 0 || (NS >= 2 && NS <= 4), "cp_async_wait takes 0..3 groups pending");
+  extern __shared__ __align__(16) uint8_t s_dyn[];
   __shared__ float s_m[kMmaDecodeWarps][kMmaDecodeMaxGroup], s_l[kMmaDecodeWarps][kMmaDecodeMaxGroup];
   const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const int g = lane >> 2, c = lane & 3;
   const int64_t split = blockIdx.x, kvh = blockIdx.y;
   // The position and the cache rows before it are at least two launches old (written before the
-  // step's first kernel, or by earlier steps): read before the PDL wait, so the first tile's K/V
-  // loads overlap the launch before. The new key (row pos) may come from the launch before.
+  // step's first kernel, or by earlier steps): read before the PDL wait, so the K/V loads overlap
+  // the launch before. The new key (row pos) may come from the launch before (or, ROPE, is made here).
   const int64_t pos = *p.d_pos;
   const int64_t n_kv = live_keys(pos, 1, p.n_ctx);
   const DecodePlan plan = decode_plan(n_kv, p.splits, p.unit);
@@ -95,6 +129,9 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   }
   const int64_t kbeg = split * plan.chunk, kend = kbeg + plan.chunk < n_kv ? kbeg + plan.chunk : n_kv;
   const int64_t col = kvh * D;  // the KV head's first element in a cache row
+  const int64_t first = kbeg + kMmaDecodeTile * warp;
+  constexpr int64_t kStep = kMmaDecodeTile * kMmaDecodeWarps;
+  const int n_my = first < kend ? static_cast<int>((kend - first + kStep - 1) / kStep) : 0;
 
   // K: key t0 + 8 j + g, dims 32 jj + 8 c .. + 7. V: keys t0 + {2c, 2c+1, 2c+8, 2c+9}, dims 16 g .. + 15.
   uint4 kq[2][4], vr[4][2];
@@ -114,29 +151,123 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
         vr[i][h] = key < lim ? ld_kv(p.v, key * p.kv_stride + col + 16 * g + 8 * h) : make_uint4(0, 0, 0, 0);
     }
   };
-  const int64_t first = kbeg + kMmaDecodeTile * warp;
-  if (first < kend) load_tile(first, kend < pos ? kend : pos);
+  // NS > 0: tile i of this warp (keys first + 64 i ..) into stage i % NS, keys at or past
+  // min(kend, pos) zero-filled (the new key is put into the registers after the wait).
+  uint8_t* const ring = s_dyn + warp * NS * kMmaTileBytes;
+  const int64_t lim_pre = kend < pos ? kend : pos;
+  auto copy_tile = [&](int i) {
+    const int64_t t0 = first + kStep * i;
+    uint8_t* st = ring + (i % (NS > 0 ? NS : 1)) * kMmaTileBytes;
+#pragma unroll
+    for (int u = 0; u < 16; ++u) {
+      const int idx = lane + 32 * (u & 7), r = idx >> 4, piece = idx & 15;
+      const bool is_v = u >= 8;
+      const int64_t key = t0 + r;
+      const bool ok = key < lim_pre;
+      const int sw = is_v ? mma_swz_v(r) : mma_swz_k(r);
+      const uint16_t* src = static_cast<const uint16_t*>(is_v ? p.v : p.k) + (ok ? key : 0) * p.kv_stride + col + 8 * piece;
+      cp_async16_zfill(st + (is_v ? kMmaTileBytes / 2 : 0) + r * (2 * D) + 16 * (piece ^ sw), src, ok);
+    }
+  };
+  auto lds_tile = [&](int i) {
+    const uint8_t* st = ring + (i % (NS > 0 ? NS : 1)) * kMmaTileBytes;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = 8 * j + g;
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+        kq[j][jj] = *reinterpret_cast<const uint4*>(st + r * (2 * D) + 16 * ((4 * jj + c) ^ mma_swz_k(r)));
+    }
+#pragma unroll
+    for (int i4 = 0; i4 < 4; ++i4) {
+      const int r = 2 * c + (i4 & 1) + 8 * (i4 >> 1);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        vr[i4][h] = *reinterpret_cast<const uint4*>(st + kMmaTileBytes / 2 + r * (2 * D) +
+                                                    16 * ((2 * g + h) ^ mma_swz_v(r)));
+    }
+  };
+  if constexpr (NS == 0) {
+    if (first < kend) load_tile(first, lim_pre);
+  } else {
+#pragma unroll
+    for (int i = 0; i < NS; ++i) {
+      if (i < p.pre) {
+        if (i < n_my) copy_tile(i);
+        cp_async_commit();  // empty groups too: the wait counts stay uniform
+      }
+    }
+  }
+  constexpr int KP = D / 64;  // ROPE: rope_head.cuh's pairs a lane
+  float co[KP], si[KP];
+  if constexpr (ROPE) rope_detail::load_pairs(p.rope_cs + pos * p.n_rot, p.n_rot, lane, co, si);
   pdl_wait();
   pdl_trigger();
-  // The tile holding the new key loads it now (a kernel-old row: the read-only path is valid).
-  if (first < kend && first + kMmaDecodeTile > pos && kend > pos) {
+  if constexpr (NS > 0) {
+#pragma unroll
+    for (int i = 0; i < NS; ++i) {
+      if (i >= p.pre) {
+        if (i < n_my) copy_tile(i);
+        cp_async_commit();
+      }
+    }
+  }
+
+  // ROPE: the group's q heads into s_q, and where the chunk holds the new key, its K (normed,
+  // rotated) and V rows in the cache type into s_new and the caches.
+  using RopeSmem = float[ROPE ? kMmaDecodeMaxGroup + kMmaDecodeWarps + 1 : 1][D];
+  __shared__ __align__(16) RopeSmem s_rope;
+  __shared__ __align__(16) T s_new[2][ROPE ? D : 8];
+  if constexpr (ROPE) {
+    const bool has_new = kbeg <= pos && pos < kend;
+    const int n_items = p.group + (has_new ? 2 : 0);
+    float* buf = s_rope[kMmaDecodeMaxGroup + warp];
+    for (int it = warp; it < n_items; it += kMmaDecodeWarps) {
+      if (it < p.group) {
+        rope_detail::head(p.rq + (kvh * p.group + it) * D, s_rope[it], D, p.q_norm_w, p.eps, co, si, p.n_rot, p.neox,
+                          p.round, buf, lane);
+      } else if (it == p.group) {
+        float* kf = s_rope[kMmaDecodeMaxGroup + kMmaDecodeWarps];
+        rope_detail::head(p.rk + kvh * D, kf, D, p.k_norm_w, p.eps, co, si, p.n_rot, p.neox, p.round, buf, lane);
+        T* dst = static_cast<T*>(p.k_store) + pos * p.kv_stride + col;
+        for (int i = lane; i < D; i += 32) dst[i] = s_new[0][i] = from_float<T>(kf[i]);
+      } else {
+        T* dst = static_cast<T*>(p.v_store) + pos * p.kv_stride + col;
+        for (int i = lane; i < D; i += 32) dst[i] = s_new[1][i] = from_float<T>(p.rv[kvh * D + i]);
+      }
+    }
+    __syncthreads();
+  }
+  // The new key into this tile's registers (from s_new, or the cache the launch before wrote).
+  auto patch_new = [&](int64_t t0) {
+    if (!(t0 <= pos && pos < t0 + kMmaDecodeTile && pos < kend)) return;
 #pragma unroll
     for (int j = 0; j < 2; ++j)
-      if (first + 8 * j + g == pos)
+      if (t0 + 8 * j + g == pos)
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) kq[j][jj] = ld_kv(p.k, pos * p.kv_stride + col + 32 * jj + 8 * c);
+        for (int jj = 0; jj < 4; ++jj) {
+          if constexpr (ROPE)
+            kq[j][jj] = *reinterpret_cast<const uint4*>(&s_new[0][32 * jj + 8 * c]);
+          else
+            kq[j][jj] = ld_kv(p.k, pos * p.kv_stride + col + 32 * jj + 8 * c);
+        }
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      if (first + 2 * c + (i & 1) + 8 * (i >> 1) == pos)
+      if (t0 + 2 * c + (i & 1) + 8 * (i >> 1) == pos)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) vr[i][h] = ld_kv(p.v, pos * p.kv_stride + col + 16 * g + 8 * h);
-  }
+        for (int h = 0; h < 2; ++h) {
+          if constexpr (ROPE)
+            vr[i][h] = *reinterpret_cast<const uint4*>(&s_new[1][16 * g + 8 * h]);
+          else
+            vr[i][h] = ld_kv(p.v, pos * p.kv_stride + col + 16 * g + 8 * h);
+        }
+  };
 
   // Q fragments (rows 8..15 of A are zero: a1 = a3 = 0).
   uint32_t qh[8][2], ql[8][2];
   {
     const bool live = g < p.group;
-    const float* q = p.q + (kvh * p.group + (live ? g : 0)) * D;
+    const float* q = ROPE ? s_rope[live ? g : 0] : p.q + (kvh * p.group + (live ? g : 0)) * D;
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
       const int d0 = 32 * (s >> 1) + 8 * c + 4 * (s & 1);
@@ -153,8 +284,8 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   for (int t = 0; t < 8; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
   float m = -INFINITY, l = 0.0f;
 
-  for (int64_t t0 = first; t0 < kend; t0 += kMmaDecodeTile * kMmaDecodeWarps) {
-    if (t0 != first) load_tile(t0, kend);
+  // One 16-key tile (kq, vr loaded) into (m, l, o).
+  auto tile = [&](int64_t t0) {
     // S = Q K^T for keys t0 .. t0 + 7 (j = 0) and t0 + 8 .. t0 + 15 (j = 1).
     float sc[2][4];
 #pragma unroll
@@ -206,19 +337,49 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
       mma16816(o[t], a, ph0, ph1, T{});
       mma16816(o[t], a, pl0, pl1, T{});
     }
+  };
+  if constexpr (NS == 0) {
+    // The first tile's loads were issued before the wait; later tiles load after the one before.
+    if (first < kend) patch_new(first);
+    for (int64_t t0 = first; t0 < kend; t0 += kStep) {
+      if (t0 != first) load_tile(t0, kend);
+      tile(t0);
+    }
+  } else {
+    for (int i = 0; i < n_my; ++i) {
+      cp_async_wait(NS - 1);  // tile i landed (NS + i groups committed)
+      __syncwarp();
+      lds_tile(i);
+      __syncwarp();  // every lane has read the stage
+      if (i + NS < n_my) copy_tile(i + NS);
+      cp_async_commit();
+      const int64_t t0 = first + kStep * i;
+      patch_new(t0);
+      tile(t0);
+    }
+    cp_async_wait(0);  // nothing lands in the ring once it holds the merge rows
+    __syncwarp();
   }
   l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
   l += __shfl_xor_sync(0xFFFFFFFFu, l, 2);
 
-  // The warps' (m, l, O) into shared memory: o[t] = (dim 16g+2t, heads 2c, 2c+1), (dim 16g+2t+1, same heads).
+  // The warps' (m, l, O) into shared memory: o[t] = (dim 16g+2t, heads 2c, 2c+1), (dim 16g+2t+1, same
+  // heads). NS > 0: warp w's rows in its own ring (NS x 8 KB >= 8 x 128 floats).
+  using MergeRows = float[kMmaDecodeMaxGroup][D];
+  __shared__ __align__(16) MergeRows s_o0[NS == 0 ? kMmaDecodeWarps : 1];
+  auto s_o = [&](int w) -> MergeRows& {
+    if constexpr (NS == 0) return s_o0[w];
+    return *reinterpret_cast<MergeRows*>(s_dyn + w * NS * kMmaTileBytes);
+  };
   if (c == 0) s_m[warp][g] = m, s_l[warp][g] = l;
+  MergeRows& mine = s_o(warp);
 #pragma unroll
   for (int t = 0; t < 8; ++t) {
     const int dd = 16 * g + 2 * t;
-    s_o[warp][2 * c][dd] = o[t][0];
-    s_o[warp][2 * c + 1][dd] = o[t][1];
-    s_o[warp][2 * c][dd + 1] = o[t][2];
-    s_o[warp][2 * c + 1][dd + 1] = o[t][3];
+    mine[2 * c][dd] = o[t][0];
+    mine[2 * c + 1][dd] = o[t][1];
+    mine[2 * c][dd + 1] = o[t][2];
+    mine[2 * c + 1][dd + 1] = o[t][3];
   }
   __syncthreads();
   const int dim = static_cast<int>(threadIdx.x);  // 128 threads, one dim each
@@ -230,7 +391,7 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
 #pragma unroll
     for (int w = 0; w < kMmaDecodeWarps; ++w) {
       const float e = s_m[w][h] == -INFINITY ? 0.0f : exp2f(s_m[w][h] - M);
-      acc = fmaf(e, s_o[w][h][dim], acc);
+      acc = fmaf(e, s_o(w)[h][dim], acc);
       L = fmaf(e, s_l[w][h], L);
     }
     const int64_t row = kvh * p.group + h;

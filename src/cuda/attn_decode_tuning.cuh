@@ -110,6 +110,31 @@ inline constexpr size_t kDecodeTicketBytes = kDecodeTickets * sizeof(uint32_t);
 // against 4,64 361.0 / 293.6 and 361.8 / 294.4; Llama-8B 2,256 369.9 / 314.2 and 370.9 / 313.0
 // against 350.7 / 301.2 and 348.9 / 299.8 (2,128 the same as 2,256 in call 5).
 // FT_ATTN_MMA_PLAN=PER_SM,UNIT overrides them (attention_decode.cu).
+// The tensor-core decode kernel's K/V: stages of its per-warp ring in shared memory (8 KB a
+// stage: 16 keys' K and V rows) and how many of a warp's first tiles are issued before the PDL
+// wait (the rest right after it); stages 0: the first tile into registers before the wait, each
+// later one loaded after the one before is done (the kernel of H200 sessions 17-33). H200 session
+// 34 (calls 1-2, tg128 alternating, the rope inside; Llama-8B at depth 4096 / 16384):
+//   stages 0            461.2, 462.9 / 384.5, 384.1
+//   stages 2, pre 1     461.9, 461.5 / 399.8, 396.9   (kept)
+//   stages 2, pre 2     450.4, 455.1 / 392.0, 393.8   (call 1; 460.0, 458.6 / 399.7, 401.1 with a
+//                                                      100% shared-memory carveout, call 2)
+//   stages 3, pre 1     448.6, 449.7 / 393.4, 393.0
+//   stages 3, pre 3     449.8, 447.9 / 393.9, 395.3   (call 1: 454.4, 457.0 / 398.2, 399.3)
+// Qwen3-30B-A3B, stages 0 / 3 pre 1 / 3: 437.7, 437.0 / 443.5, 442.7 / 447.4, 443.7 at 4096,
+// 377.8, 378.1 / 387.8, 388.3 / 387.1, 386.1 at 16384 (call 2); stages 2 pre 2 448.5 / 393.5 (call 1).
+// Every tile in flight before the wait slows the 4096-key case once the kernel is released under
+// the qkv GEMV (rope inside) rather than under the short rope launch. FT_ATTN_MMA_STAGES=0|2|3 and
+// FT_ATTN_MMA_PRE=N override them.
+inline constexpr int kMmaDecodeStages = 2;
+inline constexpr int kMmaDecodePre = 1;
+// The rope inside the tensor-core decode kernel: q normed and rotated by every block of its KV
+// head, the new key by the block whose chunk holds it (which stores K and V), instead of the
+// qk_norm_rope_store launch before it. Session 34 call 1, Llama-8B tg128 at depth 4096 / 16384,
+// stages 0: 461.4, 461.1 / 383.0, 382.2 with it against 440.9, 438.9 / 365.8, 366.4 without
+// (one launch fewer a layer); the same 48 greedy tokens after a 300-token prompt on both models.
+// FT_ATTN_MMA_ROPE=0|1 overrides it.
+inline constexpr bool kMmaDecodeRope = true;
 inline constexpr int64_t kMmaDecodeBlocksPerSm = 2;
 inline constexpr int64_t kMmaDecodeUnit = 128;  // a multiple of kChunkUnit (the workspace's splits)
 static_assert(kMmaDecodeUnit % kChunkUnit == 0, "the workspace is sized for kChunkUnit chunks");

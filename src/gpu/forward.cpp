@@ -277,10 +277,12 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   a.ws_zeroed = true;  // GpuBuffers zeroed the workspace's counters once
   a.out_q8 = out_q8;
   const bool neox = hp.rope.type == model::RopeType::kNeox;
-  // At depth the tensor-core decode kernel (after the rope + KV store launch) beats the fused one.
+  // At depth the tensor-core decode kernel beats the fused SIMT one; it takes the rope inside too
+  // where attention_mma_rope_on (else the rope + KV store launch goes first).
   const bool mma = long_ctx_ && n_tok == 1 && cuda::attention_mma_decode_supported(a);
-  if (fuse_rope && g_attn_rope && !mma) {  // the norm, rope and KV store inside the attention launch
+  if (fuse_rope && g_attn_rope && (!mma || cuda::attention_mma_rope_on())) {  // norm, rope, KV store inside
     cuda::AttnArgs f = a;
+    f.decode_mma = mma;
     f.qkv_raw = qkv;
     f.q_norm_w = L.q_norm;
     f.k_norm_w = L.k_norm;

@@ -158,6 +158,35 @@ TEST(CudaAttention, FusedRopeEqualsRopeThenAttention) {
       }
 }
 
+// The same on the tensor-core decode kernel (mode 3: one token, 16-bit caches, head dim 128): the rope
+// inside it against qk_norm_rope_store then the same kernel, at each ring depth, the new key in the
+// first chunk, inside a later one and as the last of its tile.
+TEST(CudaAttention, MmaFusedRopeEqualsRopeThenAttention) {
+  FT_OPS_REQUIRE_GPU();
+  std::mt19937 rng(1414);
+  attention_set_decode_override(3);
+  const int64_t heads[][2] = {{32, 8}, {32, 4}, {16, 2}, {8, 8}};
+  int n = 0;
+  for (int ns : {0, 2, 3})
+    for (KvType t : {KvType::kBF16, KvType::kF16})
+      for (int64_t pos : {0, 37, 1500, 2047}) {
+        const auto& hh = heads[n % 4];
+        const RopeAttnCase c{t,          128,       hh[0],          hh[1], n % 3 == 2 ? 64 : 128,
+                             n % 2 == 0, n % 4 < 2, pos, n % 5 == 4 ? Round::kBF16 : Round::kNone};
+        ++n;
+        SCOPED_TRACE("stages " + std::to_string(ns));
+        attention_set_mma_decode(ns, 1);
+        const int64_t before = attention_mma_decode_launches();
+        check(c, rng);
+        attention_set_mma_decode(-1, -1);
+        if (!::testing::Test::HasFatalFailure()) {  // both paths of both launches took the tensor-core kernel
+          EXPECT_EQ(attention_mma_decode_launches() - before, 4);
+        }
+        if (::testing::Test::HasFatalFailure()) break;
+      }
+  attention_set_decode_override(0);
+}
+
 TEST(CudaAttention, FusedRopeDeclinesWhatItCannotTake) {
   AttnArgs a;
   a.n_tok = 1;

@@ -363,6 +363,47 @@ TEST(CudaAttention, MmaDecodeMatchesRef) {
   run_case({KvType::kF16, 64, 8, 1, 1, 299, Path::kDecode}, rng);   // fallback: head dim 64
 }
 
+// The tensor-core kernel's K/V ring (attention_set_mma_decode stages 2, 3: a warp's tiles through
+// shared memory, the first issued before the PDL wait) against the kernel loading one tile at a time
+// into registers (stages 0): the same values reach the same arithmetic, so the same bits -- at live
+// lengths inside one tile, around a chunk and over many tiles a warp, the new key in every position
+// of its tile, caches filled to n_ctx or not. MmaDecodeMatchesRef checks the default against the reference.
+TEST(CudaAttention, MmaDecodeStagesEqualBitwise) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(22);
+  DecodeOverride mma(3);
+  const int64_t groups[][2] = {{32, 8}, {32, 4}, {6, 2}, {8, 1}};
+  int n = 0;
+  for (KvType t : {KvType::kF16, KvType::kBF16})
+    for (int64_t live : {1, 15, 16, 17, 64, 65, 129, 300, 1000, 4097, 9000}) {
+      const auto& hh = groups[n % 4];
+      const Case c{t, 128, hh[0], hh[1], 1, live - 1, Path::kDecode, ++n % 3 == 0 ? 0 : 37};
+      SCOPED_TRACE(describe(c));
+      Fixture s(c, rng);
+      const size_t n_out = static_cast<size_t>(s.ldo);
+      DeviceBuffer ws(attention_workspace_bytes(c.n_head, 1, s.n_ctx, c.d));
+      attention_workspace_init(ws.get(), ws.bytes(), nullptr);
+      std::vector<float> first;
+      const int plans[][2] = {{0, 1}, {2, 1}, {2, 2}, {3, 1}, {3, 2}, {3, 3}};  // stages, tiles before the wait
+      for (const auto& pl : plans) {
+        DeviceBuffer dout = to_device(std::vector<float>(n_out, poison()));
+        AttnArgs a = s.args(dout.as<float>());
+        a.ws_zeroed = true;
+        attention_set_mma_decode(pl[0], -1, pl[1]);
+        attention_decode(a, ws.get(), nullptr);
+        attention_set_mma_decode(-1, -1, -1);
+        FT_CUDA_CHECK(cudaDeviceSynchronize());
+        auto got = to_host<float>(dout, n_out);
+        ASSERT_FALSE(is_poison(got[0])) << "stages " << pl[0] << " wrote no output";
+        if (first.empty())
+          first = std::move(got);
+        else
+          ASSERT_EQ(std::memcmp(first.data(), got.data(), n_out * sizeof(float)), 0)
+              << "stages " << pl[0] << ", " << pl[1] << " before the wait, differ from stages 0";
+      }
+    }
+}
+
 // Fewer rows per block than the group has (several row blocks per KV head, each with its own
 // ticket), small and large grids, and the SIMT split-K path kept behind the override.
 TEST(CudaAttention, DecodeOverrides) {

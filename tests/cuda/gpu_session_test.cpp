@@ -156,6 +156,14 @@ TEST(GpuAttentionMma, SessionMatchesFusedKernel) {
       const int64_t after = ft::cuda::attention_mma_decode_launches();
       const auto fused = run(0);
       EXPECT_EQ(ft::cuda::attention_mma_decode_launches(), after) << "attn_mma_min_keys 0 still ran it";
+      // The tensor-core kernel as it was before its K/V ring and its rope inside (a rope + KV store
+      // launch first, one tile at a time): the same logits, bit for bit.
+      ft::cuda::attention_set_mma_decode(0, 0);
+      const auto plain = run(1);
+      ft::cuda::attention_set_mma_decode(-1, -1);
+      for (size_t i = 0; i < prompt.size(); ++i)
+        ASSERT_EQ(std::memcmp(plain[i].data(), mma[i].data(), static_cast<size_t>(V) * sizeof(float)), 0)
+            << "step " << i << ": the ring / rope inside changed the logits";
       int agree = 0, ties = 0;
       for (size_t i = 0; i < prompt.size(); ++i) {
         EXPECT_LE(max_abs_diff(mma[i].data(), fused[i].data(), V), session_tol(dtype)) << "step " << i;
