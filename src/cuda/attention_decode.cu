@@ -310,7 +310,8 @@ void launch_mma_decode_ns(int ns, dim3 grid, const MmaDecodeParams& p, cudaStrea
 void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   const int64_t d = kMmaDecodeD, group = a.n_head / a.n_head_kv;
   const int64_t per_sm = g_decode_blocks_per_sm > 0 ? g_decode_blocks_per_sm : g_mma_plan.per_sm;
-  const int64_t splits = decode_splits(a.n_ctx, a.n_head_kv, 1, per_sm * sm_count(), g_mma_plan.unit);
+  // Chunks a KV head: per_sm blocks an SM counted at kMmaDecodePlanKvHeads KV heads, whatever the model has.
+  const int64_t splits = decode_splits(a.n_ctx, 1, 1, ceil_div(per_sm * sm_count(), kMmaDecodePlanKvHeads), g_mma_plan.unit);
   MmaDecodeParams p{};
   p.q = a.q;
   p.k = a.k_cache;

@@ -109,7 +109,7 @@ inline constexpr size_t kDecodeTicketBytes = kDecodeTickets * sizeof(uint32_t);
 // depth 4096 / 16384, alternating): Qwen3-30B-A3B 2,128 371.6 / 311.4 and 372.0 / 312.6
 // against 4,64 361.0 / 293.6 and 361.8 / 294.4; Llama-8B 2,256 369.9 / 314.2 and 370.9 / 313.0
 // against 350.7 / 301.2 and 348.9 / 299.8 (2,128 the same as 2,256 in call 5).
-// FT_ATTN_MMA_PLAN=PER_SM,UNIT overrides them (attention_decode.cu).
+// FT_ATTN_MMA_PLAN=PER_SM,UNIT overrides them (attention_decode.cu; PER_SM at kMmaDecodePlanKvHeads).
 // The tensor-core decode kernel's K/V: stages of its per-warp ring in shared memory (8 KB a
 // stage: 16 keys' K and V rows) and how many of a warp's first tiles are issued before the PDL
 // wait (the rest right after it); stages 0: the first tile into registers before the wait, each
@@ -135,6 +135,14 @@ inline constexpr int kMmaDecodePre = 1;
 // (one launch fewer a layer); the same 48 greedy tokens after a 300-token prompt on both models.
 // FT_ATTN_MMA_ROPE=0|1 overrides it.
 inline constexpr bool kMmaDecodeRope = true;
+// Session 34 (call 3, the ring and the rope inside; tg128 at depth 4096 / 16384, PER_SM,UNIT when
+// PER_SM counted blocks an SM whatever the KV heads): Llama-8B (8 KV heads) 2,128 461.1, 458.9 /
+// 398.3, 397.6, 1,128 463.2, 463.4 / 379.7, 380.4, 3,128 459.3, 459.5 / 372.9, 373.1, 2,256
+// 460.9, 459.6 / 397.3, 399.1, 4,64 437.2, 436.7 / 379.8, 377.4; Qwen3-30B-A3B (4 KV heads) 2,128
+// 445.0, 446.4 / 392.5, 392.3 against 1,128 452.6, 451.0 / 411.0, 410.9. Both best at ~33 chunks a
+// KV head (2 x 132 / 8): the plan counts its blocks an SM at kMmaDecodePlanKvHeads KV heads, so a
+// model with fewer KV heads gets longer chunks rather than more of them (fewer partials to merge).
+inline constexpr int64_t kMmaDecodePlanKvHeads = 8;
 inline constexpr int64_t kMmaDecodeBlocksPerSm = 2;
 inline constexpr int64_t kMmaDecodeUnit = 128;  // a multiple of kChunkUnit (the workspace's splits)
 static_assert(kMmaDecodeUnit % kChunkUnit == 0, "the workspace is sized for kChunkUnit chunks");
