@@ -44,9 +44,10 @@ done
 strip --strip-unneeded "$OUT"/* 2>/dev/null || true
 du -sh "$OUT"
 # The carried folder: one xz archive (CUDA fatbins compress well), unpacked on the device
-# with `tar xJf .devcarry/pack/bin.tar.xz -C .devcarry`. xz -6, not -3: the carry limit is 64 MiB with
-# the tracked tree (~20 MB), and the pack grew past it at -3 (session 22).
+# with `tar xJf .devcarry/pack/bin.tar.xz -C .devcarry`. xz -9, not -3 or -6: the carry limit is 64 MiB
+# with the tracked tree (~20 MB), and the pack grew past it at -3 (session 22) and, with llama.cpp's
+# source beside it, at -6 (session 34: ft + test_cuda + ft-bigmodel 44.2 MB at -6, 42.8 MB at -9, ~90 s).
 mkdir -p .devcarry/pack
-tar cf - -C .devcarry bin | xz -T2 -6 > .devcarry/pack/bin.tar.xz
+tar cf - -C .devcarry bin | xz -T2 -9 > .devcarry/pack/bin.tar.xz
 [ -f .devcarry/llama-src.tar.xz ] && cp .devcarry/llama-src.tar.xz .devcarry/pack/
 du -sh .devcarry/pack
