@@ -268,13 +268,8 @@ const int g_mma_stages_env = [] {
   return n == 0 || n == 2 || n == 3 ? n : kMmaDecodeStages;
 }();
 
-// Tiles a warp of the ring kernel issues before the PDL wait (kMmaDecodePre; FT_ATTN_MMA_PRE=N, 1..stages)
-// and its shared-memory carveout (FT_ATTN_MMA_CARVEOUT=percent; default the driver's): measurements.
+// Tiles a warp of the ring kernel issues before the PDL wait (kMmaDecodePre; FT_ATTN_MMA_PRE=N, 1..stages).
 const int g_mma_pre_env = static_cast<int>(env_count("FT_ATTN_MMA_PRE", kMmaDecodePre));
-const int g_mma_carveout = [] {
-  const char* e = std::getenv("FT_ATTN_MMA_CARVEOUT");
-  return e == nullptr || *e == '\0' ? -1 : std::atoi(e);
-}();
 
 int mma_stages() {
   const int o = g_mma_stages_override.load(std::memory_order_relaxed);
@@ -284,18 +279,16 @@ int mma_stages() {
 template <class T, int NS, bool ROPE>
 void launch_mma_decode(dim3 grid, const MmaDecodeParams& p, cudaStream_t s) {
   constexpr int smem = mma_decode_smem(NS);
-  static const bool set = [] {
-    if (smem > 48 * 1024)
+  if constexpr (smem > 48 * 1024) {
+    static const bool set = [] {
       FT_CUDA_CHECK(cudaFuncSetAttribute(attn_mma_decode_kernel<T, NS, ROPE>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    if (g_mma_carveout >= 0)
-      FT_CUDA_CHECK(cudaFuncSetAttribute(attn_mma_decode_kernel<T, NS, ROPE>,
-                                         cudaFuncAttributePreferredSharedMemoryCarveout, g_mma_carveout));
-    return true;
-  }();
-  (void)set;
+      return true;
+    }();
+    (void)set;
+  }
   MmaDecodeParams q = p;
-  const int pre = g_mma_pre_override.load(std::memory_order_relaxed) > 0 ? g_mma_pre_override.load() : g_mma_pre_env;
+  const int o = g_mma_pre_override.load(std::memory_order_relaxed), pre = o > 0 ? o : g_mma_pre_env;
   q.pre = pre > 0 && pre < NS ? pre : NS;
   launch_pdl(attn_mma_decode_kernel<T, NS, ROPE>, grid, dim3(kMmaDecodeWarps * 32), smem, s, q);
 }

@@ -118,7 +118,8 @@ inline constexpr size_t kDecodeTicketBytes = kDecodeTickets * sizeof(uint32_t);
 //   stages 0            461.2, 462.9 / 384.5, 384.1
 //   stages 2, pre 1     461.9, 461.5 / 399.8, 396.9   (kept)
 //   stages 2, pre 2     450.4, 455.1 / 392.0, 393.8   (call 1; 460.0, 458.6 / 399.7, 401.1 with a
-//                                                      100% shared-memory carveout, call 2)
+//                                                      100% shared-memory carveout, call 2: not kept,
+//                                                      the same as pre 1 without an attribute)
 //   stages 3, pre 1     448.6, 449.7 / 393.4, 393.0
 //   stages 3, pre 3     449.8, 447.9 / 393.9, 395.3   (call 1: 454.4, 457.0 / 398.2, 399.3)
 // Qwen3-30B-A3B, stages 0 / 3 pre 1 / 3: 437.7, 437.0 / 443.5, 442.7 / 447.4, 443.7 at 4096,
