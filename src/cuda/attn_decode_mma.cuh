@@ -97,10 +97,10 @@ __device__ __forceinline__ uint4 ld_kv(const void* base, int64_t elem) {
 }
 
 // NS > 0: a warp's tiles stream through a ring of NS stages in shared memory (kMmaTileBytes each:
-// the 16 K rows, then the 16 V rows of the KV head), the first NS issued before the PDL wait. A
-// stage's 16-byte pieces are XOR-swizzled per key so that the fragment loads below are free of
-// bank conflicts (each quarter warp reads 8 distinct bank groups): K piece p of key r at
-// p ^ kSwzK(r), V piece p at p ^ kSwzV(r).
+// the 16 K rows, then the 16 V rows of the KV head), the first MmaDecodeParams::pre issued before
+// the PDL wait. A stage's 16-byte pieces are XOR-swizzled per key so that the fragment loads below
+// are free of bank conflicts (each quarter warp reads 8 distinct bank groups): K piece p of key r
+// at p ^ mma_swz_k(r), V piece p at p ^ mma_swz_v(r).
 inline constexpr int kMmaTileBytes = 2 * kMmaDecodeTile * kMmaDecodeD * 2;  // 8 KB
 __host__ __device__ constexpr int mma_swz_k(int r) { return (r & 1) << 2; }
 __host__ __device__ constexpr int mma_swz_v(int r) { return (((r >> 1) & 1) << 2) | ((r >> 2) & 1); }
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
     }
   }
 
-  // ROPE: the group's q heads into s_q, and where the chunk holds the new key, its K (normed,
+  // ROPE: the group's q heads into s_rope, and where the chunk holds the new key, its K (normed,
   // rotated) and V rows in the cache type into s_new and the caches.
   using RopeSmem = float[ROPE ? kMmaDecodeMaxGroup + kMmaDecodeWarps + 1 : 1][D];
   __shared__ __align__(16) RopeSmem s_rope;
