@@ -271,9 +271,23 @@ const int g_mma_stages_env = [] {
 // Tiles a warp of the ring kernel issues before the PDL wait (kMmaDecodePre; FT_ATTN_MMA_PRE=N, 1..stages).
 const int g_mma_pre_env = static_cast<int>(env_count("FT_ATTN_MMA_PRE", kMmaDecodePre));
 
+// The ring's default only where two blocks of the kernel fit an SM's shared memory (the plan counts
+// on two: kMmaDecodeBlocksPerSm), with kMmaStaticSmem for its static arrays; else stages 0. The
+// H200's 228 KB take them; the 100 KB of an RTX 30 / 40 / 50 SM would hold one (not measured there).
+constexpr int kMmaStaticSmem = 8 * 1024;
+int mma_default_stages(int ns) {
+  static const int smem_sm = [] {
+    int dev = 0, n = 0;
+    FT_CUDA_CHECK(cudaGetDevice(&dev));
+    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    return n;
+  }();
+  return ns > 0 && kMmaDecodeBlocksPerSm * (mma_decode_smem(ns) + kMmaStaticSmem) > smem_sm ? 0 : ns;
+}
+
 int mma_stages() {
   const int o = g_mma_stages_override.load(std::memory_order_relaxed);
-  return o >= 0 ? o : g_mma_stages_env;
+  return o >= 0 ? o : mma_default_stages(g_mma_stages_env);
 }
 
 template <class T, int NS, bool ROPE>
