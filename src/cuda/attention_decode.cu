@@ -259,6 +259,23 @@ const MmaPlanTuning g_mma_plan = [] {
   return t;
 }();
 
+// The rope inside (AttnArgs::qkv_raw) into a kernel's parameters: the dedicated kernel's DecodeParams
+// and the tensor-core kernel's MmaDecodeParams name these fields alike.
+template <class P>
+void set_rope_inside(P& p, const AttnArgs& a, int64_t d) {
+  p.rq = a.qkv_raw;
+  p.rk = a.qkv_raw + a.n_head * d;
+  p.rv = p.rk + a.n_head_kv * d;
+  p.q_norm_w = a.q_norm_w;
+  p.k_norm_w = a.k_norm_w;
+  p.eps = a.rms_eps;
+  p.rope_cs = a.rope_cs;
+  p.n_rot = a.n_rot;
+  p.neox = a.neox;
+  p.k_store = const_cast<void*>(a.k_cache);  // the layer's cache, writable memory
+  p.v_store = const_cast<void*>(a.v_cache);
+}
+
 // The tensor-core kernel's ring stages (attn_decode_tuning.cuh kMmaDecodeStages); FT_ATTN_MMA_STAGES=N
 // sets 0 (the first tile in registers before the wait, the rest loaded one tile at a time), 2 or 3.
 const int g_mma_stages_env = [] {
@@ -337,19 +354,7 @@ void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   p.out_q8 = static_cast<uint8_t*>(a.out_q8);
   p.q8_k = a.n_head * d;
   const bool rope = a.qkv_raw != nullptr;
-  if (rope) {
-    p.rq = a.qkv_raw;
-    p.rk = a.qkv_raw + a.n_head * d;
-    p.rv = p.rk + a.n_head_kv * d;
-    p.q_norm_w = a.q_norm_w;
-    p.k_norm_w = a.k_norm_w;
-    p.eps = a.rms_eps;
-    p.rope_cs = a.rope_cs;
-    p.n_rot = a.n_rot;
-    p.neox = a.neox;
-    p.k_store = const_cast<void*>(a.k_cache);  // the layer's cache, writable memory
-    p.v_store = const_cast<void*>(a.v_cache);
-  }
+  if (rope) set_rope_inside(p, a, d);
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(a.n_head_kv));
   const int ns = mma_stages();
   if (a.kv_type == KvType::kF16)
@@ -406,17 +411,7 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
   p.q8_k = a.n_head * d;
   p.q8_row_bytes = act_q8_row_bytes(p.q8_k);
   if (a.qkv_raw != nullptr) {
-    p.rq = a.qkv_raw;
-    p.rk = a.qkv_raw + a.n_head * d;
-    p.rv = p.rk + a.n_head_kv * d;
-    p.q_norm_w = a.q_norm_w;
-    p.k_norm_w = a.k_norm_w;
-    p.eps = a.rms_eps;
-    p.rope_cs = a.rope_cs;
-    p.n_rot = a.n_rot;
-    p.neox = a.neox;
-    p.k_store = const_cast<void*>(a.k_cache);  // the layer's cache, writable memory
-    p.v_store = const_cast<void*>(a.v_cache);
+    set_rope_inside(p, a, d);
     p.pre_l1 = g_pre_l1 >= 0 ? g_pre_l1 : a.q_norm_w != nullptr ? 1 : 0;
   }
   // AttnArgs::max_keys: a chunk holds at least max(unit, min_chunk) keys (decode_plan_min), so no
