@@ -152,13 +152,14 @@ void attention_set_decode_override(int mode, int max_rows = 0, int blocks_per_sm
 // wait (attn_decode_tuning.cuh kDecodeStageKeys): keys >= 0 sets it (0: none), -1 restores the
 // default or FT_ATTN_STAGE_KEYS. Process-wide, for tests and benchmarks.
 void attention_set_decode_stage(int64_t keys);
-// The tensor-core decode kernel (mode 3 / AttnArgs::decode_mma): stages (0, 2, 3) of its per-warp
+// The tensor-core decode kernel (mode 3 / AttnArgs::decode_mma): stages (0, 2) of its per-warp
 // K/V ring in shared memory (attn_decode_tuning.cuh kMmaDecodeStages; 0: the first tile in registers
 // before the PDL wait, the others loaded one at a time), rope (0 / 1) whether it takes the rope
 // inside (AttnArgs::qkv_raw; kMmaDecodeRope), pre (>= 1) the ring's tiles issued before the PDL
-// wait (kMmaDecodePre); -1 restores the default or FT_ATTN_MMA_STAGES / FT_ATTN_MMA_ROPE /
-// FT_ATTN_MMA_PRE. Process-wide, for tests and benchmarks.
-void attention_set_mma_decode(int stages, int rope, int pre = -1);
+// wait (kMmaDecodePre), min_chunk (>= 0) the least keys of a live chunk (kMmaDecodeMinChunk, rounded
+// up to the plan's unit; 0 none); -1 restores the default or FT_ATTN_MMA_STAGES / FT_ATTN_MMA_ROPE /
+// FT_ATTN_MMA_PRE / FT_ATTN_MMA_PLAN. Process-wide, for tests and benchmarks.
+void attention_set_mma_decode(int stages, int rope, int pre = -1, int64_t min_chunk = -1);
 // Whether the tensor-core decode kernel takes the rope inside (a caller with qkv_raw and decode_mma
 // set gets it where attention_mma_decode_supported holds; otherwise it must rope first).
 bool attention_mma_rope_on();

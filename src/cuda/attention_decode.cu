@@ -72,11 +72,9 @@ int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_k
     g_decode_pipe = 0;
 
 // The rope inside the tensor-core kernel (attn_decode_tuning.cuh kMmaDecodeRope); FT_ATTN_MMA_ROPE=0|1.
-const bool g_mma_rope_env = [] {
-  const char* e = std::getenv("FT_ATTN_MMA_ROPE");
-  return e == nullptr || *e == '\0' ? kMmaDecodeRope : *e != '0';
-}();
+const bool g_mma_rope_env = env_count("FT_ATTN_MMA_ROPE", kMmaDecodeRope ? 1 : 0) != 0;
 std::atomic<int> g_mma_stages_override{-1}, g_mma_rope_override{-1}, g_mma_pre_override{-1};  // attention_set_mma_decode
+std::atomic<int64_t> g_mma_min_chunk_override{-1};
 
 // One block per (token, head) row, one thread per output column (combine_column).
 __global__ void attn_combine_kernel(const CombineParams p) {
@@ -154,10 +152,10 @@ bool attention_mma_rope_on() {
   return o >= 0 ? o != 0 : attn_detail::g_mma_rope_env;
 }
 
-void attention_set_mma_decode(int stages, int rope, int pre) {
+void attention_set_mma_decode(int stages, int rope, int pre, int64_t min_chunk) {
   attn_detail::g_mma_pre_override.store(pre > 0 ? pre : -1, std::memory_order_relaxed);
-  attn_detail::g_mma_stages_override.store(stages == 0 || stages == 2 || stages == 3 ? stages : -1,
-                                           std::memory_order_relaxed);
+  attn_detail::g_mma_stages_override.store(stages == 0 || stages == 2 ? stages : -1, std::memory_order_relaxed);
+  attn_detail::g_mma_min_chunk_override.store(min_chunk >= 0 ? min_chunk : -1, std::memory_order_relaxed);
   attn_detail::g_mma_rope_override.store(rope == 0 || rope == 1 ? rope : -1, std::memory_order_relaxed);
 }
 
@@ -247,14 +245,15 @@ bool mma_decode_supported(const AttnArgs& a) {
 // The tensor-core decode kernel's grid (attn_decode_tuning.cuh); FT_ATTN_MMA_PLAN=PER_SM,UNIT
 // overrides it for measurements.
 struct MmaPlanTuning {
-  int64_t per_sm = kMmaDecodeBlocksPerSm, unit = kMmaDecodeUnit;
+  int64_t per_sm = kMmaDecodeBlocksPerSm, unit = kMmaDecodeUnit, min_chunk = kMmaDecodeMinChunk;
 };
 const MmaPlanTuning g_mma_plan = [] {
   MmaPlanTuning t;
   if (const char* e = std::getenv("FT_ATTN_MMA_PLAN")) {
-    long long ps = 0, u = 0;
-    if (std::sscanf(e, "%lld,%lld", &ps, &u) >= 1 && ps > 0) t.per_sm = ps;
+    long long ps = 0, u = 0, mc = -1;
+    if (std::sscanf(e, "%lld,%lld,%lld", &ps, &u, &mc) >= 1 && ps > 0) t.per_sm = ps;
     if (u >= kChunkUnit && u % kChunkUnit == 0) t.unit = u;  // the workspace holds the splits of kChunkUnit
+    if (mc >= 0) t.min_chunk = mc;
   }
   return t;
 }();
@@ -277,21 +276,19 @@ void set_rope_inside(P& p, const AttnArgs& a, int64_t d) {
 }
 
 // The tensor-core kernel's ring stages (attn_decode_tuning.cuh kMmaDecodeStages); FT_ATTN_MMA_STAGES=N
-// sets 0 (the first tile in registers before the wait, the rest loaded one tile at a time), 2 or 3.
+// sets 0 (the first tile in registers before the wait, the rest loaded one tile at a time) or 2.
 const int g_mma_stages_env = [] {
-  const char* e = std::getenv("FT_ATTN_MMA_STAGES");
-  if (e == nullptr || *e == '\0') return kMmaDecodeStages;
-  const int n = std::atoi(e);
-  return n == 0 || n == 2 || n == 3 ? n : kMmaDecodeStages;
+  const int64_t n = env_count("FT_ATTN_MMA_STAGES", kMmaDecodeStages);
+  return n == 0 || n == 2 ? static_cast<int>(n) : kMmaDecodeStages;
 }();
 
 // Tiles a warp of the ring kernel issues before the PDL wait (kMmaDecodePre; FT_ATTN_MMA_PRE=N, 1..stages).
 const int g_mma_pre_env = static_cast<int>(env_count("FT_ATTN_MMA_PRE", kMmaDecodePre));
 
 // The ring's default only where two blocks of the kernel fit an SM's shared memory (the plan counts
-// on two: kMmaDecodeBlocksPerSm), with kMmaStaticSmem for its static arrays; else stages 0. The
-// H200's 228 KB take them; the 100 KB of an RTX 30 / 40 / 50 SM would hold one (not measured there).
-constexpr int kMmaStaticSmem = 8 * 1024;
+// on two: kMmaDecodeBlocksPerSm), with kMmaDecodeStaticSmemMax for its static arrays (asserted in the
+// kernel); else stages 0. The H200's 228 KB take them; the 100 KB of an RTX 30 / 40 / 50 SM would hold
+// one (not measured there).
 int mma_default_stages(int ns) {
   static const int smem_sm = [] {
     int dev = 0, n = 0;
@@ -299,7 +296,7 @@ int mma_default_stages(int ns) {
     FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
     return n;
   }();
-  return ns > 0 && kMmaDecodeBlocksPerSm * (mma_decode_smem(ns) + kMmaStaticSmem) > smem_sm ? 0 : ns;
+  return ns > 0 && kMmaDecodeBlocksPerSm * (mma_decode_smem(ns) + kMmaDecodeStaticSmemMax) > smem_sm ? 0 : ns;
 }
 
 int mma_stages() {
@@ -327,7 +324,6 @@ void launch_mma_decode(dim3 grid, const MmaDecodeParams& p, cudaStream_t s) {
 template <class T, bool ROPE>
 void launch_mma_decode_ns(int ns, dim3 grid, const MmaDecodeParams& p, cudaStream_t s) {
   if (ns == 2) return launch_mma_decode<T, 2, ROPE>(grid, p, s);
-  if (ns == 3) return launch_mma_decode<T, 3, ROPE>(grid, p, s);
   launch_mma_decode<T, 0, ROPE>(grid, p, s);
 }
 
@@ -346,6 +342,8 @@ void mma_decode(const AttnArgs& a, float* parts, cudaStream_t s) {
   p.d_pos = a.d_pos;
   p.n_ctx = a.n_ctx;
   p.unit = g_mma_plan.unit;
+  const int64_t mc = g_mma_min_chunk_override.load(std::memory_order_relaxed);
+  p.min_chunk = ceil_div(mc >= 0 ? mc : g_mma_plan.min_chunk, p.unit) * p.unit;
   p.splits = splits;
   p.group = static_cast<int>(group);
   p.scale_log2 = a.scale * 1.4426950408889634f;

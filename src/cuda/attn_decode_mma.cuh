@@ -70,7 +70,8 @@ struct MmaDecodeParams {
   float* part_ml;     // [n_head][splits][2]: (m ln 2, l)
   const int32_t* d_pos;
   int64_t n_ctx, splits;
-  int64_t unit;  // keys: chunks are whole multiples (decode_plan's unit; the combine's plan too)
+  int64_t unit;       // keys: chunks are whole multiples (decode_plan_min's unit; the combine's plan too)
+  int64_t min_chunk;  // keys a live chunk holds at least (a multiple of unit; 0: none)
   int group;
   float scale_log2;
   // The combine (mma_combine_kernel): the output row and its optional Q8 copy.
@@ -106,6 +107,9 @@ __host__ __device__ constexpr int mma_swz_k(int r) { return (r & 1) << 2; }
 __host__ __device__ constexpr int mma_swz_v(int r) { return (((r >> 1) & 1) << 2) | ((r >> 2) & 1); }
 // Dynamic shared memory of the kernel: the rings (NS > 0; the warps' merge rows reuse them).
 __host__ __device__ constexpr int mma_decode_smem(int ns) { return ns * kMmaDecodeWarps * kMmaTileBytes; }
+// A bound on the kernel's static shared memory where it has a ring (NS > 0; asserted beside its arrays):
+// the launcher counts on it to tell whether two blocks fit an SM (attention_decode.cu).
+inline constexpr int kMmaDecodeStaticSmemMax = 8 * 1024;
 
 template <class T, int NS, bool ROPE>
 __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(const MmaDecodeParams p) {
@@ -121,7 +125,7 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   // the launch before. The new key (row pos) may come from the launch before (or, ROPE, is made here).
   const int64_t pos = *p.d_pos;
   const int64_t n_kv = live_keys(pos, 1, p.n_ctx);
-  const DecodePlan plan = decode_plan(n_kv, p.splits, p.unit);
+  const DecodePlan plan = decode_plan_min(n_kv, p.splits, p.unit, p.min_chunk);
   if (split >= plan.n_chunks) {  // the whole block: no barrier below is skipped by part of it
     pdl_wait();
     pdl_trigger();
@@ -367,6 +371,8 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   // heads). NS > 0: warp w's rows in its own ring (NS x 8 KB >= 8 x 128 floats).
   using MergeRows = float[kMmaDecodeMaxGroup][D];
   __shared__ __align__(16) MergeRows s_o0[NS == 0 ? kMmaDecodeWarps : 1];
+  static_assert(NS == 0 || sizeof(s_m) + sizeof(s_l) + sizeof(s_rope) + sizeof(s_new) <= kMmaDecodeStaticSmemMax,
+                "the launcher's bound on the ring instances' static shared memory (s_o0 is unused there)");
   auto s_o = [&](int w) -> MergeRows& {
     if constexpr (NS == 0) return s_o0[w];
     return *reinterpret_cast<MergeRows*>(s_dyn + w * NS * kMmaTileBytes);
@@ -416,7 +422,7 @@ __global__ void __launch_bounds__(128) mma_combine_kernel(const MmaDecodeParams 
   pdl_wait();
   pdl_trigger();
   const int64_t n_kv = live_keys(*p.d_pos, 1, p.n_ctx);
-  const int n_chunks = static_cast<int>(decode_plan(n_kv, p.splits, p.unit).n_chunks);
+  const int n_chunks = static_cast<int>(decode_plan_min(n_kv, p.splits, p.unit, p.min_chunk).n_chunks);
   const float* ml = p.part_ml + h * p.splits * 2;
   const float m = tid < n_chunks && ml[2 * tid + 1] > 0.0f ? ml[2 * tid] : -INFINITY;
   const float lv = tid < n_chunks ? ml[2 * tid + 1] : 0.0f;

@@ -125,8 +125,9 @@ inline constexpr size_t kDecodeTicketBytes = kDecodeTickets * sizeof(uint32_t);
 // Qwen3-30B-A3B, stages 0 / 3 pre 1 / 3: 437.7, 437.0 / 443.5, 442.7 / 447.4, 443.7 at 4096,
 // 377.8, 378.1 / 387.8, 388.3 / 387.1, 386.1 at 16384 (call 2); stages 2 pre 2 448.5 / 393.5 (call 1).
 // Every tile in flight before the wait slows the 4096-key case once the kernel is released under
-// the qkv GEMV (rope inside) rather than under the short rope launch. FT_ATTN_MMA_STAGES=0|2|3 and
-// FT_ATTN_MMA_PRE=N override them.
+// the qkv GEMV (rope inside) rather than under the short rope launch. FT_ATTN_MMA_STAGES=0|2 and
+// FT_ATTN_MMA_PRE=N override them (the 3-stage instances, slower in calls 1, 2 and 6, were dropped in
+// session 35).
 inline constexpr int kMmaDecodeStages = 2;
 inline constexpr int kMmaDecodePre = 1;
 // The rope inside the tensor-core decode kernel: q normed and rotated by every block of its KV
@@ -147,5 +148,12 @@ inline constexpr int64_t kMmaDecodePlanKvHeads = 8;
 inline constexpr int64_t kMmaDecodeBlocksPerSm = 2;
 inline constexpr int64_t kMmaDecodeUnit = 128;  // a multiple of kChunkUnit (the workspace's splits)
 static_assert(kMmaDecodeUnit % kChunkUnit == 0, "the workspace is sized for kChunkUnit chunks");
+// The least keys of a live chunk of the tensor-core kernel (decode_plan_min; 0: none, a multiple of
+// kMmaDecodeUnit). Session 34 call 6: Llama-8B at a one-block plan (chunks of 256 keys at 4096)
+// 467.3 tok/s @4096 against the default plan's 461 (chunks of 128), but 379.8 @16384 against 399
+// (fewer chunks there too): a least chunk keeps the default's chunks where they are long already.
+// FT_ATTN_MMA_PLAN=PER_SM,UNIT,MIN overrides it.
+inline constexpr int64_t kMmaDecodeMinChunk = 0;
+static_assert(kMmaDecodeMinChunk % kMmaDecodeUnit == 0, "whole units");
 
 }  // namespace ft::cuda::attn_detail

@@ -345,25 +345,35 @@ TEST(CudaAttention, DecodeKernelSweep) {
 
 // The tensor-core decode kernel (mode 3): one token, 16-bit caches, head dim 128, GQA groups
 // 1..8, live lengths around the 16-key tile, the 64-key chunk and several chunks a split, caches
-// filled to n_ctx or not; groups above 8, other head dims and f32 caches fall back (checked too).
+// filled to n_ctx or not, at the default plan and with a least chunk of 256 keys (fewer, longer chunks
+// below ~8k keys); groups above 8, other head dims and f32 caches fall back (checked too).
 TEST(CudaAttention, MmaDecodeMatchesRef) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(21);
   DecodeOverride mma(3);
   const int64_t groups[][2] = {{8, 1}, {32, 4}, {32, 8}, {4, 4}, {6, 2}, {16, 1}};
   int n = 0;
-  for (KvType t : {KvType::kF16, KvType::kBF16})
-    for (int64_t live : {1, 5, 16, 17, 63, 64, 65, 300, 4097, 9000})
-      for (const auto& hh : groups) {
-        const bool full = ++n % 3 == 0;
-        run_case({t, 128, hh[0], hh[1], 1, live - 1, Path::kDecode, full ? 0 : 37}, rng);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
+  auto sweep = [&] {
+    for (KvType t : {KvType::kF16, KvType::kBF16})
+      for (int64_t live : {1, 5, 16, 17, 63, 64, 65, 300, 4097, 9000})
+        for (const auto& hh : groups) {
+          const bool full = ++n % 3 == 0;
+          run_case({t, 128, hh[0], hh[1], 1, live - 1, Path::kDecode, full ? 0 : 37}, rng);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+  };
+  for (int64_t min_chunk : {int64_t{-1}, int64_t{256}}) {
+    SCOPED_TRACE("least chunk " + std::to_string(min_chunk));
+    attention_set_mma_decode(-1, -1, -1, min_chunk);
+    sweep();
+    attention_set_mma_decode(-1, -1, -1, -1);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
   run_case({KvType::kF32, 128, 8, 1, 1, 299, Path::kDecode}, rng);  // fallback: f32 cache
   run_case({KvType::kF16, 64, 8, 1, 1, 299, Path::kDecode}, rng);   // fallback: head dim 64
 }
 
-// The tensor-core kernel's K/V ring (attention_set_mma_decode stages 2, 3: a warp's tiles through
+// The tensor-core kernel's K/V ring (attention_set_mma_decode stages 2: a warp's tiles through
 // shared memory, the first issued before the PDL wait) against the kernel loading one tile at a time
 // into registers (stages 0): the same values reach the same arithmetic, so the same bits -- at live
 // lengths inside one tile, around a chunk and over many tiles a warp, the new key in every position
@@ -384,7 +394,7 @@ TEST(CudaAttention, MmaDecodeStagesEqualBitwise) {
       DeviceBuffer ws(attention_workspace_bytes(c.n_head, 1, s.n_ctx, c.d));
       attention_workspace_init(ws.get(), ws.bytes(), nullptr);
       std::vector<float> first;
-      const int plans[][2] = {{0, 1}, {2, 1}, {2, 2}, {3, 1}, {3, 2}, {3, 3}};  // stages, tiles before the wait
+      const int plans[][2] = {{0, 1}, {2, 1}, {2, 2}};  // stages, tiles before the wait
       for (const auto& pl : plans) {
         DeviceBuffer dout = to_device(std::vector<float>(n_out, poison()));
         AttnArgs a = s.args(dout.as<float>());
