@@ -21,6 +21,10 @@ NQC="FT_NORM_FOLD=3 FT_NORM_FOLD_CLUSTER=1"
 tokens_under "$TPC" $L                        # the same bits: must say "same 64 tokens"
 tokens_under "$NQ3" $L                        # the FFN fold may part from the default at a near tie ...
 tokens_under "$NQC" $L                        # ... but NQC must part exactly where NQ3 does (the same bytes)
+python3 -c "
+import json; d='$R/gen_llama8b-nvfp4_'
+a=json.load(open(d+'FT_NORM_FOLD_3.json'))['tokens']; b=json.load(open(d+'FT_NORM_FOLD_3_FT_NORM_FOLD_CLUSTER_1.json'))['tokens']
+print('NQC vs NQ3:', 'same %d tokens' % len(a) if a == b else 'DIFFER')" 2>&1 | tee -a "$R/log.txt"
 AB_BUDGET=400 ab_envs 2 "$L" - "$TPC" "$NQ3" "$NQC" -- -p 0 -n 128 -r 2 --bw-gbs 4562
 MC="FT_ATTN_MMA_PLAN=2,128,256"
 AB_BUDGET=500 ab_envs 1 "$L" - "$MC" -- -p 0 -n 128 -d 4096,16384 -r 2 --bw-gbs 4562
