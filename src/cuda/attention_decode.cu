@@ -242,7 +242,7 @@ bool mma_decode_supported(const AttnArgs& a) {
          a.n_head / a.n_head_kv <= kMmaDecodeMaxGroup;
 }
 
-// The tensor-core decode kernel's grid (attn_decode_tuning.cuh); FT_ATTN_MMA_PLAN=PER_SM,UNIT
+// The tensor-core decode kernel's grid (attn_decode_tuning.cuh); FT_ATTN_MMA_PLAN=PER_SM,UNIT[,MIN]
 // overrides it for measurements.
 struct MmaPlanTuning {
   int64_t per_sm = kMmaDecodeBlocksPerSm, unit = kMmaDecodeUnit, min_chunk = kMmaDecodeMinChunk;

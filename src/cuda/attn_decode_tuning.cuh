@@ -109,7 +109,8 @@ inline constexpr size_t kDecodeTicketBytes = kDecodeTickets * sizeof(uint32_t);
 // depth 4096 / 16384, alternating): Qwen3-30B-A3B 2,128 371.6 / 311.4 and 372.0 / 312.6
 // against 4,64 361.0 / 293.6 and 361.8 / 294.4; Llama-8B 2,256 369.9 / 314.2 and 370.9 / 313.0
 // against 350.7 / 301.2 and 348.9 / 299.8 (2,128 the same as 2,256 in call 5).
-// FT_ATTN_MMA_PLAN=PER_SM,UNIT overrides them (attention_decode.cu; PER_SM at kMmaDecodePlanKvHeads).
+// FT_ATTN_MMA_PLAN=PER_SM,UNIT[,MIN] overrides them (attention_decode.cu; PER_SM at kMmaDecodePlanKvHeads;
+// MIN: kMmaDecodeMinChunk below).
 // The tensor-core decode kernel's K/V: stages of its per-warp ring in shared memory (8 KB a
 // stage: 16 keys' K and V rows) and how many of a warp's first tiles are issued before the PDL
 // wait (the rest right after it); stages 0: the first tile into registers before the wait, each
