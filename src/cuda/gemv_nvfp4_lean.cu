@@ -266,15 +266,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
         if (lane == r && r < m.nr) {
           float* y = p.y + (m.half ? p.y2_off : 0) + static_cast<int64_t>(m.out) * p.ldy + m.row0 + r;
           const float v = round_to(p.round, __fmul_rn(acc[r][0], s[r]));
-          if constexpr (NQC) {  // store_acc / store_out's value, kept for the cluster's tail
-            const float o = y_pre && first ? __fadd_rn(y_old, v) : p.accumulate ? __fadd_rn(*y, v) : v;
-            *y = o;
-            s_nq[warp * R + r] = o;
-          } else if (y_pre && first) {
-            store_acc(y, y_old, v);
-          } else {
-            store_out(y, v, p.accumulate);
-          }
+          const float o = y_pre && first ? store_acc(y, y_old, v) : store_out(y, v, p.accumulate);
+          if constexpr (NQC) s_nq[warp * R + r] = o;  // the stored value, kept for the cluster's tail
         }
       first = false;
     }

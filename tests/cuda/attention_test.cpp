@@ -373,6 +373,43 @@ TEST(CudaAttention, MmaDecodeMatchesRef) {
   run_case({KvType::kF16, 64, 8, 1, 1, 299, Path::kDecode}, rng);   // fallback: head dim 64
 }
 
+// Both plans of MmaDecodeMatchesRef give correct outputs, so that test cannot tell whether a least
+// chunk took effect. Here the kernel's own writes count its live chunks: every live chunk of every
+// query head writes its 128 partial sums and its (m, l) pair into the workspace and nothing else
+// there is written, so on a workspace poisoned with 0xFF words the words written are
+// n_head x chunks x 130. At a least chunk of 256 keys that is ceil(live / 256) chunks; the default plan
+// cuts shorter chunks at these lengths (128 keys), so more of them.
+TEST(CudaAttention, MmaDecodeLeastChunkTakesEffect) {
+  FT_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  DecodeOverride mma(3);
+  for (int64_t live : {300, 1000, 4097}) {
+    const Case c{KvType::kF16, 128, 32, 8, 1, live - 1, Path::kDecode, 37};
+    SCOPED_TRACE(describe(c));
+    Fixture s(c, rng);
+    const size_t ws_bytes = attention_workspace_bytes(c.n_head, 1, s.n_ctx, c.d);
+    DeviceBuffer ws(ws_bytes);
+    DeviceBuffer dout(static_cast<size_t>(s.ldo) * sizeof(float));
+    auto written_words = [&](int64_t min_chunk) {
+      const std::vector<uint8_t> ff(ws_bytes, 0xFF);
+      ws.upload(ff.data(), ff.size());
+      AttnArgs a = s.args(dout.as<float>());
+      a.ws_zeroed = true;
+      attention_set_mma_decode(-1, -1, -1, min_chunk);
+      attention_decode(a, ws.get(), nullptr);
+      attention_set_mma_decode(-1, -1, -1, -1);
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<uint32_t> w(ws_bytes / 4);
+      ws.download(w.data(), w.size() * 4);
+      return static_cast<int64_t>(std::count_if(w.begin(), w.end(), [](uint32_t x) { return x != 0xFFFFFFFFu; }));
+    };
+    const int64_t per_chunk = c.n_head * (128 + 2), least = written_words(256), dflt = written_words(-1);
+    EXPECT_EQ(least, per_chunk * ((live + 255) / 256)) << "chunks at a least chunk of 256 keys";
+    EXPECT_EQ(dflt % per_chunk, 0) << "the default plan wrote part of a chunk";
+    EXPECT_GT(dflt, least) << "the default plan cut no shorter chunks than the least chunk of 256 keys";
+  }
+}
+
 // The tensor-core kernel's K/V ring (attention_set_mma_decode stages 2: a warp's tiles through
 // shared memory, the first issued before the PDL wait) against the kernel loading one tile at a time
 // into registers (stages 0): the same values reach the same arithmetic, so the same bits -- at live
