@@ -251,14 +251,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
       const uint8_t* st = stages + (q % NS) * kStageBytes;
       mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
       if (++i == my_steps) {
-        acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 1);
-        acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 2);
-        acc8 += __shfl_xor_sync(0xFFFFFFFFu, acc8, 1);
-        acc8 += __shfl_xor_sync(0xFFFFFFFFu, acc8, 2);
-        if (c == 0) {
-          red[(t * NW + warp) * kRows + g] = acc0;
-          red[(t * NW + warp) * kRows + g + 8] = acc8;
-        }
+        mma_warp_rows_out(acc0, acc8, g, c, red, t * NW + warp);
         acc0 = acc8 = 0.0f;
         i = 0, ++t;
       }
@@ -271,8 +264,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     if (threadIdx.x < n_tiles * kRows) {
       const int tt = static_cast<int>(threadIdx.x) / kRows, r = static_cast<int>(threadIdx.x) % kRows;
       const int64_t row = row0 + threadIdx.x;
-      float v = red[tt * NW * kRows + r];
-      for (int w = 1; w < NW; ++w) v += red[(tt * NW + w) * kRows + r];
+      const float v = mma_rows_sum(red, tt * NW, NW, r);
       const float s = mma_row_scale(p, rs, row);
       store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
@@ -292,21 +284,13 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     cp_async_wait(0);
 
     // Row sums: the 4 lanes of a row, then the warps in order.
-    acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 1);
-    acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 2);
-    acc8 += __shfl_xor_sync(0xFFFFFFFFu, acc8, 1);
-    acc8 += __shfl_xor_sync(0xFFFFFFFFu, acc8, 2);
-    if (c == 0) {
-      red[warp * kRows + g] = acc0;
-      red[warp * kRows + g + 8] = acc8;
-    }
+    mma_warp_rows_out(acc0, acc8, g, c, red, warp);
     __syncthreads();
     if (threadIdx.x < kRows) {
       const int r = static_cast<int>(threadIdx.x);
       const int64_t row = row0 + r;
       if (row < p.rows) {
-        float v = red[r];
-        for (int w = 1; w < NW; ++w) v += red[w * kRows + r];
+        const float v = mma_rows_sum(red, 0, NW, r);
         const float s = mma_row_scale(p, rs, row);
         if constexpr (YE)
           store_acc(p.y + row, y_old, round_to(p.round, __fmul_rn(v, s)));

@@ -240,4 +240,27 @@ __device__ __forceinline__ float mma_row_scale(const Params& p, float early, int
   return p.row_scale != nullptr ? (p.rs_early ? early : p.row_scale[row]) * p.scale : p.scale;
 }
 
+// A warp's 16 row sums after its steps: the 4 lanes c of row g (rows g and g + 8) added, then written
+// to slice `slot` of the CTA's reduction buffer (red[slot 16 + 0..15]). gemv_mma.cu's one- and two-tile paths
+// share it: its 35 one-tile kernels assemble to the same machine code as with the lines written out
+// (bench/sass_same.py). gemv_mma_tma.cu, _bulk.cu and _persist.cu keep their own copies: through it their PTX is
+// the same but for register numbers, and ptxas then emits different code -- a measured kernel's change that
+// needs a device run (session 36).
+__device__ __forceinline__ void mma_warp_rows_out(float acc0, float acc8, int g, int c, float* red, int slot) {
+  acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 1);
+  acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 2);
+  acc8 += __shfl_xor_sync(0xFFFFFFFFu, acc8, 1);
+  acc8 += __shfl_xor_sync(0xFFFFFFFFu, acc8, 2);
+  if (c == 0) {
+    red[slot * kMmaRows + g] = acc0;
+    red[slot * kMmaRows + g + 8] = acc8;
+  }
+}
+// Row r's sum over the nw slices from slot0 on, in warp order (the order every instance's bits depend on).
+__device__ __forceinline__ float mma_rows_sum(const float* red, int slot0, int nw, int r) {
+  float v = red[slot0 * kMmaRows + r];
+  for (int w = 1; w < nw; ++w) v += red[(slot0 + w) * kMmaRows + r];
+  return v;
+}
+
 }  // namespace ft::cuda::gemv_detail
