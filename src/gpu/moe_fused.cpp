@@ -12,7 +12,6 @@
 #include "cuda/geglu.h"
 #include "cuda/glu.h"
 #include "cuda/moe_combine.h"
-#include "cuda/moe_decode_fused.h"
 #include "cuda/moe_route.h"
 #include "gpu/debug_skip.h"
 #include "gpu/moe_backend.h"
@@ -100,53 +99,6 @@ const bool g_ids_early = [] {
   return e == nullptr || *e != '0';
 }();
 
-// FT_MOE_FUSED_DECODE=1: one token's NVFP4 experts in one persistent launch (cuda/moe_decode_fused.h:
-// gate / up, SwiGLU + Q8 and down + combine, the same bits as the three launches below). Off by
-// default: H200 session 16, Qwen3-30B-A3B tg128 385.4-387.3 on against 401.0-403.2 off, alternating
-// in one call (serialised 20.5 us a layer against 23.4 for the three launches, but its 214 KB of
-// shared memory a CTA keeps the neighbouring launches from overlapping it under PDL).
-const bool g_fused_decode = [] {
-  const char* e = std::getenv("FT_MOE_FUSED_DECODE");
-  return e != nullptr && *e == '1';
-}();
-
-// The one-launch experts where they apply (plain decode of one token, NVFP4 banks on the integer
-// path, the Q8 mid activations free to go into hh's bytes: nothing reads hh as floats after it).
-bool fused_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st, cudaStream_t s) {
-  const GpuNumerics& num = *st.num;
-  GpuBuffers& b = *st.b;
-  if (!g_fused_decode || st.n_tok != 1 || st.xq_mid != nullptr || E.gate_up || E.gelu || !num.q8 ||
-      E.gate.type != GgmlType::NVFP4 || E.up.type != GgmlType::NVFP4 || E.down.type != GgmlType::NVFP4 ||
-      E.gate.row_bytes != E.up.row_bytes || E.gate.expert_bytes != E.up.expert_bytes || !b.moe_sync.get() ||
-      b.hh.bytes() < static_cast<size_t>(cuda::act_q8_bytes(E.n_ff, st.n_used)))
-    return false;
-  cuda::MoeFusedDecodeArgs a;
-  a.w_gate = E.gate.w;
-  a.w_up = E.up.w;
-  a.w_down = E.down.w;
-  a.gu_row_bytes = E.gate.row_bytes;
-  a.gu_expert_bytes = E.gate.expert_bytes;
-  a.down_row_bytes = E.down.row_bytes;
-  a.down_expert_bytes = E.down.expert_bytes;
-  a.n_embd = E.n_embd;
-  a.n_ff = E.n_ff;
-  a.n_used = st.n_used;
-  a.ids = ids;
-  a.slot_w = st.wts;
-  a.bank = E.bank;
-  a.xq = b.xq.get();
-  a.xq_mid = b.hh.get();
-  a.y = st.x;
-  a.round = num.round;
-  a.sync = b.moe_sync.as<unsigned>();
-  if (E.gate.k != E.n_embd || E.down.k != E.n_ff || E.gate.rows != E.n_ff || E.down.rows != E.n_embd ||
-      !cuda::moe_fused_decode_supported(a))
-    return false;
-  if (!st.xq_ready) cuda::quantize_act_q8(st.h, E.n_embd, E.n_embd, 1, b.xq.get(), s);
-  cuda::moe_fused_decode(a, s);
-  return true;
-}
-
 // Decode: grouped GEMVs read each chosen expert's rows and its scale from the bank; the down
 // GEMV sums the slots of a token with their routing weights and adds them to st.x, or with
 // y_slots set writes each route's row there ([n_slots][n_embd]) under the combine's plan.
@@ -167,12 +119,11 @@ void experts_decode(const ExpertView& E, const int32_t* ids, const MoeStep& st_i
   // A routing left to decode (MoeStep::route_logits): the paired gate / up call routes in its own
   // launch (GemvArgs::route_logits; it falls back to moe_route itself); every other path routes first.
   MoeStep st = st_in;
-  if (st.route_logits != nullptr && (y_slots != nullptr || g_fused_decode || !paired(E))) {
+  if (st.route_logits != nullptr && (y_slots != nullptr || !paired(E))) {
     cuda::moe_route(st.route_logits, st.route_n_expert, st.route_n_expert, st.n_tok, st.n_used, st.route_ids,
                     st.route_wts, s);
     st.route_logits = nullptr;
   }
-  if (y_slots == nullptr && fused_decode(E, ids, st, s)) return;
   const GpuNumerics& num = *st.num;
   GpuBuffers& b = *st.b;
   const int n_used = st.n_used;

@@ -118,8 +118,6 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     }
   }
   if (n_used > 0) {
-    alloc(moe_sync, 2 * sizeof(unsigned));
-    FT_CUDA_CHECK(cudaMemset(moe_sync.get(), 0, 2 * sizeof(unsigned)));
     // Slot j of each token starts on expert j (mod n_expert): distinct experts, never uninitialised
     // memory, for a launch that reads ids no routing has written yet -- FT_DEBUG_SKIP=route. (H200
     // session 23: on a fresh allocation such probes read expert 0 eight times, from L2, which

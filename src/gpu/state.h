@@ -68,7 +68,6 @@ struct GpuBuffers {
   cuda::DeviceBuffer tokens, pos, argmax, bad;                     // small device ints
   cuda::DeviceBuffer argmax_ws;                                    // cuda::argmax's split scratch (0)
   cuda::DeviceBuffer route_ticket;                                 // moe_router_route's counter (0)
-  cuda::DeviceBuffer moe_sync;                                     // moe_fused_decode's 2 counters (0)
   // A dense gate|up launch's SwiGLU tail (cuda::GemvArgs::glu_xq): its block counters (0) and its Q8
   // row, apart from xq, which that launch is still reading.
   cuda::DeviceBuffer glu_count, xq_glu;
