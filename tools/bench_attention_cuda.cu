@@ -13,9 +13,8 @@
 // K and V bytes one launch must read (live keys x kv_dim x 2 x element size); "% read BW"
 // divides it by the streaming-read kernel's rate measured at start-up. Each case runs
 // attention_decode as the engine calls it ("decode"), the dedicated decode kernel alone
-// ("dedicated"; "pipe off" / "pipe on": without / with the next step's K/V loads issued
-// early) and the SIMT split-K kernel + combine ("simt"); --sweep adds the dedicated
-// kernel with other plans (rows per block, blocks per SM, keys per lane group, reduction)
+// ("dedicated") and the SIMT split-K kernel + combine ("simt"); --sweep adds the dedicated
+// kernel with other plans (rows per block, blocks per SM, keys per lane group)
 // and without AttnArgs::ws_zeroed (a ticket memset per call). --only llama-8b:4096 runs that one
 // decode case (one token, cache of max(4096, LIVE) rows) with the engine's plan, then the mma
 // kernel (mode 3): a target for ncu.
@@ -115,12 +114,10 @@ struct Bench {
     int mode, rows, per_sm;
     bool zeroed;
     int keys_per_slot;  // 0: default
-    int scatter = 0;    // 0 default, 1 butterfly, 2 reduce-scatter
-    int pipe = 0;       // 0 default, 1 off, 2 on: next-step K/V loads (kDecodePipe)
   };
 
   void run(const Model& m, int64_t n_ctx, int64_t live, int64_t n_tok, bool decode,
-           const Plan& plan = Plan{"decode", 0, 0, 0, true, 0, 0, 0}) {
+           const Plan& plan = Plan{"decode", 0, 0, 0, true, 0}) {
     const int64_t kv_dim = m.n_head_kv * m.d;
     const size_t layer_bytes = static_cast<size_t>(n_ctx * kv_dim * esize);  // K or V
     int64_t n_layers = static_cast<int64_t>(pool_bytes / (2 * layer_bytes));
@@ -156,7 +153,7 @@ struct Bench {
     a.ldo = width;
     a.round = kv == KvType::kF32 ? Round::kNone : kv == KvType::kF16 ? Round::kF16 : Round::kBF16;
     a.ws_zeroed = plan.zeroed;
-    attention_set_decode_override(plan.mode, plan.rows, plan.per_sm, plan.keys_per_slot, plan.scatter, plan.pipe);
+    attention_set_decode_override(plan.mode, plan.rows, plan.per_sm, plan.keys_per_slot);
     const float ms = per_launch(n_layers, [&](int64_t l) {
       const uint8_t* base = cache.as<uint8_t>() + 2 * layer_bytes * static_cast<size_t>(l);
       a.k_cache = base;
@@ -226,28 +223,20 @@ int main(int argc, char** argv) {
     const Model models[] = {{"llama-8b", 32, 8, 128}, {"qwen3-30b-a3b", 32, 4, 128}};
     // "decode": attention_decode as the engine calls it (the dedicated kernel up to 4 tokens);
     // "dedicated": always the dedicated kernel; "simt": the SIMT split-K kernel + combine.
-    std::vector<Bench::Plan> plans = {{"decode", 0, 0, 0, true, 0, 0},
-                                      {"dedicated", 2, 0, 0, true, 0, 0},
-                                      {"dedicated pipe off", 2, 0, 0, true, 0, 0, 1},
-                                      {"dedicated pipe on", 2, 0, 0, true, 0, 0, 2},
-                                      {"simt", 1, 0, 0, true, 0, 0},
-                                      {"mma", 3, 0, 0, true, 0, 0}};
+    std::vector<Bench::Plan> plans = {{"decode", 0, 0, 0, true, 0},
+                                      {"dedicated", 2, 0, 0, true, 0},
+                                      {"simt", 1, 0, 0, true, 0},
+                                      {"mma", 3, 0, 0, true, 0}};
     if (sweep) {
-      plans.push_back({"dedicated rows1", 2, 1, 0, true, 0, 0});
-      plans.push_back({"dedicated rows4", 2, 4, 0, true, 0, 0});
-      plans.push_back({"dedicated rows8", 2, 8, 0, true, 0, 0});
-      plans.push_back({"dedicated 2/SM", 2, 0, 2, true, 0, 0});
-      plans.push_back({"dedicated 8/SM", 2, 0, 8, true, 0, 0});
-      plans.push_back({"dedicated no-zeroed-ws", 2, 0, 0, false, 0, 0});
-      plans.push_back({"dedicated nk1", 2, 0, 0, true, 1, 0});
-      plans.push_back({"dedicated nk2", 2, 0, 0, true, 2, 0});
-      plans.push_back({"dedicated nk8", 2, 0, 0, true, 8, 0});
-      plans.push_back({"dedicated rows4 nk2", 2, 4, 0, true, 2, 0});
-      plans.push_back({"dedicated scatter", 2, 0, 0, true, 0, 2});
-      plans.push_back({"dedicated rows1 pipe on", 2, 1, 0, true, 0, 0, 2});
-      plans.push_back({"dedicated rows4 pipe on", 2, 4, 0, true, 0, 0, 2});
-      plans.push_back({"dedicated 2/SM pipe on", 2, 0, 2, true, 0, 0, 2});
-      plans.push_back({"dedicated 8/SM pipe on", 2, 0, 8, true, 0, 0, 2});
+      plans.push_back({"dedicated rows1", 2, 1, 0, true, 0});
+      plans.push_back({"dedicated rows4", 2, 4, 0, true, 0});
+      plans.push_back({"dedicated rows8", 2, 8, 0, true, 0});
+      plans.push_back({"dedicated 2/SM", 2, 0, 2, true, 0});
+      plans.push_back({"dedicated 8/SM", 2, 0, 8, true, 0});
+      plans.push_back({"dedicated no-zeroed-ws", 2, 0, 0, false, 0});
+      plans.push_back({"dedicated nk2", 2, 0, 0, true, 2});
+      plans.push_back({"dedicated nk4", 2, 0, 0, true, 4});
+      plans.push_back({"dedicated rows4 nk2", 2, 4, 0, true, 2});
     }
     if (!only.empty()) {
       const std::string name = only.substr(0, only.find(':'));
@@ -255,7 +244,7 @@ int main(int argc, char** argv) {
       for (const Model& m : models)
         if (name == m.name && live > 0) {
           b.run(m, std::max<int64_t>(4096, live), live, 1, true);
-          b.run(m, std::max<int64_t>(4096, live), live, 1, true, Bench::Plan{"mma", 3, 0, 0, true, 0, 0});
+          b.run(m, std::max<int64_t>(4096, live), live, 1, true, Bench::Plan{"mma", 3, 0, 0, true, 0});
         }
       FT_CUDA_CHECK(cudaStreamDestroy(s));
       return 0;

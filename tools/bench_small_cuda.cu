@@ -212,37 +212,6 @@ int main(int argc, char** argv) {
       }
       pos.upload(&pos0, 4);
     }
-    // Decode attention at depth with the next-step K/V loads off / on (kDecodePipe): 8
-    // layers of 16k-row bf16 caches (67 MB each for Llama-8B: the reads come from HBM).
-    for (int qwen = 0; qwen < 2; ++qwen) {
-      const int64_t nh = 32, nkv = qwen ? 4 : 8, hd = 128, k = nh * hd, n_ctx = 16384, layers = 8;
-      const size_t layer = static_cast<size_t>(n_ctx * nkv * hd * 2);
-      DeviceBuffer cache(2 * layer * layers);
-      FT_CUDA_CHECK(cudaMemset(cache.get(), 0x3c, cache.bytes()));
-      DeviceBuffer q = random_floats(static_cast<size_t>(k), 11), out(k * 4);
-      DeviceBuffer ws(attention_workspace_bytes(nh, 1, n_ctx, hd));
-      attention_workspace_init(ws.get(), ws.bytes(), s);
-      for (int32_t live : {512, 4096, 16384}) {
-        const int32_t p = live - 1;
-        pos.upload(&p, 4);
-        for (int pipe : {1, 2}) {
-          attention_set_decode_override(0, 0, 0, 0, 0, pipe);
-          AttnArgs a = decode_args(nh, nkv, hd, n_ctx, q, pos, out);
-          const double us = us_per_launch(reps, s, [&](int i) {
-            const uint8_t* base = cache.as<uint8_t>() + 2 * layer * static_cast<size_t>(i % layers);
-            a.k_cache = base;
-            a.v_cache = base + layer;
-            attention(a, ws.get(), s);
-          });
-          const double gbs = 2.0 * static_cast<double>(live) * static_cast<double>(nkv * hd * 2) / (us * 1e3);
-          const std::string what = std::string("attention decode ") + (qwen ? "Qwen3-30B" : "Llama-8B") + " " +
-                                   std::to_string(live) + " keys, pipe " + (pipe == 2 ? "on" : "off");
-          std::printf("%-58s %8.2f us  %7.1f GB/s\n", what.c_str(), us, gbs);
-        }
-        attention_set_decode_override(0);
-      }
-      pos.upload(&pos0, 4);
-    }
     FT_CUDA_CHECK(cudaStreamDestroy(s));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -141,13 +141,9 @@ void attention_set_prefill_override(int mode);
 // <= 8, the rope inside where attention_mma_rope_on; other calls as in mode 0) + the combine kernel.
 // max_rows (1, 2, 4, 8; 0 = tuning default) caps the query rows per decode block,
 // blocks_per_sm (0 = default) sets the grid the split plan aims for, and keys_per_slot
-// (1, 2, 4, 8; 0 = default; 16-bit caches at head dim 128 only) the keys each lane group
-// loads per step, scatter (0 default, 1 xor butterfly, 2 reduce-scatter; same shapes, with
-// the default keys per slot) the reduction of the scores over a key's lanes, pipe (0
-// default, 1 off, 2 on; 16-bit caches at head dim 128) the next step's K/V loads issued
-// before the current step computes (attn_decode_tuning.cuh kDecodePipe).
-void attention_set_decode_override(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0,
-                                   int scatter = 0, int pipe = 0);
+// (2, 4; 0 = default; 16-bit caches at head dim 128 only; other values are refused) the keys each
+// lane group loads per step.
+void attention_set_decode_override(int mode, int max_rows = 0, int blocks_per_sm = 0, int keys_per_slot = 0);
 // Keys of its chunk a block of the dedicated decode kernel stages in shared memory before the PDL
 // wait (attn_decode_tuning.cuh kDecodeStageKeys): keys >= 0 sets it (0: none), -1 restores the
 // default or FT_ATTN_STAGE_KEYS. Process-wide, for tests and benchmarks.

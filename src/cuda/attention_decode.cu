@@ -68,8 +68,7 @@ const int g_rows_env = [] {
 }();
 
 // attention_set_decode_override (tests and benchmarks).
-int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0, g_decode_scatter = 0,
-    g_decode_pipe = 0;
+int g_decode_mode = 0, g_decode_rows = 0, g_decode_blocks_per_sm = 0, g_decode_keys_per_slot = 0;
 
 // The rope inside the tensor-core kernel (attn_decode_tuning.cuh kMmaDecodeRope); FT_ATTN_MMA_ROPE=0|1.
 const bool g_mma_rope_env = env_count("FT_ATTN_MMA_ROPE", kMmaDecodeRope ? 1 : 0) != 0;
@@ -124,11 +123,11 @@ void attention_workspace_init(void* workspace, size_t bytes, cudaStream_t s) {
   if (workspace != nullptr && bytes > 0) FT_CUDA_CHECK(cudaMemsetAsync(workspace, 0, bytes, s));
 }
 
-void attention_set_decode_override(int mode, int max_rows, int blocks_per_sm, int keys_per_slot, int scatter,
-                                   int pipe) {
+void attention_set_decode_override(int mode, int max_rows, int blocks_per_sm, int keys_per_slot) {
   using namespace attn_detail;
-  g_decode_pipe = pipe;
-  g_decode_scatter = scatter;
+  if (keys_per_slot != 0 && keys_per_slot != 2 && keys_per_slot != 4)
+    fail_message("cuda attention_set_decode_override: keys_per_slot = " + std::to_string(keys_per_slot) +
+                 " must be 0 (the default), 2 or 4");
   g_decode_mode = mode;
   g_decode_rows = max_rows;
   g_decode_blocks_per_sm = blocks_per_sm;
@@ -420,7 +419,7 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
     if (most < grid_splits) grid_splits = most;
   }
   g_decode_grid.store(row_blocks * grid_splits * a.n_head_kv, std::memory_order_relaxed);
-  dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, g_decode_scatter, g_decode_pipe, p,
+  dispatch_decode(a.kv_type, d, rows, g_decode_keys_per_slot, p,
                   dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(grid_splits),
                        static_cast<unsigned>(a.n_head_kv)),
                   s);

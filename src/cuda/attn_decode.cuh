@@ -145,47 +145,15 @@ __device__ __forceinline__ void kv_float(const KvRaw<__half>& r, float (&x)[8]) 
   }
 }
 
-// Sums x (V values per lane) over the L lanes of each aligned lane group; on return every lane
-// of the group holds the same V sums (the same bits). kScatter: reduce-scatter (at each xor
-// step a lane keeps half of the values, V/2 + V/4 + ... shuffles) down to one value per
-// lane, butterfly for the remaining steps, then an all-gather (V shuffles): ~2V shuffles
-// instead of V log2 L. The butterfly alone adds the same pairs in every lane.
-template <int L, int V, bool kScatter>
-__device__ __forceinline__ void group_sum(float (&x)[V], int lane) {
-  if constexpr (!kScatter || L < 8) {
+// Sums x (V values per lane) over the L lanes of each aligned lane group by an xor butterfly: on
+// return every lane of the group holds the same V sums (the same bits). (A reduce-scatter +
+// all-gather form measured within 1-2% in the H200 19:20 run; removed in session 36.)
+template <int L, int V>
+__device__ __forceinline__ void group_sum(float (&x)[V]) {
 #pragma unroll
-    for (int o = 1; o < L; o <<= 1)
+  for (int o = 1; o < L; o <<= 1)
 #pragma unroll
-      for (int i = 0; i < V; ++i) x[i] += __shfl_xor_sync(0xFFFFFFFFu, x[i], o);
-  } else {
-    constexpr int kSteps = (V < L ? V : L);  // scatter offsets L/2 .. L/kSteps
-    float y[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) y[i] = x[i];
-    int n = V;  // values this lane still holds: y[0 .. n)
-#pragma unroll
-    for (int o = L / 2; o >= L / kSteps && o >= 1; o >>= 1) {
-      const bool hi = (lane & o) != 0;
-      const int h = n / 2;
-#pragma unroll
-      for (int k = 0; k < V / 2; ++k) {
-        if (k >= h) break;
-        const float send = hi ? y[k] : y[k + h];
-        const float keep = hi ? y[k + h] : y[k];
-        y[k] = keep + __shfl_xor_sync(0xFFFFFFFFu, send, o);
-      }
-      n = h;
-    }
-    // n = V / kSteps values per lane; value index of y[k] = (sub / (L / kSteps)) * n + k.
-#pragma unroll
-    for (int o = L / kSteps / 2; o >= 1; o >>= 1)
-#pragma unroll
-      for (int k = 0; k < V / kSteps; ++k) y[k] += __shfl_xor_sync(0xFFFFFFFFu, y[k], o);
-    const int base = lane & ~(L - 1);
-#pragma unroll
-    for (int i = 0; i < V; ++i)
-      x[i] = __shfl_sync(0xFFFFFFFFu, y[i % (V / kSteps)], base + (i / (V / kSteps)) * (L / kSteps));
-  }
+    for (int i = 0; i < V; ++i) x[i] += __shfl_xor_sync(0xFFFFFFFFu, x[i], o);
 }
 
 // The Q8 epilogue: output column c of row rr, rounded as written to out. The output loops
@@ -281,10 +249,8 @@ __device__ __forceinline__ void merge_parts(const DecodeParams& p, int64_t g, in
   }
 }
 
-// kPipe: at most 128 registers, so that the 4 blocks per SM the grid plans for fit (151
-// unbounded at bf16 rows 2: 3 blocks, a second partial wave).
-template <class T, int D, int R, int NK, bool kScatter, bool kPipe>
-__global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_kernel(const DecodeParams p) {
+template <class T, int D, int R, int NK>
+__global__ void __launch_bounds__(kDecodeThreads, 1) attn_decode_kernel(const DecodeParams p) {
   constexpr int L = D / 8;                    // lanes per key
   constexpr int KPW = 32 / L;                 // keys per warp step
   constexpr int S = kDecodeWarps * KPW;       // lane groups (slots) per block
@@ -444,18 +410,11 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
       }
     }
   };
-  // kPipe: the next step's keys are loaded before this step computes (twice the bytes in
-  // flight per lane; the arithmetic and its order do not change).
   KvRaw<T> kr[NK], vr[NK];
-  if constexpr (kPipe) load_step(kbeg + warp * (KPW * NK), kr, vr);
   // The loop bound is warp-uniform (the shuffles need every lane); keys past kend are masked.
   for (int64_t jw = kbeg + warp * (KPW * NK); jw < kend; jw += KPI) {
     const int64_t j0 = jw + kslot;
-    [[maybe_unused]] KvRaw<T> kn[NK], vn[NK];
-    if constexpr (kPipe)
-      load_step(jw + KPI, kn, vn);  // all zero past kend: no read
-    else
-      load_step(jw, kr, vr);
+    load_step(jw, kr, vr);
     float sf[NK * R];  // s[u][r] = sf[u * R + r]
 #pragma unroll
     for (int u = 0; u < NK; ++u) {
@@ -469,7 +428,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
         sf[u * R + r] = d;
       }
     }
-    group_sum<L, NK * R, kScatter>(sf, lane);  // over the key's L lanes: same bits in each
+    group_sum<L, NK * R>(sf);  // over the key's L lanes: same bits in each
     float(&s)[NK][R] = *reinterpret_cast<float(*)[NK][R]>(sf);
 
 #pragma unroll
@@ -506,13 +465,6 @@ __global__ void __launch_bounds__(kDecodeThreads, kPipe ? 4 : 1) attn_decode_ker
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(s[u][r], vf[e], acc[r][e]);
-    }
-    if constexpr (kPipe) {
-#pragma unroll
-      for (int u = 0; u < NK; ++u) {
-        kr[u] = kn[u];
-        vr[u] = vn[u];
-      }
     }
   }
 
@@ -586,9 +538,9 @@ size_t decode_stage_bytes(int64_t stage_keys) {
   return static_cast<size_t>(2 * stage_keys * D) * sizeof(T);
 }
 
-template <class T, int D, int R, int NK, bool kScatter = kDecodeScatter, bool kPipe = kDecodePipe<T, R>>
+template <class T, int D, int R, int NK>
 void launch_decode(const DecodeParams& p, dim3 grid, cudaStream_t s) {
-  auto kernel = attn_decode_kernel<T, D, R, NK, kScatter, kPipe>;
+  auto kernel = attn_decode_kernel<T, D, R, NK>;
   const size_t smem = decode_stage_bytes<T, D>(p.stage_keys);
   if (smem > 0) {  // past the default 48 KB: opt in (once per instance, at the largest size asked)
     static std::atomic<size_t> opted{0};
@@ -600,26 +552,17 @@ void launch_decode(const DecodeParams& p, dim3 grid, cudaStream_t s) {
   launch_pdl(kernel, grid, dim3(kDecodeThreads), smem, s, p);
 }
 
-// Runtime (kv type, head dim, rows per block) -> template instantiation. keys_per_slot
-// (0 = kDecodeKeysPerSlot) overrides NK and scatter (0 default, 1 butterfly, 2 scatter) the
-// lane reduction, pipe (0 kDecodePipe, 1 off, 2 on) the next step's loads, for the 16-bit
-// caches at head dim 128 (the shape the benchmark sweeps).
-inline void dispatch_decode(KvType t, int64_t d, int rows, int keys_per_slot, int scatter, int pipe,
-                            const DecodeParams& p, dim3 grid, cudaStream_t s) {
+// Runtime (kv type, head dim, rows per block) -> template instantiation. keys_per_slot 2 or 4
+// overrides NK (0 = kDecodeKeysPerSlot) for the 16-bit caches at head dim 128 (the shape the
+// benchmark sweeps).
+inline void dispatch_decode(KvType t, int64_t d, int rows, int keys_per_slot, const DecodeParams& p, dim3 grid,
+                            cudaStream_t s) {
   auto by_nk = [&](auto tag, auto dim, auto r) {
     using T = decltype(tag);
     constexpr int D = decltype(dim)::value, R = decltype(r)::value;
     if constexpr (D == 128 && !std::is_same_v<T, float>) {
-      if (pipe == 1) return launch_decode<T, D, R, kDecodeKeysPerSlot<R>, kDecodeScatter, false>(p, grid, s);
-      if (pipe == 2) return launch_decode<T, D, R, kDecodeKeysPerSlot<R>, kDecodeScatter, true>(p, grid, s);
-      if (scatter == 0 || keys_per_slot != 0) {
-        if (keys_per_slot == 1) return launch_decode<T, D, R, 1>(p, grid, s);
-        if (keys_per_slot == 2) return launch_decode<T, D, R, 2>(p, grid, s);
-        if (keys_per_slot == 4) return launch_decode<T, D, R, 4>(p, grid, s);
-        if (keys_per_slot == 8) return launch_decode<T, D, R, 8>(p, grid, s);
-      }
-      if (scatter == 1) return launch_decode<T, D, R, kDecodeKeysPerSlot<R>, false>(p, grid, s);
-      if (scatter == 2) return launch_decode<T, D, R, kDecodeKeysPerSlot<R>, true>(p, grid, s);
+      if (keys_per_slot == 2) return launch_decode<T, D, R, 2>(p, grid, s);
+      if (keys_per_slot == 4) return launch_decode<T, D, R, 4>(p, grid, s);
     }
     launch_decode<T, D, R, kDecodeKeysPerSlot<R>>(p, grid, s);
   };

@@ -40,19 +40,13 @@ inline constexpr int64_t kDecodeFastMaxTokens = 4;
 template <int R>
 inline constexpr int kDecodeKeysPerSlot = R >= 8 ? 2 : 4;
 
-// Lane reduction of the scores: reduce-scatter + all-gather (true) or xor butterfly (false);
-// within 1-2% of each other in the 19:20 run (the shuffles are not the limit).
-inline constexpr bool kDecodeScatter = false;
-
-// Whether each lane group loads the next step's NK keys (K and V) before it computes on the
-// current ones (software pipelining: twice the bytes in flight, the same arithmetic in the
-// same order; 128 registers at bf16 rows 2 under launch bounds of 4 blocks per SM). Off: on
-// the H200 (session 7, ft-bench-small-cuda, bf16, 8 layers of 16k-row caches) it was slower
-// at every depth, Llama-8B 11.29 / 19.64 / 36.99 us off vs 11.70 / 20.05 / 37.29 on at
-// 512 / 4k / 16k keys, Qwen3-30B-A3B 11.27 / 19.09 / 35.53 vs 11.64 / 19.77 / 36.77: the
-// loads in flight are not the limit. Kept for the override (pipe = 2) and the benchmark.
-template <class T, int R>
-inline constexpr bool kDecodePipe = false;
+// Measured and removed (session 36; the H200 figures stay here): a reduce-scatter + all-gather
+// lane reduction of the scores (within 1-2% of the xor butterfly in the 19:20 run: the shuffles
+// are not the limit), and software pipelining of the next step's keys (twice the bytes in flight,
+// the same arithmetic; session 7, ft-bench-small-cuda, bf16, 8 layers of 16k-row caches: slower at
+// every depth, Llama-8B 11.29 / 19.64 / 36.99 us off vs 11.70 / 20.05 / 37.29 on at 512 / 4k / 16k
+// keys, Qwen3-30B-A3B 11.27 / 19.09 / 35.53 vs 11.64 / 19.77 / 36.77: the loads in flight are not
+// the limit). Keys per slot 1 and 8 (lost, above) are no longer instantiated either.
 
 // Decode chunks are whole multiples of this many keys: small enough that 300 live keys use
 // ten blocks per KV head instead of five, large enough that a block does real work.
