@@ -173,7 +173,8 @@ __global__ void __launch_bounds__(32) sol_bulk(const SolSpans s, uint32_t* out) 
   }
 }
 
-// sol 6: "rows" -- the bulk GEMV's copy pattern alone (gemv_mma_bulk.cu): one CTA a SM over a
+// sol 6: "rows" -- the bulk GEMV's copy pattern alone (gemv_mma_bulk.cu, removed in session 36: it lost
+// end to end, benches/h200.md, sessions 11-12): one CTA a SM over a
 // contiguous range of 16-row tiles, a chunk = 16 row copies of up to 2304 bytes into rows 2320
 // bytes apart, 4 chunks in flight, one warp issuing and waiting (no compute).
 __global__ void __launch_bounds__(32) sol_rows(const uint8_t* w, int64_t rows, int64_t row_bytes, uint32_t* out) {
@@ -300,8 +301,6 @@ struct Case {
   int nv_mma_w = 0, nv_mma_s = 0;               // gemv_set_nvfp4_mma
   int tpc = 0;                                   // gemv_set_nvfp4_tiles_per_cta
   int nv_pg = 0, nv_ps = 0;                     // gemv_set_nvfp4_persist (nv_pg -1: persistent off)
-  int bulk = 0;  // the bulk-copy mma kernel forced at these warps (gemv_set_nvfp4_bulk(2, bulk, 0))
-  int bulk_ctas = 0;  // and CTAs per SM (> 1: 2-stage rings)
   int sol = 0;  // the speed-of-light read of the same bytes instead of the GEMV: 1 wait first, 2 loads first
   // Each launch after quantize_act_q8 of its input, as in a decode step (the GEMV depends on the
   // kernel before it: PDL cannot overlap two GEMVs' weight streams as it does back to back);
@@ -364,9 +363,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
   gemv_set_nvfp4_tiles_per_cta(c.tpc);
   gemv_set_nvfp4_persist(c.nv_pg, c.nv_ps);
-  gemv_set_nvfp4_bulk(c.bulk ? 2 : 0, c.bulk, c.bulk_ctas > 1 ? 2 : 0, c.bulk_ctas);
   const int64_t tma_before = gemv_nvfp4_tma_launches();
-  const int64_t bulk_before = gemv_nvfp4_bulk_launches();
   const int64_t mma_before = gemv_nvfp4_mma_launches(), persist_before = gemv_nvfp4_persist_launches();
   DeviceBuffer sol_out(static_cast<size_t>(g_sms) * 4 * 8 * 4);
   auto body = [&](int i, cudaStream_t s) {
@@ -446,9 +443,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_mma(0, 0);
   gemv_set_nvfp4_tiles_per_cta(0);
   gemv_set_nvfp4_persist(0, 0);
-  gemv_set_nvfp4_bulk(0, 0, 0);
   const bool ran_tma = gemv_nvfp4_tma_launches() > tma_before;
-  if (c.bulk && gemv_nvfp4_bulk_launches() == bulk_before) std::fprintf(stderr, "note: the bulk kernel declined %s\n", c.name.c_str());
   const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
   const bool ran_persist = gemv_nvfp4_persist_launches() > persist_before;
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
@@ -628,8 +623,8 @@ int main(int argc, char** argv) {
     }
     if (sol_only) {
       // Per shape and mode: the routed GEMV and the pure read of the same bytes.
-      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% | bulk us (%%) | bulk-pre us (%%) | ldg us (%%) | GEMV-bulk w4 us (%%) | w8 | w16 | rows (its copies alone) | w8 x2 CTAs | w4 x2 CTAs |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      std::printf("\n| shape | mode | MB | GEMV us | GEMV %% read BW | SOL us | SOL %% read BW | GEMV / SOL | SOL-pre us | SOL-pre %% | bulk us (%%) | bulk-pre us (%%) | ldg us (%%) | rows (the bulk GEMV's copies alone) |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       {
         static bool once = [] {
           FT_CUDA_CHECK(cudaFuncSetAttribute(sol_bulk<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBulkStages * kBulkChunk));
@@ -665,19 +660,6 @@ int main(int argc, char** argv) {
             tx[j] = run_case(c, pool, launches, false);
           }
           c.sol = 0;
-          double tb[3] = {0, 0, 0};
-          for (int j = 0; j < 3 && c.n_expert == 0; ++j) {
-            c.bulk = 4 << j;
-            tb[j] = run_case(c, pool, launches, false);
-          }
-          c.bulk = 0;
-          double tc[2] = {0, 0};
-          for (int j = 0; j < 2 && c.n_expert == 0; ++j) {
-            c.bulk = j == 0 ? 8 : 4;
-            c.bulk_ctas = 2;
-            tc[j] = run_case(c, pool, launches, false);
-          }
-          c.bulk = c.bulk_ctas = 0;
           double trow = 0;
           if (c.n_expert == 0) {
             c.sol = 6;
@@ -686,12 +668,10 @@ int main(int argc, char** argv) {
           }
           const double bytes = static_cast<double>(row_bytes(c.type, c.k) * c.rows * (c.n_expert > 0 ? c.n_used : 1));
           auto pc = [&](double t) { return 100.0 * bytes / t / g_read_bw; };
-          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %.1f%% | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) |\n",
+          std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %.1f%% | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) | %.2f (%.1f%%) |\n",
                       name.c_str(), dep ? "dep" : "b2b", bytes * 1e-6, tg * 1e6, pc(tg), ts * 1e6, pc(ts), tg / ts,
-                      tp * 1e6, pc(tp), tx[0] * 1e6, pc(tx[0]), tx[1] * 1e6, pc(tx[1]), tx[2] * 1e6, pc(tx[2]), tb[0] * 1e6, tb[0] > 0 ? pc(tb[0]) : 0.0, tb[1] * 1e6,
-                      tb[1] > 0 ? pc(tb[1]) : 0.0, tb[2] * 1e6, tb[2] > 0 ? pc(tb[2]) : 0.0, trow * 1e6,
-                      trow > 0 ? pc(trow) : 0.0, tc[0] * 1e6, tc[0] > 0 ? pc(tc[0]) : 0.0, tc[1] * 1e6,
-                      tc[1] > 0 ? pc(tc[1]) : 0.0);
+                      tp * 1e6, pc(tp), tx[0] * 1e6, pc(tx[0]), tx[1] * 1e6, pc(tx[1]), tx[2] * 1e6, pc(tx[2]), trow * 1e6,
+                      trow > 0 ? pc(trow) : 0.0);
           std::fflush(stdout);
         }
       return 0;

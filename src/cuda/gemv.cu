@@ -131,23 +131,6 @@ const bool g_env_persist = [] {
   return true;
 }();
 
-// FT_GEMV_NVFP4_BULK=1 (or 1,W,S or 1,W,S,C) sends the plan's mma launches to the bulk-copy kernel
-// (gemv_mma_bulk.cu, the same bits); 2 also the shapes the plan gives the slab kernel.
-const bool g_env_bulk = [] {
-  const char* e = std::getenv("FT_GEMV_NVFP4_BULK");
-  if (e == nullptr || *e == '\0') return false;
-  int m = 0, w = 0, st = 0, c = 0;
-  if (std::sscanf(e, "%d,%d,%d,%d", &m, &w, &st, &c) >= 1) gemv_set_nvfp4_bulk(m, w, st, c);
-  return true;
-}();
-
-void gemv_set_nvfp4_bulk(int mode, int warps, int stages, int ctas) {
-  g_nvfp4_override.bulk = mode;
-  g_nvfp4_override.bulk_warps = warps;
-  g_nvfp4_override.bulk_stages = stages;
-  g_nvfp4_override.bulk_ctas = ctas;
-}
-
 // FT_GEMV_NVFP4_TMA=1 (or 1,W,J,S) sends the plan's mma launches to the warp-fed bulk-copy kernel
 // (gemv_mma_tma.cu); 2 also the one-token dense shapes the plan gives the slab kernel; 0 none
 // (not even the plan's).

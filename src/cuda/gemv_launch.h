@@ -29,8 +29,6 @@ struct Nvfp4Override {
   bool mma_off = false;               // FT_GEMV_NVFP4_MMA=0: the plan's mma launches take the slab kernel
   int persist_groups = 0, persist_stages = 0;  // gemv_set_nvfp4_persist
   bool persist_off = false;  // FT_GEMV_NVFP4_PERSIST=0: the plan without the persistent kernel
-  int bulk = 0;               // FT_GEMV_NVFP4_BULK: 1 the bulk kernel where the mma kernel is planned, 2 wherever it fits
-  int bulk_warps = 0, bulk_stages = 0, bulk_ctas = 0;
   int tma = 0;  // FT_GEMV_NVFP4_TMA: 0 the plan, -1 never, 1 where the mma kernel is planned, 2 wherever it fits
   int tma_warps = 0, tma_chunk = 0, tma_stages = 0;
   bool experts_off = false;  // FT_GEMV_NVFP4_EXPERTS=0 / gemv_set_nvfp4_experts: the slab / packed kernels take them
@@ -173,10 +171,6 @@ bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int
 // gemv_nvfp4_mma at warps = fold; CTAs of `groups` x fold warps walk the 16-row tiles.
 bool gemv_nvfp4_mma_persist(const Params& p, int64_t n_tok, bool grouped, int fold, int groups, int stages,
                             cudaStream_t stream);
-// The bulk-copy tensor-core kernel (gemv_mma_bulk.cu, sm_90+): the same shapes and the same bits
-// as gemv_nvfp4_mma at the same warps (4, 8 or 16); ctas CTAs per SM (0: 1) streaming their tiles.
-bool gemv_nvfp4_mma_bulk(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, int ctas,
-                         cudaStream_t stream);
 // The warp-fed bulk-copy mma kernel (gemv_mma_tma.cu, sm_90+): the same shapes as gemv_nvfp4_mma,
 // another fp32 order; warps 4 or 8, chunks of 2 / 4 / 8 steps, 1 or 2 in flight (0: its defaults).
 // The lean expert kernels (gemv_nvfp4_lean.cu): a grouped one-token launch that the plan `pl`

@@ -569,16 +569,10 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
   if (over.persist_groups > 0) pl.persist_groups = over.persist_groups;
   if (over.persist_stages > 0) pl.persist_stages = over.persist_stages;
   // The warp-fed bulk-copy mma kernel, planned or switched on (gemv_set_nvfp4_tma; -1 off).
-  const bool tma_plan = pl.tma && over.tma == 0 && over.kernel < 0 && !over.mma_off && over.bulk == 0;
+  const bool tma_plan = pl.tma && over.tma == 0 && over.kernel < 0 && !over.mma_off;
   if (tma_plan || over.tma == 2 || (over.tma == 1 && pl.kernel == 3 && over.kernel < 0)) {
     const int w = over.tma_warps > 0 ? over.tma_warps : pl.mma_warps;
     if (gemv_nvfp4_mma_tma(p, nt, grouped, w, over.tma_chunk, over.tma_stages, stream)) return true;
-  }
-  // The bulk-copy mma kernel where it is switched on (gemv_set_nvfp4_bulk): the mma kernel's
-  // bits at the same warps.
-  if (over.bulk == 2 || (over.bulk == 1 && pl.kernel == 3 && over.kernel < 0)) {
-    const int w = over.bulk_warps > 0 ? over.bulk_warps : pl.mma_warps;
-    if (gemv_nvfp4_mma_bulk(p, nt, grouped, w, over.bulk_stages, over.bulk_ctas, stream)) return true;
   }
   // The persistent mma kernel, planned or forced (fold = the mma kernel's warps: the same bits).
   if ((pl.persist && over.kernel < 0 && !over.persist_off && !over.mma_off) || over.kernel == 4) {

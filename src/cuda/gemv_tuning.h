@@ -355,15 +355,6 @@ int64_t gemv_nvfp4_tpc_launches();
 int64_t gemv_nvfp4_pair_launches();
 // Launches of the persistent mma kernel so far.
 int64_t gemv_nvfp4_persist_launches();
-// The bulk-copy mma kernel (gemv_mma_bulk.cu): mode 0 off (the plan), 1 where the plan has the
-// mma kernel, 2 on every one-token dense shape it takes; warps 4, 8 or 16 (0: the plan's mma warps),
-// stages 2..6 (0: 4), ctas per SM (0: 1; 2 fits with 2-stage rings and up to 8 warps; H200
-// session 12: 2 CTAs slower again, 14336x4096 dep 16.44 us at 8 warps vs 15.74 at 1 CTA, Llama-8B
-// tg128 382-384 vs the plan's 395).
-// FT_GEMV_NVFP4_BULK=MODE[,W,S[,C]] sets it at start-up. Defined in gemv.cu.
-void gemv_set_nvfp4_bulk(int mode, int warps, int stages, int ctas = 0);
-// Launches of the bulk-copy kernel so far.
-int64_t gemv_nvfp4_bulk_launches();
 // The warp-fed bulk-copy mma kernel (gemv_mma_tma.cu): mode 0 the plan (GemvNvfp4Plan::tma), -1
 // never, 1 where the plan has the mma kernel, 2 on every one-token dense shape it takes; warps 4 or 8 (0: the plan's mma
 // warps), chunk steps 2 / 4 / 8 and stages 1 / 2 (0: its defaults). FT_GEMV_NVFP4_TMA=MODE[,W,J,S]

@@ -157,21 +157,6 @@ void check_instance(const Problem& pr, const Inst& in, int variant, bool twin) {
   verify(pr, v, got, &want, twin);
 }
 
-// The bulk-copy kernel (gemv_mma_bulk.cu) at warps / stages vs the mma kernel at the same warps.
-void check_bulk(const Problem& pr, int warps, int stages, int variant, bool twin, int ctas = 1) {
-  SCOPED_TRACE("bulk warps " + std::to_string(warps) + " stages " + std::to_string(stages) + " ctas/SM " +
-               std::to_string(ctas) + " k " +
-               std::to_string(pr.k) + " rows " + std::to_string(pr.rows) + " variant " + std::to_string(variant));
-  const Variant v = variant_of(pr, variant);
-  const auto want = run_mma(pr, v, warps);
-  gemv_set_nvfp4_bulk(2, warps, stages, ctas);
-  const int64_t b0 = gemv_nvfp4_bulk_launches();
-  const auto got = run(pr, v.rs, v.round, v.acc, v.init);
-  ASSERT_EQ(gemv_nvfp4_bulk_launches(), b0 + 1) << "the bulk kernel did not run";
-  gemv_set_nvfp4_bulk(0, 0, 0);
-  verify(pr, v, got, &want, twin);
-}
-
 TEST(CudaGemvPersist, EqualsMmaKernelBitwise) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(1313);
@@ -236,58 +221,6 @@ TEST(CudaGemvPersist, PlanRoutesAndSwitches) {
     EXPECT_TRUE(is_poison(y2[static_cast<size_t>(sh.rows)]));
   }
   gemv_set_nvfp4_override(-1, 0, 0);
-}
-
-// The bulk-copy kernel: k of one step to 56 (several segments of 16 steps, a partial last
-// segment: 2304 = 9 steps, 14336 = 56 = 3 x 16 + 8), one tile to more tiles than SMs (a CTA
-// walks several, double-buffered row sums), a partial last tile, every ring depth.
-TEST(CudaGemvBulk, EqualsMmaKernelBitwise) {
-  FT_REQUIRE_GPU();
-  if (!bulk_copy_supported()) GTEST_SKIP() << "bulk copies need sm_90";
-  std::mt19937 rng(2611);
-  struct Shape {
-    int64_t k, rows;
-  };
-  int variant = 0;
-  for (const Shape sh : {Shape{256, 16}, Shape{768, 17}, Shape{2304, 45}, Shape{4096, 333}, Shape{14336, 70},
-                         Shape{4096, 4230}, Shape{256, 40001}}) {
-    const Problem pr = make_problem(sh.k, sh.rows, rng);
-    for (int warps : {4, 8, 16})
-      for (int stages : {2, 3, 4, 6}) {
-        if (sh.rows > 4000 && stages != 4) continue;
-        check_bulk(pr, warps, stages, variant++, sh.rows < 4000);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
-    // Two CTAs per SM (2-stage rings): a grid of up to 2 x SMs, each over fewer tiles.
-    for (const int warps : {4, 8}) {
-      check_bulk(pr, warps, 2, variant++, sh.rows < 4000, 2);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  }
-}
-
-TEST(CudaGemvBulk, SwitchRoutes) {
-  FT_REQUIRE_GPU();
-  if (!bulk_copy_supported()) GTEST_SKIP() << "bulk copies need sm_90";
-  std::mt19937 rng(99);
-  const Problem pr = make_problem(4096, 6144, rng);
-  const GemvNvfp4Plan pl = gemv_nvfp4_plan(6144, 4096, 1, 1, 1, false);
-  const std::vector<float> init(static_cast<size_t>(pr.rows + 5), poison());
-  // Mode 1 takes the plan's mma launches only, mode 2 every shape it can, mode 0 none.
-  for (int mode : {0, 1, 2}) {
-    gemv_set_nvfp4_bulk(mode, 0, 0);
-    const int64_t b0 = gemv_nvfp4_bulk_launches();
-    (void)run(pr, false, Round::kNone, false, init);
-    EXPECT_EQ(gemv_nvfp4_bulk_launches(), b0 + (mode == 2 || (mode == 1 && pl.kernel == 3) ? 1 : 0)) << "mode " << mode;
-  }
-  // Declined (k % 256 != 0): the other kernels, every row written.
-  gemv_set_nvfp4_bulk(2, 0, 0);
-  const Problem odd = make_problem(320, 33, rng);
-  const int64_t b1 = gemv_nvfp4_bulk_launches();
-  const auto y = run(odd, false, Round::kNone, false, std::vector<float>(38, poison()));
-  EXPECT_EQ(gemv_nvfp4_bulk_launches(), b1);
-  for (int r = 0; r < 33; ++r) EXPECT_FALSE(is_poison(y[static_cast<size_t>(r)]));
-  gemv_set_nvfp4_bulk(0, 0, 0);
 }
 
 // The warp-fed bulk-copy kernel (gemv_mma_tma.cu) at warps / chunk / stages: its own fp32 order,
