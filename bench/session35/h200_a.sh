@@ -10,7 +10,9 @@ R=/tmp/resa
 source bench/device_common.sh
 models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 log "tests"
-gpu_tests 150 'CudaAttention.Mma*:CudaAttention.*Rope*:GpuAttentionMma.*:CudaNvfp4Tiled.*:CudaNormFold.*'
+# Session 36 added the tests its changes touched: CudaAttention.MmaDecodeLeastChunkTakesEffect (in Mma*), the
+# dedicated kernel's remaining override instances (DecodeOverrides), the GEMV suites beside the removed bulk kernel.
+gpu_tests 180 'CudaAttention.Mma*:CudaAttention.*Rope*:GpuAttentionMma.*:CudaNvfp4Tiled.*:CudaNormFold.*:CudaAttention.DecodeOverrides:CudaGemvPersist.*:CudaGemvTma.*'
 log "ft-bench-gemv-cuda --tiled --no-sweep"
 timeout 60 "$B/ft-bench-gemv-cuda" --tiled --no-sweep --pool-gib 1 > "$R/tiled.txt" 2>&1; echo "rc=$?" >> "$R/tiled.txt"
 grep -E "^\| tiled|rc=" "$R/tiled.txt"
