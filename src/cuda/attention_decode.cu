@@ -261,17 +261,18 @@ const MmaPlanTuning g_mma_plan = [] {
 // and the tensor-core kernel's MmaDecodeParams name these fields alike.
 template <class P>
 void set_rope_inside(P& p, const AttnArgs& a, int64_t d) {
-  p.rq = a.qkv_raw;
-  p.rk = a.qkv_raw + a.n_head * d;
-  p.rv = p.rk + a.n_head_kv * d;
-  p.q_norm_w = a.q_norm_w;
-  p.k_norm_w = a.k_norm_w;
-  p.eps = a.rms_eps;
-  p.rope_cs = a.rope_cs;
-  p.n_rot = a.n_rot;
-  p.neox = a.neox;
-  p.k_store = const_cast<void*>(a.k_cache);  // the layer's cache, writable memory
-  p.v_store = const_cast<void*>(a.v_cache);
+  rope_detail::RopeInside& r = p.rope;
+  r.rq = a.qkv_raw;
+  r.rk = a.qkv_raw + a.n_head * d;
+  r.rv = r.rk + a.n_head_kv * d;
+  r.q_norm_w = a.q_norm_w;
+  r.k_norm_w = a.k_norm_w;
+  r.eps = a.rms_eps;
+  r.rope_cs = a.rope_cs;
+  r.n_rot = a.n_rot;
+  r.neox = a.neox;
+  r.k_store = const_cast<void*>(a.k_cache);  // the layer's cache, writable memory
+  r.v_store = const_cast<void*>(a.v_cache);
 }
 
 // The tensor-core kernel's ring stages (attn_decode_tuning.cuh kMmaDecodeStages); FT_ATTN_MMA_STAGES=N

@@ -66,18 +66,9 @@ struct DecodeParams {
   Round round;
   uint8_t* out_q8;       // nullptr, or the Q8 copy of out (act_q8.h rows of q8_k values)
   int64_t q8_k, q8_row_bytes;
-  // The rope inside (AttnArgs::qkv_raw; rq nullptr: q is roped and the new key and value are in
-  // the cache): one token, its raw q heads (head h at rq + h D), k heads (rk + g D) and v heads
-  // (rv + g D), normed and rotated here by rope_head.cuh's body; the blocks of the chunk holding
-  // the new key use it from shared memory, and those of row block 0 store it into k_store /
-  // v_store (the caches) at row *d_pos.
-  const float *rq, *rk, *rv;
-  const float *q_norm_w, *k_norm_w;
-  float eps;
-  const float* rope_cs;
-  int n_rot;
-  bool neox;
-  void *k_store, *v_store;
+  // The rope inside (rope_head.cuh): the blocks of the chunk holding the new key use it from
+  // shared memory, and those of row block 0 store it into the caches.
+  rope_detail::RopeInside rope;
   // With the rope inside and staged keys, the q / k norm weights (1: and the position's rope row)
   // are prefetched into L1 before the PDL wait, so the norm's weight reads after the head's sum of
   // squares hit L1 instead of making a second L2 round trip. 0: none. The host sets 1 where the
@@ -309,11 +300,13 @@ __global__ void __launch_bounds__(kDecodeThreads, 1) attn_decode_kernel(const De
     }
     cp_async_commit();
     if constexpr (kFusedRopeFits<D, R>) {
-      if (p.pre_l1 != 0 && p.rq != nullptr && tid < (p.pre_l1 == 1 ? 96 : 64)) {
+      if (p.pre_l1 != 0 && p.rope.rq != nullptr && tid < (p.pre_l1 == 1 ? 96 : 64)) {
         // Thread t: 128-byte line t % 32 of the q norm weights, the k norm weights, the rope row.
         const int line = tid & 31, which = tid >> 5;
-        const float* base = which == 0 ? p.q_norm_w : which == 1 ? p.k_norm_w : p.rope_cs + pos * p.n_rot;
-        const int64_t n = which == 2 ? p.n_rot : D;
+        const float* base = which == 0   ? p.rope.q_norm_w
+                            : which == 1 ? p.rope.k_norm_w
+                                         : p.rope.rope_cs + pos * p.rope.n_rot;
+        const int64_t n = which == 2 ? p.rope.n_rot : D;
         if (base != nullptr && 32 * line < n) asm volatile("prefetch.global.L1 [%0];" ::"l"(base + 32 * line));
       }
     }
@@ -323,12 +316,12 @@ __global__ void __launch_bounds__(kDecodeThreads, 1) attn_decode_kernel(const De
 
   // The fused rope: this block's q heads into s_acc; the chunk holding the new key also ropes
   // that key and converts it and the value to the cache type (row block 0 stores them).
-  const bool fused = kFusedRopeFits<D, R> && p.rq != nullptr;  // the host asks only where it fits
+  const bool fused = kFusedRopeFits<D, R> && p.rope.rq != nullptr;  // the host asks only where it fits
   if constexpr (kFusedRopeFits<D, R>) {
     if (fused) {
       constexpr int KP = D >= 64 ? D / 64 : 1;
       float co[KP], si[KP];
-      rope_detail::load_pairs(p.rope_cs + pos * p.n_rot, p.n_rot, lane, co, si);
+      rope_detail::load_pairs(p.rope.rope_cs + pos * p.rope.n_rot, p.rope.n_rot, lane, co, si);
       float* buf = s_acc + (R + warp) * D;
       float* kf = s_acc + (R + kDecodeWarps) * D;
       const bool has_new = kbeg <= pos && pos < kend;
@@ -336,19 +329,20 @@ __global__ void __launch_bounds__(kDecodeThreads, 1) attn_decode_kernel(const De
       for (int it = warp; it < n_items; it += kDecodeWarps) {
         if (it < rows_here) {
           const RowRef rr = row_ref(row0 + it, g, p.group);
-          rope_detail::head(p.rq + rr.h * D, s_acc + it * D, D, p.q_norm_w, p.eps, co, si, p.n_rot, p.neox, p.round,
-                            buf, lane);
+          rope_detail::head(p.rope.rq + rr.h * D, s_acc + it * D, D, p.rope.q_norm_w, p.rope.eps, co, si, p.rope.n_rot,
+                            p.rope.neox, p.round, buf, lane);
         } else if (it == rows_here) {
-          rope_detail::head(p.rk + g * D, kf, D, p.k_norm_w, p.eps, co, si, p.n_rot, p.neox, p.round, buf, lane);
-          T* dst = static_cast<T*>(p.k_store) + pos * p.kv_stride + g * D;
+          rope_detail::head(p.rope.rk + g * D, kf, D, p.rope.k_norm_w, p.rope.eps, co, si, p.rope.n_rot, p.rope.neox,
+                            p.round, buf, lane);
+          T* dst = static_cast<T*>(p.rope.k_store) + pos * p.kv_stride + g * D;
           for (int i = lane; i < D; i += 32) {
             s_new[0][i] = from_float<T>(kf[i]);
             if (rb == 0) dst[i] = s_new[0][i];
           }
         } else {
-          T* dst = static_cast<T*>(p.v_store) + pos * p.kv_stride + g * D;
+          T* dst = static_cast<T*>(p.rope.v_store) + pos * p.kv_stride + g * D;
           for (int i = lane; i < D; i += 32) {
-            s_new[1][i] = from_float<T>(p.rv[g * D + i]);
+            s_new[1][i] = from_float<T>(p.rope.rv[g * D + i]);
             if (rb == 0) dst[i] = s_new[1][i];
           }
         }

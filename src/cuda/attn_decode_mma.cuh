@@ -79,16 +79,9 @@ struct MmaDecodeParams {
   Round round;
   uint8_t* out_q8;  // nullptr, or the act_q8 row of n_head * 128 values
   int64_t q8_k;
-  // ROPE (AttnArgs::qkv_raw): the raw q heads (head h at rq + h D), k and v heads (rk / rv + g D),
-  // normed and rotated here by rope_head.cuh's body as qk_norm_rope_store does (the same bits);
-  // the block whose chunk holds the new key stores it into k_store / v_store at row *d_pos.
-  const float *rq, *rk, *rv;
-  const float *q_norm_w, *k_norm_w;
-  float eps;
-  const float* rope_cs;
-  int n_rot;
-  bool neox;
-  void *k_store, *v_store;
+  // ROPE (rope_head.cuh, as qk_norm_rope_store computes it: the same bits): the block whose chunk
+  // holds the new key stores it into the caches.
+  rope_detail::RopeInside rope;
   int pre;  // NS > 0: tiles a warp issues before the PDL wait (1..NS; the rest right after it)
 };
 
@@ -204,7 +197,7 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
   }
   constexpr int KP = D / 64;  // ROPE: rope_head.cuh's pairs a lane
   float co[KP], si[KP];
-  if constexpr (ROPE) rope_detail::load_pairs(p.rope_cs + pos * p.n_rot, p.n_rot, lane, co, si);
+  if constexpr (ROPE) rope_detail::load_pairs(p.rope.rope_cs + pos * p.rope.n_rot, p.rope.n_rot, lane, co, si);
   pdl_wait();
   pdl_trigger();
   if constexpr (NS > 0) {
@@ -228,16 +221,17 @@ __global__ void __launch_bounds__(kMmaDecodeWarps * 32) attn_mma_decode_kernel(c
     float* buf = s_rope[kMmaDecodeMaxGroup + warp];
     for (int it = warp; it < n_items; it += kMmaDecodeWarps) {
       if (it < p.group) {
-        rope_detail::head(p.rq + (kvh * p.group + it) * D, s_rope[it], D, p.q_norm_w, p.eps, co, si, p.n_rot, p.neox,
-                          p.round, buf, lane);
+        rope_detail::head(p.rope.rq + (kvh * p.group + it) * D, s_rope[it], D, p.rope.q_norm_w, p.rope.eps, co, si,
+                          p.rope.n_rot, p.rope.neox, p.round, buf, lane);
       } else if (it == p.group) {
         float* kf = s_rope[kMmaDecodeMaxGroup + kMmaDecodeWarps];
-        rope_detail::head(p.rk + kvh * D, kf, D, p.k_norm_w, p.eps, co, si, p.n_rot, p.neox, p.round, buf, lane);
-        T* dst = static_cast<T*>(p.k_store) + pos * p.kv_stride + col;
+        rope_detail::head(p.rope.rk + kvh * D, kf, D, p.rope.k_norm_w, p.rope.eps, co, si, p.rope.n_rot, p.rope.neox,
+                          p.round, buf, lane);
+        T* dst = static_cast<T*>(p.rope.k_store) + pos * p.kv_stride + col;
         for (int i = lane; i < D; i += 32) dst[i] = s_new[0][i] = from_float<T>(kf[i]);
       } else {
-        T* dst = static_cast<T*>(p.v_store) + pos * p.kv_stride + col;
-        for (int i = lane; i < D; i += 32) dst[i] = s_new[1][i] = from_float<T>(p.rv[kvh * D + i]);
+        T* dst = static_cast<T*>(p.rope.v_store) + pos * p.kv_stride + col;
+        for (int i = lane; i < D; i += 32) dst[i] = s_new[1][i] = from_float<T>(p.rope.rv[kvh * D + i]);
       }
     }
     __syncthreads();

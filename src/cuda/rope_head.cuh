@@ -14,6 +14,22 @@
 
 namespace ft::cuda::rope_detail {
 
+// A decode attention kernel's rope inside (cuda::AttnArgs::qkv_raw; rq nullptr: q is roped and the
+// new key and value are in the cache): one token's raw q heads (head h at rq + h D), k heads
+// (rk + g D) and v heads (rv + g D), normed and rotated by head() below; the kernel stores the new
+// key and value into k_store / v_store (the caches) at row *d_pos. One struct for the dedicated and
+// the tensor-core decode kernels' parameters (the members, their order and offsets as each had them
+// written out: the same machine code, bench/sass_same.py, session 36).
+struct RopeInside {
+  const float *rq, *rk, *rv;
+  const float *q_norm_w, *k_norm_w;
+  float eps;
+  const float* rope_cs;
+  int n_rot;
+  bool neox;
+  void *k_store, *v_store;
+};
+
 // This lane's cos/sin pairs i = lane + 32k (k < KP) of the rope table row c (n_rot / 2 pairs).
 template <int KP>
 __device__ __forceinline__ void load_pairs(const float* c, int n_rot, int lane, float (&co)[KP], float (&si)[KP]) {
