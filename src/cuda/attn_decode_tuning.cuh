@@ -147,8 +147,12 @@ static_assert(kMmaDecodeUnit % kChunkUnit == 0, "the workspace is sized for kChu
 // kMmaDecodeUnit). Session 34 call 6: Llama-8B at a one-block plan (chunks of 256 keys at 4096)
 // 467.3 tok/s @4096 against the default plan's 461 (chunks of 128), but 379.8 @16384 against 399
 // (fewer chunks there too): a least chunk keeps the default's chunks where they are long already.
-// FT_ATTN_MMA_PLAN=PER_SM,UNIT,MIN overrides it.
-inline constexpr int64_t kMmaDecodeMinChunk = 0;
+// Session 36 (bench/session36/h200_b.sh, tg128 alternating 3 rounds, FT_ATTN_MMA_PLAN=2,128,256
+// against 0): Qwen3-30B-A3B @4096 452.55 / 449.96 / 452.28 against 449.93 / 445.22 / 445.96 (+1.0%;
+// call 1: 455.25 against 448.45), @16384 405.49 / 407.68 / 407.04 against 408.97 / 406.34 / 404.91
+// (the same); Llama-8B @4096 456.05 / 458.86 / 458.30 against 456.75 / 456.48 / 458.51 (the same).
+// FT_ATTN_MMA_PLAN=PER_SM,UNIT,MIN overrides it (MIN 0: none).
+inline constexpr int64_t kMmaDecodeMinChunk = 256;
 static_assert(kMmaDecodeMinChunk % kMmaDecodeUnit == 0, "whole units");
 
 }  // namespace ft::cuda::attn_detail

@@ -344,8 +344,8 @@ TEST(CudaAttention, DecodeKernelSweep) {
 
 // The tensor-core decode kernel (mode 3): one token, 16-bit caches, head dim 128, GQA groups
 // 1..8, live lengths around the 16-key tile, the 64-key chunk and several chunks a split, caches
-// filled to n_ctx or not, at the default plan and with a least chunk of 256 keys (fewer, longer chunks
-// below ~8k keys); groups above 8, other head dims and f32 caches fall back (checked too).
+// filled to n_ctx or not, at the default plan (a least chunk of 256 keys: fewer, longer chunks below
+// ~8k keys) and without a least chunk; groups above 8, other head dims and f32 caches fall back (checked too).
 TEST(CudaAttention, MmaDecodeMatchesRef) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(21);
@@ -361,7 +361,7 @@ TEST(CudaAttention, MmaDecodeMatchesRef) {
           if (::testing::Test::HasFatalFailure()) return;
         }
   };
-  for (int64_t min_chunk : {int64_t{-1}, int64_t{256}}) {
+  for (int64_t min_chunk : {int64_t{-1}, int64_t{0}}) {  // the default (a least chunk of 256 keys), none
     SCOPED_TRACE("least chunk " + std::to_string(min_chunk));
     attention_set_mma_decode(-1, -1, -1, min_chunk);
     sweep();
@@ -376,8 +376,8 @@ TEST(CudaAttention, MmaDecodeMatchesRef) {
 // chunk took effect. Here the kernel's own writes count its live chunks: every live chunk of every
 // query head writes its 128 partial sums and its (m, l) pair into the workspace and nothing else
 // there is written, so on a workspace poisoned with 0xFF words the words written are
-// n_head x chunks x 130. At a least chunk of 256 keys that is ceil(live / 256) chunks; the default plan
-// cuts shorter chunks at these lengths (128 keys), so more of them.
+// n_head x chunks x 130. At a least chunk of 256 keys (the default, kMmaDecodeMinChunk) that is
+// ceil(live / 256) chunks; without one the plan cuts shorter chunks at these lengths (128 keys), so more.
 TEST(CudaAttention, MmaDecodeLeastChunkTakesEffect) {
   FT_REQUIRE_GPU();
   std::mt19937 rng(23);
@@ -402,10 +402,11 @@ TEST(CudaAttention, MmaDecodeLeastChunkTakesEffect) {
       ws.download(w.data(), w.size() * 4);
       return static_cast<int64_t>(std::count_if(w.begin(), w.end(), [](uint32_t x) { return x != 0xFFFFFFFFu; }));
     };
-    const int64_t per_chunk = c.n_head * (128 + 2), least = written_words(256), dflt = written_words(-1);
+    const int64_t per_chunk = c.n_head * (128 + 2), least = written_words(256), none = written_words(0);
     EXPECT_EQ(least, per_chunk * ((live + 255) / 256)) << "chunks at a least chunk of 256 keys";
-    EXPECT_EQ(dflt % per_chunk, 0) << "the default plan wrote part of a chunk";
-    EXPECT_GT(dflt, least) << "the default plan cut no shorter chunks than the least chunk of 256 keys";
+    EXPECT_EQ(written_words(-1), least) << "the default plan (kMmaDecodeMinChunk 256) cut other chunks";
+    EXPECT_EQ(none % per_chunk, 0) << "the plan without a least chunk wrote part of a chunk";
+    EXPECT_GT(none, least) << "the plan without a least chunk cut no shorter chunks than 256 keys";
   }
 }
 
