@@ -24,8 +24,7 @@
 // persistent mma kernel (gemv_mma_persist.cu: fold warps / groups per CTA / stages).
 //
 // --tiled: the tiled layout's (cuda/nvfp4_tiled.h) one-token kernel on the dense shapes, dep mode:
-// the routed choice and gemv_mma.cu at each warps x stages (not with --no-sweep); 4 x 2 with one and two
-// tiles a CTA, dep and back to back.
+// the routed choice, dep and back to back, and gemv_mma.cu at each warps x stages (not with --no-sweep).
 //
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
@@ -299,7 +298,6 @@ struct Case {
   int nv_kernel = -1, nv_rows = 0, nv_xs = 0;  // gemv_set_nvfp4_override
   int nv_dec = 0, nv_minb = 0;                  // gemv_set_nvfp4_variant
   int nv_mma_w = 0, nv_mma_s = 0;               // gemv_set_nvfp4_mma
-  int tpc = 0;                                   // gemv_set_nvfp4_tiles_per_cta
   int nv_pg = 0, nv_ps = 0;                     // gemv_set_nvfp4_persist (nv_pg -1: persistent off)
   int sol = 0;  // the speed-of-light read of the same bytes instead of the GEMV: 1 wait first, 2 loads first
   // Each launch after quantize_act_q8 of its input, as in a decode step (the GEMV depends on the
@@ -361,7 +359,6 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_override(c.nv_kernel, c.nv_rows, c.nv_xs);
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
-  gemv_set_nvfp4_tiles_per_cta(c.tpc);
   gemv_set_nvfp4_persist(c.nv_pg, c.nv_ps);
   const int64_t tma_before = gemv_nvfp4_tma_launches();
   const int64_t mma_before = gemv_nvfp4_mma_launches(), persist_before = gemv_nvfp4_persist_launches();
@@ -441,7 +438,6 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_override(-1, 0, 0);
   gemv_set_nvfp4_variant(0, 0);
   gemv_set_nvfp4_mma(0, 0);
-  gemv_set_nvfp4_tiles_per_cta(0);
   gemv_set_nvfp4_persist(0, 0);
   const bool ran_tma = gemv_nvfp4_tma_launches() > tma_before;
   const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
@@ -487,7 +483,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   }
   if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : c.sol == 6 ? "rows" : "sol";
   if (ran_tma) plan = "n5 (bulk-copy mma)";  // gemv_mma_tma.cu at its defaults
-  if (c.tiled) plan += c.tpc > 1 ? " tiled tpc" + std::to_string(c.tpc) : " tiled";
+  if (c.tiled) plan += " tiled";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
@@ -596,15 +592,10 @@ int main(int argc, char** argv) {
         Case base{"tiled", GgmlType::NVFP4, d[0], d[1], 1};
         base.q8 = true, base.dep = true, base.tiled = true;
         cases.push_back(base);
-        // Two 16-row tiles a CTA (gemv_nvfp4_tiles_per_cta; 4 warps x 2 stages only), dep and back to back,
-        // beside one.
-        for (bool dep : {true, false})
-          for (int tpc : {1, 2}) {
-            Case c = base;
-            c.dep = dep, c.nv_mma_w = 4, c.nv_mma_s = 2, c.tpc = tpc;
-            cases.push_back(c);
-          }
-        if (!sweep) continue;  // --no-sweep: the routed choice and the tiles-a-CTA cases only
+        Case b2b = base;  // back to back: the kernel's own time, without the quantize launch between
+        b2b.dep = false;
+        cases.push_back(b2b);
+        if (!sweep) continue;  // --no-sweep: the routed choice only
         for (const Ws ws : {Ws{4, 2}, Ws{4, 3}, Ws{4, 4}, Ws{8, 2}, Ws{8, 3}, Ws{8, 4}, Ws{16, 2}}) {
           Case c = base;
           c.nv_mma_w = ws.w, c.nv_mma_s = ws.s;

@@ -113,8 +113,6 @@ void gemv_set_nvfp4_mma(int warps, int stages) {
   g_nvfp4_override.mma_stages = stages;
 }
 
-void gemv_set_nvfp4_tiles_per_cta(int tpc) { g_nvfp4_override.tpc = tpc > 0 ? tpc : 0; }
-
 // FT_GEMV_NVFP4_PERSIST=0 takes the plan without the persistent kernel (session 7's routing);
 // =1 (or F,G,S: fold warps, groups per CTA, stages) sends every shape it takes to it.
 const bool g_env_persist = [] {
@@ -181,20 +179,21 @@ const bool g_env_dense_plan = [] {
   return true;
 }();
 
-// FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S[,SMEM[,TPC]];.." (a benchmark knob): the tiled tensor-core GEMV of those
+// FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S[,SMEM];.." (a benchmark knob): the tiled tensor-core GEMV of those
 // one-token shapes at W warps and S stages (gemv_mma.cu's instances: 4 x 2 / 3 / 4, 8 x 2 / 3 / 4,
 // 16 x 2; 0: gemv_nvfp4_tiled_mma's) and at least SMEM bytes of shared memory a block (capping its blocks
 // an SM; H200 session 32 call 1: without the attention norm, Llama-8B's qkv launch held to 3-4 blocks an SM
 // decodes at 531.9 tok/s against 490.7 unheld -- released under the down projection its blocks pack onto the
-// first SMs that free up) and TPC 16-row tiles a CTA (gemv_nvfp4_tiles_per_cta); at most 8 shapes. The bits
-// depend on W only (the order the warps' sums add in), not on S, SMEM or TPC.
+// first SMs that free up); at most 8 shapes. The bits depend on W only
+// (the order the warps' sums add in), not on S or SMEM. (A fourth field, two 16-row tiles a CTA, lost 3.2% on
+// Llama-8B in H200 session 36 and was removed.)
 const bool g_env_tiled_plan = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_TILED_PLAN");
   for (const char* c = e; c != nullptr && *c != '\0' && g_nvfp4_override.n_tiled_plan < 8;) {
     long long r = 0, k = 0;
-    int w = 0, s = 0, m = 0, t = 0;
-    if (std::sscanf(c, "%lldx%lld=%d,%d,%d,%d", &r, &k, &w, &s, &m, &t) >= 4)
-      g_nvfp4_override.tiled_plan[g_nvfp4_override.n_tiled_plan++] = {r, k, w, s, m, t};
+    int w = 0, s = 0, m = 0;
+    if (std::sscanf(c, "%lldx%lld=%d,%d,%d", &r, &k, &w, &s, &m) >= 4)
+      g_nvfp4_override.tiled_plan[g_nvfp4_override.n_tiled_plan++] = {r, k, w, s, m};
     c = std::strchr(c, ';');
     if (c != nullptr) ++c;
   }

@@ -151,10 +151,6 @@ bool gemv_q8_supported(GgmlType t);
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
 // Launches on this thread whose kernel made the norm fold's producer half in its tail (tests).
 int64_t gemv_norm_fold_tails();
-// The producer tail by thread-block clusters instead of tickets (the lean dense kernel, sm_90+; off by
-// default, FT_NORM_FOLD_CLUSTER=1): process-wide, for tests and benchmarks; and its launches so far.
-void gemv_set_norm_fold_cluster(bool on);
-int64_t gemv_norm_fold_cluster_launches();
 
 // Tuning knobs for tests and benchmarks (process-wide, not thread-safe; 0 / -1 = the tuning
 // table, cuda/gemv_tuning.h): the cp.async pipeline depth (chunks in flight per warp, 1..4),

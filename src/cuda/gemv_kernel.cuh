@@ -126,17 +126,11 @@ __device__ __forceinline__ void stage_rows(uint8_t* stage, const uint8_t* w, con
 }
 
 // y = v, or y += v (an fp32 add of the rounded result, never fused with its product).
-__device__ __forceinline__ float store_out(float* y, float v, int accumulate) {
-  const float o = accumulate ? __fadd_rn(*y, v) : v;
-  *y = o;
-  return o;  // what was stored (the norm fold's cluster tail keeps it)
+__device__ __forceinline__ void store_out(float* y, float v, int accumulate) {
+  *y = accumulate ? __fadd_rn(*y, v) : v;
 }
 // y += v with y's value read earlier (GemvArgs::y_early): the same add.
-__device__ __forceinline__ float store_acc(float* y, float y_old, float v) {
-  const float o = __fadd_rn(y_old, v);
-  *y = o;
-  return o;
-}
+__device__ __forceinline__ void store_acc(float* y, float y_old, float v) { *y = __fadd_rn(y_old, v); }
 
 // A position in a warp's work list. A warp takes the row groups ("groups") gw, gw + n_w,
 // gw + 2 n_w, ... of all out rows; each group runs n_sub sub-slots (the ranks of a combined

@@ -36,13 +36,12 @@ struct Nvfp4Override {
   int expert_rows = 0, expert_minb = 0;  // FT_GEMV_NVFP4_EXPERT_PLAN=R,B: the lean expert slab launches' (0: the plan's)
   int dense_rows = 0, dense_xs = -1;  // FT_GEMV_NVFP4_DENSE_PLAN=R,X: the lean dense launches' rows, X 1 activations in smem
   int dense_minb = 0;                 // FT_GEMV_NVFP4_DENSE_PLAN=R,X,B: and their blocks an SM (4, 6, 8; 0: the plan's)
-  int tpc = 0;  // gemv_set_nvfp4_tiles_per_cta: 16-row tiles a CTA of the tiled one-token launches (0: the plan's)
-  // FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S[,SMEM[,TPC]];..": the tiled one-token mma launches of those shapes at W
-  // warps, S stages (0: the routed choice), with at least SMEM bytes of dynamic shared memory (0: what they need),
-  // which caps their blocks an SM, and TPC 16-row tiles a CTA (0: the plan's).
+  // FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S[,SMEM];..": the tiled one-token mma launches of those shapes at W warps,
+  // S stages (0: the routed choice), with at least SMEM bytes of dynamic shared memory (0: what they need), which
+  // caps their blocks an SM.
   struct TiledShape {
     int64_t rows, k;
-    int warps, stages, smem, tpc;  // tpc: 16-row tiles a CTA (0: the plan's)
+    int warps, stages, smem;
   };
   TiledShape tiled_plan[8] = {};
   int n_tiled_plan = 0;
@@ -164,9 +163,8 @@ bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
 // The tensor-core kernel (gemv_mma.cu): one token, dense, k % 256 == 0, 16-byte aligned rows;
 // false (nothing launched) for other shapes or when its shared memory does not fit.
 // smem_floor: at least that many bytes of dynamic shared memory a block (Nvfp4Override::TiledShape::smem).
-// tpc: 16-row tiles a CTA (1; 2 where the plain tiled 4-warp x 2-stage launch takes it: the same bits).
 bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream,
-                    int smem_floor = 0, int tpc = 1);
+                    int smem_floor = 0);
 // The persistent tensor-core kernel (gemv_mma_persist.cu): the same shapes and the same bits as
 // gemv_nvfp4_mma at warps = fold; CTAs of `groups` x fold warps walk the 16-row tiles.
 bool gemv_nvfp4_mma_persist(const Params& p, int64_t n_tok, bool grouped, int fold, int groups, int stages,

@@ -79,17 +79,14 @@ constexpr int kVecPerLane = kMmaVecPerLane;
 // FT_GLU_FUSED=0 / on: 461.2, 462.7 / 470.4, 470.6 and 472.9, 469.0 / 478.3, 480.8 tok/s (+1.9%).
 // The same tail per warp in the lean MoE gate|up pair (its CTAs 4 warps of 1-2 items, one wave)
 // cost more than the launch it saved (Qwen3-30B-A3B 455-475 against 471-494) and was dropped.
-// TPC (tiles a CTA, gemv_mma.cu's TPC instances): the CTA's TPC tiles lie in one 32-row block (TPC <= 2,
-// row0 and n_ff multiples of 32: the launcher's condition) and count as TPC of its 4.
-template <int TPC = 1>
 __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
-  static_assert(kRows == 16 && TPC >= 1 && TPC <= 2, "two tiles of each half a 32-row block");
+  static_assert(kRows == 16, "two tiles of each half a 32-row block");
   __shared__ unsigned s_last;
-  if (threadIdx.x < TPC * kRows) __threadfence();  // the threads that stored
+  if (threadIdx.x < kRows) __threadfence();  // the threads that stored
   __syncthreads();
   const int64_t n_ff = p.rows / 2;
   const int blk = static_cast<int>((row0 < n_ff ? row0 : row0 - n_ff) >> 5);
-  if (threadIdx.x == 0) s_last = atomicAdd(p.glu_count + blk, static_cast<unsigned>(TPC)) == 4u - TPC;
+  if (threadIdx.x == 0) s_last = atomicAdd(p.glu_count + blk, 1u) == 3u;
   __syncthreads();
   if (s_last == 0 || threadIdx.x >= 32) return;
   __threadfence();
@@ -123,18 +120,16 @@ __device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0) {
 // build), 2 the producer (Params::nq_count: mma_nq_tail). Own instances, so the plain ones keep their
 // code: with the fold's code in the shared instances (runtime-tested, unused) Llama-8B decoded 496 tok/s
 // against main's 518 before it (H200 session 33 call 2, tg128 alternating).
-// TPC (tiled, plain, p.rows % 16 == 0): a CTA owns TPC consecutive 16-row tiles instead of one; its warps
-// stream the tiles' steps through one ring (tile after tile, each warp the same steps of each tile as at
-// TPC 1), so every row sums the same terms in the same order: the same bits. What changes is the CTA's
-// fixed work -- the activation row's build, the PDL wait, the ring's fill -- paid once for TPC tiles, and
-// the grid (Llama-8B's gate|up: 1,792 CTAs are 1.7 waves at 8 an SM, 896 one).
-template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, int TPC = 1>
+// Two 16-row tiles a CTA (the plain tiled instance at 4 warps x 2 stages, the same bits: the activation
+// row's build, PDL wait and ring fill paid once for two tiles) lost: H200 session 36 call 1, Llama-8B tg128
+// alternating, 500.58 / 496.62 against 515.96 / 514.37 tok/s (-3.2%), slower on every shape alone
+// (28672x4096 back to back 22.85 against 20.05 us). Removed in session 37.
+template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
-  static_assert(TPC == 1 || (TILED && !YE && FOLD == 0 && TPC <= 2), "TPC > 1: the plain tiled instance");
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * (kRows * TPC);
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int nb = static_cast<int>(p.k / 64), n_steps = nb / kStepBlocks;
   // The tile's bytes start here in both layouts; TILED (nvfp4_tiled.h): its step s is the
   // contiguous 2304 bytes at s * kStageBytes, laid out as the stage (rows 144 bytes apart).
@@ -154,27 +149,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   }
   // The i-th step of this warp is step warp + NW * i of the row.
   const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
-  // TPC: the CTA's tiles (the last CTA may have fewer); the warp's i-th step overall is its step
-  // i % my_steps of tile i / my_steps, whose 16 rows start n_steps stages further (tiled layout).
-  int n_tiles = 1;
-  if constexpr (TPC > 1) {
-    const int64_t tiles_left = (rows_left + kRows - 1) / kRows;
-    n_tiles = tiles_left < TPC ? static_cast<int>(tiles_left) : TPC;
-  }
-  const int my_total = my_steps * n_tiles;
-  int iss_t = 0, iss_i = 0;  // TPC: the tile and step of the next issue (issue runs in order)
   auto issue = [&](int i) {
-    if constexpr (TPC > 1) {
-      if (i < my_total) {
-        const uint8_t* src =
-            wbase + (static_cast<int64_t>(iss_t) * n_steps + warp + NW * iss_i) * static_cast<int64_t>(kStageBytes);
-        uint8_t* dst = stages + (i % NS) * kStageBytes;
-#pragma unroll
-        for (int v = 0; v < kVecPerLane; ++v)
-          if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + src_off[v]);
-        if (++iss_i == my_steps) iss_i = 0, ++iss_t;
-      }
-    } else if (i < my_steps) {
+    if (i < my_steps) {
       const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * (TILED ? kStageBytes : kRowStep);
       uint8_t* dst = stages + (i % NS) * kStageBytes;
 #pragma unroll
@@ -188,13 +164,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // the wait; the activations only after it.
 #pragma unroll
   for (int i = 0; i < NS - 1; ++i) issue(i);
-  float rs;  // a weight: before the wait
-  if constexpr (TPC > 1)
-    rs = p.rs_early && p.row_scale != nullptr && threadIdx.x < TPC * kRows && row0 + threadIdx.x < p.rows
-             ? p.row_scale[row0 + threadIdx.x]
-             : 1.0f;
-  else
-    rs = mma_row_scale_early(p, row0);
+  const float rs = mma_row_scale_early(p, row0);  // a weight: before the wait
   float y_old = 0.0f;
   if constexpr (YE) {
     if (threadIdx.x < kRows && row0 + static_cast<int64_t>(threadIdx.x) < p.rows) y_old = p.y[row0 + threadIdx.x];
@@ -240,74 +210,43 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
   float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
   float* red = reinterpret_cast<float*>(smem + sm.red);
-  if constexpr (TPC > 1) {
-    // The same steps as below, tile after tile; a tile's row sums reduced as after the loop below, into its
-    // own rows of red (tile t, warp w: row r at (t NW + w) 16 + r).
-    int i = 0, t = 0;
-    for (int q = 0; q < my_total; ++q) {
-      cp_async_wait(NS - 2);
-      __syncwarp();
-      issue(q + NS - 1);
-      const uint8_t* st = stages + (q % NS) * kStageBytes;
-      mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
-      if (++i == my_steps) {
-        mma_warp_rows_out(acc0, acc8, g, c, red, t * NW + warp);
-        acc0 = acc8 = 0.0f;
-        i = 0, ++t;
-      }
-    }
-    cp_async_wait(0);
-    if (my_steps == 0 && c == 0) {  // a warp with no steps (k short of NW steps) adds zeros
-      for (int tt = 0; tt < n_tiles; ++tt) red[(tt * NW + warp) * kRows + g] = red[(tt * NW + warp) * kRows + g + 8] = 0.0f;
-    }
-    __syncthreads();
-    if (threadIdx.x < n_tiles * kRows) {
-      const int tt = static_cast<int>(threadIdx.x) / kRows, r = static_cast<int>(threadIdx.x) % kRows;
-      const int64_t row = row0 + threadIdx.x;
-      const float v = mma_rows_sum(red, tt * NW, NW, r);
-      const float s = mma_row_scale(p, rs, row);
-      store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
-    }
-    if (p.glu_count != nullptr) mma_glu_tail<TPC>(p, row0);
-  } else {
-    for (int i = 0; i < my_steps; ++i) {
-      cp_async_wait(NS - 2);
-      __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
-      issue(i + NS - 1);
-      const uint8_t* st = stages + (i % NS) * kStageBytes;
-      // Tiled: one m16n8k32 per tile half pair, not two m16n8k16 (mma_step_acc's K32, the same int32
-      // sums). H200 session 30 call 1, Llama-8B tg128 alternating (FT_MMA_K32=1, a switch then): 509.75 /
-      // 511.02 / 509.67 against 495.44 / 498.72 / 496.56 tok/s (+2.7%), the same 64 greedy tokens; on the
-      // bulk-copy qkv instance (gemv_mma_tma.cu, Qwen3-30B-A3B) 526.6 against 527.7 on average (not taken).
-      mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
-    }
-    cp_async_wait(0);
-
-    // Row sums: the 4 lanes of a row, then the warps in order.
-    mma_warp_rows_out(acc0, acc8, g, c, red, warp);
-    __syncthreads();
-    if (threadIdx.x < kRows) {
-      const int r = static_cast<int>(threadIdx.x);
-      const int64_t row = row0 + r;
-      if (row < p.rows) {
-        const float v = mma_rows_sum(red, 0, NW, r);
-        const float s = mma_row_scale(p, rs, row);
-        if constexpr (YE)
-          store_acc(p.y + row, y_old, round_to(p.round, __fmul_rn(v, s)));
-        else
-          store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
-      }
-    }
-    if (p.glu_count != nullptr) mma_glu_tail(p, row0);
-    if constexpr ((FOLD & 2) != 0) mma_nq_tail(p, row0);
+  for (int i = 0; i < my_steps; ++i) {
+    cp_async_wait(NS - 2);
+    __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
+    issue(i + NS - 1);
+    const uint8_t* st = stages + (i % NS) * kStageBytes;
+    // Tiled: one m16n8k32 per tile half pair, not two m16n8k16 (mma_step_acc's K32, the same int32
+    // sums). H200 session 30 call 1, Llama-8B tg128 alternating (FT_MMA_K32=1, a switch then): 509.75 /
+    // 511.02 / 509.67 against 495.44 / 498.72 / 496.56 tok/s (+2.7%), the same 64 greedy tokens; on the
+    // bulk-copy qkv instance (gemv_mma_tma.cu, Qwen3-30B-A3B) 526.6 against 527.7 on average (not taken).
+    mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
+  cp_async_wait(0);
+
+  // Row sums: the 4 lanes of a row, then the warps in order.
+  mma_warp_rows_out(acc0, acc8, g, c, red, warp);
+  __syncthreads();
+  if (threadIdx.x < kRows) {
+    const int r = static_cast<int>(threadIdx.x);
+    const int64_t row = row0 + r;
+    if (row < p.rows) {
+      const float v = mma_rows_sum(red, 0, NW, r);
+      const float s = mma_row_scale(p, rs, row);
+      if constexpr (YE)
+        store_acc(p.y + row, y_old, round_to(p.round, __fmul_rn(v, s)));
+      else
+        store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
+    }
+  }
+  if (p.glu_count != nullptr) mma_glu_tail(p, row0);
+  if constexpr ((FOLD & 2) != 0) mma_nq_tail(p, row0);
 }
 
-std::atomic<int64_t> g_mma_launches{0}, g_mma_tpc_launches{0};
+std::atomic<int64_t> g_mma_launches{0};
 
-template <int NW, int NS, int TPC = 1>
+template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
-  MmaSmem sm = mma_smem(p.k, NW, NS, TPC * NW * kRows * 4);
+  MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
   if (smem_floor > sm.total) sm.total = smem_floor;
   if (sm.total > max_smem_optin()) return false;
   const bool ye = p.tiled && p.accumulate && p.y_early;
@@ -316,27 +255,17 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   // gets norm_fold_produce after it).
   const bool cons = p.norm_part != nullptr, prod = p.nq_count != nullptr && ye;
   if (cons && (!p.tiled || ye || p.nq_count != nullptr)) return false;
-  if constexpr (TPC > 1) {
-    auto kernel = nvfp4_mma_kernel<NW, NS, true, false, 0, TPC>;
-    static std::atomic<uint64_t> cache{0};
-    if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
-    const int64_t tiles = p.rows / kRows;
-    const dim3 grid(static_cast<unsigned>((tiles + TPC - 1) / TPC));
-    launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
-    g_mma_tpc_launches.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    auto kernel = prod      ? nvfp4_mma_kernel<NW, NS, true, true, 2>
-                  : cons    ? nvfp4_mma_kernel<NW, NS, true, false, 1>
-                  : ye      ? nvfp4_mma_kernel<NW, NS, true, true>
-                  : p.tiled ? nvfp4_mma_kernel<NW, NS, true>
-                            : nvfp4_mma_kernel<NW, NS, false>;
-    static std::atomic<uint64_t> cache[5] = {0, 0, 0, 0, 0};
-    const int ci = prod ? 4 : cons ? 3 : ye ? 2 : p.tiled ? 1 : 0;
-    if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
-      return false;
-    const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
-    launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
-  }
+  auto kernel = prod      ? nvfp4_mma_kernel<NW, NS, true, true, 2>
+                : cons    ? nvfp4_mma_kernel<NW, NS, true, false, 1>
+                : ye      ? nvfp4_mma_kernel<NW, NS, true, true>
+                : p.tiled ? nvfp4_mma_kernel<NW, NS, true>
+                          : nvfp4_mma_kernel<NW, NS, false>;
+  static std::atomic<uint64_t> cache[5] = {0, 0, 0, 0, 0};
+  const int ci = prod ? 4 : cons ? 3 : ye ? 2 : p.tiled ? 1 : 0;
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
+    return false;
+  const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
+  launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
   if (prod) note_nq_tail();
   return true;
@@ -345,17 +274,12 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
 }  // namespace
 
 bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int stages, cudaStream_t stream,
-                    int smem_floor, int tpc) {
+                    int smem_floor) {
   const int64_t nb = p.k / 64;
   // One token, dense, whole steps, 16-byte aligned rows, 32-bit load offsets.
   if (grouped || n_tok != 1 || nb % kStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0 ||
       p.row_bytes % 16 != 0 || p.row_bytes * kRows > (int64_t{1} << 30))
     return false;
-  // Two tiles a CTA: the plain tiled launch at 4 warps x 2 stages, whole tiles, and with the SwiGLU tail
-  // both tiles in one 32-row block of one half (gemv_nvfp4_tiles_per_cta); else one.
-  if (tpc == 2 && warps == 4 && stages == 2 && p.tiled && !(p.accumulate && p.y_early) && p.norm_part == nullptr &&
-      p.nq_count == nullptr && p.rows % kRows == 0 && (p.glu_count == nullptr || (p.rows / 2) % 32 == 0))
-    return launch_mma<4, 2, 2>(p, stream, smem_floor);
   switch (warps * 10 + stages) {
     case 42: return launch_mma<4, 2>(p, stream, smem_floor);
     case 43: return launch_mma<4, 3>(p, stream, smem_floor);
@@ -371,5 +295,4 @@ bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int
 
 namespace ft::cuda {
 int64_t gemv_nvfp4_mma_launches() { return gemv_detail::g_mma_launches.load(std::memory_order_relaxed); }
-int64_t gemv_nvfp4_tpc_launches() { return gemv_detail::g_mma_tpc_launches.load(std::memory_order_relaxed); }
 }  // namespace ft::cuda

@@ -677,19 +677,16 @@ bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
     int warps = 0, stages = 0;
     gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
     int smem_floor = gemv_nvfp4_tiled_floor(p.rows, warps, p.after_gemv != 0);
-    int tpc = gemv_nvfp4_tiles_per_cta(p.rows, p.k, warps, stages);
     for (int i = 0; i < over.n_tiled_plan; ++i) {  // FT_GEMV_NVFP4_TILED_PLAN
       const Nvfp4Override::TiledShape& t = over.tiled_plan[i];
       if (t.rows != p.rows || t.k != p.k) continue;
       if (t.warps > 0) warps = t.warps;
       if (t.stages > 0) stages = t.stages;
       smem_floor = t.smem;
-      if (t.tpc > 0) tpc = t.tpc;
     }
     if (over.mma_warps > 0) warps = over.mma_warps;
     if (over.mma_stages > 0) stages = over.mma_stages;
-    if (over.tpc > 0) tpc = over.tpc;
-    if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream, smem_floor, tpc)) return true;
+    if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream, smem_floor)) return true;
   }
   if (mma_only) return false;
   // The slab kernel at the plan's rows (at least 2 for several tokens; 16 / R groups a tile).

@@ -21,8 +21,6 @@
 // re-create). Call 2: the expert launches 10.4 and 8.4 us, Qwen3-30B-A3B tg128 +8.1%. Call 7
 // (bench/sass_mix.py): the gate|up launch still runs 4.85 M instructions with its routing (789 an
 // item; ~20% fewer than the slab kernel's), part of the table still copied from a uniform register.
-#include <cooperative_groups.h>
-
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -30,7 +28,6 @@
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
 #include "cuda/cp_async.cuh"
-#include "cuda/device.h"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
@@ -43,7 +40,6 @@ namespace ft::cuda::gemv_detail {
 namespace {
 
 using namespace q8_detail;
-namespace cg = cooperative_groups;
 
 // kBlockBytes, kSlabBytes, kPackWarpBytes (the packed kernel's shared memory a warp, kept so that
 // the same CTAs fit an SM): gemv_nvfp4_dot.cuh.
@@ -86,16 +82,11 @@ struct SlotScale<true> {
 // NQ (dense; Params::nq_count): the norm fold's producer tail (after the loop below); its own
 // instances, so the plain ones keep their code (the tail in the shared instance slowed Llama-8B's
 // decode: H200 session 33 calls 1-2, see gemv_mma.cu's FOLD).
-// NQC (with NQ; sm_90+, launched in clusters of 32 / (kWarps R) CTAs, one item a warp: a cluster's CTAs
-// hold one 32-row block): the block's rows meet in the cluster's shared memory instead of the ticket
-// and the read-back from L2 -- a cluster barrier, then the first CTA's first warp reads the 32 values
-// from its siblings (distributed shared memory) and writes the block as the ticket's winner does, the
-// same bytes. Why: H200 session 33 put the FFN fold's cost in that tail (an atomic round trip, then an
-// L2 read of the block, on the critical path of wo); not measured yet (FT_NORM_FOLD_CLUSTER).
-template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false, bool NQ = false,
-          bool NQC = false>
+// The tail by thread-block clusters instead (a 32-row block's CTAs meeting in distributed shared memory, no
+// ticket, no L2 read-back; the same bytes) lost: H200 session 36 call 1, Llama-8B tg128 alternating with the
+// FFN fold on, 495.67 / 498.46 against the ticket's 508.99 / 505.52 tok/s (-2.1%). Removed in session 37.
+template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false, bool NQ = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
-  static_assert(!NQC || (NQ && !GROUPED && 32 % (kWarps * R) == 0), "the cluster tail: dense, whole blocks");
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
   static_assert(!ROUTE || GROUPED, "a routing needs the grouped mode");
   static_assert(!XR || ROUTE, "activations in registers only with a routing (one token)");
@@ -104,7 +95,6 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   constexpr int kV = (R * kNv + 31) / 32;  // vectors a lane
   constexpr int kStage = R * kSlabBytes;
   extern __shared__ __align__(16) uint8_t smem[];
-  __shared__ float s_nq[NQC ? kWarps * R : 1];  // NQC: the CTA's final rows, for the cluster's tail
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   uint8_t* xs = smem;
   const int ne = ROUTE ? p.route_n_expert : 0;
@@ -266,8 +256,10 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
         if (lane == r && r < m.nr) {
           float* y = p.y + (m.half ? p.y2_off : 0) + static_cast<int64_t>(m.out) * p.ldy + m.row0 + r;
           const float v = round_to(p.round, __fmul_rn(acc[r][0], s[r]));
-          const float o = y_pre && first ? store_acc(y, y_old, v) : store_out(y, v, p.accumulate);
-          if constexpr (NQC) s_nq[warp * R + r] = o;  // the stored value, kept for the cluster's tail
+          if (y_pre && first)
+            store_acc(y, y_old, v);
+          else
+            store_out(y, v, p.accumulate);
         }
       first = false;
     }
@@ -284,20 +276,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   // A CTA whose warps hold one item each (its 4R rows: a quarter, half or whole of a block) counts
   // once for them all after a barrier; others warp by warp. (The same speed on Llama-8B's wo: H200
   // session 33 call 2, tg128 alternating, per CTA 507.4 / 509.8 / 509.5, per warp 509.2 / 508.2 / 508.9.)
-  if constexpr (NQC) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    // One item a warp (the launcher's condition), so this CTA's rows are s_nq[0 .. kWarps R) and its
-    // cluster's CTAs, ranked by blockIdx.x, the block's consecutive rows.
-    constexpr int kPer = kWarps * R;
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync();  // every CTA's rows in its shared memory (release / acquire)
-    if (cl.block_rank() == 0 && warp == 0) {
-      const float y = *cl.map_shared_rank(s_nq + lane % kPer, lane / kPer);
-      norm_fold::block_warp(y, p.nq_w, static_cast<int>(blockIdx.x * kPer) >> 5, p.rows, p.nq_xq, p.nq_part);
-    }
-    cl.sync();  // no CTA leaves while the first reads its shared memory
-#endif
-  } else if constexpr (!GROUPED && NQ) {
+  if constexpr (!GROUPED && NQ) {
     {
       const int n_full = static_cast<int>(blockIdx.x + 1) * kWarps;
       if (n_items <= n_w && n_full <= n_items) {  // uniform in the CTA: no warp left early
@@ -446,38 +425,21 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 // ---- launch ---------------------------------------------------------------------------------
 
-std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0}, g_cluster_launches{0};
-
-// The norm fold's producer tail by clusters (NQC) where it can take a launch: FT_NORM_FOLD_CLUSTER=1 or
-// gemv_set_norm_fold_cluster (off by default: not measured yet).
-std::atomic<int> g_nq_cluster{[] {
-  const char* e = std::getenv("FT_NORM_FOLD_CLUSTER");
-  return e != nullptr && *e == '1' ? 1 : 0;
-}()};
+std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
 
 template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false,
-          bool NQ = false, bool NQC = false>
+          bool NQ = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, NQ, NQC>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, NQ>;
   static std::atomic<uint64_t> cache{0};
   const size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
                       (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
   const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (ctas < 1) return false;
   const dim3 grid = warp_grid(p.n_rg * n_out, ctas);
-  if constexpr (NQC) {
-    // One item a warp, so that a cluster of 32 / (kWarps R) CTAs holds one 32-row block; else the ticket's
-    // instance takes it (the caller's fallback).
-    constexpr unsigned kCluster = 32 / (kWarps * R);
-    if (n_out != 1 || static_cast<int64_t>(grid.x) * kWarps != p.n_rg || grid.x % kCluster != 0 || p.rows % 32 != 0)
-      return false;
-    launch_pdl_cluster(kernel, grid, dim3(kWarps * 32), smem, s, kCluster, p, nb, xs_row);
-    g_cluster_launches.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    launch_pdl(kernel, grid, dim3(kWarps * 32), smem, s, p, nb, xs_row);
-  }
+  launch_pdl(kernel, grid, dim3(kWarps * 32), smem, s, p, nb, xs_row);
   (GROUPED ? g_expert_launches : g_dense_launches).fetch_add(1, std::memory_order_relaxed);
   if (NQ) note_nq_tail();
   return true;
@@ -568,15 +530,6 @@ bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl,
       p.row_bytes * 4 > (int64_t{1} << 30))
     return false;
   const int n = static_cast<int>(nb);
-  // sm_90+ (bulk_copy_supported: clusters too).
-  if (p.nq_count != nullptr && g_nq_cluster.load(std::memory_order_relaxed) != 0 && bulk_copy_supported() && !xs) {
-    // The cluster tail's instances: the plan's global-activation forms of 1 and 2 rows a warp.
-    const int key = pl.rows * 100 + pl.minb * 10;
-    if ((key == 280 && slab_lean<2, 8, false, false, false, false, false, true, true>(p, 1, n, 0, stream)) ||
-        (key == 180 && slab_lean<1, 8, false, false, false, false, false, true, true>(p, 1, n, 0, stream)) ||
-        (key == 240 && slab_lean<2, 4, false, false, false, false, false, true, true>(p, 1, n, 0, stream)))
-      return true;
-  }
   return p.nq_count != nullptr ? dense_lean<true>(p, n, pl, xs, xs_row, stream)
                                 : dense_lean<false>(p, n, pl, xs, xs_row, stream);
 }
@@ -587,6 +540,4 @@ namespace ft::cuda {
 int64_t gemv_nvfp4_route_launches() { return gemv_detail::g_route_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_lean_dense_launches() { return gemv_detail::g_dense_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_experts_launches() { return gemv_detail::g_expert_launches.load(std::memory_order_relaxed); }
-int64_t gemv_norm_fold_cluster_launches() { return gemv_detail::g_cluster_launches.load(std::memory_order_relaxed); }
-void gemv_set_norm_fold_cluster(bool on) { gemv_detail::g_nq_cluster.store(on ? 1 : 0, std::memory_order_relaxed); }
 }  // namespace ft::cuda

@@ -222,14 +222,6 @@ inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stage
   if (warps == 8 && k / 256 >= 7 * 8) stages = 4;
 }
 
-// 16-row tiles a CTA of the tiled one-token launch (gemv_mma.cu's TPC; 2 only at 4 warps x 2 stages, the
-// same bits): one CTA's build of the activation row, PDL wait and ring fill for two tiles, and Llama-8B's
-// gate|up (1,792 tiles) in one wave at 8 CTAs an SM instead of 1.7. Not measured yet: 1 everywhere.
-inline int gemv_nvfp4_tiles_per_cta(int64_t rows, int64_t k, int warps, int stages) {
-  (void)rows, (void)k, (void)warps, (void)stages;
-  return 1;
-}
-
 // A tiled one-token launch released under a large GEMV (GemvArgs::after_gemv): at least this much
 // dynamic shared memory a CTA -- at most 4 CTAs an SM -- where its tiles fit one wave at 4 an SM.
 // Why: PDL places the CTAs of a launch released under the down projection as that launch's CTAs
@@ -347,10 +339,6 @@ void gemv_set_nvfp4_mma(int warps, int stages);
 void gemv_set_nvfp4_persist(int groups, int stages);
 // Launches of the mma kernel so far (tests and benchmarks check that it ran).
 int64_t gemv_nvfp4_mma_launches();
-// Forces the tiled one-token launches' 16-row tiles a CTA (1, 2; 0 = the plan's, gemv_nvfp4_tiles_per_cta).
-void gemv_set_nvfp4_tiles_per_cta(int tpc);
-// Launches of the mma kernel with two tiles a CTA so far (counted in gemv_nvfp4_mma_launches too).
-int64_t gemv_nvfp4_tpc_launches();
 // Grouped gate/up pairs (GemvArgs::w_pair) launched as one slab kernel so far.
 int64_t gemv_nvfp4_pair_launches();
 // Launches of the persistent mma kernel so far.

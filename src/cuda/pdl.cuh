@@ -97,21 +97,15 @@ __device__ __forceinline__ void pdl_trigger() {
 // (the switch exists to measure the gain and to rule PDL out when chasing a race).
 bool pdl_enabled();
 
-// launch_pdl with the grid in thread-block clusters of `cluster` CTAs along x (sm_90+; grid.x a
-// multiple of it; 0 or 1: none): the cluster's CTAs run at once on one GPC and reach each other's
-// shared memory.
+// Launches kernel with programmatic stream serialization where pdl_enabled(): it may start while the
+// launch before it on s is still running, and waits for it at its pdl_wait().
 template <class... Params, class... Args>
-void launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, unsigned cluster,
-                        Args&&... args) {
-  cudaLaunchAttribute attr[2];
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  cudaLaunchAttribute attr[1];
   unsigned n = 0;
   if (pdl_enabled()) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (cluster > 1) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n++].val.clusterDim = {cluster, 1, 1};
   }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
@@ -121,11 +115,6 @@ void launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t
   cfg.attrs = attr;
   cfg.numAttrs = n;
   FT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
-}
-
-template <class... Params, class... Args>
-void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
-  launch_pdl_cluster(kernel, grid, block, smem, s, 0, std::forward<Args>(args)...);
 }
 
 }  // namespace ft::cuda

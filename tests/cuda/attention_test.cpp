@@ -376,7 +376,7 @@ TEST(CudaAttention, MmaDecodeMatchesRef) {
 // chunk took effect. Here the kernel's own writes count its live chunks: every live chunk of every
 // query head writes its 128 partial sums and its (m, l) pair into the workspace and nothing else
 // there is written, so on a workspace poisoned with 0xFF words the words written are
-// n_head x chunks x 130. At a least chunk of 256 keys (the default, kMmaDecodeMinChunk) that is
+// n_head x chunks x 130. At a least chunk of 256 keys (kMmaDecodeMinChunk's default) that is
 // ceil(live / 256) chunks; without one the plan cuts shorter chunks at these lengths (128 keys), so more.
 TEST(CudaAttention, MmaDecodeLeastChunkTakesEffect) {
   FT_REQUIRE_GPU();
@@ -404,7 +404,9 @@ TEST(CudaAttention, MmaDecodeLeastChunkTakesEffect) {
     };
     const int64_t per_chunk = c.n_head * (128 + 2), least = written_words(256), none = written_words(0);
     EXPECT_EQ(least, per_chunk * ((live + 255) / 256)) << "chunks at a least chunk of 256 keys";
-    EXPECT_EQ(written_words(-1), least) << "the default plan (kMmaDecodeMinChunk 256) cut other chunks";
+    // The default plan is kMmaDecodeMinChunk's, whatever the tuning table sets it to.
+    EXPECT_EQ(written_words(-1), written_words(attn_detail::kMmaDecodeMinChunk))
+        << "the default plan is not the least chunk of kMmaDecodeMinChunk keys";
     EXPECT_EQ(none % per_chunk, 0) << "the plan without a least chunk wrote part of a chunk";
     EXPECT_GT(none, least) << "the plan without a least chunk cut no shorter chunks than 256 keys";
   }
