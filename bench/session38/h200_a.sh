@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran on an H100 (session 38 call 1: the H200 was not lent); FT_NORM_FOLD_WIDE and its kernel were removed after it
+# (no faster than the ticket tail: benches/h200.md, session 38).
 # Session 38 call 1: the GPU tests of what sessions 37-38 changed (two tiles a CTA and the cluster tail
 # gone; the norm fold's wide tail new: CudaNormFold.ProducerTailsEqualTheLaunch runs it), then Llama-8B
 # tg128, 2 rounds alternating: the default; wo on the tiled tensor-core kernel (FT_NVFP4_TILE=all; session 19

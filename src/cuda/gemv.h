@@ -151,10 +151,6 @@ bool gemv_q8_supported(GgmlType t);
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
 // Launches on this thread whose kernel made the norm fold's producer half in its tail (tests).
 int64_t gemv_norm_fold_tails();
-// The lean dense kernel's producer tail with a 32-row block a CTA (16 warps; no ticket, no read-back;
-// off by default, FT_NORM_FOLD_WIDE=1): process-wide, for tests and benchmarks; and its launches so far.
-void gemv_set_norm_fold_wide(bool on);
-int64_t gemv_norm_fold_wide_launches();
 
 // Tuning knobs for tests and benchmarks (process-wide, not thread-safe; 0 / -1 = the tuning
 // table, cuda/gemv_tuning.h): the cp.async pipeline depth (chunks in flight per warp, 1..4),

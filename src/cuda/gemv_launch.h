@@ -103,14 +103,14 @@ int cached_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t>
   return blocks;
 }
 
-// The grid of a warp-per-item kernel (cta_warps warps a CTA, `ctas` CTAs an SM resident): as many
+// The grid of a warp-per-item kernel (kWarps warps a CTA, `ctas` CTAs an SM resident): as many
 // warps as fit at once, fewer when that balances the items better (every warp gets the same
 // number, +-1). The generic, slab, packed and lean kernels all launch this way.
-inline dim3 warp_grid(int64_t n_items, int ctas, int cta_warps = kWarps) {
-  const int64_t w_max = static_cast<int64_t>(ctas) * sm_count() * cta_warps;
+inline dim3 warp_grid(int64_t n_items, int ctas) {
+  const int64_t w_max = static_cast<int64_t>(ctas) * sm_count() * kWarps;
   const int64_t per_warp = (n_items + w_max - 1) / w_max;
   const int64_t warps = (n_items + per_warp - 1) / per_warp;
-  return dim3(static_cast<unsigned>((warps + cta_warps - 1) / cta_warps));
+  return dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps));
 }
 
 // Launches gemv_kernel<Policy, NT, R> on p (plan fields lpr_log2, stages, cbp, chunk_* set)

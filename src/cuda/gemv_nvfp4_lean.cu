@@ -85,18 +85,11 @@ struct SlotScale<true> {
 // The tail by thread-block clusters instead (a 32-row block's CTAs meeting in distributed shared memory, no
 // ticket, no L2 read-back; the same bytes) lost: H200 session 36 call 1, Llama-8B tg128 alternating with the
 // FFN fold on, 495.67 / 498.46 against the ticket's 508.99 / 505.52 tok/s (-2.1%). Removed in session 37.
-// W: warps a CTA (kWarps but for the wide tail). Wide (NQ, dense, W R = 32, one item a warp -- the
-// launcher's condition): a CTA holds one whole 32-row block, so its tail needs no ticket and no L2
-// read-back: the warps leave their final rows in shared memory, and after a barrier warp 0 writes
-// the block as the ticket's winner does (the same bytes). Why: the ticket tail (an atomic round trip,
-// then an L2 read of the block, on wo's critical path) is what made the FFN fold lose 1.5% (H200
-// session 36 call 1), and the cluster form lost more (its placement); not measured yet
-// (FT_NORM_FOLD_WIDE=1 with FT_NORM_FOLD=3; bench/session38/h200_a.sh).
-template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false, bool NQ = false,
-          int W = kWarps>
-__global__ void __launch_bounds__(W * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
-  constexpr bool kWide = NQ && !GROUPED && W * R == 32;
-  static_assert(W == kWarps || kWide, "other warp counts only for the wide tail");
+// A CTA of 16 warps holding a whole 32-row block (its rows meeting in shared memory: no ticket, no read-back)
+// was no faster than the ticket: H100 session 38 call 1, Llama-8B tg128 alternating, 440.52 / 442.14 against
+// 440.84 / 439.76 tok/s, both below the default's 445.74 / 445.17 (the FFN norm as a launch). Removed.
+template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false, bool NQ = false>
+__global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
   static_assert(!ROUTE || GROUPED, "a routing needs the grouped mode");
   static_assert(!XR || ROUTE, "activations in registers only with a routing (one token)");
@@ -105,13 +98,12 @@ __global__ void __launch_bounds__(W * 32, MINB) lean_slab_kernel(const Params p,
   constexpr int kV = (R * kNv + 31) / 32;  // vectors a lane
   constexpr int kStage = R * kSlabBytes;
   extern __shared__ __align__(16) uint8_t smem[];
-  __shared__ float s_nq[kWide ? 32 : 1];  // kWide: the CTA's final rows, for its tail
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   uint8_t* xs = smem;
   const int ne = ROUTE ? p.route_n_expert : 0;
   int32_t* sids = reinterpret_cast<int32_t*>(smem + 8 * ne);  // ROUTE: the routed ids, then weights
   uint8_t* ring = smem + (XS ? xs_row : 0) + (ROUTE ? route_smem_bytes(ne) : 0) + warp * (2 * kStage);
-  const int gw = static_cast<int>(blockIdx.x) * W + warp, n_w = static_cast<int>(gridDim.x) * W;
+  const int gw = static_cast<int>(blockIdx.x) * kWarps + warp, n_w = static_cast<int>(gridDim.x) * kWarps;
   const int n_rg = static_cast<int>(p.n_rg), n_items = n_rg * static_cast<int>(p.n_out);
   const int n_slabs = (nb + kSlabBlocks - 1) / kSlabBlocks;
   const int my_items = gw < n_items ? (n_items - gw + n_w - 1) / n_w : 0;
@@ -267,15 +259,10 @@ __global__ void __launch_bounds__(W * 32, MINB) lean_slab_kernel(const Params p,
         if (lane == r && r < m.nr) {
           float* y = p.y + (m.half ? p.y2_off : 0) + static_cast<int64_t>(m.out) * p.ldy + m.row0 + r;
           const float v = round_to(p.round, __fmul_rn(acc[r][0], s[r]));
-          if constexpr (kWide) {  // store_acc / store_out's value, kept for the tail
-            const float o = y_pre && first ? __fadd_rn(y_old, v) : p.accumulate ? __fadd_rn(*y, v) : v;
-            *y = o;
-            s_nq[warp * R + r] = o;
-          } else if (y_pre && first) {
+          if (y_pre && first)
             store_acc(y, y_old, v);
-          } else {
+          else
             store_out(y, v, p.accumulate);
-          }
         }
       first = false;
     }
@@ -292,10 +279,7 @@ __global__ void __launch_bounds__(W * 32, MINB) lean_slab_kernel(const Params p,
   // A CTA whose warps hold one item each (its 4R rows: a quarter, half or whole of a block) counts
   // once for them all after a barrier; others warp by warp. (The same speed on Llama-8B's wo: H200
   // session 33 call 2, tg128 alternating, per CTA 507.4 / 509.8 / 509.5, per warp 509.2 / 508.2 / 508.9.)
-  if constexpr (kWide) {
-    __syncthreads();  // every warp's rows in s_nq
-    if (warp == 0) norm_fold::block_warp(s_nq[lane], p.nq_w, static_cast<int>(blockIdx.x), p.rows, p.nq_xq, p.nq_part);
-  } else if constexpr (!GROUPED && NQ) {
+  if constexpr (!GROUPED && NQ) {
     {
       const int n_full = static_cast<int>(blockIdx.x + 1) * kWarps;
       if (n_items <= n_w && n_full <= n_items) {  // uniform in the CTA: no warp left early
@@ -444,32 +428,21 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 // ---- launch ---------------------------------------------------------------------------------
 
-std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0}, g_wide_launches{0};
-
-// The norm fold's wide producer tail (16 warps a CTA) where it can take a launch: FT_NORM_FOLD_WIDE=1 or
-// gemv_set_norm_fold_wide (off by default: not measured yet).
-std::atomic<int> g_nq_wide{[] {
-  const char* e = std::getenv("FT_NORM_FOLD_WIDE");
-  return e != nullptr && *e == '1' ? 1 : 0;
-}()};
+std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
 
 template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false,
-          bool NQ = false, int W = kWarps>
+          bool NQ = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, NQ, W>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, NQ>;
   static std::atomic<uint64_t> cache{0};
-  const size_t smem = static_cast<size_t>(W) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
+  const size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
                       (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
-  const int ctas = cached_ctas_per_sm(kernel, smem, W * 32, cache);
+  const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (ctas < 1) return false;
-  const dim3 grid = warp_grid(p.n_rg * n_out, ctas, W);
-  if constexpr (W != kWarps) {  // the wide tail: one item a warp, a CTA a 32-row block (else the caller's fallback)
-    if (n_out != 1 || p.rows % 32 != 0 || static_cast<int64_t>(grid.x) * W != p.n_rg) return false;
-    g_wide_launches.fetch_add(1, std::memory_order_relaxed);
-  }
-  launch_pdl(kernel, grid, dim3(W * 32), smem, s, p, nb, xs_row);
+  const dim3 grid = warp_grid(p.n_rg * n_out, ctas);
+  launch_pdl(kernel, grid, dim3(kWarps * 32), smem, s, p, nb, xs_row);
   (GROUPED ? g_expert_launches : g_dense_launches).fetch_add(1, std::memory_order_relaxed);
   if (NQ) note_nq_tail();
   return true;
@@ -560,11 +533,6 @@ bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl,
       p.row_bytes * 4 > (int64_t{1} << 30))
     return false;
   const int n = static_cast<int>(nb);
-  // The wide tail's instance: 2 rows a warp, 16 warps a CTA, 2 CTAs an SM (the 64 registers of the plan's
-  // 8 blocks of 4 warps); the bits do not depend on the rows a warp or the activations' source.
-  if (p.nq_count != nullptr && g_nq_wide.load(std::memory_order_relaxed) != 0 &&
-      slab_lean<2, 2, false, false, false, false, false, true, 16>(p, 1, n, 0, stream))
-    return true;
   return p.nq_count != nullptr ? dense_lean<true>(p, n, pl, xs, xs_row, stream)
                                 : dense_lean<false>(p, n, pl, xs, xs_row, stream);
 }
@@ -575,6 +543,4 @@ namespace ft::cuda {
 int64_t gemv_nvfp4_route_launches() { return gemv_detail::g_route_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_lean_dense_launches() { return gemv_detail::g_dense_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_experts_launches() { return gemv_detail::g_expert_launches.load(std::memory_order_relaxed); }
-void gemv_set_norm_fold_wide(bool on) { gemv_detail::g_nq_wide.store(on ? 1 : 0, std::memory_order_relaxed); }
-int64_t gemv_norm_fold_wide_launches() { return gemv_detail::g_wide_launches.load(std::memory_order_relaxed); }
 }  // namespace ft::cuda

@@ -192,17 +192,8 @@ TEST(CudaNormFold, ProducerTailsEqualTheLaunch) {
     std::vector<uint8_t> qa, qb2;
     std::vector<double> pa, pb;
     run(false, ya, qa, pa);
-    // Twice with tickets, then twice with the lean kernel's wide tail (gemv_set_norm_fold_wide; the
-    // row-major 4096 x 4096 case, Llama-8B's wo, takes it: a 32-row block a CTA).
-    for (int rep = 0; rep < 4; ++rep) {
-      const bool wide = rep >= 2;
-      gemv_set_norm_fold_wide(wide);
-      const int64_t w0 = gemv_norm_fold_wide_launches();
+    for (int rep = 0; rep < 2; ++rep) {
       run(true, yb, qb2, pb);
-      gemv_set_norm_fold_wide(false);
-      if (!tiled && tail == 1) {
-        EXPECT_EQ(gemv_norm_fold_wide_launches() - w0, wide ? 1 : 0) << "the wide tail";
-      }
       ASSERT_EQ(std::memcmp(yb.data(), ya.data(), ya.size() * 4), 0) << "y";
       ASSERT_EQ(qb2, qa) << "Q8 bytes";
       ASSERT_EQ(std::memcmp(pb.data(), pa.data(), pa.size() * 8), 0) << "block sums";
