@@ -80,7 +80,7 @@ constexpr int kVecPerLane = kMmaVecPerLane;
 // The same tail per warp in the lean MoE gate|up pair (its CTAs 4 warps of 1-2 items, one wave)
 // cost more than the launch it saved (Qwen3-30B-A3B 455-475 against 471-494) and was dropped.
 __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
-  static_assert(kRows == 16, "two tiles of each half a 32-row block");
+  static_assert(kRows == 16, "a 32-row block of each half is two tiles");
   __shared__ unsigned s_last;
   if (threadIdx.x < kRows) __threadfence();  // the threads that stored
   __syncthreads();
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     const int r = static_cast<int>(threadIdx.x);
     const int64_t row = row0 + r;
     if (row < p.rows) {
-      const float v = mma_rows_sum(red, 0, NW, r);
+      const float v = mma_rows_sum(red, NW, r);
       const float s = mma_row_scale(p, rs, row);
       if constexpr (YE)
         store_acc(p.y + row, y_old, round_to(p.round, __fmul_rn(v, s)));

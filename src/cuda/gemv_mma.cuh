@@ -241,11 +241,10 @@ __device__ __forceinline__ float mma_row_scale(const Params& p, float early, int
 }
 
 // A warp's 16 row sums after its steps: the 4 lanes c of row g (rows g and g + 8) added, then written
-// to slice `slot` of the CTA's reduction buffer (red[slot 16 + 0..15]). gemv_mma.cu's one- and two-tile paths
-// share it: its 35 one-tile kernels assemble to the same machine code as with the lines written out
-// (bench/sass_same.py). gemv_mma_tma.cu, _bulk.cu and _persist.cu keep their own copies: through it their PTX is
-// the same but for register numbers, and ptxas then emits different code -- a measured kernel's change that
-// needs a device run (session 36).
+// to slice `slot` of the CTA's reduction buffer (red[slot 16 + 0..15]). gemv_mma.cu's 35 kernels assemble to
+// the same machine code as with the lines written out (bench/sass_same.py). gemv_mma_tma.cu and _persist.cu keep
+// their own copies: through it their PTX is the same but for register numbers, and ptxas then emits different
+// code -- a measured kernel's change that needs a device run (session 36).
 __device__ __forceinline__ void mma_warp_rows_out(float acc0, float acc8, int g, int c, float* red, int slot) {
   acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 1);
   acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 2);
@@ -256,10 +255,10 @@ __device__ __forceinline__ void mma_warp_rows_out(float acc0, float acc8, int g,
     red[slot * kMmaRows + g + 8] = acc8;
   }
 }
-// Row r's sum over the nw slices from slot0 on, in warp order (the order every instance's bits depend on).
-__device__ __forceinline__ float mma_rows_sum(const float* red, int slot0, int nw, int r) {
-  float v = red[slot0 * kMmaRows + r];
-  for (int w = 1; w < nw; ++w) v += red[(slot0 + w) * kMmaRows + r];
+// Row r's sum over the nw slices, in warp order (the order every instance's bits depend on).
+__device__ __forceinline__ float mma_rows_sum(const float* red, int nw, int r) {
+  float v = red[r];
+  for (int w = 1; w < nw; ++w) v += red[w * kMmaRows + r];
   return v;
 }
 
