@@ -294,6 +294,7 @@ Params checked_params(const GemvArgs& a) {
   p.nq_part = a.nq_part;
   p.nq_count = a.nq_count;
   p.after_gemv = a.after_gemv ? 1 : 0;
+  p.flow_count = a.flow_count;  // gemv() keeps it only on a producer / consumer pair
   if (a.tiled && (a.type != GgmlType::NVFP4 || grouped || !takes_q8(a) || a.w_pair != nullptr ||
                   !nvfp4_tile_ok(a.rows, a.k, a.row_bytes)))
     fail_message("cuda gemv: a tiled weight needs NVFP4, dense, the integer path (xq) and a tileable shape (rows " +
@@ -423,6 +424,10 @@ static void gemv_dispatch(const GemvArgs& a, cudaStream_t stream) {
 namespace {
 
 thread_local int64_t t_nq_tails = 0;
+thread_local int64_t t_flows = 0;
+// The step flow (gemv.h flow_count): the counters a producer launch armed, for the next call.
+thread_local unsigned* t_flow_armed = nullptr;
+thread_local int64_t t_flow_armed_n = 0;
 
 // The norm fold's arguments (gemv.h, norm_fold.h): throws naming what is wrong.
 void check_fold(const GemvArgs& a, bool prod, bool cons) {
@@ -468,15 +473,42 @@ void gemv_folded(const GemvArgs& a, cudaStream_t stream) {
 
 namespace gemv_detail {
 void note_nq_tail() { ++t_nq_tails; }
+void note_flow() { ++t_flows; }
 }  // namespace gemv_detail
 
 int64_t gemv_norm_fold_tails() { return t_nq_tails; }
+int64_t gemv_flow_launches() { return t_flows; }
 
-void gemv(const GemvArgs& a, cudaStream_t stream) {
+namespace {
+void gemv_unflowed(const GemvArgs& a, cudaStream_t stream) {
   if (a.norm_part != nullptr || a.nq_w != nullptr || a.nq_xq != nullptr || a.nq_part != nullptr ||
       a.nq_count != nullptr)
     return gemv_folded(a, stream);
   gemv_dispatch(a, stream);
+}
+}  // namespace
+
+// The step flow's pairing: a producer (a gate|up with the SwiGLU tail) arms its counters when its kernel
+// took the flow; the next call takes it as the consumer only with the same counters, armed. Counters
+// armed and not consumed, or armed for a consumer that declined, are zeroed on the stream.
+void gemv(const GemvArgs& a, cudaStream_t stream) {
+  unsigned* const armed = t_flow_armed;
+  const int64_t armed_n = t_flow_armed_n;
+  t_flow_armed = nullptr;
+  const bool prod = a.flow_count != nullptr && has_glu(a);
+  const bool cons = a.flow_count != nullptr && !prod && a.flow_count == armed;
+  if (armed != nullptr && !cons) FT_CUDA_CHECK(cudaMemsetAsync(armed, 0, armed_n * sizeof(unsigned), stream));
+  GemvArgs b = a;
+  if (!prod && !cons) b.flow_count = nullptr;  // a consumer without its producer: the plain product
+  if (prod && (a.rows / 2) % 256 != 0) b.flow_count = nullptr;  // whole steps only
+  const int64_t t0 = t_flows;
+  gemv_unflowed(b, stream);
+  const bool took = t_flows != t0;
+  if (prod && took) {
+    t_flow_armed = a.flow_count;
+    t_flow_armed_n = a.rows / 2 / 256 + 1;
+  }
+  if (cons && !took) FT_CUDA_CHECK(cudaMemsetAsync(armed, 0, armed_n * sizeof(unsigned), stream));
 }
 
 }  // namespace ft::cuda

@@ -111,6 +111,12 @@ struct GemvArgs {
   void* glu_xq = nullptr;
   float* glu_h = nullptr;
   unsigned* glu_count = nullptr;
+  // The step flow (cuda/gemv_flow.cuh): on such a gate|up (n_ff % 256 == 0), also count its SwiGLU
+  // blocks into flow_count (n_ff / 256 + 1 counters, zero); on the down projection right after it
+  // (the next gemv call on this thread: the same flow_count, xq = glu_xq, one token, accumulate,
+  // y_early), read each 256-element step of xq once counted rather than after the gate|up launch.
+  // Where either launch cannot take it, neither does (and the counters are left zero).
+  unsigned* flow_count = nullptr;
   // Accumulate: y was written at least two launches before this one (the residual stream under
   // the wo / down projection), so the NVFP4 slab and lean kernels (one token, dense), the packed
   // combine and the tiled tensor-core kernel read it, for their first rows, before their PDL
@@ -149,6 +155,8 @@ bool gemv_q8_supported(GgmlType t);
 
 // Enqueues the product on `stream`; throws ft::Error for unsupported types/shapes.
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
+// Launches on this thread that took GemvArgs::flow_count's step flow (tests).
+int64_t gemv_flow_launches();
 // Launches on this thread whose kernel made the norm fold's producer half in its tail (tests).
 int64_t gemv_norm_fold_tails();
 

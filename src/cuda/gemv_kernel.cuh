@@ -70,6 +70,9 @@ struct Params {
   float* glu_h;
   unsigned* glu_count;
   int64_t glu_xq_row;
+  // GemvArgs::flow_count (gemv_flow.cuh): the step flow's counters, where the launch takes it (the
+  // tiled gate|up with glu_count: producer; the tiled down projection with y_early: consumer).
+  unsigned* flow_count;
   // GemvArgs::nq_* (dense, one token; gemv_mma.cu and the lean dense kernel): the norm fold's
   // producer tail (norm_fold.cuh) on each finished 32-row block of y.
   const float* nq_w;

@@ -48,6 +48,7 @@
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
+#include "cuda/gemv_flow.cuh"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_mma.cuh"
 #include "cuda/gemv_nvfp4_dot.cuh"
@@ -79,6 +80,7 @@ constexpr int kVecPerLane = kMmaVecPerLane;
 // FT_GLU_FUSED=0 / on: 461.2, 462.7 / 470.4, 470.6 and 472.9, 469.0 / 478.3, 480.8 tok/s (+1.9%).
 // The same tail per warp in the lean MoE gate|up pair (its CTAs 4 warps of 1-2 items, one wave)
 // cost more than the launch it saved (Qwen3-30B-A3B 455-475 against 471-494) and was dropped.
+template <bool FLOW = false>
 __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   static_assert(kRows == 16, "a 32-row block of each half is two tiles");
   __shared__ unsigned s_last;
@@ -97,6 +99,7 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   p.glu_h[at] = v;
   q8_quantize_warp(v, blk, n_ff, p.glu_xq);
   if (lane == 0) p.glu_count[blk] = 0u;
+  if constexpr (FLOW) flow_done(p.flow_count, blk);  // gemv_flow.cuh
 }
 
 // Params::nq_count (the norm fold's producer, norm_fold.h; rows % 32 == 0): the CTA counts its
@@ -124,12 +127,15 @@ __device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0) {
 // row's build, PDL wait and ring fill paid once for two tiles) lost: H200 session 36 call 1, Llama-8B tg128
 // alternating, 500.58 / 496.62 against 515.96 / 514.37 tok/s (-3.2%), slower on every shape alone
 // (28672x4096 back to back 22.85 against 20.05 us). Removed in session 37.
-template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0>
+// FLOW (the step flow, gemv_flow.cuh): 1 the gate|up producer (its tiles in SwiGLU block order, each
+// block counted), 2 the down projection consuming the steps as they are written (no PDL wait first).
+template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, int FLOW = 0>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t row0 =
+      (FLOW == 1 ? flow_tile(static_cast<int64_t>(blockIdx.x), p.rows) : static_cast<int64_t>(blockIdx.x)) * kRows;
   const int nb = static_cast<int>(p.k / 64), n_steps = nb / kStepBlocks;
   // The tile's bytes start here in both layouts; TILED (nvfp4_tiled.h): its step s is the
   // contiguous 2304 bytes at s * kStageBytes, laid out as the stage (rows 144 bytes apart).
@@ -169,8 +175,12 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   if constexpr (YE) {
     if (threadIdx.x < kRows && row0 + static_cast<int64_t>(threadIdx.x) < p.rows) y_old = p.y[row0 + threadIdx.x];
   }
-  pdl_wait();
-  pdl_trigger();
+  if constexpr (FLOW == 2) {  // the steps' activations come with the steps (gemv_flow.cuh)
+    pdl_trigger();
+  } else {
+    pdl_wait();
+    pdl_trigger();
+  }
 
   // The activation row in one pass (mma_build_x_1pass: one L2 round trip after the wait instead of
   // two or three), sized to the instance: 8 warps hold k 14336's 7 fragments and 2 scales a thread
@@ -180,8 +190,9 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // (call 4). Beyond those sizes, and on the row-major 4-warp instances (not measured), the batches.
   uint8_t* frag_s = smem + sm.frag;
   float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
-  bool one_pass;
-  if constexpr ((FOLD & 1) != 0)
+  bool one_pass = true;
+  if constexpr (FLOW == 2) {
+  } else if constexpr ((FOLD & 1) != 0)
     one_pass =
         (NW >= 8 && mma_build_x_1pass<8, 2, 8>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps)) ||
         (NW == 4 && mma_build_x_1pass<4, 1, 4>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps));
@@ -210,7 +221,23 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
   float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
   float* red = reinterpret_cast<float*>(smem + sm.red);
+  // FLOW 2: the next step's activations in registers, loaded a step ahead where already written.
+  FlowAct fa{0u, 0u, 0.0f};
+  if constexpr (FLOW == 2) {
+    if (my_steps > 0) {
+      flow_wait(p.flow_count, warp);
+      fa = flow_load(p.xq, p.k, warp);
+    }
+  }
   for (int i = 0; i < my_steps; ++i) {
+    bool ahead = false;
+    if constexpr (FLOW == 2) {
+      flow_put(fa, smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), warp + NW * i);
+      if (i + 1 < my_steps && flow_ready(p.flow_count, warp + NW * (i + 1))) {
+        fa = flow_load(p.xq, p.k, warp + NW * (i + 1));
+        ahead = true;
+      }
+    }
     cp_async_wait(NS - 2);
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
     issue(i + NS - 1);
@@ -220,8 +247,15 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     // 511.02 / 509.67 against 495.44 / 498.72 / 496.56 tok/s (+2.7%), the same 64 greedy tokens; on the
     // bulk-copy qkv instance (gemv_mma_tma.cu, Qwen3-30B-A3B) 526.6 against 527.7 on average (not taken).
     mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
+    if constexpr (FLOW == 2) {
+      if (i + 1 < my_steps && !ahead) {
+        flow_wait(p.flow_count, warp + NW * (i + 1));
+        fa = flow_load(p.xq, p.k, warp + NW * (i + 1));
+      }
+    }
   }
   cp_async_wait(0);
+  if constexpr (FLOW == 2) pdl_wait();  // gate|up is done by now: pdl.cuh's contract for the launches after
 
   // Row sums: the 4 lanes of a row, then the warps in order.
   mma_warp_rows_out(acc0, acc8, g, c, red, warp);
@@ -238,8 +272,9 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
         store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
   }
-  if (p.glu_count != nullptr) mma_glu_tail(p, row0);
+  if (p.glu_count != nullptr) mma_glu_tail<FLOW == 1>(p, row0);
   if constexpr ((FOLD & 2) != 0) mma_nq_tail(p, row0);
+  if constexpr (FLOW == 2) flow_rearm(p.flow_count, n_steps);
 }
 
 std::atomic<int64_t> g_mma_launches{0};
@@ -255,19 +290,28 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   // gets norm_fold_produce after it).
   const bool cons = p.norm_part != nullptr, prod = p.nq_count != nullptr && ye;
   if (cons && (!p.tiled || ye || p.nq_count != nullptr)) return false;
-  auto kernel = prod      ? nvfp4_mma_kernel<NW, NS, true, true, 2>
-                : cons    ? nvfp4_mma_kernel<NW, NS, true, false, 1>
-                : ye      ? nvfp4_mma_kernel<NW, NS, true, true>
-                : p.tiled ? nvfp4_mma_kernel<NW, NS, true>
-                          : nvfp4_mma_kernel<NW, NS, false>;
-  static std::atomic<uint64_t> cache[5] = {0, 0, 0, 0, 0};
-  const int ci = prod ? 4 : cons ? 3 : ye ? 2 : p.tiled ? 1 : 0;
+  // The step flow (gemv_flow.cuh; Params::flow_count): instances only at the plans Llama-8B-shaped
+  // layers take (gate|up 4 warps x 2 stages, down 8 x 3-4) and 4 x 2 for a short down projection.
+  constexpr bool kFlowProd = NW == 4 && NS == 2, kFlowCons = (NW == 8 && NS >= 3) || (NW == 4 && NS == 2);
+  const bool flow_prod = kFlowProd && p.flow_count != nullptr && p.tiled && p.glu_count != nullptr && !cons && !ye;
+  const bool flow_cons = kFlowCons && p.flow_count != nullptr && ye && !cons;
+  auto kernel = flow_cons && prod ? nvfp4_mma_kernel<NW, NS, true, true, 2, kFlowCons ? 2 : 0>
+                : flow_cons       ? nvfp4_mma_kernel<NW, NS, true, true, 0, kFlowCons ? 2 : 0>
+                : flow_prod       ? nvfp4_mma_kernel<NW, NS, true, false, 0, kFlowProd ? 1 : 0>
+                : prod            ? nvfp4_mma_kernel<NW, NS, true, true, 2>
+                : cons            ? nvfp4_mma_kernel<NW, NS, true, false, 1>
+                : ye              ? nvfp4_mma_kernel<NW, NS, true, true>
+                : p.tiled         ? nvfp4_mma_kernel<NW, NS, true>
+                                  : nvfp4_mma_kernel<NW, NS, false>;
+  static std::atomic<uint64_t> cache[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const int ci = flow_cons && prod ? 7 : flow_cons ? 6 : flow_prod ? 5 : prod ? 4 : cons ? 3 : ye ? 2 : p.tiled ? 1 : 0;
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
     return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
   if (prod) note_nq_tail();
+  if (flow_prod || flow_cons) note_flow();
   return true;
 }
 

@@ -1,0 +1,104 @@
+// The step flow between a dense layer's tiled gate|up (with its SwiGLU tail) and the down
+// projection after it (cuda::GemvArgs::flow_count): the down projection reads each 256-element
+// step of the SwiGLU row as soon as gate|up's tails have written it, instead of after a PDL wait
+// for the whole gate|up launch. CUDA only.
+//
+// Producer (gemv_mma.cu, the gate|up instance with FLOW 1): its CTAs take the tiles of the
+// 32-row SwiGLU blocks in block order (CTA 4 b + j: gate tiles 2 b, 2 b + 1, then up tiles), so
+// the blocks complete about in order while the launch runs; the warp completing block b
+// releases one count on flow_count[b / 8] after writing the block's Q8 (flow_done).
+// Consumer (the down projection's instance with FLOW 2): no PDL wait before its steps; the warp
+// running step s acquires flow_count[s] == 8 (flow_wait) and loads the step's 32 activation
+// fragments and 8 scales itself (flow_load, one fragment a lane: mma_build_x's bytes, the same
+// smem places), so its steps are the tiled kernel's steps in the same order: the same bits.
+// The CTA finishing last re-arms the counters (flow_rearm; the ticket is flow_count[n_steps]).
+//
+// Why: in the decode chain the down projection's CTAs are placed on the SMs gate|up frees during
+// its last wave and stream their first stages there, but nothing of their 9.4 us after gate|up's
+// end (H200 session 31's chain trace: 33 MB, a span of ~3.5 TB/s) overlaps gate|up: the
+// activation row is built after the wait, and all of a warp's steps are computed after it.
+// No deadlock: PDL launches the consumer only once every producer CTA has started (each triggers
+// after its wait), so every count it waits for comes from a CTA already resident or done.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/gemv_q8_formats.cuh"
+
+namespace ft::cuda::gemv_detail {
+
+inline constexpr int kFlowBlocksPerStep = 8;  // 32-element SwiGLU blocks in a 256-element step
+
+// Producer's tile of CTA b for a gate|up of `rows` rows (gate rows first; rows % 64 == 0).
+__device__ __forceinline__ int64_t flow_tile(int64_t b, int64_t rows) {
+  const int64_t blk = b >> 2, j = b & 3, half_tiles = rows / 32;
+  return j < 2 ? 2 * blk + j : half_tiles + 2 * blk + (j - 2);
+}
+
+// Producer, the warp that wrote SwiGLU block blk's Q8 (codes and scale, any lanes).
+__device__ __forceinline__ void flow_done(unsigned* count, int blk) {
+  __threadfence();
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) atomicAdd(count + blk / kFlowBlocksPerStep, 1u);
+}
+
+__device__ __forceinline__ unsigned flow_load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+// Consumer: whether step s is written (every lane loads; the same answer in all).
+__device__ __forceinline__ bool flow_ready(const unsigned* count, int s) {
+  return flow_load_acquire(count + s) >= static_cast<unsigned>(kFlowBlocksPerStep);
+}
+// Consumer: until step s is written. A count that never comes (a producer that did not count)
+// traps after ~1 s rather than hang the stream.
+__device__ __forceinline__ void flow_wait(const unsigned* count, int s) {
+  for (uint32_t n = 0; !flow_ready(count, s); ++n) {
+    __nanosleep(64);
+    if (n > (1u << 20)) __trap();
+  }
+}
+
+// Consumer: lane's share of step s of the Q8 row xq (k values): fragment 32 s + lane (mma_build_x's
+// numbering: group 2 s + lane / 16) and, lanes < 8, Q8 block 8 s + lane's scale. Plain (coherent)
+// loads: the producer writes them during this launch.
+struct FlowAct {
+  uint32_t a, b;
+  float d;
+};
+__device__ __forceinline__ FlowAct flow_load(const uint8_t* xq, int64_t k, int s) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int grp = 2 * s + (lane >> 4), t = (lane >> 2) & 3, fc = lane & 3;
+  const int e = 128 * grp + 64 * (t >> 1) + 16 * (2 * (t & 1) + (fc >> 1)) + 4 * (fc & 1);
+  FlowAct v;
+  v.a = __ldcg(reinterpret_cast<const unsigned*>(xq + e));
+  v.b = __ldcg(reinterpret_cast<const unsigned*>(xq + e + 8));
+  v.d = lane < kFlowBlocksPerStep ? __ldcg(reinterpret_cast<const float*>(xq + k + 8 * (kFlowBlocksPerStep * s + lane)))
+                                  : 0.0f;
+  return v;
+}
+// ... into the CTA's fragment and scale arrays (mma_build_x's places); the caller __syncwarp()s.
+__device__ __forceinline__ void flow_put(const FlowAct& v, uint8_t* frag, float* xd, int s) {
+  using namespace q8_detail;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const uint32_t x0 = x_pair_0(v.a, v.b), x1 = x_pair_1(v.a, v.b);
+  *reinterpret_cast<uint4*>(frag + 16 * (32 * s + lane)) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
+  if (lane < kFlowBlocksPerStep) xd[kFlowBlocksPerStep * s + lane] = v.d * 0.5f;
+}
+
+// Consumer CTA, after its last read of the counts (every thread; the caller has synced them): the
+// CTA done last zeroes the n_steps counts and the ticket.
+__device__ __forceinline__ void flow_rearm(unsigned* count, int n_steps) {
+  __shared__ unsigned s_last;
+  if (threadIdx.x == 0) {
+    __threadfence();  // the CTA's reads of the counts before its ticket
+    s_last = atomicAdd(count + n_steps, 1u) == gridDim.x - 1;
+    if (s_last) __threadfence();
+  }
+  __syncthreads();
+  if (s_last == 0) return;
+  for (int i = static_cast<int>(threadIdx.x); i <= n_steps; i += static_cast<int>(blockDim.x)) count[i] = 0u;
+}
+
+}  // namespace ft::cuda::gemv_detail
