@@ -221,22 +221,12 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
   float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
   float* red = reinterpret_cast<float*>(smem + sm.red);
-  // FLOW 2: the next step's activations in registers, loaded a step ahead where already written.
-  FlowAct fa{0u, 0u, 0.0f};
-  if constexpr (FLOW == 2) {
-    if (my_steps > 0) {
-      flow_wait(p.flow_count, warp);
-      fa = flow_load(p.xq, p.k, warp);
-    }
-  }
+  int n_put = 0;  // FLOW 2: this warp's steps [0, n_put) have their activations in place (flow_fill)
   for (int i = 0; i < my_steps; ++i) {
-    bool ahead = false;
     if constexpr (FLOW == 2) {
-      flow_put(fa, smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), warp + NW * i);
-      if (i + 1 < my_steps && flow_ready(p.flow_count, warp + NW * (i + 1))) {
-        fa = flow_load(p.xq, p.k, warp + NW * (i + 1));
-        ahead = true;
-      }
+      if (i >= n_put)
+        n_put = flow_fill(p.flow_count, p.xq, p.k, smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), warp, NW,
+                          i, my_steps);
     }
     cp_async_wait(NS - 2);
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
@@ -247,12 +237,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     // 511.02 / 509.67 against 495.44 / 498.72 / 496.56 tok/s (+2.7%), the same 64 greedy tokens; on the
     // bulk-copy qkv instance (gemv_mma_tma.cu, Qwen3-30B-A3B) 526.6 against 527.7 on average (not taken).
     mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
-    if constexpr (FLOW == 2) {
-      if (i + 1 < my_steps && !ahead) {
-        flow_wait(p.flow_count, warp + NW * (i + 1));
-        fa = flow_load(p.xq, p.k, warp + NW * (i + 1));
-      }
-    }
   }
   cp_async_wait(0);
   if constexpr (FLOW == 2) pdl_wait();  // gate|up is done by now: pdl.cuh's contract for the launches after
