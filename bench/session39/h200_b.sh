@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 39 calls 1-2: the step flow gate|up -> down (cuda/gemv_flow.cuh, FT_GEMV_FLOW=1; new, not yet run on
+# Session 39 calls 1-3: the step flow gate|up -> down (cuda/gemv_flow.cuh, FT_GEMV_FLOW=1; new, not yet run on
 # a GPU): its GPU tests (CudaGemvFlow.*: the pair's bits equal the plain pair's, counters re-armed), greedy
 # tokens against the default, then Llama-8B tg128 alternating, 3 rounds: the default; the flow; the flow with
 # gate|up capped at 6 blocks an SM (room for the down projection's blocks sooner); the flow with the down

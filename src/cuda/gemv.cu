@@ -506,7 +506,7 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
   const bool took = t_flows != t0;
   if (prod && took) {
     t_flow_armed = a.flow_count;
-    t_flow_armed_n = a.rows / 2 / 256 + 1;
+    t_flow_armed_n = gemv_flow_counters(a.rows / 2);
   }
   if (cons && !took) FT_CUDA_CHECK(cudaMemsetAsync(armed, 0, armed_n * sizeof(unsigned), stream));
 }

@@ -112,7 +112,7 @@ struct GemvArgs {
   float* glu_h = nullptr;
   unsigned* glu_count = nullptr;
   // The step flow (cuda/gemv_flow.cuh): on such a gate|up (n_ff % 256 == 0), also count its SwiGLU
-  // blocks into flow_count (n_ff / 256 + 1 counters, zero); on the down projection right after it
+  // blocks into flow_count (gemv_flow_counters(n_ff) unsigneds, zero); on the down projection right after it
   // (the next gemv call on this thread: the same flow_count, xq = glu_xq, one token, accumulate,
   // y_early), read each 256-element step of xq once counted rather than after the gate|up launch.
   // Where either launch cannot take it, neither does (and the counters are left zero).
@@ -148,6 +148,11 @@ struct GemvArgs {
   // tensor-core GEMVs and the slab kernel take it, anything else throws.
   bool tiled = false;
 };
+
+// GemvArgs::flow_count's size in unsigneds for a SwiGLU row of n_ff: a counter a 256-element step and a
+// ticket, each on its own 128-byte line (cuda/gemv_flow.cuh).
+inline constexpr int kGemvFlowStride = 32;
+constexpr int64_t gemv_flow_counters(int64_t n_ff) { return (n_ff / 256 + 1) * kGemvFlowStride; }
 
 bool gemv_supported(GgmlType t);
 // Types with an integer (xq) kernel.

@@ -110,7 +110,7 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     FT_CUDA_CHECK(cudaMemset(glu_count.get(), 0, n_cnt * sizeof(unsigned)));
     alloc(xq_glu, cuda::act_q8_bytes(dense_ff, 1));
     if (dense_ff % 256 == 0) {  // the step flow gate|up -> down (cuda::GemvArgs::flow_count)
-      const int64_t n_flow = dense_ff / 256 + 1;
+      const int64_t n_flow = cuda::gemv_flow_counters(dense_ff);
       alloc(flow_count, n_flow * sizeof(unsigned));
       FT_CUDA_CHECK(cudaMemset(flow_count.get(), 0, n_flow * sizeof(unsigned)));
     }

@@ -71,7 +71,7 @@ TEST(CudaGemvFlow, PairEqualsThePlainPairBitwise) {
     const std::vector<float> resid = random_row(n_embd, rng);
     DeviceBuffer glu_count = to_device(std::vector<unsigned>(static_cast<size_t>(n_ff / 32), 0u));
     DeviceBuffer nq_count = to_device(std::vector<unsigned>(static_cast<size_t>(n_embd / 32), 0u));
-    const size_t n_flow = static_cast<size_t>(n_ff / 256 + 1);
+    const size_t n_flow = static_cast<size_t>(gemv_flow_counters(n_ff));
     DeviceBuffer flow = to_device(std::vector<unsigned>(n_flow, 0u));
     const int64_t qb = act_q8_bytes(n_ff, 1), nqb = act_q8_bytes(n_embd, 1);
 
@@ -110,8 +110,15 @@ TEST(CudaGemvFlow, PairEqualsThePlainPairBitwise) {
     };
     PairOut want, got;
     run(false, want);
+    auto bad = [](const std::vector<float>& v) {
+      size_t n = 0;
+      for (float f : v) n += std::isfinite(f) ? 0 : 1;
+      return n;
+    };
+    ASSERT_EQ(bad(want.gu), 0u) << "gate|up outputs not finite";
+    ASSERT_EQ(bad(want.h), 0u) << "SwiGLU rows not finite";
     for (size_t i = 0; i < want.x.size(); ++i) {
-      ASSERT_TRUE(std::isfinite(want.x[i])) << "residual " << i;
+      ASSERT_TRUE(std::isfinite(want.x[i])) << "residual " << i << ": " << want.x[i] << " of " << bad(want.x);
       ASSERT_NE(want.x[i], resid[i]) << "down row " << i << " not added";
     }
     if (fold) {
@@ -152,7 +159,7 @@ TEST(CudaGemvFlow, UnpairedCallsRunPlain) {
   quantize_act_q8_row_ref(x_in.data(), n_embd, xq.data());
   quantize_act_q8_row_ref(h_in.data(), n_ff, hq.data());
   const DeviceBuffer dxq = to_device(xq), dhq = to_device(hq);
-  const size_t n_flow = static_cast<size_t>(n_ff / 256 + 1);
+  const size_t n_flow = static_cast<size_t>(gemv_flow_counters(n_ff));
   DeviceBuffer flow = to_device(std::vector<unsigned>(n_flow, 0u));
   DeviceBuffer glu_count = to_device(std::vector<unsigned>(static_cast<size_t>(n_ff / 32), 0u));
   DeviceBuffer dgu(static_cast<size_t>(2 * n_ff) * 4), dh(static_cast<size_t>(n_ff) * 4),
