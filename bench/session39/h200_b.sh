@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 39 calls 1-3: the step flow gate|up -> down (cuda/gemv_flow.cuh, FT_GEMV_FLOW=1; new, not yet run on
+# Session 39 calls 1-4 (call 4 without the gate|up cap): the step flow gate|up -> down (cuda/gemv_flow.cuh, FT_GEMV_FLOW=1; new, not yet run on
 # a GPU): its GPU tests (CudaGemvFlow.*: the pair's bits equal the plain pair's, counters re-armed), greedy
 # tokens against the default, then Llama-8B tg128 alternating, 3 rounds: the default; the flow; the flow with
 # gate|up capped at 6 blocks an SM (room for the down projection's blocks sooner); the flow with the down
@@ -14,6 +14,6 @@ log "test_cuda (changed suites)"
 gpu_tests 200 "CudaGemvFlow.*:CudaNvfp4Tiled.*:CudaNormFold.*:CudaGemv*"
 models_wait
 tokens_under "FT_GEMV_FLOW=1" "$L"
-AB_BUDGET=520 ab_envs 3 "$L" - "FT_GEMV_FLOW=1" "FT_GEMV_FLOW=1 FT_GEMV_NVFP4_TILED_PLAN=28672x4096=0,0,37000" \
-  "FT_GEMV_FLOW=1 FT_GEMV_NVFP4_TILED_PLAN=4096x14336=0,3,0" -- -p 0 -n 128 -r 2 --bw-gbs 4562
+AB_BUDGET=520 ab_envs 3 "$L" - "FT_GEMV_FLOW=1" "FT_GEMV_FLOW=1 FT_GEMV_NVFP4_TILED_PLAN=4096x14336=0,3,0" -- \
+  -p 0 -n 128 -r 2 --bw-gbs 4562
 finish resb

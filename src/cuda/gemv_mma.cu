@@ -175,9 +175,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   if constexpr (YE) {
     if (threadIdx.x < kRows && row0 + static_cast<int64_t>(threadIdx.x) < p.rows) y_old = p.y[row0 + threadIdx.x];
   }
-  if constexpr (FLOW == 2) {  // the steps' activations come with the steps (gemv_flow.cuh)
-    pdl_trigger();
-  } else {
+  if constexpr (FLOW != 2) {  // FLOW 2: the steps' activations come with the steps (gemv_flow.cuh)
     pdl_wait();
     pdl_trigger();
   }
@@ -239,7 +237,10 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
   cp_async_wait(0);
-  if constexpr (FLOW == 2) pdl_wait();  // gate|up is done by now: pdl.cuh's contract for the launches after
+  // FLOW 2: gate|up is done by now (pdl.cuh's contract for the launches after), and the next launch is
+  // released only now, as after a wait at the start: released at the start it was placed under gate|up
+  // and this launch (the qkv GEMV's placement penalty, gemv_tuning.h kNvfp4AfterGemvSmem).
+  if constexpr (FLOW == 2) pdl_wait(), pdl_trigger();
 
   // Row sums: the 4 lanes of a row, then the warps in order.
   mma_warp_rows_out(acc0, acc8, g, c, red, warp);
