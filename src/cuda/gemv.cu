@@ -231,6 +231,13 @@ const bool g_rs_early_off = [] {
   return e != nullptr && *e == '0';
 }();
 
+// FT_GEMV_FLOW_OPT (a measuring knob, Params::flow_opt): variants of the step flow (gemv_flow.cuh). 1: the
+// producer's tile order alone (no counts; the down projection then runs without the flow).
+const int g_flow_opt = [] {
+  const char* e = std::getenv("FT_GEMV_FLOW_OPT");
+  return e != nullptr ? std::atoi(e) : 0;
+}();
+
 // Whether the integer path takes a (else the float path).
 bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a.type); }
 
@@ -295,6 +302,7 @@ Params checked_params(const GemvArgs& a) {
   p.nq_count = a.nq_count;
   p.after_gemv = a.after_gemv ? 1 : 0;
   p.flow_count = a.flow_count;  // gemv() keeps it only on a producer / consumer pair
+  p.flow_opt = g_flow_opt;
   if (a.tiled && (a.type != GgmlType::NVFP4 || grouped || !takes_q8(a) || a.w_pair != nullptr ||
                   !nvfp4_tile_ok(a.rows, a.k, a.row_bytes)))
     fail_message("cuda gemv: a tiled weight needs NVFP4, dense, the integer path (xq) and a tileable shape (rows " +
@@ -504,7 +512,7 @@ void gemv(const GemvArgs& a, cudaStream_t stream) {
   const int64_t t0 = t_flows;
   gemv_unflowed(b, stream);
   const bool took = t_flows != t0;
-  if (prod && took) {
+  if (prod && took && (g_flow_opt & 1) == 0) {
     t_flow_armed = a.flow_count;
     t_flow_armed_n = gemv_flow_counters(a.rows / 2);
   }

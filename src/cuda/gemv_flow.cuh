@@ -88,21 +88,34 @@ __device__ __forceinline__ void flow_put(const FlowAct& v, uint8_t* frag, float*
 // to end than no flow at all.
 // A count that never comes (a producer that did not count) traps after ~1 s rather than hang.
 inline constexpr int kFlowBatch = 8;
+// opt (Params::flow_opt, FT_GEMV_FLOW_OPT, a measuring knob): 2 fence.acq_rel instead of fence.sc after the
+// counts, 4 no fence (the loads' order left to the counts' data dependence: not the memory model's), 8 polls
+// 32 ns apart instead of 256.
 __device__ __forceinline__ int flow_fill(const unsigned* count, const uint8_t* xq, int64_t k, uint8_t* frag,
-                                         float* xd, int warp, int nw, int i0, int my_steps) {
+                                         float* xd, int warp, int nw, int i0, int my_steps, int opt) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const unsigned full = static_cast<unsigned>(kFlowBlocksPerStep);
   // Step i0 alone until it is written (one line, polled by the warp as one request, not too often).
   for (uint32_t n = 0; flow_load_relaxed(count + kFlowStride * (warp + nw * i0)) < full; ++n) {
-    __nanosleep(256);
-    if (n > (1u << 20)) __trap();
+    if (opt & 8) {
+      __nanosleep(32);
+      if (n > (1u << 23)) __trap();
+    } else {
+      __nanosleep(256);
+      if (n > (1u << 20)) __trap();
+    }
   }
   // Then how many of the steps after it are written too: lane j reads step i0 + j's count.
   const int j = i0 + lane;
   const bool ok = lane == 0 || (j < my_steps && flow_load_relaxed(count + kFlowStride * (warp + nw * j)) >= full);
   const unsigned not_ok = ~__ballot_sync(0xFFFFFFFFu, ok);
   int r = not_ok == 0u ? 32 : __ffs(static_cast<int>(not_ok)) - 1;
-  __threadfence();  // the counts seen before the activations they count
+  if (opt & 4) {
+  } else if (opt & 2) {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  } else {
+    __threadfence();  // the counts seen before the activations they count
+  }
   __syncwarp();
   if (r > kFlowBatch) r = kFlowBatch;
   FlowAct v[kFlowBatch];

@@ -99,7 +99,9 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   p.glu_h[at] = v;
   q8_quantize_warp(v, blk, n_ff, p.glu_xq);
   if (lane == 0) p.glu_count[blk] = 0u;
-  if constexpr (FLOW) flow_done(p.flow_count, blk);  // gemv_flow.cuh
+  if constexpr (FLOW) {
+    if ((p.flow_opt & 1) == 0) flow_done(p.flow_count, blk);  // gemv_flow.cuh (opt 1: the tile order alone)
+  }
 }
 
 // Params::nq_count (the norm fold's producer, norm_fold.h; rows % 32 == 0): the CTA counts its
@@ -224,7 +226,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     if constexpr (FLOW == 2) {
       if (i >= n_put)
         n_put = flow_fill(p.flow_count, p.xq, p.k, smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), warp, NW,
-                          i, my_steps);
+                          i, my_steps, p.flow_opt);
     }
     cp_async_wait(NS - 2);
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
