@@ -27,6 +27,7 @@ namespace {
 using namespace gemv_detail;
 
 int g_stages_override = -1;
+int g_glu_order_override = -1;  // gemv_set_glu_order (set_glu reads it)
 int g_lanes_override = 0;
 int g_rows_override = 0;
 Nvfp4Override g_nvfp4_override;
@@ -77,6 +78,7 @@ bool gemv_q8_supported(GgmlType t) {
   }
 }
 
+void gemv_set_glu_order(int order) { g_glu_order_override = order < 0 ? -1 : (order != 0 ? 1 : 0); }
 void gemv_set_stages_override(int stages) { g_stages_override = stages; }
 void gemv_set_lanes_override(int lanes) { g_lanes_override = lanes; }
 void gemv_set_rows_override(int rows) { g_rows_override = rows; }
@@ -231,13 +233,6 @@ const bool g_rs_early_off = [] {
   return e != nullptr && *e == '0';
 }();
 
-// FT_GEMV_FLOW_OPT (a measuring knob, Params::flow_opt): variants of the step flow (gemv_flow.cuh). 1: the
-// producer's tile order alone (no counts; the down projection then runs without the flow).
-const int g_flow_opt = [] {
-  const char* e = std::getenv("FT_GEMV_FLOW_OPT");
-  return e != nullptr ? std::atoi(e) : 0;
-}();
-
 // Whether the integer path takes a (else the float path).
 bool takes_q8(const GemvArgs& a) { return a.xq != nullptr && gemv_q8_supported(a.type); }
 
@@ -301,8 +296,6 @@ Params checked_params(const GemvArgs& a) {
   p.nq_part = a.nq_part;
   p.nq_count = a.nq_count;
   p.after_gemv = a.after_gemv ? 1 : 0;
-  p.flow_count = a.flow_count;  // gemv() keeps it only on a producer / consumer pair
-  p.flow_opt = g_flow_opt;
   if (a.tiled && (a.type != GgmlType::NVFP4 || grouped || !takes_q8(a) || a.w_pair != nullptr ||
                   !nvfp4_tile_ok(a.rows, a.k, a.row_bytes)))
     fail_message("cuda gemv: a tiled weight needs NVFP4, dense, the integer path (xq) and a tileable shape (rows " +
@@ -338,11 +331,19 @@ GemvArgs without_glu(const GemvArgs& a) {
   plain.glu_count = nullptr;
   return plain;
 }
+// FT_GLU_ORDER=0: the SwiGLU tail's gate|up takes its tiles in row order (all gate tiles, then the up
+// tiles) instead of block order (gemv_mma.cu GO): the A/B of that order.
+const bool g_glu_order_env = [] {
+  const char* e = std::getenv("FT_GLU_ORDER");
+  return e == nullptr || *e != '0';
+}();
+
 void set_glu(Params& p, const GemvArgs& a) {
   p.glu_xq = static_cast<uint8_t*>(a.glu_xq);
   p.glu_h = a.glu_h;
   p.glu_count = a.glu_count;
   p.glu_xq_row = act_q8_row_bytes(a.rows / 2);
+  p.glu_order = g_glu_order_override >= 0 ? g_glu_order_override : (g_glu_order_env ? 1 : 0);
 }
 
 // a's kernel parameters with its pair (w_pair: w2, y2_off; none: as checked_params) and, in first,
@@ -432,10 +433,6 @@ static void gemv_dispatch(const GemvArgs& a, cudaStream_t stream) {
 namespace {
 
 thread_local int64_t t_nq_tails = 0;
-thread_local int64_t t_flows = 0;
-// The step flow (gemv.h flow_count): the counters a producer launch armed, for the next call.
-thread_local unsigned* t_flow_armed = nullptr;
-thread_local int64_t t_flow_armed_n = 0;
 
 // The norm fold's arguments (gemv.h, norm_fold.h): throws naming what is wrong.
 void check_fold(const GemvArgs& a, bool prod, bool cons) {
@@ -481,42 +478,15 @@ void gemv_folded(const GemvArgs& a, cudaStream_t stream) {
 
 namespace gemv_detail {
 void note_nq_tail() { ++t_nq_tails; }
-void note_flow() { ++t_flows; }
 }  // namespace gemv_detail
 
 int64_t gemv_norm_fold_tails() { return t_nq_tails; }
-int64_t gemv_flow_launches() { return t_flows; }
 
-namespace {
-void gemv_unflowed(const GemvArgs& a, cudaStream_t stream) {
+void gemv(const GemvArgs& a, cudaStream_t stream) {
   if (a.norm_part != nullptr || a.nq_w != nullptr || a.nq_xq != nullptr || a.nq_part != nullptr ||
       a.nq_count != nullptr)
     return gemv_folded(a, stream);
   gemv_dispatch(a, stream);
-}
-}  // namespace
-
-// The step flow's pairing: a producer (a gate|up with the SwiGLU tail) arms its counters when its kernel
-// took the flow; the next call takes it as the consumer only with the same counters, armed. Counters
-// armed and not consumed, or armed for a consumer that declined, are zeroed on the stream.
-void gemv(const GemvArgs& a, cudaStream_t stream) {
-  unsigned* const armed = t_flow_armed;
-  const int64_t armed_n = t_flow_armed_n;
-  t_flow_armed = nullptr;
-  const bool prod = a.flow_count != nullptr && has_glu(a);
-  const bool cons = a.flow_count != nullptr && !prod && a.flow_count == armed;
-  if (armed != nullptr && !cons) FT_CUDA_CHECK(cudaMemsetAsync(armed, 0, armed_n * sizeof(unsigned), stream));
-  GemvArgs b = a;
-  if (!prod && !cons) b.flow_count = nullptr;  // a consumer without its producer: the plain product
-  if (prod && (a.rows / 2) % 256 != 0) b.flow_count = nullptr;  // whole steps only
-  const int64_t t0 = t_flows;
-  gemv_unflowed(b, stream);
-  const bool took = t_flows != t0;
-  if (prod && took && (g_flow_opt & 1) == 0) {
-    t_flow_armed = a.flow_count;
-    t_flow_armed_n = gemv_flow_counters(a.rows / 2);
-  }
-  if (cons && !took) FT_CUDA_CHECK(cudaMemsetAsync(armed, 0, armed_n * sizeof(unsigned), stream));
 }
 
 }  // namespace ft::cuda

@@ -111,12 +111,6 @@ struct GemvArgs {
   void* glu_xq = nullptr;
   float* glu_h = nullptr;
   unsigned* glu_count = nullptr;
-  // The step flow (cuda/gemv_flow.cuh): on such a gate|up (n_ff % 256 == 0), also count its SwiGLU
-  // blocks into flow_count (gemv_flow_counters(n_ff) unsigneds, zero); on the down projection right after it
-  // (the next gemv call on this thread: the same flow_count, xq = glu_xq, one token, accumulate,
-  // y_early), read each 256-element step of xq once counted rather than after the gate|up launch.
-  // Where either launch cannot take it, neither does (and the counters are left zero).
-  unsigned* flow_count = nullptr;
   // Accumulate: y was written at least two launches before this one (the residual stream under
   // the wo / down projection), so the NVFP4 slab and lean kernels (one token, dense), the packed
   // combine and the tiled tensor-core kernel read it, for their first rows, before their PDL
@@ -149,19 +143,12 @@ struct GemvArgs {
   bool tiled = false;
 };
 
-// GemvArgs::flow_count's size in unsigneds for a SwiGLU row of n_ff: a counter a 256-element step and a
-// ticket, each on its own 128-byte line (cuda/gemv_flow.cuh).
-inline constexpr int kGemvFlowStride = 32;
-constexpr int64_t gemv_flow_counters(int64_t n_ff) { return (n_ff / 256 + 1) * kGemvFlowStride; }
-
 bool gemv_supported(GgmlType t);
 // Types with an integer (xq) kernel.
 bool gemv_q8_supported(GgmlType t);
 
 // Enqueues the product on `stream`; throws ft::Error for unsupported types/shapes.
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
-// Launches on this thread that took GemvArgs::flow_count's step flow (tests).
-int64_t gemv_flow_launches();
 // Launches on this thread whose kernel made the norm fold's producer half in its tail (tests).
 int64_t gemv_norm_fold_tails();
 
@@ -170,6 +157,8 @@ int64_t gemv_norm_fold_tails();
 // and for the integer path the lanes per row (4, 8, 16, 32) and rows per lane (1, 2, 4;
 // one-token launches).
 void gemv_set_stages_override(int stages);
+// GemvArgs::glu_xq's gate|up tile order: 1 block order, 0 row order, -1 FT_GLU_ORDER's (block order unless 0).
+void gemv_set_glu_order(int order);
 void gemv_set_lanes_override(int lanes);
 void gemv_set_rows_override(int rows);
 

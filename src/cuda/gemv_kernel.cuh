@@ -70,11 +70,8 @@ struct Params {
   float* glu_h;
   unsigned* glu_count;
   int64_t glu_xq_row;
-  // GemvArgs::flow_count (gemv_flow.cuh): the step flow's counters, where the launch takes it (the
-  // tiled gate|up with glu_count: producer; the tiled down projection with y_early: consumer).
-  unsigned* flow_count;
-  int flow_opt;  // FT_GEMV_FLOW_OPT (gemv.cu): measuring variants of the flow (gemv_flow.cuh flow_fill; 1 the
-                 // producer's tile order without its counts)
+  // With glu_*: the CTAs take the tiles in SwiGLU block order (gemv_mma.cu GO; FT_GLU_ORDER=0: row order).
+  int glu_order;
   // GemvArgs::nq_* (dense, one token; gemv_mma.cu and the lean dense kernel): the norm fold's
   // producer tail (norm_fold.cuh) on each finished 32-row block of y.
   const float* nq_w;

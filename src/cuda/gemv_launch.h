@@ -145,8 +145,6 @@ void launch_kernel(Params p, int64_t n_out, cudaStream_t stream) {
 // Kernels that did Params::nq_count's tail on this thread's launches (gemv.cu launches
 // norm_fold_produce after a call none of whose kernels said so).
 void note_nq_tail();
-// A kernel took Params::flow_count's step flow (gemv_flow.cuh) on this thread's launch.
-void note_flow();
 
 // n_tok: tokens, or slots in grouped mode (Params.n_tok is 1 there).
 void gemv_float(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const FloatPlan& plan,

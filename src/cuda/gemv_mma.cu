@@ -48,7 +48,6 @@
 
 #include "cuda/act_q8.h"
 #include "cuda/check.h"
-#include "cuda/gemv_flow.cuh"
 #include "cuda/gemv_launch.h"
 #include "cuda/gemv_mma.cuh"
 #include "cuda/gemv_nvfp4_dot.cuh"
@@ -80,7 +79,6 @@ constexpr int kVecPerLane = kMmaVecPerLane;
 // FT_GLU_FUSED=0 / on: 461.2, 462.7 / 470.4, 470.6 and 472.9, 469.0 / 478.3, 480.8 tok/s (+1.9%).
 // The same tail per warp in the lean MoE gate|up pair (its CTAs 4 warps of 1-2 items, one wave)
 // cost more than the launch it saved (Qwen3-30B-A3B 455-475 against 471-494) and was dropped.
-template <bool FLOW = false>
 __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   static_assert(kRows == 16, "a 32-row block of each half is two tiles");
   __shared__ unsigned s_last;
@@ -99,9 +97,6 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
   p.glu_h[at] = v;
   q8_quantize_warp(v, blk, n_ff, p.glu_xq);
   if (lane == 0) p.glu_count[blk] = 0u;
-  if constexpr (FLOW) {
-    if ((p.flow_opt & 1) == 0) flow_done(p.flow_count, blk);  // gemv_flow.cuh (opt 1: the tile order alone)
-  }
 }
 
 // Params::nq_count (the norm fold's producer, norm_fold.h; rows % 32 == 0): the CTA counts its
@@ -129,15 +124,25 @@ __device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0) {
 // row's build, PDL wait and ring fill paid once for two tiles) lost: H200 session 36 call 1, Llama-8B tg128
 // alternating, 500.58 / 496.62 against 515.96 / 514.37 tok/s (-3.2%), slower on every shape alone
 // (28672x4096 back to back 22.85 against 20.05 us). Removed in session 37.
-// FLOW (the step flow, gemv_flow.cuh): 1 the gate|up producer (its tiles in SwiGLU block order, each
-// block counted), 2 the down projection consuming the steps as they are written (no PDL wait first).
-template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, int FLOW = 0>
+// GO (a gate|up with the SwiGLU tail, Params::glu_order): CTA 4 b + j takes the tiles of SwiGLU block b --
+// gate tiles 2 b, 2 b + 1 (j 0, 1), then up tiles n_ff / 16 + 2 b, + 1 (j 2, 3) -- instead of tile 4 b + j,
+// so the blocks complete while the launch runs, in order, rather than all in its second half (the up
+// tiles'). The same tiles, the same sums: the same bits. H100 session 39 call 6, Llama-8B tg128 alternating:
+// 450.71 / 450.26 against 447.32 / 446.14 tok/s (+0.8%), the same 64 greedy tokens.
+// (Measured with it and removed: a down projection reading each 256-element step of the SwiGLU row as the
+// tails counted it, instead of after the PDL wait -- bits equal, 5-6% slower end to end whatever its fence or
+// polling (calls 1-6); in the chain trace gate|up + down took 40.4 us a layer against 36.4.)
+__device__ __forceinline__ int64_t glu_order_tile(int64_t b, int64_t rows) {
+  const int64_t blk = b >> 2, j = b & 3;
+  return j < 2 ? 2 * blk + j : rows / 32 + 2 * blk + (j - 2);
+}
+
+template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, bool GO = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
-  const int64_t row0 =
-      (FLOW == 1 ? flow_tile(static_cast<int64_t>(blockIdx.x), p.rows) : static_cast<int64_t>(blockIdx.x)) * kRows;
+  const int64_t row0 = (GO ? glu_order_tile(blockIdx.x, p.rows) : static_cast<int64_t>(blockIdx.x)) * kRows;
   const int nb = static_cast<int>(p.k / 64), n_steps = nb / kStepBlocks;
   // The tile's bytes start here in both layouts; TILED (nvfp4_tiled.h): its step s is the
   // contiguous 2304 bytes at s * kStageBytes, laid out as the stage (rows 144 bytes apart).
@@ -177,10 +182,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   if constexpr (YE) {
     if (threadIdx.x < kRows && row0 + static_cast<int64_t>(threadIdx.x) < p.rows) y_old = p.y[row0 + threadIdx.x];
   }
-  if constexpr (FLOW != 2) {  // FLOW 2: the steps' activations come with the steps (gemv_flow.cuh)
-    pdl_wait();
-    pdl_trigger();
-  }
+  pdl_wait();
+  pdl_trigger();
 
   // The activation row in one pass (mma_build_x_1pass: one L2 round trip after the wait instead of
   // two or three), sized to the instance: 8 warps hold k 14336's 7 fragments and 2 scales a thread
@@ -190,9 +193,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // (call 4). Beyond those sizes, and on the row-major 4-warp instances (not measured), the batches.
   uint8_t* frag_s = smem + sm.frag;
   float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
-  bool one_pass = true;
-  if constexpr (FLOW == 2) {
-  } else if constexpr ((FOLD & 1) != 0)
+  bool one_pass;
+  if constexpr ((FOLD & 1) != 0)
     one_pass =
         (NW >= 8 && mma_build_x_1pass<8, 2, 8>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps)) ||
         (NW == 4 && mma_build_x_1pass<4, 1, 4>(frag_s, xd_s, p.xq, p.k, nb, NW * 32, p.norm_part, p.norm_eps));
@@ -221,13 +223,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
   float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
   float* red = reinterpret_cast<float*>(smem + sm.red);
-  int n_put = 0;  // FLOW 2: this warp's steps [0, n_put) have their activations in place (flow_fill)
   for (int i = 0; i < my_steps; ++i) {
-    if constexpr (FLOW == 2) {
-      if (i >= n_put)
-        n_put = flow_fill(p.flow_count, p.xq, p.k, smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), warp, NW,
-                          i, my_steps, p.flow_opt);
-    }
     cp_async_wait(NS - 2);
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
     issue(i + NS - 1);
@@ -239,10 +235,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
   cp_async_wait(0);
-  // FLOW 2: gate|up is done by now (pdl.cuh's contract for the launches after), and the next launch is
-  // released only now, as after a wait at the start: released at the start it was placed under gate|up
-  // and this launch (the qkv GEMV's placement penalty, gemv_tuning.h kNvfp4AfterGemvSmem).
-  if constexpr (FLOW == 2) pdl_wait(), pdl_trigger();
 
   // Row sums: the 4 lanes of a row, then the warps in order.
   mma_warp_rows_out(acc0, acc8, g, c, red, warp);
@@ -259,9 +251,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
         store_out(p.y + row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
   }
-  if (p.glu_count != nullptr) mma_glu_tail<FLOW == 1>(p, row0);
+  if (p.glu_count != nullptr) mma_glu_tail(p, row0);
   if constexpr ((FOLD & 2) != 0) mma_nq_tail(p, row0);
-  if constexpr (FLOW == 2) flow_rearm(p.flow_count, n_steps);
 }
 
 std::atomic<int64_t> g_mma_launches{0};
@@ -277,28 +268,22 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   // gets norm_fold_produce after it).
   const bool cons = p.norm_part != nullptr, prod = p.nq_count != nullptr && ye;
   if (cons && (!p.tiled || ye || p.nq_count != nullptr)) return false;
-  // The step flow (gemv_flow.cuh; Params::flow_count): instances only at the plans Llama-8B-shaped
-  // layers take (gate|up 4 warps x 2 stages, down 8 x 3-4) and 4 x 2 for a short down projection.
-  constexpr bool kFlowProd = NW == 4 && NS == 2, kFlowCons = (NW == 8 && NS >= 3) || (NW == 4 && NS == 2);
-  const bool flow_prod = kFlowProd && p.flow_count != nullptr && p.tiled && p.glu_count != nullptr && !cons && !ye;
-  const bool flow_cons = kFlowCons && p.flow_count != nullptr && ye && !cons;
-  auto kernel = flow_cons && prod ? nvfp4_mma_kernel<NW, NS, true, true, 2, kFlowCons ? 2 : 0>
-                : flow_cons       ? nvfp4_mma_kernel<NW, NS, true, true, 0, kFlowCons ? 2 : 0>
-                : flow_prod       ? nvfp4_mma_kernel<NW, NS, true, false, 0, kFlowProd ? 1 : 0>
-                : prod            ? nvfp4_mma_kernel<NW, NS, true, true, 2>
-                : cons            ? nvfp4_mma_kernel<NW, NS, true, false, 1>
-                : ye              ? nvfp4_mma_kernel<NW, NS, true, true>
-                : p.tiled         ? nvfp4_mma_kernel<NW, NS, true>
-                                  : nvfp4_mma_kernel<NW, NS, false>;
-  static std::atomic<uint64_t> cache[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const int ci = flow_cons && prod ? 7 : flow_cons ? 6 : flow_prod ? 5 : prod ? 4 : cons ? 3 : ye ? 2 : p.tiled ? 1 : 0;
+  // GO: a tiled gate|up with the SwiGLU tail in block order (rows % 64 == 0: has_glu's check), not a consumer.
+  const bool go = p.tiled && p.glu_count != nullptr && p.glu_order != 0 && !cons && !ye;
+  auto kernel = prod      ? nvfp4_mma_kernel<NW, NS, true, true, 2>
+                : cons    ? nvfp4_mma_kernel<NW, NS, true, false, 1>
+                : ye      ? nvfp4_mma_kernel<NW, NS, true, true>
+                : go      ? nvfp4_mma_kernel<NW, NS, true, false, 0, true>
+                : p.tiled ? nvfp4_mma_kernel<NW, NS, true>
+                          : nvfp4_mma_kernel<NW, NS, false>;
+  static std::atomic<uint64_t> cache[6] = {0, 0, 0, 0, 0, 0};
+  const int ci = prod ? 4 : cons ? 3 : ye ? 2 : go ? 5 : p.tiled ? 1 : 0;
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
     return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
   if (prod) note_nq_tail();
-  if (flow_prod || flow_cons) note_flow();
   return true;
 }
 

@@ -68,14 +68,6 @@ const bool g_glu_fused = [] {
   return e == nullptr || *e != '0';
 }();
 
-// FT_GEMV_FLOW=1: the down projection reads the SwiGLU row step by step as the gate|up launch
-// writes it (cuda::GemvArgs::flow_count, cuda/gemv_flow.cuh), not after that launch. Off until
-// measured on the device.
-const bool g_gemv_flow = [] {
-  const char* e = std::getenv("FT_GEMV_FLOW");
-  return e != nullptr && *e == '1';
-}();
-
 // FT_NORM_FOLD: which decode norms the GEMVs around them make (cuda/norm_fold.h): bit 0 the FFN
 // norm (wo -> gate|up), bit 1 the attention norm (the previous layer's down -> qkv); 0 none. Default 2:
 // H200 session 33 call 4, Llama-8B tg128 alternating, 4 rounds: 0 518.45 / 517.77 / 517.89 / 517.97,
@@ -353,8 +345,6 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       a.glu_xq = b_.xq_glu.get();
       a.glu_h = hh;
       a.glu_count = b_.glu_count.as<unsigned>();
-      unsigned* flow = g_gemv_flow && L.down.parts[0].tiled ? b_.flow_count.as<unsigned>() : nullptr;
-      a.flow_count = flow;
       if (spacer(kSkipGateUp, n_tok)) cuda::pdl_spacer(s);
       cuda::gemv(a, s);
       if (spacer(kSkipDown, n_tok)) cuda::pdl_spacer(s);
@@ -362,7 +352,6 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
       fill_common(d, L.down.parts[0], L.down, hh, n_ff, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
       d.xq = b_.xq_glu.get();
       d.y_early = true;  // x: written by wo, three launches back (cuda/gemv.h)
-      d.flow_count = flow;
       if (fold_wanted(il + 1, /*attn=*/true, n_tok)) {  // the next layer's attention norm (norm_fold.h)
         fold_produce(d, w_.layers[il + 1].attn_norm);
         nq_attn_ready_ = true;

@@ -109,11 +109,6 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     alloc(glu_count, n_cnt * sizeof(unsigned));
     FT_CUDA_CHECK(cudaMemset(glu_count.get(), 0, n_cnt * sizeof(unsigned)));
     alloc(xq_glu, cuda::act_q8_bytes(dense_ff, 1));
-    if (dense_ff % 256 == 0) {  // the step flow gate|up -> down (cuda::GemvArgs::flow_count)
-      const int64_t n_flow = cuda::gemv_flow_counters(dense_ff);
-      alloc(flow_count, n_flow * sizeof(unsigned));
-      FT_CUDA_CHECK(cudaMemset(flow_count.get(), 0, n_flow * sizeof(unsigned)));
-    }
     if (hp.n_embd % 32 == 0 && hp.n_embd <= cuda::kNormFoldMaxN) {  // the norm fold (forward.cpp)
       const int64_t n_blk = hp.n_embd / 32;
       alloc(xq_n, cuda::act_q8_bytes(hp.n_embd, 1));

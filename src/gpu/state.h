@@ -71,8 +71,6 @@ struct GpuBuffers {
   // A dense gate|up launch's SwiGLU tail (cuda::GemvArgs::glu_xq): its block counters (0) and its Q8
   // row, apart from xq, which that launch is still reading.
   cuda::DeviceBuffer glu_count, xq_glu;
-  // The step flow from that gate|up to the down projection (cuda::GemvArgs::flow_count): its counters (0).
-  cuda::DeviceBuffer flow_count;
   // The norm fold (cuda/norm_fold.h; decode): the producing GEMV's Q8 row of y * w (apart from xq
   // and xq_glu, which the producers read), its blocks' sums of squares and its block counters (0).
   cuda::DeviceBuffer xq_n, nq_part, nq_count;

@@ -270,7 +270,8 @@ TEST(CudaNvfp4Tiled, GemmEqualsRowMajorBitwise) {
 // GemvArgs::glu_xq on a dense tiled gate|up (one token): the tensor-core kernel's SwiGLU tail
 // writes the product, and the SwiGLU rows and Q8 bytes swiglu_q8 makes of it, bit for bit, and
 // leaves its counters at zero (checked by a second call on them); at Llama-8B's shape and a small
-// one, with and without bf16 rounding and a row scale.
+// one, with and without bf16 rounding and a row scale, its CTAs in SwiGLU block order (the default) and in
+// row order (gemv_set_glu_order).
 TEST(CudaNvfp4Tiled, SwigluTailEqualsItsLaunch) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(2406);
@@ -313,8 +314,10 @@ TEST(CudaNvfp4Tiled, SwigluTailEqualsItsLaunch) {
     std::vector<float> y0, h0, y1, h1;
     std::vector<uint8_t> q0, q1;
     run(false, y0, h0, q0);
-    for (int rep = 0; rep < 2; ++rep) {
+    for (int rep = 0; rep < 4; ++rep) {
+      gemv_set_glu_order(rep < 2 ? 1 : 0);
       run(true, y1, h1, q1);
+      gemv_set_glu_order(-1);
       ASSERT_EQ(std::memcmp(y1.data(), y0.data(), y0.size() * sizeof(float)), 0) << "gate|up outputs differ";
       for (size_t i = 0; i < h1.size(); ++i) ASSERT_FALSE(std::isnan(h1[i])) << "SwiGLU value " << i << " not written";
       ASSERT_EQ(std::memcmp(h1.data(), h0.data(), h0.size() * sizeof(float)), 0) << "SwiGLU rows differ";
