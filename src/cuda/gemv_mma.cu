@@ -128,7 +128,8 @@ __device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0) {
 // gate tiles 2 b, 2 b + 1 (j 0, 1), then up tiles n_ff / 16 + 2 b, + 1 (j 2, 3) -- instead of tile 4 b + j,
 // so the blocks complete while the launch runs, in order, rather than all in its second half (the up
 // tiles'). The same tiles, the same sums: the same bits. H100 session 39 call 6, Llama-8B tg128 alternating:
-// 450.71 / 450.26 against 447.32 / 446.14 tok/s (+0.8%), the same 64 greedy tokens.
+// 450.71 / 450.26 against 447.32 / 446.14 tok/s (+0.8%); call 7, this instance, 4 rounds: 447.31 / 447.43 /
+// 447.11 / 446.45 against 445.33 / 444.97 / 444.80 / 444.40 (+0.5%), the same 64 greedy tokens.
 // (Measured with it and removed: a down projection reading each 256-element step of the SwiGLU row as the
 // tails counted it, instead of after the PDL wait -- bits equal, 5-6% slower end to end whatever its fence or
 // polling (calls 1-6); in the chain trace gate|up + down took 40.4 us a layer against 36.4.)
@@ -255,7 +256,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   if constexpr ((FOLD & 2) != 0) mma_nq_tail(p, row0);
 }
 
-std::atomic<int64_t> g_mma_launches{0};
+std::atomic<int64_t> g_mma_launches{0}, g_glu_order_launches{0};
 
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
@@ -283,6 +284,7 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
+  if (go) g_glu_order_launches.fetch_add(1, std::memory_order_relaxed);
   if (prod) note_nq_tail();
   return true;
 }
@@ -311,4 +313,5 @@ bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int
 
 namespace ft::cuda {
 int64_t gemv_nvfp4_mma_launches() { return gemv_detail::g_mma_launches.load(std::memory_order_relaxed); }
+int64_t gemv_glu_order_launches() { return gemv_detail::g_glu_order_launches.load(std::memory_order_relaxed); }
 }  // namespace ft::cuda

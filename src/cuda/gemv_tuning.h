@@ -339,6 +339,8 @@ void gemv_set_nvfp4_mma(int warps, int stages);
 void gemv_set_nvfp4_persist(int groups, int stages);
 // Launches of the mma kernel so far (tests and benchmarks check that it ran).
 int64_t gemv_nvfp4_mma_launches();
+// ... of them, gate|up launches in SwiGLU block order (gemv_mma.cu GO; tests).
+int64_t gemv_glu_order_launches();
 // Grouped gate/up pairs (GemvArgs::w_pair) launched as one slab kernel so far.
 int64_t gemv_nvfp4_pair_launches();
 // Launches of the persistent mma kernel so far.

@@ -316,8 +316,10 @@ TEST(CudaNvfp4Tiled, SwigluTailEqualsItsLaunch) {
     run(false, y0, h0, q0);
     for (int rep = 0; rep < 4; ++rep) {
       gemv_set_glu_order(rep < 2 ? 1 : 0);
+      const int64_t go0 = gemv_glu_order_launches();
       run(true, y1, h1, q1);
       gemv_set_glu_order(-1);
+      EXPECT_EQ(gemv_glu_order_launches() - go0, rep < 2 ? 1 : 0) << "the block-order instance (rep " << rep << ")";
       ASSERT_EQ(std::memcmp(y1.data(), y0.data(), y0.size() * sizeof(float)), 0) << "gate|up outputs differ";
       for (size_t i = 0; i < h1.size(); ++i) ASSERT_FALSE(std::isnan(h1[i])) << "SwiGLU value " << i << " not written";
       ASSERT_EQ(std::memcmp(h1.data(), h0.data(), h0.size() * sizeof(float)), 0) << "SwiGLU rows differ";
