@@ -129,6 +129,17 @@ n=next((i for i,(x,y) in enumerate(zip(a,b)) if x!=y), min(len(a),len(b)))
 print('$b [$e] vs default:', 'same %d tokens' % len(a) if a == b else 'DIFFER at %d' % n, len(a), len(b))" 2>&1 | tee -a "$R/log.txt"
 }
 
+# chain_sums NAME..: bench/chain_trace.py's per-position table of each $R/NAME.tg128.csv (written by
+# FT_CHAIN_TRACE=$R/NAME under a -DFT_CHAIN_TRACE=ON build) into $R/sum_NAME.txt, then the CSVs gzipped.
+chain_sums() {
+  local t
+  for t in "$@"; do
+    log "chain: $t"
+    python3 bench/chain_trace.py "$R/$t.tg128.csv" --steps 128 2>&1 | tee "$R/sum_$t.txt"
+  done
+  gzip "$R"/*.csv
+}
+
 # ab_envs ROUNDS MODEL_FILE "ENV=V [ENV=V..]" "ENV=V.." .. -- [ft bench args]: ft bench's rows under each
 # environment in turn, alternating, ROUNDS rounds (ab_rounds for settings of several variables; "-" for
 # none). Rows go to $R/ft.md, each after its log line; stops at AB_BUDGET seconds (default 500).

@@ -12,9 +12,5 @@ models_wait
 ab_envs 1 "$L" "FT_CHAIN_TRACE=$R/base" "FT_CHAIN_TRACE=$R/k1 FT_DEBUG_SKIP=norm1" \
   "FT_CHAIN_TRACE=$R/k1s FT_DEBUG_SKIP=norm1 FT_DEBUG_SPACER=qkv" "FT_CHAIN_TRACE=$R/k2 FT_DEBUG_SKIP=norm2" -- \
   -p 0 -n 128 -r 1 --ctx-size 4096 --bw-gbs 4562
-for t in base k1 k1s k2; do
-  log "chain: $t"
-  python3 bench/chain_trace.py "$R/$t.tg128.csv" --steps 128 2>&1 | tee "$R/sum_$t.txt"
-done
-gzip "$R"/*.csv
+chain_sums base k1 k1s k2
 finish rese

@@ -16,9 +16,5 @@ models_bg llama8b-nvfp4
 models_wait
 ab_envs 1 "$L" "FT_CHAIN_TRACE=$R/base" "FT_CHAIN_TRACE=$R/f3 FT_NORM_FOLD=3" \
   "FT_CHAIN_TRACE=$R/k2 FT_DEBUG_SKIP=norm2" -- -p 0 -n 128 -r 1 --ctx-size 4096 --bw-gbs 4562
-for t in base f3 k2; do
-  log "chain: $t"
-  python3 bench/chain_trace.py "$R/$t.tg128.csv" --steps 128 2>&1 | tee "$R/sum_$t.txt"
-done
-gzip "$R"/*.csv
+chain_sums base f3 k2
 finish resa
