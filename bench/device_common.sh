@@ -115,13 +115,16 @@ print('$b $var on / off:', 'same %d tokens' % len(a) if a == b else 'DIFFER', le
 
 # tokens_under "ENV=V [ENV=V..]" MODEL_FILE: 64 greedy tokens of a fixed prompt under the settings against the
 # same with none (the default, generated once per file); logs "same N tokens" or where they first differ.
+# FTBIN=NAME runs $B/NAME (as in ab_envs).
 tokens_under() {
   local e=$1 f=$2 b t
   b=$(basename "$f" .gguf)
   t=$(echo "$e" | tr ' =,' '__.')
   [ -f "$R/gen_${b}_ref.json" ] || timeout 60 "$B/ft" generate --model "$f" --device cuda --prompt-tokens 1,2,3,4,5,6,7,8 \
       --max-tokens 64 --temperature 0 --ignore-eos --json > "$R/gen_${b}_ref.json" 2>>"$R/ft.err"
-  env $e timeout 60 "$B/ft" generate --model "$f" --device cuda --prompt-tokens 1,2,3,4,5,6,7,8 \
+  local exe=ft w rest=""
+  for w in $e; do [[ $w == FTBIN=* ]] && exe=${w#FTBIN=} || rest="$rest $w"; done
+  env $rest timeout 60 "$B/$exe" generate --model "$f" --device cuda --prompt-tokens 1,2,3,4,5,6,7,8 \
       --max-tokens 64 --temperature 0 --ignore-eos --json > "$R/gen_${b}_$t.json" 2>>"$R/ft.err"
   python3 -c "
 import json; a=json.load(open('$R/gen_${b}_$t.json'))['tokens']; b=json.load(open('$R/gen_${b}_ref.json'))['tokens']
@@ -143,6 +146,7 @@ chain_sums() {
 # ab_envs ROUNDS MODEL_FILE "ENV=V [ENV=V..]" "ENV=V.." .. -- [ft bench args]: ft bench's rows under each
 # environment in turn, alternating, ROUNDS rounds (ab_rounds for settings of several variables; "-" for
 # none). Rows go to $R/ft.md, each after its log line; stops at AB_BUDGET seconds (default 500).
+# FTBIN=NAME in a setting runs $B/NAME instead of $B/ft (another build's binary packed beside it).
 ab_envs() {
   local rounds=$1 f=$2 round e
   shift 2
@@ -154,7 +158,9 @@ ab_envs() {
       budget "${AB_BUDGET:-500}" "$e $(basename "$f")" || return 0
       log "$e round $round $(basename "$f")"
       [ "$e" = "-" ] && e=""
-      env $e timeout 90 "$B/ft" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows |
+      local exe=ft w rest=""
+      for w in $e; do [[ $w == FTBIN=* ]] && exe=${w#FTBIN=} || rest="$rest $w"; done
+      env $rest timeout 90 "$B/$exe" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows |
         sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
     done
   done

@@ -27,6 +27,9 @@ for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft
   if [ -n "${PACK_ONLY:-}" ] && ! [[ " $PACK_ONLY " == *" $(basename "$f") "* ]]; then continue; fi
   [ -f "$B/$f" ] && cp "$B/$f" "$OUT/" || echo "pack-device: no $B/$f (skipped)"
 done
+# PACK_EXTRA="FILE.." : more binaries packed beside them under their own names (another build's ft for an
+# A/B in one call, e.g. PACK_EXTRA=/tmp/ft_base; bench/device_common.sh's FTBIN=ft_base runs it).
+for f in ${PACK_EXTRA:-}; do cp "$f" "$OUT/"; done
 # Debian libraries the binaries link that the device image lacks (its CUDA image has glibc and
 # libstdc++ only): whatever ldd resolves under /lib/x86_64-linux-gnu except those.
 # (Every packed binary: ft-bench-attention-cuda alone links libutf8proc, which test_cuda does not.)

@@ -103,13 +103,14 @@ __device__ __forceinline__ void mma_glu_tail(const Params& p, int64_t row0) {
 // stored 16 rows into its 32-row block's counter; the CTA completing the block has its first warp
 // read the block's 32 rows back from L2 and write their Q8 and sum of squares (norm_fold.cuh), as
 // mma_glu_tail does for the SwiGLU.
-__device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0) {
+// wv: the first warp's norm weights of the block (norm_fold::weight_of, loaded before the PDL wait).
+__device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0, float wv) {
   __syncthreads();  // the threads that stored (block_done's release carries their rows)
   if (threadIdx.x >= 32) return;
   const int blk = static_cast<int>(row0 >> 5);
   if (!norm_fold::block_done(p.nq_count, blk, kRows)) return;
   const float y = __ldcg(p.y + 32 * static_cast<int64_t>(blk) + threadIdx.x);
-  norm_fold::block_warp(y, p.nq_w, blk, p.rows, p.nq_xq, p.nq_part);
+  norm_fold::block_warp(y, wv, blk, p.rows, p.nq_xq, p.nq_part);
 }
 
 // YE (tiled accumulating launches with GemvArgs::y_early -- the down projection into the
@@ -183,6 +184,10 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   if constexpr (YE) {
     if (threadIdx.x < kRows && row0 + static_cast<int64_t>(threadIdx.x) < p.rows) y_old = p.y[row0 + threadIdx.x];
   }
+  float nq_wv = 0.0f;  // FOLD 2: the tail's norm weights, a weight too (norm_fold::weight_of)
+  if constexpr ((FOLD & 2) != 0) {
+    if (threadIdx.x < 32) nq_wv = norm_fold::weight_of(p.nq_w, static_cast<int>(row0 >> 5));
+  }
   pdl_wait();
   pdl_trigger();
 
@@ -253,7 +258,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     }
   }
   if (p.glu_count != nullptr) mma_glu_tail(p, row0);
-  if constexpr ((FOLD & 2) != 0) mma_nq_tail(p, row0);
+  if constexpr ((FOLD & 2) != 0) mma_nq_tail(p, row0, nq_wv);
 }
 
 std::atomic<int64_t> g_mma_launches{0}, g_glu_order_launches{0};

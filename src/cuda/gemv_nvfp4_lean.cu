@@ -182,6 +182,12 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     issue(it1, ring + kStage);
     if (y_pre && n_steps > 0 && lane < it0.nr) y_old = p.y[it0.row0 + lane];
   }
+  // NQ: the norm weights of the warp's first item's block (its tail's, norm_fold::weight_of), a weight
+  // too; the per-warp form's later items load theirs in the tail.
+  float nq_wv = 0.0f;
+  if constexpr (!GROUPED && NQ) {
+    if (my_items > 0) nq_wv = norm_fold::weight_of(p.nq_w, (gw * R) >> 5);
+  }
   pdl_wait();
   pdl_trigger();
   uint4 xr[5];
@@ -286,9 +292,9 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
         __syncthreads();  // the warps' rows (block_done's release carries them)
         if (warp != 0) return;
         const int row0 = static_cast<int>(blockIdx.x) * kWarps * R, blk = row0 >> 5;
-        if (norm_fold::block_done(p.nq_count, blk, kWarps * R)) {
+        if (norm_fold::block_done(p.nq_count, blk, kWarps * R)) {  // warp 0's first item: nq_wv's block
           const float y = __ldcg(p.y + 32 * static_cast<int64_t>(blk) + lane);
-          norm_fold::block_warp(y, p.nq_w, blk, p.rows, p.nq_xq, p.nq_part);
+          norm_fold::block_warp(y, nq_wv, blk, p.rows, p.nq_xq, p.nq_part);
         }
         return;
       }
@@ -297,7 +303,8 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
         const int row0 = (gw + it * n_w) * R, nr = min(R, rows - row0), blk = row0 >> 5;
         if (norm_fold::block_done(p.nq_count, blk, nr)) {
           const float y = __ldcg(p.y + 32 * static_cast<int64_t>(blk) + lane);
-          norm_fold::block_warp(y, p.nq_w, blk, p.rows, p.nq_xq, p.nq_part);
+          norm_fold::block_warp(y, it == 0 ? nq_wv : norm_fold::weight_of(p.nq_w, blk), blk, p.rows, p.nq_xq,
+                                p.nq_part);
         }
       }
     }

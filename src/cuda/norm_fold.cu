@@ -28,7 +28,7 @@ __global__ void produce_kernel(const float* y, const float* w, int64_t n, uint8_
   pdl_trigger();
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   for (int blk = warp; blk < static_cast<int>(n / 32); blk += static_cast<int>(blockDim.x) >> 5)
-    norm_fold::block_warp(y[32 * blk + lane], w, blk, n, xq, part);
+    norm_fold::block_warp(y[32 * blk + lane], norm_fold::weight_of(w, blk), blk, n, xq, part);
 }
 
 // One warp.

@@ -26,14 +26,21 @@ namespace ft::cuda::norm_fold {
 // P < 8 a lane (32 P * 32 >= n) sums the same values: the entries past the row are zeros.
 inline constexpr int kMaxPartsPerLane = 8;
 
-// The completing warp: lane i holds y[32 blk + i] (final); w the norm weight (n values).
-__device__ __forceinline__ void block_warp(float y, const float* w, int blk, int64_t n, uint8_t* xq_row,
-                                           double* part) {
+// The calling lane's norm weight of 32-row block blk (lane i: w[32 blk + i]). The weights are never
+// written by a decode step, so the GEMV producers load it before their PDL wait, not in the tail: a
+// norm weight read after the sums is a DRAM miss (each layer's 16 KB are evicted by the ~120 MB of
+// weights streamed between two reads of it) at the very end of the producer -- on the critical path.
+__device__ __forceinline__ float weight_of(const float* w, int blk) {
+  return __ldg(w + 32 * static_cast<int64_t>(blk) + (static_cast<int>(threadIdx.x) & 31));
+}
+
+// The completing warp: lane i holds y[32 blk + i] (final) and wv = weight_of(w, blk), its norm weight.
+__device__ __forceinline__ void block_warp(float y, float wv, int blk, int64_t n, uint8_t* xq_row, double* part) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   double sq = static_cast<double>(__fmul_rn(y, y));
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xFFFFFFFFu, sq, o);
-  q8_quantize_warp</*RAW=*/true>(__fmul_rn(y, __ldg(w + 32 * static_cast<int64_t>(blk) + lane)), blk, n, xq_row);
+  q8_quantize_warp</*RAW=*/true>(__fmul_rn(y, wv), blk, n, xq_row);
   if (lane == 0) part[blk] = sq;
 }
 
