@@ -26,7 +26,7 @@ Q=$M/qwen3moe-30b-nvfp4.gguf
 gpu_tests() {
   (cd "$B" && timeout "$1" ./test_cuda --gtest_brief=1 ${2:+--gtest_filter=$2} > "$R/test.txt" 2>&1
    echo "rc=$?" >> "$R/test.txt")
-  grep -E "tests? ran|PASSED|FAILED|rc=|Failure|exception|ATTN-MMA" "$R/test.txt" | tail -20
+  grep -E "tests? ran|PASSED|FAILED|rc=|Failure|exception|ATTN-MMA|NORM-CTA" "$R/test.txt" | tail -20
 }
 
 # budget SECONDS WHAT: true while the call is younger than SECONDS, else logs that WHAT is skipped.
