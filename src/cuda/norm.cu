@@ -62,17 +62,8 @@ __global__ void rmsnorm_kernel(float* x, int64_t ldx, const float* b, int64_t ld
   if constexpr (kVec) {
     for (int64_t i = 4 * static_cast<int64_t>(threadIdx.x); i < n; i += 4 * blockDim.x) {
       const float4 v = *reinterpret_cast<const float4*>(xr + i);
-      float4 o;
-      if (w != nullptr) {
-        const float4 g = *reinterpret_cast<const float4*>(w + i);
-        o.x = ops::mul_rn(ops::mul_rn(v.x, scale), g.x), o.y = ops::mul_rn(ops::mul_rn(v.y, scale), g.y);
-        o.z = ops::mul_rn(ops::mul_rn(v.z, scale), g.z), o.w = ops::mul_rn(ops::mul_rn(v.w, scale), g.w);
-      } else {
-        o.x = ops::mul_rn(v.x, scale), o.y = ops::mul_rn(v.y, scale), o.z = ops::mul_rn(v.z, scale),
-        o.w = ops::mul_rn(v.w, scale);
-      }
-      o.x = round_to(r, o.x), o.y = round_to(r, o.y), o.z = round_to(r, o.z), o.w = round_to(r, o.w);
-      *reinterpret_cast<float4*>(yr + i) = o;
+      const float4 g = w != nullptr ? *reinterpret_cast<const float4*>(w + i) : make_float4(1, 1, 1, 1);
+      *reinterpret_cast<float4*>(yr + i) = norm_row::scale_quad(v, scale, w != nullptr, g, r);
     }
   } else {
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {

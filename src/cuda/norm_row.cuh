@@ -15,6 +15,22 @@ namespace ft::cuda::norm_row {
 
 inline constexpr int kThreads = 256;
 
+// One float4 of a normalised row: x * scale * weight (x * scale without weights), each product rounded to
+// float, then rounded by r -- the element epilogue every RMSNorm body here shares (norm.cu's kernels, normalize,
+// normalize_played), so their outputs are the same bits by construction.
+__device__ __forceinline__ float4 scale_quad(float4 x, float scale, bool weighted, float4 g, Round r) {
+  float4 t;
+  if (weighted) {
+    t.x = ops::mul_rn(ops::mul_rn(x.x, scale), g.x), t.y = ops::mul_rn(ops::mul_rn(x.y, scale), g.y);
+    t.z = ops::mul_rn(ops::mul_rn(x.z, scale), g.z), t.w = ops::mul_rn(ops::mul_rn(x.w, scale), g.w);
+  } else {
+    t.x = ops::mul_rn(x.x, scale), t.y = ops::mul_rn(x.y, scale), t.z = ops::mul_rn(x.z, scale),
+    t.w = ops::mul_rn(x.w, scale);
+  }
+  t.x = round_to(r, t.x), t.y = round_to(r, t.y), t.z = round_to(r, t.z), t.w = round_to(r, t.w);
+  return t;
+}
+
 // The norm weights of this thread's float4s (ones without weights); they never depend on an
 // earlier kernel, so callers load them before pdl_wait.
 template <int NV>
@@ -66,15 +82,7 @@ __device__ __forceinline__ void normalize(float* xr, const float* br, const floa
   for (int j = 0; j < NV; ++j) {
     const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
     if (i >= n) break;
-    float4 t;
-    if (weighted) {
-      t.x = ops::mul_rn(ops::mul_rn(v[j].x, scale), g[j].x), t.y = ops::mul_rn(ops::mul_rn(v[j].y, scale), g[j].y);
-      t.z = ops::mul_rn(ops::mul_rn(v[j].z, scale), g[j].z), t.w = ops::mul_rn(ops::mul_rn(v[j].w, scale), g[j].w);
-    } else {
-      t.x = ops::mul_rn(v[j].x, scale), t.y = ops::mul_rn(v[j].y, scale), t.z = ops::mul_rn(v[j].z, scale),
-      t.w = ops::mul_rn(v[j].w, scale);
-    }
-    t.x = round_to(r, t.x), t.y = round_to(r, t.y), t.z = round_to(r, t.z), t.w = round_to(r, t.w);
+    const float4 t = scale_quad(v[j], scale, weighted, g[j], r);
     o[j] = t;
     if (yr != nullptr) *reinterpret_cast<float4*>(yr + i) = t;
     if (xq_row != nullptr) q8_quantize_quad(t, i, n, xq_row);
@@ -129,17 +137,8 @@ __device__ __forceinline__ void normalize_played(const float* xr, const float* w
     for (int j = 0; j < NV; ++j) {
       const int64_t i = 4 * (tid + kReal * u + static_cast<int64_t>(kThreads) * j);
       if (i >= n) break;
-      const float4 x = v[u][j];
-      float4 t;
-      if (ws != nullptr) {
-        const float4 w = *reinterpret_cast<const float4*>(ws + i);
-        t.x = ops::mul_rn(ops::mul_rn(x.x, scale), w.x), t.y = ops::mul_rn(ops::mul_rn(x.y, scale), w.y);
-        t.z = ops::mul_rn(ops::mul_rn(x.z, scale), w.z), t.w = ops::mul_rn(ops::mul_rn(x.w, scale), w.w);
-      } else {
-        t.x = ops::mul_rn(x.x, scale), t.y = ops::mul_rn(x.y, scale), t.z = ops::mul_rn(x.z, scale),
-        t.w = ops::mul_rn(x.w, scale);
-      }
-      t.x = round_to(r, t.x), t.y = round_to(r, t.y), t.z = round_to(r, t.z), t.w = round_to(r, t.w);
+      const float4 t = ws != nullptr ? scale_quad(v[u][j], scale, true, *reinterpret_cast<const float4*>(ws + i), r)
+                                     : scale_quad(v[u][j], scale, false, make_float4(1, 1, 1, 1), r);
       if (yr != nullptr) *reinterpret_cast<float4*>(yr + i) = t;
       if (xq_row != nullptr) q8_quantize_quad(t, i, n, xq_row);
     }
