@@ -18,7 +18,6 @@
 #include "cuda/gemv_tuning.h"
 #include "cuda/glu.h"
 #include "cuda/moe_route.h"
-#include "cuda/norm.h"
 #include "cuda/norm_fold.h"
 #include "cuda/nvfp4_tiled.h"
 
@@ -296,11 +295,6 @@ Params checked_params(const GemvArgs& a) {
   p.nq_xq = static_cast<uint8_t*>(a.nq_xq);
   p.nq_part = a.nq_part;
   p.nq_count = a.nq_count;
-  p.nr_w = a.nr_w;  // the norm after the product: the lean dense kernel's norm CTA (gemv_norm_after checked it)
-  p.nr_y = a.nr_y;
-  p.nr_xq = static_cast<uint8_t*>(a.nr_xq);
-  p.nr_count = a.nr_count;
-  p.nr_eps = a.nr_eps;
   p.after_gemv = a.after_gemv ? 1 : 0;
   if (a.tiled && (a.type != GgmlType::NVFP4 || grouped || !takes_q8(a) || a.w_pair != nullptr ||
                   !nvfp4_tile_ok(a.rows, a.k, a.row_bytes)))
@@ -480,43 +474,15 @@ void gemv_folded(const GemvArgs& a, cudaStream_t stream) {
   produce_if_needed();
 }
 
-thread_local int64_t t_nr_ctas = 0;
-
-// GemvArgs::nr_* (gemv.h): the product, then the norm -- by the launch's norm CTA where the kernel
-// has one (it counts itself in t_nr_ctas), else by rmsnorm_q8.
-void gemv_norm_after(const GemvArgs& a, cudaStream_t stream) {
-  const std::string where =
-      "cuda gemv (norm after the product, rows " + std::to_string(a.rows) + ", k " + std::to_string(a.k) + "): ";
-  if (a.ids != nullptr || a.n_tok != 1 || !a.accumulate)
-    fail_message(where + "needs one token of a dense product accumulating into the residual row");
-  if (a.nr_y == nullptr || a.nr_xq == nullptr || a.nr_count == nullptr)
-    fail_message(where + "needs nr_y, nr_xq and nr_count");
-  if (a.rows % 32 != 0 || a.rows > 8192 || reinterpret_cast<uintptr_t>(a.nr_xq) % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(a.nr_y) % 16 != 0 || reinterpret_cast<uintptr_t>(a.y) % 16 != 0 ||
-      (a.nr_w != nullptr && reinterpret_cast<uintptr_t>(a.nr_w) % 16 != 0))
-    fail_message(where + "needs rows % 32 == 0, rows <= 8192 and 16-byte aligned rows");
-  if (a.norm_part != nullptr || a.nq_w != nullptr || a.nq_xq != nullptr || a.nq_part != nullptr ||
-      a.nq_count != nullptr)
-    fail_message(where + "does not combine with the norm fold");
-  const int64_t t0 = t_nr_ctas;
-  gemv_dispatch(a, stream);
-  if (t_nr_ctas == t0)
-    rmsnorm_q8(a.y, a.rows, a.nr_w, a.rows, a.nr_eps, 1, a.nr_y, a.rows, a.round, a.nr_xq, stream);
-}
-
 }  // namespace
 
 namespace gemv_detail {
 void note_nq_tail() { ++t_nq_tails; }
-void note_nr_cta() { ++t_nr_ctas; }
 }  // namespace gemv_detail
 
 int64_t gemv_norm_fold_tails() { return t_nq_tails; }
-int64_t gemv_norm_after_ctas() { return t_nr_ctas; }
 
 void gemv(const GemvArgs& a, cudaStream_t stream) {
-  if (a.nr_w != nullptr || a.nr_y != nullptr || a.nr_xq != nullptr || a.nr_count != nullptr)
-    return gemv_norm_after(a, stream);
   if (a.norm_part != nullptr || a.nq_w != nullptr || a.nq_xq != nullptr || a.nq_part != nullptr ||
       a.nq_count != nullptr)
     return gemv_folded(a, stream);

@@ -127,16 +127,6 @@ struct GemvArgs {
   void* nq_xq = nullptr;
   double* nq_part = nullptr;
   unsigned* nq_count = nullptr;
-  // The RMSNorm after the product (one token, dense, accumulating into the residual row y, rows %
-  // 32 == 0, rows <= 8192, no norm fold): rmsnorm_q8(y, nr_w, rows, nr_eps, 1 token, nr_y, round,
-  // nr_xq)'s bytes (nr_y may be null). The lean dense NVFP4 kernel makes it in one CTA more that
-  // waits for the others' rows (nr_count: one counter, zero, left zero), not a launch of its own;
-  // any other path launches rmsnorm_q8 after the product.
-  const float* nr_w = nullptr;
-  float* nr_y = nullptr;
-  void* nr_xq = nullptr;
-  unsigned* nr_count = nullptr;
-  float nr_eps = 0.0f;
   // Consumer: xq is such a row (k <= kNormFoldMaxN) and norm_part its blocks' sums: the product
   // is that of the normalised row (RMSNorm with epsilon norm_eps; the weight already applied).
   // The tiled tensor-core kernel scales the row's block scales as it loads them; any other path
@@ -161,8 +151,6 @@ bool gemv_q8_supported(GgmlType t);
 void gemv(const GemvArgs& a, cudaStream_t stream = nullptr);
 // Launches on this thread whose kernel made the norm fold's producer half in its tail (tests).
 int64_t gemv_norm_fold_tails();
-// Launches on this thread whose kernel made GemvArgs::nr_*'s norm in a CTA of its own (tests).
-int64_t gemv_norm_after_ctas();
 
 // Tuning knobs for tests and benchmarks (process-wide, not thread-safe; 0 / -1 = the tuning
 // table, cuda/gemv_tuning.h): the cp.async pipeline depth (chunks in flight per warp, 1..4),

@@ -78,13 +78,6 @@ struct Params {
   uint8_t* nq_xq;
   double* nq_part;
   unsigned* nq_count;
-  // GemvArgs::nr_* (the lean dense kernel's norm CTA, gemv_nvfp4_lean.cu): the RMSNorm of the
-  // finished y into nr_y and its Q8 copy nr_xq, after nr_count reaches the other CTAs' number.
-  const float* nr_w;
-  float* nr_y;
-  uint8_t* nr_xq;
-  unsigned* nr_count;
-  float nr_eps;
   // GemvArgs::norm_part (gemv_mma.cu): xq's block scales are raw, made those of the row / rms.
   const double* norm_part;
   float norm_eps;

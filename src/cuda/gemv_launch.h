@@ -145,9 +145,6 @@ void launch_kernel(Params p, int64_t n_out, cudaStream_t stream) {
 // Kernels that did Params::nq_count's tail on this thread's launches (gemv.cu launches
 // norm_fold_produce after a call none of whose kernels said so).
 void note_nq_tail();
-// Kernels that made Params::nr_*'s norm in their norm CTA (gemv.cu launches rmsnorm_q8 after a call
-// none of whose kernels said so).
-void note_nr_cta();
 
 // n_tok: tokens, or slots in grouped mode (Params.n_tok is 1 there).
 void gemv_float(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const FloatPlan& plan,

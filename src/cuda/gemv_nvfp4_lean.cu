@@ -34,7 +34,6 @@
 #include "cuda/gemv_tuning.h"
 #include "cuda/moe_route_warp.cuh"
 #include "cuda/norm_fold.cuh"
-#include "cuda/norm_row.cuh"
 #include "cuda/pdl.cuh"
 
 namespace ft::cuda::gemv_detail {
@@ -89,50 +88,9 @@ struct SlotScale<true> {
 // A CTA of 16 warps holding a whole 32-row block (its rows meeting in shared memory: no ticket, no read-back)
 // was no faster than the ticket: H100 session 38 call 1, Llama-8B tg128 alternating, 440.52 / 442.14 against
 // 440.84 / 439.76 tok/s, both below the default's 445.74 / 445.17 (the FFN norm as a launch). Removed.
-// NR (dense; Params::nr_count, rows <= kNormCtaMaxRows): the RMSNorm after the product (GemvArgs::nr_*) by
-// one CTA more, block 0: it stages the norm weights in its shared memory, waits until every GEMV CTA has
-// counted itself done (a release add after its stores, an acquire poll), then makes rmsnorm_q8's bytes
-// (norm_row::normalize_played: its 128 threads play the norm kernel's 256) -- instead of the norm's launch
-// of its own (1 CTA, ~4.7 us a layer of span on the H200, session 31). Its own instances.
-inline constexpr int kNormCtaMaxRows = 4096;  // the played row in registers (8 float4 a thread)
-
-__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* a) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
-  return v;
-}
-
-// The norm CTA (NR): shared memory holds the weights (rows floats).
-__device__ __forceinline__ void lean_norm_cta(const Params& p, uint8_t* smem) {
-  constexpr int kPlay = norm_row::kThreads / (kWarps * 32);
-  __shared__ double scratch[norm_row::kThreads / 32];
-  const int tid = static_cast<int>(threadIdx.x), n = static_cast<int>(p.rows);
-  float* ws = reinterpret_cast<float*>(smem);
-  if (p.nr_w != nullptr)
-    for (int i = 4 * tid; i < n; i += 4 * kWarps * 32) cp_async16(ws + i, p.nr_w + i);
-  cp_async_commit();
-  pdl_trigger();  // the GEMV CTAs wait and trigger; this one needs nothing of the launch before
-  if (tid == 0) {
-    const unsigned others = gridDim.x - 1;
-    while (ld_acquire_u32(p.nr_count) < others) __nanosleep(32);
-    *p.nr_count = 0u;  // every other CTA has counted: re-armed for the next launch
-  }
-  cp_async_wait(0);
-  __syncthreads();
-  const float* w = p.nr_w != nullptr ? ws : nullptr;
-  if (n <= 1024)
-    norm_row::normalize_played<1, kPlay>(p.y, w, n, p.nr_eps, p.nr_y, p.round, p.nr_xq, scratch);
-  else if (n <= 2048)
-    norm_row::normalize_played<2, kPlay>(p.y, w, n, p.nr_eps, p.nr_y, p.round, p.nr_xq, scratch);
-  else
-    norm_row::normalize_played<4, kPlay>(p.y, w, n, p.nr_eps, p.nr_y, p.round, p.nr_xq, scratch);
-}
-
-template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false, bool NQ = false,
-          bool NR = false>
+template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false, bool NQ = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
-  static_assert(!(NR && (GROUPED || NQ)), "the norm CTA: dense, without the fold's tail");
   static_assert(!ROUTE || GROUPED, "a routing needs the grouped mode");
   static_assert(!XR || ROUTE, "activations in registers only with a routing (one token)");
   static_assert(!SS || XR, "the early slot scale only with XR");
@@ -145,11 +103,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   const int ne = ROUTE ? p.route_n_expert : 0;
   int32_t* sids = reinterpret_cast<int32_t*>(smem + 8 * ne);  // ROUTE: the routed ids, then weights
   uint8_t* ring = smem + (XS ? xs_row : 0) + (ROUTE ? route_smem_bytes(ne) : 0) + warp * (2 * kStage);
-  if constexpr (NR) {
-    if (blockIdx.x == 0) return lean_norm_cta(p, smem);
-  }
-  const int bx = static_cast<int>(blockIdx.x) - (NR ? 1 : 0), nbx = static_cast<int>(gridDim.x) - (NR ? 1 : 0);
-  const int gw = bx * kWarps + warp, n_w = nbx * kWarps;
+  const int gw = static_cast<int>(blockIdx.x) * kWarps + warp, n_w = static_cast<int>(gridDim.x) * kWarps;
   const int n_rg = static_cast<int>(p.n_rg), n_items = n_rg * static_cast<int>(p.n_out);
   const int n_slabs = (nb + kSlabBlocks - 1) / kSlabBlocks;
   const int my_items = gw < n_items ? (n_items - gw + n_w - 1) / n_w : 0;
@@ -254,7 +208,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
       p.route_ids[threadIdx.x] = sids[threadIdx.x], p.route_w[threadIdx.x] = sw[threadIdx.x];
   }
   if constexpr (XS) stage_x(xs, p, 1, xs_row);  // every thread of the CTA, then a barrier
-  if (n_steps == 0 && !NR) return;  // NR: every thread reaches the count's barrier (the loop below is empty)
+  if (n_steps == 0) return;
   if (!early) issue(it0, ring), issue(it1, ring + kStage);
 
   float acc[R][1];
@@ -324,11 +278,6 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
   for (int q = 0; q < n_steps; q += 2) {
     step(ring, it0);
     if (q + 1 < n_steps) step(ring + kStage, it1);
-  }
-  if constexpr (NR) {  // the CTA's rows stored: counted for the norm CTA (the release carries the synced stores)
-    __syncthreads();
-    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.nr_count) : "memory");
-    return;
   }
   // Dense with Params::nq_count (the norm fold's producer, norm_fold.h; rows % 32 == 0, R | 32):
   // after all its items are stored, the warp counts each item's rows into its 32-row block; the warp
@@ -489,23 +438,20 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
 
 template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false,
-          bool NQ = false, bool NR = false>
+          bool NQ = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, NQ, NR>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, NQ>;
   static std::atomic<uint64_t> cache{0};
-  size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
-                (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
-  if (NR && smem < static_cast<size_t>(4 * p.rows)) smem = static_cast<size_t>(4 * p.rows);  // the norm CTA's weights
+  const size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
+                      (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
   const int ctas = cached_ctas_per_sm(kernel, smem, kWarps * 32, cache);
   if (ctas < 1) return false;
-  dim3 grid = warp_grid(p.n_rg * n_out, ctas);
-  if (NR) grid.x += 1;  // block 0: the norm CTA
+  const dim3 grid = warp_grid(p.n_rg * n_out, ctas);
   launch_pdl(kernel, grid, dim3(kWarps * 32), smem, s, p, nb, xs_row);
   (GROUPED ? g_expert_launches : g_dense_launches).fetch_add(1, std::memory_order_relaxed);
   if (NQ) note_nq_tail();
-  if (NR) note_nr_cta();
   return true;
 }
 
@@ -570,20 +516,19 @@ bool gemv_nvfp4_experts(const Params& p, int64_t n_out, int64_t nb, int n_sub, c
 }
 
 namespace {
-// The dense instance of the plan's rows, bound and activations (NQ: with the norm fold's tail; NR: with the
-// norm CTA).
-template <bool NQ, bool NR = false>
+// The dense instance of the plan's rows, bound and activations (NQ: with the norm fold's tail).
+template <bool NQ>
 bool dense_lean(const Params& p, int n, const GemvNvfp4Plan& pl, bool xs, int xs_row, cudaStream_t stream) {
   switch (pl.rows * 100 + pl.minb * 10 + (xs ? 1 : 0)) {
-    case 140: return slab_lean<1, 4, false, false, false, false, false, NQ, NR>(p, 1, n, 0, stream);
-    case 141: return slab_lean<1, 4, false, true, false, false, false, NQ, NR>(p, 1, n, xs_row, stream);
-    case 240: return slab_lean<2, 4, false, false, false, false, false, NQ, NR>(p, 1, n, 0, stream);
-    case 241: return slab_lean<2, 4, false, true, false, false, false, NQ, NR>(p, 1, n, xs_row, stream);
-    case 440: return slab_lean<4, 4, false, false, false, false, false, NQ, NR>(p, 1, n, 0, stream);
+    case 140: return slab_lean<1, 4, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
+    case 141: return slab_lean<1, 4, false, true, false, false, false, NQ>(p, 1, n, xs_row, stream);
+    case 240: return slab_lean<2, 4, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
+    case 241: return slab_lean<2, 4, false, true, false, false, false, NQ>(p, 1, n, xs_row, stream);
+    case 440: return slab_lean<4, 4, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
     // The global-activation form's plan (gemv_nvfp4.cu: 8 blocks an SM since H200 session 30).
-    case 180: return slab_lean<1, 8, false, false, false, false, false, NQ, NR>(p, 1, n, 0, stream);
-    case 280: return slab_lean<2, 8, false, false, false, false, false, NQ, NR>(p, 1, n, 0, stream);
-    case 441: return slab_lean<4, 4, false, true, false, false, false, NQ, NR>(p, 1, n, xs_row, stream);
+    case 180: return slab_lean<1, 8, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
+    case 280: return slab_lean<2, 8, false, false, false, false, false, NQ>(p, 1, n, 0, stream);
+    case 441: return slab_lean<4, 4, false, true, false, false, false, NQ>(p, 1, n, xs_row, stream);
     default: return false;
   }
 }
@@ -595,10 +540,8 @@ bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl,
       p.row_bytes * 4 > (int64_t{1} << 30))
     return false;
   const int n = static_cast<int>(nb);
-  if (p.nq_count != nullptr) return dense_lean<true>(p, n, pl, xs, xs_row, stream);
-  if (p.nr_count != nullptr && p.rows <= kNormCtaMaxRows && p.rows % 32 == 0)
-    return dense_lean<false, true>(p, n, pl, xs, xs_row, stream);
-  return dense_lean<false>(p, n, pl, xs, xs_row, stream);
+  return p.nq_count != nullptr ? dense_lean<true>(p, n, pl, xs, xs_row, stream)
+                                : dense_lean<false>(p, n, pl, xs, xs_row, stream);
 }
 
 }  // namespace ft::cuda::gemv_detail

@@ -16,8 +16,8 @@ namespace ft::cuda::norm_row {
 inline constexpr int kThreads = 256;
 
 // One float4 of a normalised row: x * scale * weight (x * scale without weights), each product rounded to
-// float, then rounded by r -- the element epilogue every RMSNorm body here shares (norm.cu's kernels, normalize,
-// normalize_played), so their outputs are the same bits by construction.
+// float, then rounded by r -- the element epilogue of every RMSNorm body (norm.cu's kernels and normalize),
+// so their outputs are the same bits by construction.
 __device__ __forceinline__ float4 scale_quad(float4 x, float scale, bool weighted, float4 g, Round r) {
   float4 t;
   if (weighted) {
@@ -86,62 +86,6 @@ __device__ __forceinline__ void normalize(float* xr, const float* br, const floa
     o[j] = t;
     if (yr != nullptr) *reinterpret_cast<float4*>(yr + i) = t;
     if (xq_row != nullptr) q8_quantize_quad(t, i, n, xq_row);
-  }
-}
-
-// normalize<false, NV>'s bytes from kThreads / VT threads (a CTA of another kernel playing the norm's
-// block: the lean GEMV's norm CTA, gemv_nvfp4_lean.cu): thread t plays threads t + (kThreads / VT) u,
-// u < VT -- their float4s, double sums (reduced in block_sum's tree: each played warp's xor tree,
-// then the kThreads / 32 warp sums in order), outputs and Q8 blocks (a played warp is a real warp, so
-// its 8-lane Q8 groups are too). xr is read from L2 (other CTAs wrote it). ws: the n norm weights (16-byte aligned; the caller stages them in
-// shared memory) or null (none). Every thread of the CTA calls it; scratch: kThreads / 32 doubles.
-template <int NV, int VT>
-__device__ __forceinline__ void normalize_played(const float* xr, const float* ws, int64_t n, float eps, float* yr,
-                                                 Round r, uint8_t* xq_row, double* scratch) {
-  static_assert(kThreads % (32 * VT) == 0, "whole warps play whole warps");
-  constexpr int kReal = kThreads / VT;
-  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-  float4 v[VT][NV];
-  double sum[VT];
-#pragma unroll
-  for (int u = 0; u < VT; ++u) {
-    sum[u] = 0.0;
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const int64_t i = 4 * (tid + kReal * u + static_cast<int64_t>(kThreads) * j);
-      if (i >= n) break;
-      v[u][j] = __ldcg(reinterpret_cast<const float4*>(xr + i));  // written by other CTAs: from L2
-    }
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const int64_t i = 4 * (tid + kReal * u + static_cast<int64_t>(kThreads) * j);
-      if (i >= n) break;
-      sum[u] += static_cast<double>(ops::mul_rn(v[u][j].x, v[u][j].x));
-      sum[u] += static_cast<double>(ops::mul_rn(v[u][j].y, v[u][j].y));
-      sum[u] += static_cast<double>(ops::mul_rn(v[u][j].z, v[u][j].z));
-      sum[u] += static_cast<double>(ops::mul_rn(v[u][j].w, v[u][j].w));
-    }
-  }
-#pragma unroll
-  for (int u = 0; u < VT; ++u) {
-    const double wsum = ops::warp_sum(sum[u]);
-    if (lane == 0) scratch[warp + (kReal / 32) * u] = wsum;
-  }
-  __syncthreads();
-  const double total = ops::warp_sum(lane < kThreads / 32 ? scratch[lane] : 0.0);
-  const float mean = static_cast<float>(total / static_cast<double>(n));
-  const float scale = ops::div_rn(1.0f, __fsqrt_rn(ops::add_rn(mean, eps)));
-#pragma unroll
-  for (int u = 0; u < VT; ++u) {
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const int64_t i = 4 * (tid + kReal * u + static_cast<int64_t>(kThreads) * j);
-      if (i >= n) break;
-      const float4 t = ws != nullptr ? scale_quad(v[u][j], scale, true, *reinterpret_cast<const float4*>(ws + i), r)
-                                     : scale_quad(v[u][j], scale, false, make_float4(1, 1, 1, 1), r);
-      if (yr != nullptr) *reinterpret_cast<float4*>(yr + i) = t;
-      if (xq_row != nullptr) q8_quantize_quad(t, i, n, xq_row);
-    }
   }
 }
 

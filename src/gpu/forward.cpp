@@ -79,12 +79,6 @@ std::atomic<int> g_norm_fold{[] {
   return e == nullptr ? 2 : std::atoi(e);
 }()};
 
-// FT_NORM_CTA=1: the FFN norm by a CTA of the wo launch (GpuForward::norm_cta_wanted); off by default.
-std::atomic<bool> g_norm_cta{[] {
-  const char* e = std::getenv("FT_NORM_CTA");
-  return e != nullptr && *e == '1';
-}()};
-
 using debug::skip;
 using debug::spacer;
 using namespace debug;  // the SkipLink names
@@ -93,8 +87,6 @@ using namespace debug;  // the SkipLink names
 
 void set_norm_fold(int mode) { g_norm_fold.store(mode, std::memory_order_relaxed); }
 int norm_fold_mode() { return g_norm_fold.load(std::memory_order_relaxed); }
-void set_norm_cta(bool on) { g_norm_cta.store(on, std::memory_order_relaxed); }
-bool norm_cta_on() { return g_norm_cta.load(std::memory_order_relaxed); }
 
 GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers& b,
                        const GpuNumerics& num, MoeBackend* moe)
@@ -182,11 +174,8 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   // Decode: the attention kernel also writes the Q8 copy the wo GEMV reads (one launch fewer).
   const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
   if (spacer(kSkipAttn, n_tok)) cuda::pdl_spacer(s);
-  // wo's norm CTA makes the FFN norm into xq while the launch runs: wo reads its row from xq_a.
-  const bool norm_cta = q8_wo && norm_cta_wanted(il, n_tok);
-  void* wo_xq = norm_cta ? b_.xq_a.get() : b_.xq.get();
   if (!skip(kSkipAttn, n_tok))
-    rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? wo_xq : nullptr,
+    rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
                          /*fuse_rope=*/true);
   // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
   if (spacer(kSkipWo, n_tok)) cuda::pdl_spacer(s);
@@ -199,20 +188,6 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     fold_produce(a, L.ffn_norm);
     cuda::gemv(a, s);
     nq_ffn_ready_ = true;
-    return;
-  }
-  if (norm_cta) {  // wo also makes the FFN norm, rmsnorm_q8's bytes (cuda::GemvArgs::nr_*)
-    cuda::GemvArgs a;
-    fill_common(a, L.wo.parts[0], L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
-    a.xq = wo_xq;
-    a.y_early = true;
-    a.nr_w = L.ffn_norm;
-    a.nr_y = h;
-    a.nr_xq = b_.xq.get();
-    a.nr_count = b_.nr_count.as<unsigned>();
-    a.nr_eps = hp.rms_eps;
-    cuda::gemv(a, s);
-    nr_ffn_ready_ = true;
     return;
   }
   linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
@@ -253,22 +228,6 @@ bool GpuForward::fold_wanted(int64_t il, bool attn, int64_t n_tok) const {
       !L.gate_up.parts[0].tiled || !wants_q8(L.wo) || L.wo.parts[0].type != GgmlType::NVFP4)
     return false;
   for (SkipLink k : {kSkipNorm2, kSkipWo, kSkipGateUp})
-    if (skip(k, n_tok) || spacer(k, n_tok)) return false;
-  return true;
-}
-
-// FT_NORM_CTA (set_norm_cta): a dense layer's NVFP4 wo of one token makes the FFN norm in a CTA of its
-// launch (the lean dense kernel's norm CTA; rows <= 4096, else gemv launches rmsnorm_q8 after it). Not
-// with the FFN norm's fold, which takes the same norm.
-bool GpuForward::norm_cta_wanted(int64_t il, int64_t n_tok) const {
-  const model::HParams& hp = m_.hp;
-  if (!g_norm_cta.load(std::memory_order_relaxed) || (g_norm_fold.load(std::memory_order_relaxed) & 1) ||
-      n_tok != 1 || b_.batch != nullptr || !num_.q8 || b_.nr_count.get() == nullptr || il < 0 ||
-      il >= hp.n_layer || !hp.recurrent.empty() || b_.g4 || hp.n_embd % 32 != 0)
-    return false;
-  const DevLayer& L = w_.layers[il];
-  if (L.moe || L.wo.parts.size() != 1 || !wants_q8(L.wo) || L.wo.parts[0].type != GgmlType::NVFP4) return false;
-  for (SkipLink k : {kSkipNorm2, kSkipWo})
     if (skip(k, n_tok) || spacer(k, n_tok)) return false;
   return true;
 }
@@ -364,10 +323,8 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     // The norm fold: wo made this norm (b_.xq_n, b_.nq_part).
     const bool folded = nq_ffn_ready_;
     nq_ffn_ready_ = false;
-    const bool norm_made = nr_ffn_ready_;  // by wo's norm CTA: h and xq as rmsnorm_q8 writes them
-    nr_ffn_ready_ = false;
     if (spacer(kSkipNorm2, n_tok)) cuda::pdl_spacer(s);
-    if (folded || norm_made || skip(kSkipNorm2, n_tok)) {
+    if (folded || skip(kSkipNorm2, n_tok)) {
     } else if (q8_in) {
       cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
     } else {
@@ -442,7 +399,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
 }
 
 void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
-  nq_attn_ready_ = nq_ffn_ready_ = nr_ffn_ready_ = false;
+  nq_attn_ready_ = nq_ffn_ready_ = false;
   if (b_.g4) {  // gemma4: its own pass over the same kernels (gpu/forward_gemma4.cpp)
     gemma4_run(n_tok, head, s);
     return;

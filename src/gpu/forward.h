@@ -34,10 +34,6 @@ enum class Head { kNone, kLast, kAll, kArgmax, kSample, kRows };
 // the FFN norm, bit 1 the attention norm made by the GEMVs around them (cuda/norm_fold.h).
 void set_norm_fold(int mode);
 int norm_fold_mode();
-// FT_NORM_CTA: the FFN norm made by a CTA of the wo launch (cuda::GemvArgs::nr_*; dense NVFP4 wo,
-// n_embd <= 4096, one token) instead of a launch of its own; off by default. Tests set it.
-void set_norm_cta(bool on);
-bool norm_cta_on();
 
 class GpuForward {
  public:
@@ -71,12 +67,10 @@ class GpuForward {
   // the one reading its Q8 row, instead of rmsnorm_q8. The producer sets the flag of the norm it
   // made (b_.xq_n, b_.nq_part); the consumer takes and clears it.
   bool fold_wanted(int64_t il, bool attn, int64_t n_tok) const;
-  bool norm_cta_wanted(int64_t il, int64_t n_tok) const;
   // The fold's fields of a GEMV: producing the norm of weight norm_w, or reading the folded row.
   void fold_produce(cuda::GemvArgs& a, const float* norm_w) const;
   void fold_consume(cuda::GemvArgs& a) const;
   mutable bool nq_attn_ready_ = false, nq_ffn_ready_ = false;
-  mutable bool nr_ffn_ready_ = false;  // wo's norm CTA made the FFN norm (h, xq)
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
               cuda::Round round, bool accumulate, bool q8, cudaStream_t s,
               bool exact = false, bool xq_ready = false, bool y_early = false) const;

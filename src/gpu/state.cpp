@@ -115,9 +115,6 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
       alloc(nq_part, n_blk * sizeof(double));
       alloc(nq_count, n_blk * sizeof(unsigned));
       FT_CUDA_CHECK(cudaMemset(nq_count.get(), 0, n_blk * sizeof(unsigned)));
-      alloc(xq_a, cuda::act_q8_bytes(attn_ld, 1));
-      alloc(nr_count, sizeof(unsigned));
-      FT_CUDA_CHECK(cudaMemset(nr_count.get(), 0, sizeof(unsigned)));
     }
   }
   if (n_used > 0) {

@@ -74,9 +74,6 @@ struct GpuBuffers {
   // The norm fold (cuda/norm_fold.h; decode): the producing GEMV's Q8 row of y * w (apart from xq
   // and xq_glu, which the producers read), its blocks' sums of squares and its block counters (0).
   cuda::DeviceBuffer xq_n, nq_part, nq_count;
-  // wo's norm CTA (cuda::GemvArgs::nr_*; decode): wo's Q8 input row apart from xq (which the norm CTA
-  // writes while the launch runs) and the CTA's counter (0).
-  cuda::DeviceBuffer xq_a, nr_count;
   std::unique_ptr<cuda::Gemm> gemm;
   std::unique_ptr<Qwen35Buffers> q35;  // qwen35 / qwen35moe: Gated DeltaNet state + scratch
   std::unique_ptr<Gemma4Buffers> g4;   // gemma4: sliding rope table, branch and PLE scratch

@@ -264,28 +264,6 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
       std::printf("TILED %s: prompt max|dlogit| %.3g, decode max|dlogit| %.3g, argmax agree %d/%d\n", name.c_str(),
                   r.prompt_diff, r.decode_diff, r.agree, r.steps);
     }
-    if (!moe) {
-      // wo's norm CTA (FT_NORM_CTA, cuda::GemvArgs::nr_*): rmsnorm_q8's bytes, so the same logits bit for
-      // bit as with the norm's own launch (row-major wo: the lean dense kernel, where the CTA is).
-      setenv("FT_NVFP4_TILE", "0", 1);
-      ft::gpu::set_norm_fold(0);
-      std::vector<float> base, with;
-      {
-        ft::gpu::GpuSession g0(m, go);
-        base = logits(g0);
-      }
-      ft::gpu::set_norm_cta(true);
-      const int64_t c0 = ft::cuda::gemv_norm_after_ctas();
-      {
-        ft::gpu::GpuSession g1(m, go);
-        with = logits(g1);
-      }
-      const int64_t ctas = ft::cuda::gemv_norm_after_ctas() - c0;
-      ft::gpu::set_norm_cta(false);
-      std::printf("NORM-CTA %s: %lld launches made the norm in their CTA\n", name.c_str(), static_cast<long long>(ctas));
-      ASSERT_EQ(with.size(), base.size());
-      EXPECT_EQ(std::memcmp(with.data(), base.data(), base.size() * sizeof(float)), 0) << "norm CTA != norm launch";
-    }
     unsetenv("FT_NVFP4_TILE");
     ft::gpu::set_norm_fold(fold);
     std::error_code ec;

@@ -2,8 +2,7 @@
 // bit; the GEMV tails (tiled tensor-core kernel, lean dense kernel) against the launch they save,
 // bit for bit; the tensor-core consumer against norm_fold_apply + the plain product, bit for bit
 // (with and without the SwiGLU tail); the fold against rmsnorm_q8 (the bytes it replaces: the same
-// codes but at fp32 rounding ties, scales within an fp16 step); and the calls it refuses. Also the
-// norm after the product by wo's norm CTA (GemvArgs::nr_*) against the product + rmsnorm_q8.
+// codes but at fp32 rounding ties, scales within an fp16 step); and the calls it refuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -288,87 +287,6 @@ TEST(CudaNormFold, RefusesCallsItCannotServe) {
   EXPECT_THROW(gemv(c), Error) << "a consumer on the float path";
   EXPECT_THROW(norm_fold_produce(dy.as<float>(), dw.as<float>(), 48, dq.get(), dp.as<double>(), nullptr), Error);
   EXPECT_THROW(norm_fold_apply(dq.get(), 16384, dp.as<double>(), 1e-5f, nullptr), Error);
-}
-
-// The norm after the product (GemvArgs::nr_*, wo's norm CTA on the lean dense kernel): y, the
-// normalised row and its Q8 copy bit for bit against the product followed by rmsnorm_q8 -- the
-// launch it replaces -- the counter left at zero (a second call on it), the norm CTA taken where the
-// lean dense kernel runs (4096 rows and fewer), the launch after it elsewhere (8192 rows; tiled).
-TEST(CudaNormCta, WoLaunchEqualsGemvThenRmsnorm) {
-  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
-  std::mt19937 rng(37);
-  const float eps = 1e-5f;
-  // cta: 1 the lean kernel's norm CTA, 0 rmsnorm_q8 after the product, -1 whichever the plan takes.
-  for (const auto& [rows, k, tiled, weighted, cta] : std::vector<std::tuple<int64_t, int64_t, bool, bool, int>>{
-           {4096, 4096, false, true, 1}, {4096, 4096, false, false, 1}, {2048, 1024, false, true, -1},
-           {1024, 2048, false, true, -1}, {8192, 1024, false, true, 0}, {4096, 14336, true, true, 0}}) {
-    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(k) + (tiled ? " tiled" : " row-major") +
-                 (weighted ? "" : " no weights"));
-    const Matrix m = make_matrix(rows, k, tiled, rng);
-    const DeviceBuffer dxq = quantised_x(k, rng);
-    const std::vector<float> y0 = random_row(rows, rng), w = norm_weight(rows, rng);
-    const DeviceBuffer dw = to_device(w);
-    const float* wp = weighted ? dw.as<float>() : nullptr;
-    const int64_t qb = act_q8_row_bytes(rows);
-    DeviceBuffer dcount = to_device(std::vector<unsigned>(1, 0u));
-    auto run = [&](bool fused, std::vector<float>& y, std::vector<float>& h, std::vector<uint8_t>& q) {
-      DeviceBuffer dy = to_device(y0);
-      DeviceBuffer dh = to_device(std::vector<float>(static_cast<size_t>(rows), std::nanf("")));
-      DeviceBuffer dq = to_device(std::vector<uint8_t>(static_cast<size_t>(qb), 0xA5));
-      GemvArgs a = one_token(m, dxq.get(), dy.as<float>());
-      a.accumulate = true;
-      a.y_early = true;
-      if (fused) {
-        a.nr_w = wp, a.nr_y = dh.as<float>(), a.nr_xq = dq.get(), a.nr_count = dcount.as<unsigned>();
-        a.nr_eps = eps;
-      }
-      const int64_t t0 = gemv_norm_after_ctas();
-      gemv(a);
-      if (fused && cta >= 0) {
-        EXPECT_EQ(gemv_norm_after_ctas() - t0, cta) << "the norm CTA";
-      }
-      if (!fused) rmsnorm_q8(dy.as<float>(), rows, wp, rows, eps, 1, dh.as<float>(), rows, Round::kNone, dq.get(), nullptr);
-      FT_CUDA_CHECK(cudaDeviceSynchronize());
-      y = to_host<float>(dy, static_cast<size_t>(rows));
-      h = to_host<float>(dh, static_cast<size_t>(rows));
-      q = to_host<uint8_t>(dq, static_cast<size_t>(qb));
-    };
-    std::vector<float> ya, yb, ha, hb;
-    std::vector<uint8_t> qa, qb2;
-    run(false, ya, ha, qa);
-    for (size_t i = 0; i < ha.size(); ++i) ASSERT_FALSE(std::isnan(ha[i])) << "row " << i << " not normalised";
-    for (int rep = 0; rep < 2; ++rep) {
-      run(true, yb, hb, qb2);
-      ASSERT_EQ(std::memcmp(yb.data(), ya.data(), ya.size() * 4), 0) << "y";
-      ASSERT_EQ(std::memcmp(hb.data(), ha.data(), ha.size() * 4), 0) << "normalised row";
-      ASSERT_EQ(qb2, qa) << "Q8 bytes";
-      ASSERT_EQ(to_host<unsigned>(dcount, 1)[0], 0u) << "counter left armed";
-    }
-  }
-}
-
-TEST(CudaNormCta, RefusesCallsItCannotServe) {
-  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
-  std::mt19937 rng(41);
-  const Matrix m = make_matrix(64, 256, false, rng);
-  const DeviceBuffer dxq = quantised_x(256, rng);
-  DeviceBuffer dy = to_device(std::vector<float>(64, 0.0f)), dh(64 * 4), dw = to_device(std::vector<float>(64, 1.0f));
-  DeviceBuffer dq(static_cast<size_t>(act_q8_bytes(64, 1))), dc = to_device(std::vector<unsigned>(2, 0u));
-  GemvArgs g = one_token(m, dxq.get(), dy.as<float>());
-  g.accumulate = true;
-  g.nr_w = dw.as<float>(), g.nr_y = dh.as<float>(), g.nr_xq = dq.get(), g.nr_count = dc.as<unsigned>();
-  GemvArgs bad = g;
-  bad.accumulate = false;
-  EXPECT_THROW(gemv(bad), Error) << "not accumulating into a residual row";
-  bad = g;
-  bad.nr_count = nullptr;
-  EXPECT_THROW(gemv(bad), Error) << "no counter";
-  bad = g;
-  bad.n_tok = 2;
-  EXPECT_THROW(gemv(bad), Error) << "two tokens";
-  bad = g;
-  bad.nq_count = dc.as<unsigned>();
-  EXPECT_THROW(gemv(bad), Error) << "with the norm fold";
 }
 
 }  // namespace
