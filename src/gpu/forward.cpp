@@ -73,7 +73,9 @@ const bool g_glu_fused = [] {
 // H200 session 33 call 4, Llama-8B tg128 alternating, 4 rounds: 0 518.45 / 517.77 / 517.89 / 517.97,
 // 2 520.32 / 521.81 / 520.39 / 522.35 (+0.6%), 3 519.23 / 519.03 / 519.10 / 518.54 tok/s -- the FFN
 // norm's fold (the lean wo kernel's tail, the gate|up launch's 1,792 CTAs each summing the partials)
-// costs more than the launch it saves.
+// costs more than the launch it saves. Also measured and removed: the FFN norm made by one CTA more of
+// the wo launch, polling the GEMV CTAs' release counts (session 40's 9432133; H200 session 41 call 1,
+// 5 rounds: 479.67 against 512.06 tok/s, -6.3%, the same bits).
 std::atomic<int> g_norm_fold{[] {
   const char* e = std::getenv("FT_NORM_FOLD");
   return e == nullptr ? 2 : std::atoi(e);
