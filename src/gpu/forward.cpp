@@ -87,6 +87,15 @@ using namespace debug;  // the SkipLink names
 
 }  // namespace
 
+// FT_FFN_L2_AHEAD=MB (an experiment; 0 / unset: off): the decode FFN norm streams the first MB of the
+// tiled gate|up weights into L2 before its PDL wait -- half from the start of the gate rows, half from
+// the start of the up rows, the tiles the SwiGLU tail's block order (gemv_mma.cu GO) reads first --
+// while the HBM idles under wo and the norm.
+const int64_t g_ffn_l2_ahead = [] {
+  const char* e = std::getenv("FT_FFN_L2_AHEAD");
+  return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) << 20 : int64_t{0};
+}();
+
 void set_norm_fold(int mode) { g_norm_fold.store(mode, std::memory_order_relaxed); }
 int norm_fold_mode() { return g_norm_fold.load(std::memory_order_relaxed); }
 
@@ -125,6 +134,18 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
     a.prec = exact ? cuda::gemm_split_prec(p.type, num_.exact_prec) : num_.prec;
     b_.gemm->run(a, s);
   }
+}
+
+cuda::L2Ahead GpuForward::ffn_l2_ahead(const DevLayer& L, int64_t n_tok) const {
+  cuda::L2Ahead a;
+  if (g_ffn_l2_ahead <= 0 || n_tok != 1 || L.gate_up.parts.size() != 1 || !L.gate_up.parts[0].tiled) return a;
+  const DevMatrix& m = L.gate_up.parts[0];
+  const int64_t half = m.rows / 2 * m.row_bytes;  // the gate rows' bytes, then the up rows'
+  const int64_t each = std::min(g_ffn_l2_ahead / 2, half);
+  a.p[0] = m.w;
+  a.p[1] = m.w + half;
+  a.bytes[0] = a.bytes[1] = each;
+  return a;
 }
 
 bool GpuForward::wants_q8(const DevLinear& l) const {
@@ -328,7 +349,12 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     if (spacer(kSkipNorm2, n_tok)) cuda::pdl_spacer(s);
     if (folded || skip(kSkipNorm2, n_tok)) {
     } else if (q8_in) {
-      cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
+      const cuda::L2Ahead ahead = ffn_l2_ahead(L, n_tok);
+      if (!ahead.empty())
+        cuda::rmsnorm_q8_ahead(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(),
+                               ahead, s);
+      else
+        cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
     } else {
       cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
     }

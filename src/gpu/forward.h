@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "cuda/gemv.h"
+#include "cuda/norm.h"
 #include "gpu/moe_backend.h"
 #include "gpu/state.h"
 #include "gpu/weights.h"
@@ -76,6 +77,8 @@ class GpuForward {
               bool exact = false, bool xq_ready = false, bool y_early = false) const;
   // Whether the integer GEMV will read b_.xq for this projection / expert tensor.
   bool wants_q8(const DevLinear& l) const;
+  // The decode FFN norm's L2 prefetch of the gate|up weights (FT_FFN_L2_AHEAD; empty when off).
+  cuda::L2Ahead ffn_l2_ahead(const DevLayer& L, int64_t n_tok) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   // One sequence at *b.pos: q/k norm + rope of the fused rows qkv (ld apart: q | k | v heads),
   // K and V into layer il's cache, causal attention over it into out (ldo apart). The
