@@ -37,6 +37,7 @@
 
 #include <cstdint>
 
+#include "cuda/l2_ahead.h"
 #include "cuda/round.h"
 #include "format/ggml_type.h"
 
@@ -138,6 +139,10 @@ struct GemvArgs {
   // kernel caps its CTAs an SM where it fits one wave at the cap (gemv_tuning.h,
   // gemv_nvfp4_tiled_floor).
   bool after_gemv = false;
+  // Weights of a later launch this one streams into L2 before its PDL wait, each CTA a share
+  // (cuda/l2_ahead.h): the lean dense one-token kernel's global-activation instances (a decode
+  // layer's wo) take it, other kernels ignore it. Hints only: the same bits.
+  L2Ahead l2_ahead;
   // NVFP4, dense, integer path: w is in the tiled layout (cuda/nvfp4_tiled.h); the one-token
   // tensor-core GEMVs and the slab kernel take it, anything else throws.
   bool tiled = false;

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "cuda/cp_async.cuh"
+#include "cuda/l2_ahead.h"
 #include "cuda/round.cuh"
 
 namespace ft::cuda::gemv_detail {
@@ -82,6 +83,7 @@ struct Params {
   const double* norm_part;
   float norm_eps;
   int after_gemv;  // GemvArgs::after_gemv (the tiled one-token launch plan)
+  L2Ahead l2a;     // GemvArgs::l2_ahead (the lean dense kernel's instances that take it)
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))
   int64_t n_out;   // out rows: 1 (dense), slots (grouped), tokens (combine)

@@ -32,6 +32,7 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
+#include "cuda/l2_ahead.cuh"
 #include "cuda/moe_route_warp.cuh"
 #include "cuda/norm_fold.cuh"
 #include "cuda/pdl.cuh"
@@ -88,7 +89,11 @@ struct SlotScale<true> {
 // A CTA of 16 warps holding a whole 32-row block (its rows meeting in shared memory: no ticket, no read-back)
 // was no faster than the ticket: H100 session 38 call 1, Llama-8B tg128 alternating, 440.52 / 442.14 against
 // 440.84 / 439.76 tok/s, both below the default's 445.74 / 445.17 (the FFN norm as a launch). Removed.
-template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false, bool NQ = false>
+// PF (dense; Params::l2a): after its first copies the CTA streams its share of the L2-ahead ranges
+// (l2_ahead.cuh) before the PDL wait -- wo's launch, resident under the attention kernel, fetching the
+// head of the FFN's gate|up while the HBM idles. Own instances: the plain ones keep their code.
+template <int R, int MINB, bool GROUPED, bool XS, bool ROUTE = false, bool XR = false, bool SS = false, bool NQ = false,
+          bool PF = false>
 __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Params p, const int nb, const int xs_row) {
   static_assert(!(GROUPED && XS), "grouped launches read their activations from global memory");
   static_assert(!ROUTE || GROUPED, "a routing needs the grouped mode");
@@ -182,6 +187,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     issue(it1, ring + kStage);
     if (y_pre && n_steps > 0 && lane < it0.nr) y_old = p.y[it0.row0 + lane];
   }
+  if constexpr (PF && !GROUPED) l2_ahead_share(p.l2a, blockIdx.x, gridDim.x);
   // NQ: the norm weights of the warp's first item's block (its tail's, norm_fold::weight_of), a weight
   // too; the per-warp form's later items load theirs in the tail.
   float nq_wv = 0.0f;
@@ -438,11 +444,11 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
 
 template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false,
-          bool NQ = false>
+          bool NQ = false, bool PF = false>
 bool slab_lean(Params p, int64_t n_out, int nb, int xs_row, cudaStream_t s) {
   p.n_rg = (p.rows + R - 1) / R;
   p.n_out = n_out;
-  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, NQ>;
+  auto kernel = lean_slab_kernel<R, MINB, GROUPED, XS, ROUTE, XR, SS, NQ, PF>;
   static std::atomic<uint64_t> cache{0};
   const size_t smem = static_cast<size_t>(kWarps) * 2 * R * kSlabBytes + (XS ? xs_row : 0) +
                       (ROUTE ? route_smem_bytes(p.route_n_expert) : 0);
@@ -540,6 +546,13 @@ bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl,
       p.row_bytes * 4 > (int64_t{1} << 30))
     return false;
   const int n = static_cast<int>(nb);
+  if (!p.l2a.empty() && p.nq_count == nullptr && !xs) {  // the L2-ahead instances (PF)
+    switch (pl.rows * 10 + pl.minb) {
+      case 18: return slab_lean<1, 8, false, false, false, false, false, false, true>(p, 1, n, 0, stream);
+      case 28: return slab_lean<2, 8, false, false, false, false, false, false, true>(p, 1, n, 0, stream);
+      default: break;  // the others ignore the hint
+    }
+  }
   return p.nq_count != nullptr ? dense_lean<true>(p, n, pl, xs, xs_row, stream)
                                 : dense_lean<false>(p, n, pl, xs, xs_row, stream);
 }

@@ -85,36 +85,16 @@ __global__ void rmsnorm_kernel(float* x, int64_t ldx, const float* b, int64_t ld
 // i + 256, ...: the same elements in the same order as rmsnorm_kernel<kAdd, true>, so the
 // double sum and every output are bit-identical to it; a Q8 block of 32 is 8 consecutive
 // lanes, quantised as q8_quantize_segment does (same amax, scales, codes and half sums).
-// PF: the launch's L2Ahead ranges, streamed into L2 by 32 KB bulk prefetches spread over the threads,
-// after the norm weights' loads and before the PDL wait (own instances: the plain ones keep their code).
-constexpr int64_t kL2Chunk = 32 << 10;
-__device__ __forceinline__ void l2_ahead(const L2Ahead& a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const auto* base = static_cast<const uint8_t*>(a.p[j]);
-    const int64_t n = a.bytes[j] & ~int64_t{15};
-    for (int64_t o = threadIdx.x * kL2Chunk; o < n; o += int64_t{blockDim.x} * kL2Chunk) {
-      const unsigned len = static_cast<unsigned>(n - o < kL2Chunk ? n - o : kL2Chunk);
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + o), "r"(len) : "memory");
-    }
-  }
-#else
-  (void)a;
-#endif
-}
-
-template <bool kAdd, int NV, bool PF = false>
+template <bool kAdd, int NV>
 __global__ void __launch_bounds__(kThreads) rmsnorm_reg_kernel(float* x, int64_t ldx, const float* b, int64_t ldb,
                                                                const float* w, int64_t n, float eps, float* y,
                                                                int64_t ldy, Round r, uint8_t* xq,
-                                                               int64_t xq_row_bytes, const L2Ahead pf) {
+                                                               int64_t xq_row_bytes) {
   static_assert(kThreads == norm_row::kThreads, "norm_row's thread layout");
   __shared__ double scratch[32];
   const int64_t t = blockIdx.x;
   float4 g[NV];
   norm_row::load_weights(w, n, g);
-  if constexpr (PF) l2_ahead(pf);
   pdl_wait();
   pdl_trigger();
   float4 o[NV];
@@ -124,20 +104,19 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_reg_kernel(float* x, int64_t
 
 // Launches the register kernel when the row fits (NV float4 per thread, at most 8: n <=
 // 8192); false otherwise.
-template <bool kAdd, bool PF = false>
+template <bool kAdd>
 bool launch_reg(unsigned grid, float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n,
-                float eps, float* y, int64_t ldy, Round r, uint8_t* xq, int64_t xrb, cudaStream_t s,
-                const L2Ahead& pf = L2Ahead{}) {
+                float eps, float* y, int64_t ldy, Round r, uint8_t* xq, int64_t xrb, cudaStream_t s) {
   const int64_t nv = (n + 4 * kThreads - 1) / (4 * kThreads);
   auto go = [&](auto kernel) {
-    launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb, pf);
+    launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
     return true;
   };
   if (n % 32 != 0) return false;
-  if (nv <= 1) return go(rmsnorm_reg_kernel<kAdd, 1, PF>);
-  if (nv <= 2) return go(rmsnorm_reg_kernel<kAdd, 2, PF>);
-  if (nv <= 4) return go(rmsnorm_reg_kernel<kAdd, 4, PF>);
-  if (nv <= 8) return go(rmsnorm_reg_kernel<kAdd, 8, PF>);
+  if (nv <= 1) return go(rmsnorm_reg_kernel<kAdd, 1>);
+  if (nv <= 2) return go(rmsnorm_reg_kernel<kAdd, 2>);
+  if (nv <= 4) return go(rmsnorm_reg_kernel<kAdd, 4>);
+  if (nv <= 8) return go(rmsnorm_reg_kernel<kAdd, 8>);
   return false;
 }
 
@@ -147,7 +126,7 @@ bool reg_path_enabled() { return g_norm_reg; }
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps, int64_t n_tok,
-         float* y, int64_t ldy, Round r, cudaStream_t s, void* xq_out = nullptr, const L2Ahead& pf = L2Ahead{}) {
+         float* y, int64_t ldy, Round r, cudaStream_t s, void* xq_out = nullptr) {
   if (n_tok <= 0) return;
   if (xq_out != nullptr && (n % 32 != 0 || reinterpret_cast<uintptr_t>(xq_out) % 16 != 0))
     fail_message("rmsnorm: a Q8 copy needs n % 32 == 0 and a 16-byte aligned buffer (n = " + std::to_string(n) + ")");
@@ -158,10 +137,8 @@ void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int
                    (w == nullptr || aligned16(w)) && (b == nullptr || (ldb % 4 == 0 && aligned16(b)));
   const unsigned grid = static_cast<unsigned>(n_tok);
   if (vec && reg_path_enabled()) {
-    const bool done =
-        b != nullptr   ? launch_reg<true>(grid, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb, s)
-        : !pf.empty() ? launch_reg<false, true>(grid, x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb, s, pf)
-                      : launch_reg<false>(grid, x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb, s);
+    const bool done = b != nullptr ? launch_reg<true>(grid, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb, s)
+                                   : launch_reg<false>(grid, x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb, s);
     if (done) return FT_CUDA_CHECK_LAUNCH();
   }
   if (b != nullptr) {
@@ -195,11 +172,6 @@ void rmsnorm(const float* x, int64_t ldx, const float* w, int64_t n, float eps, 
 void rmsnorm_q8(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
                 int64_t ldy, Round r, void* xq, cudaStream_t s) {
   run(const_cast<float*>(x), ldx, nullptr, 0, w, n, eps, n_tok, y, ldy, r, s, xq);
-}
-
-void rmsnorm_q8_ahead(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
-                      int64_t ldy, Round r, void* xq, const L2Ahead& ahead, cudaStream_t s) {
-  run(const_cast<float*>(x), ldx, nullptr, 0, w, n, eps, n_tok, y, ldy, r, s, xq, ahead);
 }
 
 void add_rmsnorm(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps,

@@ -24,19 +24,6 @@ void rmsnorm(const float* x, int64_t ldx, const float* w, int64_t n, float eps, 
 void rmsnorm_q8(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
                 int64_t ldy, Round r, void* xq, cudaStream_t s);
 
-// Byte ranges of weights a launch streams into L2 before its PDL wait (cp.async.bulk.prefetch.L2, sm_90+;
-// nothing below it): hints that never change a computed bit. Empty ranges are skipped.
-struct L2Ahead {
-  const void* p[2] = {nullptr, nullptr};
-  int64_t bytes[2] = {0, 0};
-  bool empty() const { return bytes[0] <= 0 && bytes[1] <= 0; }
-};
-
-// rmsnorm_q8 whose launch also streams `ahead` into L2 before its PDL wait (the decode FFN norm
-// prefetching the head of the gate|up weights while the HBM idles under wo and the norm).
-void rmsnorm_q8_ahead(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
-                      int64_t ldy, Round r, void* xq, const L2Ahead& ahead, cudaStream_t s);
-
 // The residual add fused in front of the norm (one launch instead of two):
 //   x[t] += b[t]   (fp32, written back: x is the residual stream), then y[t] = rmsnorm(x[t]).
 // Twin: decoder.cpp's add_rows followed by engine::rmsnorm. y must not alias x or b.

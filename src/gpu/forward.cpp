@@ -87,10 +87,11 @@ using namespace debug;  // the SkipLink names
 
 }  // namespace
 
-// FT_FFN_L2_AHEAD=MB (an experiment; 0 / unset: off): the decode FFN norm streams the first MB of the
-// tiled gate|up weights into L2 before its PDL wait -- half from the start of the gate rows, half from
-// the start of the up rows, the tiles the SwiGLU tail's block order (gemv_mma.cu GO) reads first --
-// while the HBM idles under wo and the norm.
+// FT_FFN_L2_AHEAD=MB (an experiment; 0 / unset: off): a dense decode layer's wo launch (its CTAs, each a
+// share, before their PDL wait, i.e. under the attention kernel) streams the first MB of the tiled gate|up
+// weights into L2 -- half from the start of the gate rows, half from the start of the up rows, the tiles
+// the SwiGLU tail's block order (gemv_mma.cu GO) reads first -- while the HBM idles under the attention,
+// wo and the FFN norm (cuda/l2_ahead.h says why not from the norm's one CTA).
 const int64_t g_ffn_l2_ahead = [] {
   const char* e = std::getenv("FT_FFN_L2_AHEAD");
   return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) << 20 : int64_t{0};
@@ -211,6 +212,16 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     fold_produce(a, L.ffn_norm);
     cuda::gemv(a, s);
     nq_ffn_ready_ = true;
+    return;
+  }
+  const cuda::L2Ahead ahead = q8_wo ? ffn_l2_ahead(L, n_tok) : cuda::L2Ahead{};
+  if (!ahead.empty() && L.wo.parts.size() == 1) {  // wo's CTAs stream the head of gate|up into L2
+    cuda::GemvArgs a;
+    fill_common(a, L.wo.parts[0], L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
+    a.xq = b_.xq.get();
+    a.y_early = true;
+    a.l2_ahead = ahead;
+    cuda::gemv(a, s);
     return;
   }
   linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
@@ -349,12 +360,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     if (spacer(kSkipNorm2, n_tok)) cuda::pdl_spacer(s);
     if (folded || skip(kSkipNorm2, n_tok)) {
     } else if (q8_in) {
-      const cuda::L2Ahead ahead = ffn_l2_ahead(L, n_tok);
-      if (!ahead.empty())
-        cuda::rmsnorm_q8_ahead(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(),
-                               ahead, s);
-      else
-        cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
+      cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
     } else {
       cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
     }

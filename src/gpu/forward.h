@@ -20,7 +20,7 @@
 #include <memory>
 
 #include "cuda/gemv.h"
-#include "cuda/norm.h"
+#include "cuda/l2_ahead.h"
 #include "gpu/moe_backend.h"
 #include "gpu/state.h"
 #include "gpu/weights.h"
@@ -77,7 +77,7 @@ class GpuForward {
               bool exact = false, bool xq_ready = false, bool y_early = false) const;
   // Whether the integer GEMV will read b_.xq for this projection / expert tensor.
   bool wants_q8(const DevLinear& l) const;
-  // The decode FFN norm's L2 prefetch of the gate|up weights (FT_FFN_L2_AHEAD; empty when off).
+  // The L2 prefetch of the FFN's gate|up weights by wo's launch (FT_FFN_L2_AHEAD; empty when off).
   cuda::L2Ahead ffn_l2_ahead(const DevLayer& L, int64_t n_tok) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   // One sequence at *b.pos: q/k norm + rope of the fused rows qkv (ld apart: q | k | v heads),

@@ -279,7 +279,8 @@ struct DenseCase {
 };
 
 std::vector<float> run_dense(const DenseCase& c, const DeviceBuffer& dw, const DeviceBuffer& dxq,
-                             const DeviceBuffer& drs, const std::vector<float>& y0, bool lean, int x_smem = 0) {
+                             const DeviceBuffer& drs, const std::vector<float>& y0, bool lean, int x_smem = 0,
+                             const L2Ahead& ahead = L2Ahead{}) {
   gemv_set_nvfp4_lean_dense(lean);
   if (c.force_slab || x_smem != 0) gemv_set_nvfp4_override(c.force_slab ? 1 : -1, 0, x_smem);
   DeviceBuffer dy = to_device(y0);
@@ -298,6 +299,7 @@ std::vector<float> run_dense(const DenseCase& c, const DeviceBuffer& dw, const D
   g.scale = c.row_scale ? 0.75f : 1.0f;
   g.accumulate = c.accumulate;
   g.y_early = c.early && c.accumulate;
+  g.l2_ahead = ahead;
   gemv(g);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   gemv_set_nvfp4_lean_dense(true);
@@ -340,9 +342,24 @@ TEST(CudaGemvLean, DenseEqualsSlabKernelBitwise) {
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
           << "differs from the slab kernel at row " << i << ": " << got[i] << " vs " << want[i];
+    // The L2-ahead instances (GemvArgs::l2_ahead, the launch's CTAs prefetching shares of two ranges --
+    // here the weights themselves, one range odd-sized): hints only, the same bits.
+    if (!c.force_slab) {
+      L2Ahead ahead;
+      ahead.p[0] = dw.get();
+      ahead.bytes[0] = row_bytes(GgmlType::NVFP4, c.k) * c.rows / 2 + 40;
+      ahead.p[1] = static_cast<const uint8_t*>(dw.get()) + row_bytes(GgmlType::NVFP4, c.k) * (c.rows / 2);
+      ahead.bytes[1] = row_bytes(GgmlType::NVFP4, c.k) * (c.rows - c.rows / 2);
+      const int64_t n1 = gemv_nvfp4_lean_dense_launches();
+      const auto got_pf = run_dense(c, dw, dxq, drs, y0, true, 0, ahead);
+      ASSERT_EQ(gemv_nvfp4_lean_dense_launches(), n1 + 1) << "the lean slab kernel did not take the L2-ahead launch";
+      for (size_t i = 0; i < got_pf.size(); ++i)
+        ASSERT_EQ(std::memcmp(&got_pf[i], &want[i], sizeof(float)), 0) << "L2 ahead: differs at row " << i;
+    }
     if (c.k > 8192) continue;
+    const int64_t n2 = gemv_nvfp4_lean_dense_launches();
     const auto got_xs = run_dense(c, dw, dxq, drs, y0, true, 2);
-    ASSERT_EQ(gemv_nvfp4_lean_dense_launches(), n0 + 2) << "the lean slab kernel did not take the launch (x_smem 2)";
+    ASSERT_EQ(gemv_nvfp4_lean_dense_launches(), n2 + 1) << "the lean slab kernel did not take the launch (x_smem 2)";
     for (size_t i = 0; i < got_xs.size(); ++i)
       ASSERT_EQ(std::memcmp(&got_xs[i], &want[i], sizeof(float)), 0)
           << "activations in shared memory: differs from the slab kernel at row " << i;

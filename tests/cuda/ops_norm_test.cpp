@@ -123,42 +123,5 @@ TEST(CudaOpsNorm, RegisterKernelEqualsGeneral) {
         }
 }
 
-// The norm that streams weights into L2 before its PDL wait (rmsnorm_q8_ahead): hints only, so y and
-// the Q8 copy are the plain launch's bits, with two ranges (one odd-sized, one past 32 KB chunks) and
-// with one empty.
-TEST(CudaOpsNorm, L2AheadEqualsPlain) {
-  FT_OPS_REQUIRE_GPU();
-  const int64_t n = 4096, n_tok = 1;
-  const auto x = randn(static_cast<size_t>(n), 5, 3.0f), w = randn(static_cast<size_t>(n), 6, 1.0f);
-  const int64_t xq_bytes = act_q8_bytes(n, n_tok);
-  DeviceBuffer weights = to_device(std::vector<uint8_t>(size_t{3} << 20, 0x11));
-  for (int form = 0; form < 3; ++form) {
-    SCOPED_TRACE("form " + std::to_string(form));
-    std::vector<std::vector<float>> ys;
-    std::vector<std::vector<uint8_t>> qs;
-    for (bool ahead : {false, true}) {
-      DeviceBuffer dx = to_device(x), dw = to_device(w), dy = to_device(std::vector<float>(x.size(), poison())),
-                   dq = to_device(std::vector<uint8_t>(static_cast<size_t>(xq_bytes), 0x5A));
-      L2Ahead a;
-      a.p[0] = weights.get();
-      a.bytes[0] = form == 2 ? 0 : (int64_t{1} << 20) + 40;
-      a.p[1] = static_cast<uint8_t*>(weights.get()) + (int64_t{3} << 19);
-      a.bytes[1] = form == 1 ? (int64_t{3} << 19) : 100000;
-      if (ahead)
-        rmsnorm_q8_ahead(dx.as<float>(), n, dw.as<float>(), n, 1e-6f, n_tok, dy.as<float>(), n, Round::kBF16,
-                         dq.get(), a, nullptr);
-      else
-        rmsnorm_q8(dx.as<float>(), n, dw.as<float>(), n, 1e-6f, n_tok, dy.as<float>(), n, Round::kBF16, dq.get(),
-                   nullptr);
-      FT_CUDA_CHECK(cudaDeviceSynchronize());
-      ys.push_back(to_host<float>(dy, x.size()));
-      qs.push_back(to_host<uint8_t>(dq, static_cast<size_t>(xq_bytes)));
-    }
-    EXPECT_EQ(compare(ys[1], ys[0], 0).bad, 0);
-    EXPECT_EQ(qs[1], qs[0]);
-    EXPECT_NE(qs[1], std::vector<uint8_t>(static_cast<size_t>(xq_bytes), 0x5A));
-  }
-}
-
 }  // namespace
 }  // namespace ft::cuda

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Session 42, call 2 (h200_b.sh's frame): gate|up's head streamed into L2 by wo's launch instead of the FFN norm's one
+# CTA (call 1: -48% at 16 MB, an SM's bulk engine ~250 GB/s). FT_FFN_L2_AHEAD=0/8/16/24/32 MB alternating on
+# Llama-8B tg128, the lean kernel's tests (bits with the prefetch on), then issue 3's depth figures with the best
+# setting beside llama.cpp v0.5.0's CUDA llama-bench built in the same call. Binaries of build-cuda:
+#   scripts/setup-oracle.sh; scripts/pack-llama-src.sh; PACK_ONLY="ft test_cuda ft-bigmodel" scripts/pack-device.sh build-cuda
+#   run(command="timeout -s KILL 575 bash bench/session42/h200_c.sh; tar czf $OUT/resc.tgz -C /tmp resc",
+#       carry=[".devcarry/pack"], kind="nvidia-h200")
+R=/tmp/resc
+source bench/device_common.sh
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv | tee -a "$R/log.txt"
+llama_build_bg
+models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
+log "test_cuda CudaOpsNorm.* CudaGemvLean.*"
+gpu_tests 90 'CudaOpsNorm.*:CudaGemvLean.*'
+models_wait
+tokens_under "FT_FFN_L2_AHEAD=24" "$L"
+tokens_under "FT_FFN_L2_AHEAD=32" "$L"
+# Llama-8B tg128, rounds alternating over the settings; "setting tok/s" lines into $R/ab.txt.
+for round in 1 2 3; do
+  for mb in 0 8 16 24 32; do
+    budget 250 "ahead $mb round $round" || break 2
+    t=$(FT_FFN_L2_AHEAD=$mb timeout 60 "$B/ft" bench -m "$L" --device cuda -p 0 -n 128 -r 2 --bw-gbs 4562 2>>"$R/ft.err" |
+        rows | tee -a "$R/ft.md" | awk -F'|' '{for (i = 1; i <= NF; i++) if ($i ~ /±/) {print $i; exit}}' | awk '{print $1}')
+    echo "$mb $t" | tee -a "$R/ab.txt"
+  done
+done
+best=$(python3 -c "
+import collections, statistics
+d = collections.defaultdict(list)
+for l in open('$R/ab.txt'):
+    p = l.split()
+    if len(p) == 2:
+        try: d[int(p[0])].append(float(p[1]))
+        except ValueError: pass
+m = {k: statistics.mean(v) for k, v in d.items() if v}
+for k in sorted(m): print('ahead', k, 'MB: mean %.2f over %d' % (m[k], len(d[k])), ' '.join('%.2f' % x for x in d[k]), flush=True)
+b = max(m, key=m.get) if m else 0
+print('BEST', b if m.get(b, 0) > m.get(0, 0) * 1.002 else 0)
+" | tee -a "$R/log.txt" | awk '/^BEST/{print $2}')
+log "best ahead: ${best:-0} MB"
+llama_wait 420
+log "ft final rows (FT_FFN_L2_AHEAD=${best:-0} for Llama-8B; the MoE model has no dense FFN)"
+export FT_FFN_L2_AHEAD=${best:-0}
+ft_bench_each 470 90 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L
+unset FT_FFN_L2_AHEAD
+ft_bench_each 480 60 "-p 512 -n 128 -r 2 --bw-gbs 4562" $Q
+for f in $L $Q; do
+  budget 540 "llama-bench $f" || break
+  log "llama-bench $(basename "$f")"
+  timeout 45 "$LB" -m "$f" -p 512 -n 128 -ngl 99 -fa 1 -r 2 -o md 2>>"$R/lb.err" | tee -a "$R/lb_raw.md" | rows |
+    tee -a "$R/llama-bench.md"
+done
+log "ft rows:"; cat "$R/ft.md"
+finish resc
