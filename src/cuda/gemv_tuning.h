@@ -230,6 +230,13 @@ inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stage
 // after the down projection): 490.7 tok/s uncapped, 531.9 at 56 KB (4 an SM), 530.9 at 72 KB
 // (3); with the norm kept the cap changed nothing (518.7 against 517.8).
 inline constexpr int kNvfp4AfterGemvSmem = 56 << 10;
+// A dense decode layer's wo launch streams this much of the head of the tiled gate|up into L2 before its
+// PDL wait (GemvArgs::l2_ahead, gpu/forward.cpp; FT_FFN_L2_AHEAD=MB overrides, 0 off). H100 session 42,
+// Llama-8B tg128 alternating, the same 64 greedy tokens: call 2, 3 rounds, 0 / 8 / 16 / 24 / 32 MB 452.76 /
+// 458.01 / 455.86 / 454.03 / 451.38 tok/s; call 3, 4 rounds, 0 / 4 / 8 / 12 MB 452.64 / 455.28 / 458.21 /
+// 456.50 (8 MB +1.2%, best in every round). Not yet measured on an H200 (a larger L2 and faster HBM).
+inline constexpr int64_t kFfnL2AheadBytes = int64_t{8} << 20;
+
 inline int gemv_nvfp4_tiled_floor(int64_t rows, int warps, bool after_gemv) {
   return after_gemv && warps == 4 && (rows + 15) / 16 <= 4 * 132 ? kNvfp4AfterGemvSmem : 0;
 }
