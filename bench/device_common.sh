@@ -205,3 +205,54 @@ llama_depth_rows() {
       tee -a "$R/lb_raw.md" | rows | tee -a "$R/llama-bench.md"
   done
 }
+
+# ab_values VAR "V1 V2 .." ROUNDS UNTIL MODEL_FILE [ft bench args]: ft bench's tg t/s with VAR set to each value in
+# turn, alternating, ROUNDS rounds while the call is younger than UNTIL seconds; "value t/s" lines into $R/ab.txt,
+# rows into $R/ft.md; then each value's mean (ab_means) into the log. Session 42's size sweeps.
+ab_values() {
+  local var=$1 vals=$2 rounds=$3 until=$4 f=$5 round v t
+  shift 5
+  for round in $(seq "$rounds"); do
+    for v in $vals; do
+      budget "$until" "$var=$v round $round" || break 2
+      t=$(env "$var=$v" timeout 60 "$B/ft" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows | tee -a "$R/ft.md" |
+          awk -F'|' '{for (i = 1; i <= NF; i++) if ($i ~ /±/) {print $i; exit}}' | awk '{print $1}')
+      echo "$v $t" | tee -a "$R/ab.txt"
+    done
+  done
+  ab_means
+}
+# ab_means: each value's mean over $R/ab.txt, then "BEST v" -- the fastest value if it beats the first listed
+# (the baseline) by more than 0.2%, else the baseline.
+ab_means() {
+  python3 -c "
+import collections, statistics
+d = collections.OrderedDict()
+for l in open('$R/ab.txt'):
+    p = l.split()
+    if len(p) == 2:
+        try: d.setdefault(p[0], []).append(float(p[1]))
+        except ValueError: pass
+m = {k: statistics.mean(v) for k, v in d.items() if v}
+for k in d: print('value', k, ': mean %.2f over %d' % (m.get(k, 0), len(d[k])), ' '.join('%.2f' % x for x in d[k]))
+base = next(iter(d), '0'); b = max(m, key=m.get) if m else base
+print('BEST', b if m.get(b, 0) > m.get(base, 0) * 1.002 else base)
+" | tee -a "$R/log.txt"
+}
+
+# ncu_sass REGEX SKIP COUNT: ncu's source counters of COUNT launches matching REGEX (after SKIP) of a 4-token Llama-8B
+# generate: details in $R/details.txt (summary lines printed), the SASS with executed counts in $R/sass.csv.gz
+# (bench/sass_mix.py reads it).
+ncu_sass() {
+  timeout 90 ncu --clock-control none -k "regex:$1" --launch-skip "$2" --launch-count "$3" \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section SourceCounters \
+    --section LaunchStats -o "$R/mma" --force-overwrite \
+    "$B/ft" generate --model "$L" --device cuda --prompt-tokens 1,2,3,4 --max-tokens 4 --temperature 0 --ignore-eos \
+    > "$R/ncu_run.txt" 2>&1
+  log "ncu rc=$?"
+  ncu --import "$R/mma.ncu-rep" --print-details all > "$R/details.txt" 2>&1
+  grep -E "^  [a-zA-Z_].*(kernel|Kernel)|Duration|Issue Slots Busy|DRAM Throughput|Grid Size|Block Size" "$R/details.txt" |
+    cut -c1-150 | head -60
+  ncu --import "$R/mma.ncu-rep" --page source --csv --print-source sass > "$R/sass.csv" 2>&1
+  gzip -f "$R/sass.csv"; rm -f "$R/mma.ncu-rep"
+}

@@ -23,17 +23,6 @@ AB_BUDGET=260 ab_envs 3 "$L" "-" "FT_FFN_L2_AHEAD=8" "FT_FFN_L2_AHEAD=16" "FT_FF
   -- -p 0 -n 128 -r 2 --bw-gbs 4562
 AB_BUDGET=300 ab_envs 1 "$Q" "FT_CHAIN_TRACE=$R/qbase" "-" -- -p 0 -n 128 -r 1 --ctx-size 4096 --bw-gbs 4562
 chain_sums base k2 ka pf24 qbase
-budget 360 ncu && {
-  timeout 90 ncu --clock-control none -k 'regex:nvfp4_mma_kernel|attn|lean_slab|rmsnorm' --launch-skip 200 --launch-count 12 \
-    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section SourceCounters \
-    --section LaunchStats -o $R/mma --force-overwrite \
-    $B/ft generate --model $L --device cuda --prompt-tokens 1,2,3,4 --max-tokens 4 --temperature 0 --ignore-eos \
-    > $R/ncu_run.txt 2>&1
-  log "ncu rc=$?"
-  ncu --import $R/mma.ncu-rep --print-details all > $R/details.txt 2>&1
-  grep -E "^  [a-zA-Z_].*(kernel|Kernel)|Duration|Issue Slots Busy|DRAM Throughput|Grid Size|Block Size" $R/details.txt | cut -c1-150 | head -60
-  ncu --import $R/mma.ncu-rep --page source --csv --print-source sass > $R/sass.csv 2>&1
-  gzip $R/sass.csv; rm -f $R/mma.ncu-rep
-}
+budget 360 ncu && ncu_sass 'nvfp4_mma_kernel|attn|lean_slab|rmsnorm' 200 12
 log "ft rows:"; cat "$R/ft.md"
 finish resa

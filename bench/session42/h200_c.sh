@@ -16,28 +16,9 @@ gpu_tests 90 'CudaOpsNorm.*:CudaGemvLean.*'
 models_wait
 tokens_under "FT_FFN_L2_AHEAD=24" "$L"
 tokens_under "FT_FFN_L2_AHEAD=32" "$L"
-# Llama-8B tg128, rounds alternating over the settings; "setting tok/s" lines into $R/ab.txt.
-for round in 1 2 3; do
-  for mb in 0 8 16 24 32; do
-    budget 250 "ahead $mb round $round" || break 2
-    t=$(FT_FFN_L2_AHEAD=$mb timeout 60 "$B/ft" bench -m "$L" --device cuda -p 0 -n 128 -r 2 --bw-gbs 4562 2>>"$R/ft.err" |
-        rows | tee -a "$R/ft.md" | awk -F'|' '{for (i = 1; i <= NF; i++) if ($i ~ /±/) {print $i; exit}}' | awk '{print $1}')
-    echo "$mb $t" | tee -a "$R/ab.txt"
-  done
-done
-best=$(python3 -c "
-import collections, statistics
-d = collections.defaultdict(list)
-for l in open('$R/ab.txt'):
-    p = l.split()
-    if len(p) == 2:
-        try: d[int(p[0])].append(float(p[1]))
-        except ValueError: pass
-m = {k: statistics.mean(v) for k, v in d.items() if v}
-for k in sorted(m): print('ahead', k, 'MB: mean %.2f over %d' % (m[k], len(d[k])), ' '.join('%.2f' % x for x in d[k]), flush=True)
-b = max(m, key=m.get) if m else 0
-print('BEST', b if m.get(b, 0) > m.get(0, 0) * 1.002 else 0)
-" | tee -a "$R/log.txt" | awk '/^BEST/{print $2}')
+# Llama-8B tg128, rounds alternating over the sizes (run as written then; ab_values since).
+ab_values FT_FFN_L2_AHEAD "0 8 16 24 32" 3 250 "$L" -p 0 -n 128 -r 2 --bw-gbs 4562
+best=$(awk '/^BEST/{b = $2} END {print b}' "$R/log.txt")
 log "best ahead: ${best:-0} MB"
 llama_wait 420
 log "ft final rows (FT_FFN_L2_AHEAD=${best:-0} for Llama-8B; the MoE model has no dense FFN)"

@@ -8,22 +8,5 @@ source bench/device_common.sh
 nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$R/log.txt"
 models_bg llama8b-nvfp4
 models_wait
-for round in 1 2 3 4; do
-  for mb in 0 4 8 12; do
-    budget 170 "ahead $mb round $round" || break 2
-    t=$(FT_FFN_L2_AHEAD=$mb timeout 40 "$B/ft" bench -m "$L" --device cuda -p 0 -n 128 -r 2 --bw-gbs 4562 2>>"$R/ft.err" |
-        rows | tee -a "$R/ft.md" | awk -F'|' '{for (i = 1; i <= NF; i++) if ($i ~ /±/) {print $i; exit}}' | awk '{print $1}')
-    echo "$mb $t" | tee -a "$R/ab.txt"
-  done
-done
-python3 -c "
-import collections, statistics
-d = collections.defaultdict(list)
-for l in open('$R/ab.txt'):
-    p = l.split()
-    if len(p) == 2:
-        try: d[int(p[0])].append(float(p[1]))
-        except ValueError: pass
-for k in sorted(d): print('ahead', k, 'MB: mean %.2f over %d' % (statistics.mean(d[k]), len(d[k])), ' '.join('%.2f' % x for x in d[k]))
-" | tee -a "$R/log.txt"
+ab_values FT_FFN_L2_AHEAD "0 4 8 12" 4 170 "$L" -p 0 -n 128 -r 2 --bw-gbs 4562
 finish resd

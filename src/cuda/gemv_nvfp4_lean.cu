@@ -441,7 +441,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) experts_packed_kernel(const
 
 // ---- launch ---------------------------------------------------------------------------------
 
-std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0};
+std::atomic<int64_t> g_expert_launches{0}, g_dense_launches{0}, g_route_launches{0}, g_ahead_launches{0};
 
 template <int R, int MINB, bool GROUPED = true, bool XS = false, bool ROUTE = false, bool XR = false, bool SS = false,
           bool NQ = false, bool PF = false>
@@ -547,10 +547,15 @@ bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl,
     return false;
   const int n = static_cast<int>(nb);
   if (!p.l2a.empty() && p.nq_count == nullptr && !xs) {  // the L2-ahead instances (PF)
+    bool done = false;
     switch (pl.rows * 10 + pl.minb) {
-      case 18: return slab_lean<1, 8, false, false, false, false, false, false, true>(p, 1, n, 0, stream);
-      case 28: return slab_lean<2, 8, false, false, false, false, false, false, true>(p, 1, n, 0, stream);
+      case 18: done = slab_lean<1, 8, false, false, false, false, false, false, true>(p, 1, n, 0, stream); break;
+      case 28: done = slab_lean<2, 8, false, false, false, false, false, false, true>(p, 1, n, 0, stream); break;
       default: break;  // the others ignore the hint
+    }
+    if (done) {
+      g_ahead_launches.fetch_add(1, std::memory_order_relaxed);
+      return true;
     }
   }
   return p.nq_count != nullptr ? dense_lean<true>(p, n, pl, xs, xs_row, stream)
@@ -562,5 +567,6 @@ bool gemv_nvfp4_lean_dense(const Params& p, int64_t nb, const GemvNvfp4Plan& pl,
 namespace ft::cuda {
 int64_t gemv_nvfp4_route_launches() { return gemv_detail::g_route_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_lean_dense_launches() { return gemv_detail::g_dense_launches.load(std::memory_order_relaxed); }
+int64_t gemv_nvfp4_l2_ahead_launches() { return gemv_detail::g_ahead_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_experts_launches() { return gemv_detail::g_expert_launches.load(std::memory_order_relaxed); }
 }  // namespace ft::cuda

@@ -372,6 +372,8 @@ int64_t gemv_nvfp4_route_launches();
 void gemv_set_nvfp4_lean_dense(bool on);
 // Launches of the lean slab kernel on dense weights so far.
 int64_t gemv_nvfp4_lean_dense_launches();
+// Launches of the lean dense kernel's L2-ahead instances (GemvArgs::l2_ahead taken).
+int64_t gemv_nvfp4_l2_ahead_launches();
 // Runs the NVFP4 decoders of the device on n words (tests diff them against the host):
 // out[8i..8i+3] = e2m1x8_pn(in[i]) (p_lo, p_hi, n_lo, n_hi), out[8i+4..8i+7] = the bits of
 // nvfp4_scales(in[i]). Device pointers. Defined in gemv_nvfp4.cu.

@@ -114,7 +114,7 @@ GpuForward::GpuForward(const model::Model& m, const DeviceWeights& w, GpuBuffers
 
 void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y,
                         int64_t ldy, Round round, bool accumulate, bool q8, cudaStream_t s,
-                        bool exact, bool xq_ready, bool y_early) const {
+                        bool exact, bool xq_ready, bool y_early, const cuda::L2Ahead& ahead) const {
   if (use_gemv(n_tok)) {
     bool quantised = false;
     for (const DevMatrix& p : l.parts) quantised |= q8 && cuda::gemv_q8_supported(p.type);
@@ -124,6 +124,7 @@ void GpuForward::linear(const DevLinear& l, const float* x, int64_t ldx, int64_t
       fill_common(a, p, l, x, ldx, n_tok, y, ldy, round, accumulate);
       a.xq = q8 && cuda::gemv_q8_supported(p.type) ? b_.xq.get() : nullptr;
       a.y_early = y_early;
+      a.l2_ahead = ahead;
       if (a.xq == nullptr && cuda::gemv_half_supported(a))
         cuda::gemv_half(a, s);  // BF16/F16 (the output head): the register-direct kernel
       else
@@ -216,18 +217,9 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     nq_ffn_ready_ = true;
     return;
   }
-  const cuda::L2Ahead ahead = q8_wo ? ffn_l2_ahead(L, n_tok) : cuda::L2Ahead{};
-  if (!ahead.empty() && L.wo.parts.size() == 1) {  // wo's CTAs stream the head of gate|up into L2
-    cuda::GemvArgs a;
-    fill_common(a, L.wo.parts[0], L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true);
-    a.xq = b_.xq.get();
-    a.y_early = true;
-    a.l2_ahead = ahead;
-    cuda::gemv(a, s);
-    return;
-  }
+  // wo's CTAs stream the head of gate|up into L2 (ffn_l2_ahead; empty when off).
   linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8_wo,
-         /*y_early=*/true);
+         /*y_early=*/true, q8_wo ? ffn_l2_ahead(L, n_tok) : cuda::L2Ahead{});
 }
 
 void GpuForward::fold_produce(cuda::GemvArgs& a, const float* norm_w) const {

@@ -74,7 +74,8 @@ class GpuForward {
   mutable bool nq_attn_ready_ = false, nq_ffn_ready_ = false;
   void linear(const DevLinear& l, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
               cuda::Round round, bool accumulate, bool q8, cudaStream_t s,
-              bool exact = false, bool xq_ready = false, bool y_early = false) const;
+              bool exact = false, bool xq_ready = false, bool y_early = false,
+              const cuda::L2Ahead& ahead = cuda::L2Ahead{}) const;  // ahead: GemvArgs::l2_ahead of decode GEMVs
   // Whether the integer GEMV will read b_.xq for this projection / expert tensor.
   bool wants_q8(const DevLinear& l) const;
   // The L2 prefetch of the FFN's gate|up weights by wo's launch (FT_FFN_L2_AHEAD; empty when off).

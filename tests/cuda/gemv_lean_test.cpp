@@ -350,9 +350,9 @@ TEST(CudaGemvLean, DenseEqualsSlabKernelBitwise) {
       ahead.bytes[0] = row_bytes(GgmlType::NVFP4, c.k) * c.rows / 2 + 40;
       ahead.p[1] = static_cast<const uint8_t*>(dw.get()) + row_bytes(GgmlType::NVFP4, c.k) * (c.rows / 2);
       ahead.bytes[1] = row_bytes(GgmlType::NVFP4, c.k) * (c.rows - c.rows / 2);
-      const int64_t n1 = gemv_nvfp4_lean_dense_launches();
+      const int64_t n1 = gemv_nvfp4_l2_ahead_launches();
       const auto got_pf = run_dense(c, dw, dxq, drs, y0, true, 0, ahead);
-      ASSERT_EQ(gemv_nvfp4_lean_dense_launches(), n1 + 1) << "the lean slab kernel did not take the L2-ahead launch";
+      ASSERT_EQ(gemv_nvfp4_l2_ahead_launches(), n1 + 1) << "the L2-ahead instance did not take the launch";
       for (size_t i = 0; i < got_pf.size(); ++i)
         ASSERT_EQ(std::memcmp(&got_pf[i], &want[i], sizeof(float)), 0) << "L2 ahead: differs at row " << i;
     }
