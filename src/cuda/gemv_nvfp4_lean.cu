@@ -187,10 +187,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
     issue(it1, ring + kStage);
     if (y_pre && n_steps > 0 && lane < it0.nr) y_old = p.y[it0.row0 + lane];
   }
-  if constexpr (PF && !GROUPED) {
-    l2_ahead_share(p.l2a, blockIdx.x, gridDim.x);
-    if (p.l2a.release_early) pdl_trigger();  // L2Ahead::release_early: the next launch starts now
-  }
+  if constexpr (PF && !GROUPED) l2_ahead_share(p.l2a, blockIdx.x, gridDim.x);
   // NQ: the norm weights of the warp's first item's block (its tail's, norm_fold::weight_of), a weight
   // too; the per-warp form's later items load theirs in the tail.
   float nq_wv = 0.0f;

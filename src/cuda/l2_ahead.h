@@ -14,9 +14,6 @@ namespace ft::cuda {
 struct L2Ahead {
   const void* p[2] = {nullptr, nullptr};
   int64_t bytes[2] = {0, 0};
-  // Opt-in (FT_PDL_EARLY bit 1, gpu/forward.cpp): each CTA also triggers its dependents right after its
-  // prefetches, before its PDL wait, so the next launch's CTAs start under this one's predecessor.
-  bool release_early = false;
   bool empty() const { return bytes[0] <= 0 && bytes[1] <= 0; }
 };
 

@@ -89,13 +89,12 @@ template <bool kAdd, int NV>
 __global__ void __launch_bounds__(kThreads) rmsnorm_reg_kernel(float* x, int64_t ldx, const float* b, int64_t ldb,
                                                                const float* w, int64_t n, float eps, float* y,
                                                                int64_t ldy, Round r, uint8_t* xq,
-                                                               int64_t xq_row_bytes, bool release_early) {
+                                                               int64_t xq_row_bytes) {
   static_assert(kThreads == norm_row::kThreads, "norm_row's thread layout");
   __shared__ double scratch[32];
   const int64_t t = blockIdx.x;
   float4 g[NV];
   norm_row::load_weights(w, n, g);
-  if (release_early) pdl_trigger();  // rmsnorm_q8's release_early
   pdl_wait();
   pdl_trigger();
   float4 o[NV];
@@ -107,11 +106,10 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_reg_kernel(float* x, int64_t
 // 8192); false otherwise.
 template <bool kAdd>
 bool launch_reg(unsigned grid, float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n,
-                float eps, float* y, int64_t ldy, Round r, uint8_t* xq, int64_t xrb, cudaStream_t s,
-                bool release_early) {
+                float eps, float* y, int64_t ldy, Round r, uint8_t* xq, int64_t xrb, cudaStream_t s) {
   const int64_t nv = (n + 4 * kThreads - 1) / (4 * kThreads);
   auto go = [&](auto kernel) {
-    launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb, release_early);
+    launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
     return true;
   };
   if (n % 32 != 0) return false;
@@ -128,7 +126,7 @@ bool reg_path_enabled() { return g_norm_reg; }
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps, int64_t n_tok,
-         float* y, int64_t ldy, Round r, cudaStream_t s, void* xq_out = nullptr, bool release_early = false) {
+         float* y, int64_t ldy, Round r, cudaStream_t s, void* xq_out = nullptr) {
   if (n_tok <= 0) return;
   if (xq_out != nullptr && (n % 32 != 0 || reinterpret_cast<uintptr_t>(xq_out) % 16 != 0))
     fail_message("rmsnorm: a Q8 copy needs n % 32 == 0 and a 16-byte aligned buffer (n = " + std::to_string(n) + ")");
@@ -139,9 +137,8 @@ void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int
                    (w == nullptr || aligned16(w)) && (b == nullptr || (ldb % 4 == 0 && aligned16(b)));
   const unsigned grid = static_cast<unsigned>(n_tok);
   if (vec && reg_path_enabled()) {
-    const bool done = b != nullptr
-                          ? launch_reg<true>(grid, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb, s, release_early)
-                          : launch_reg<false>(grid, x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb, s, release_early);
+    const bool done = b != nullptr ? launch_reg<true>(grid, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb, s)
+                                   : launch_reg<false>(grid, x, ldx, nullptr, 0, w, n, eps, y, ldy, r, xq, xrb, s);
     if (done) return FT_CUDA_CHECK_LAUNCH();
   }
   if (b != nullptr) {
@@ -173,8 +170,8 @@ void rmsnorm(const float* x, int64_t ldx, const float* w, int64_t n, float eps, 
 }
 
 void rmsnorm_q8(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
-                int64_t ldy, Round r, void* xq, cudaStream_t s, bool release_early) {
-  run(const_cast<float*>(x), ldx, nullptr, 0, w, n, eps, n_tok, y, ldy, r, s, xq, release_early);
+                int64_t ldy, Round r, void* xq, cudaStream_t s) {
+  run(const_cast<float*>(x), ldx, nullptr, 0, w, n, eps, n_tok, y, ldy, r, s, xq);
 }
 
 void add_rmsnorm(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n, float eps,

@@ -21,12 +21,8 @@ void rmsnorm(const float* x, int64_t ldx, const float* w, int64_t n, float eps, 
 
 // rmsnorm that also writes y's Q8 copy for the integer GEMV (act_q8.h layout, the bytes
 // quantize_act_q8 would write from y), saving that launch. n % 32 == 0.
-// release_early (opt-in, FT_PDL_EARLY bit 0): the register kernel triggers its dependents before its PDL
-// wait, not after it, so the next launch's CTAs start under this one's predecessor. Then that launch may
-// start before the kernel two launches back has completed: it must read nothing before its own wait that
-// that kernel writes (true of the tiled gate|up GEMV after the decode FFN norm).
 void rmsnorm_q8(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
-                int64_t ldy, Round r, void* xq, cudaStream_t s, bool release_early = false);
+                int64_t ldy, Round r, void* xq, cudaStream_t s);
 
 // The residual add fused in front of the norm (one launch instead of two):
 //   x[t] += b[t]   (fp32, written back: x is the residual stream), then y[t] = rmsnorm(x[t]).

@@ -99,13 +99,6 @@ const int64_t g_ffn_l2_ahead = [] {
   return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) << 20 : cuda::kFfnL2AheadBytes;
 }();
 
-// FT_PDL_EARLY (opt-in, measurement): bit 0 the decode FFN norm (rmsnorm_q8's release_early), bit 1 wo's
-// L2-ahead CTAs (L2Ahead::release_early) trigger their dependents before their PDL wait instead of after it.
-const int g_pdl_early = [] {
-  const char* e = std::getenv("FT_PDL_EARLY");
-  return e != nullptr ? std::atoi(e) : 0;
-}();
-
 void set_norm_fold(int mode) { g_norm_fold.store(mode, std::memory_order_relaxed); }
 int norm_fold_mode() { return g_norm_fold.load(std::memory_order_relaxed); }
 
@@ -156,7 +149,6 @@ cuda::L2Ahead GpuForward::ffn_l2_ahead(const DevLayer& L, int64_t n_tok) const {
   a.p[0] = m.w;
   a.p[1] = m.w + half;
   a.bytes[0] = a.bytes[1] = each;
-  a.release_early = (g_pdl_early & 2) != 0;
   return a;
 }
 
@@ -362,8 +354,7 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     if (spacer(kSkipNorm2, n_tok)) cuda::pdl_spacer(s);
     if (folded || skip(kSkipNorm2, n_tok)) {
     } else if (q8_in) {
-      cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s,
-                       /*release_early=*/(g_pdl_early & 1) != 0 && n_tok == 1);
+      cuda::rmsnorm_q8(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, b_.xq.get(), s);
     } else {
       cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
     }
