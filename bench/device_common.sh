@@ -207,8 +207,9 @@ llama_depth_rows() {
 }
 
 # ab_values VAR "V1 V2 .." ROUNDS UNTIL MODEL_FILE [ft bench args]: ft bench's tg t/s with VAR set to each value in
-# turn, alternating, ROUNDS rounds while the call is younger than UNTIL seconds; "value t/s" lines into $R/ab.txt,
-# rows into $R/ft.md; then each value's mean (ab_means) into the log. Session 42's size sweeps.
+# turn, alternating, ROUNDS rounds while the call is younger than UNTIL seconds; "value t/s" lines into $R/ab_VAR.txt
+# (one file a variable: two sweeps in a call keep apart), rows into $R/ft.md; then each value's mean (ab_means) into
+# the log. Session 42's size sweeps.
 ab_values() {
   local var=$1 vals=$2 rounds=$3 until=$4 f=$5 round v t
   shift 5
@@ -217,18 +218,18 @@ ab_values() {
       budget "$until" "$var=$v round $round" || break 2
       t=$(env "$var=$v" timeout 60 "$B/ft" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows | tee -a "$R/ft.md" |
           awk -F'|' '{for (i = 1; i <= NF; i++) if ($i ~ /±/) {print $i; exit}}' | awk '{print $1}')
-      echo "$v $t" | tee -a "$R/ab.txt"
+      echo "$v $t" | tee -a "$R/ab_$var.txt"
     done
   done
-  ab_means
+  ab_means "$R/ab_$var.txt"
 }
-# ab_means: each value's mean over $R/ab.txt, then "BEST v" -- the fastest value if it beats the first listed
+# ab_means [FILE]: each value's mean over FILE ($R/ab.txt by default), then "BEST v" -- the fastest value if it beats the first listed
 # (the baseline) by more than 0.2%, else the baseline.
 ab_means() {
   python3 -c "
 import collections, statistics
 d = collections.OrderedDict()
-for l in open('$R/ab.txt'):
+for l in open('${1:-$R/ab.txt}'):
     p = l.split()
     if len(p) == 2:
         try: d.setdefault(p[0], []).append(float(p[1]))
