@@ -44,7 +44,6 @@
 // for the negative magnitudes) are built once per CTA in shared memory (x_frag) and loaded
 // by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
-#include <cstdlib>
 #include <cstdint>
 
 #include "cuda/act_q8.h"
@@ -140,10 +139,7 @@ __device__ __forceinline__ int64_t glu_order_tile(int64_t b, int64_t rows) {
   return j < 2 ? 2 * blk + j : rows / 32 + 2 * blk + (j - 2);
 }
 
-// PRE: the ring's first stages issued before the PDL wait; the rest of the NS - 1 the loop starts with are
-// issued right after it, ahead of the activation row's build (the same copies into the same stages: the
-// same bits). FT_MMA_PRE1=1 (opt-in, measurement) takes PRE 1 on the 4-warp x 4-stage instances.
-template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, bool GO = false, int PRE = NS - 1>
+template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, bool GO = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -182,7 +178,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   // PDL: the weights are never written by earlier kernels, so the first stages load before
   // the wait; the activations only after it.
 #pragma unroll
-  for (int i = 0; i < PRE; ++i) issue(i);
+  for (int i = 0; i < NS - 1; ++i) issue(i);
   const float rs = mma_row_scale_early(p, row0);  // a weight: before the wait
   float y_old = 0.0f;
   if constexpr (YE) {
@@ -194,8 +190,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   }
   pdl_wait();
   pdl_trigger();
-#pragma unroll
-  for (int i = PRE; i < NS - 1; ++i) issue(i);
 
   // The activation row in one pass (mma_build_x_1pass: one L2 round trip after the wait instead of
   // two or three), sized to the instance: 8 warps hold k 14336's 7 fragments and 2 scales a thread
@@ -268,11 +262,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 }
 
 std::atomic<int64_t> g_mma_launches{0}, g_glu_order_launches{0};
-// FT_MMA_PRE1=1: the 4-warp x 4-stage instances with PRE 1 (nvfp4_mma_kernel's PRE).
-const bool g_mma_pre1 = [] {
-  const char* e = std::getenv("FT_MMA_PRE1");
-  return e != nullptr && std::atoi(e) == 1;
-}();
 
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
@@ -293,15 +282,8 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
                 : go      ? nvfp4_mma_kernel<NW, NS, true, false, 0, true>
                 : p.tiled ? nvfp4_mma_kernel<NW, NS, true>
                           : nvfp4_mma_kernel<NW, NS, false>;
-  bool pre1 = false;
-  if constexpr (NW == 4 && NS == 4) {
-    if (g_mma_pre1 && p.tiled && !prod && !ye && !go) {
-      kernel = cons ? nvfp4_mma_kernel<4, 4, true, false, 1, false, 1> : nvfp4_mma_kernel<4, 4, true, false, 0, false, 1>;
-      pre1 = true;
-    }
-  }
-  static std::atomic<uint64_t> cache[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const int ci = pre1 ? (cons ? 7 : 6) : prod ? 4 : cons ? 3 : ye ? 2 : go ? 5 : p.tiled ? 1 : 0;
+  static std::atomic<uint64_t> cache[6] = {0, 0, 0, 0, 0, 0};
+  const int ci = prod ? 4 : cons ? 3 : ye ? 2 : go ? 5 : p.tiled ? 1 : 0;
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
     return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
