@@ -677,6 +677,7 @@ bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
     int warps = 0, stages = 0;
     gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
     int smem_floor = gemv_nvfp4_tiled_floor(p.rows, warps, p.after_gemv != 0);
+    stages = gemv_nvfp4_tiled_stages(warps, stages, smem_floor);
     for (int i = 0; i < over.n_tiled_plan; ++i) {  // FT_GEMV_NVFP4_TILED_PLAN
       const Nvfp4Override::TiledShape& t = over.tiled_plan[i];
       if (t.rows != p.rows || t.k != p.k) continue;

@@ -230,6 +230,14 @@ inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stage
 // after the down projection): 490.7 tok/s uncapped, 531.9 at 56 KB (4 an SM), 530.9 at 72 KB
 // (3); with the norm kept the cap changed nothing (518.7 against 517.8).
 inline constexpr int kNvfp4AfterGemvSmem = 56 << 10;
+// ... and that capped launch at 4 warps takes 3 stages, not gemv_nvfp4_tiled_mma's 2: two of a warp's steps
+// load before its PDL wait (under the down projection's tail) and the ring runs one step further ahead. It
+// fits the floor, so the CTAs an SM stay at 4. H100 session 43 call 2 (bench/session43/h200_b.sh), Llama-8B
+// tg128 5 rounds alternating (FT_GEMV_NVFP4_TILED_PLAN="6144x4096=4,S,57344"): 2 stages 458.14, 3 stages
+// 463.64 (+1.2%, faster every round), 4 stages 458.43, 4 stages with one before the wait and two right after
+// it 450.32. (H200 session 41's "6144x4096=4,3" at -4.4% had dropped the floor: the plan's SMEM field was 0.)
+// The same warps, so each warp's steps in the same order: the same bits.
+inline constexpr int kNvfp4AfterGemvStages = 3;
 // A dense decode layer's wo launch streams this much of the head of the tiled gate|up into L2 before its
 // PDL wait (GemvArgs::l2_ahead, gpu/forward.cpp; FT_FFN_L2_AHEAD=MB overrides, 0 off). H100 session 42,
 // Llama-8B tg128 alternating, the same 64 greedy tokens: call 2, 3 rounds, 0 / 8 / 16 / 24 / 32 MB 452.76 /
@@ -239,6 +247,10 @@ inline constexpr int64_t kFfnL2AheadBytes = int64_t{8} << 20;
 
 inline int gemv_nvfp4_tiled_floor(int64_t rows, int warps, bool after_gemv) {
   return after_gemv && warps == 4 && (rows + 15) / 16 <= 4 * 132 ? kNvfp4AfterGemvSmem : 0;
+}
+// The stages of a tiled one-token launch given its plan's and its floor (kNvfp4AfterGemvStages).
+inline int gemv_nvfp4_tiled_stages(int warps, int stages, int smem_floor) {
+  return smem_floor == kNvfp4AfterGemvSmem && warps == 4 ? kNvfp4AfterGemvStages : stages;
 }
 
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm

@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../quant/random_blocks.h"
@@ -196,6 +198,55 @@ TEST(CudaNvfp4Tiled, GemvEqualsRowMajorBitwiseAndTheTwin) {
 // The bulk-copy tensor-core GEMV (gemv_mma_tma.cu) reads row-major weights only: forced on every
 // one-token shape (FT_GEMV_NVFP4_TMA=2 / gemv_set_nvfp4_tma, benchmarks), a tiled call still takes
 // gemv_mma.cu, with the bits of gemv_mma.cu on the row-major bytes.
+// A one-token launch released under a large GEMV (GemvArgs::after_gemv) runs at gemv_nvfp4_tiled_floor's
+// shared memory and gemv_nvfp4_tiled_stages' stages (Llama-8B's qkv: 4 warps at 3 stages, not 2) -- the
+// same warps, so the same steps a warp in the same order: the same bits as the plain launch.
+TEST(CudaNvfp4Tiled, AfterGemvLaunchEqualsThePlainOne) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
+  std::mt19937 rng(47);
+  for (const auto& [rows, k] : std::vector<std::pair<int64_t, int64_t>>{{6144, 4096}, {1024, 2048}, {4224, 4096}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(k));
+    int warps = 0, stages = 0;
+    gemv_nvfp4_tiled_mma(rows, k, warps, stages);
+    const int floor = gemv_nvfp4_tiled_floor(rows, warps, true);
+    if (rows == 6144) {  // the case the stages are for
+      EXPECT_EQ(floor, kNvfp4AfterGemvSmem);
+      EXPECT_EQ(gemv_nvfp4_tiled_stages(warps, stages, floor), kNvfp4AfterGemvStages);
+      EXPECT_NE(kNvfp4AfterGemvStages, stages) << "the after-GEMV launch would test nothing new";
+    }
+    const Matrix m = make_matrix(rows, k, rng);
+    const DeviceBuffer dxq = to_device(quantised_x(k, 1, rng));
+    const std::vector<float> rsv(static_cast<size_t>(rows), 1.25f);
+    const DeviceBuffer rs = to_device(rsv);
+    const std::vector<float> init(static_cast<size_t>(rows), std::nanf(""));
+    auto run = [&](bool after) {
+      DeviceBuffer dy = to_device(init);
+      GemvArgs g;
+      g.type = GgmlType::NVFP4;
+      g.w = m.tiled.as<uint8_t>();
+      g.row_bytes = m.rb;
+      g.k = k;
+      g.rows = rows;
+      g.xq = dxq.get();
+      g.n_tok = 1;
+      g.y = dy.as<float>();
+      g.ldy = rows;
+      g.row_scale = rs.as<float>();
+      g.scale = 0.75f;
+      g.tiled = true;
+      g.after_gemv = after;
+      const int64_t mma0 = gemv_nvfp4_mma_launches();
+      gemv(g);
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_EQ(gemv_nvfp4_mma_launches() - mma0, 1) << "not the tensor-core kernel";
+      return to_host<float>(dy, init.size());
+    };
+    const std::vector<float> plain = run(false), after = run(true);
+    for (size_t i = 0; i < plain.size(); ++i) ASSERT_FALSE(std::isnan(plain[i])) << "row " << i << " not written";
+    ASSERT_EQ(std::memcmp(after.data(), plain.data(), plain.size() * sizeof(float)), 0) << "after-GEMV launch differs";
+  }
+}
+
 TEST(CudaNvfp4Tiled, ForcedBulkCopyKernelLeavesTiledCallsToTheMmaKernel) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(23);
