@@ -40,9 +40,9 @@
 // B columns 2t (sub-block of lanes c < 2) and 2t + 1 (c >= 2), zero elsewhere, so after the
 // group C[row][2t + j] is the integer sum of tile t's sub-block j, and lane (g, c) holds tile
 // c's two sub-blocks of rows g and g + 8: all 32 lanes do useful epilogue work. B column n is
-// supplied by lanes 4n..4n + 3, so each lane feeds at most one tile: its fragments (x, the B of
-// both the positive and the negative magnitudes' chains) are built once per CTA in shared memory
-// (x_frag) and loaded by a predicated LDS.64 per tile; the other tiles' B registers stay zero.
+// supplied by lanes 4n..4n + 3, so each lane feeds at most one tile: its fragments (x, and -x
+// for the negative magnitudes) are built once per CTA in shared memory (x_frag) and loaded
+// by a predicated LDS.128 per tile; the other tiles' B registers stay zero.
 #include <atomic>
 #include <cstdint>
 
@@ -222,10 +222,10 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
   // Lane (g, c) feeds B column g: tile g >> 1 when c >> 1 == g & 1, else none.
   const int my_tile = (c >> 1) == (g & 1) ? g >> 1 : -1;
-  uint2 bx[4];
+  uint4 bx[4];
 #pragma unroll
-  for (int t = 0; t < 4; ++t) bx[t] = make_uint2(0, 0);
-  const uint8_t* frag = smem + sm.frag + kMmaFragBytes * c;
+  for (int t = 0; t < 4; ++t) bx[t] = make_uint4(0, 0, 0, 0);
+  const uint8_t* frag = smem + sm.frag + 16 * c;
 
   float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
   float* red = reinterpret_cast<float*>(smem + sm.red);

@@ -2,7 +2,7 @@
 // 16-row tile; gemv_mma_persist.cu: the same sums with CTAs that walk tiles). See
 // gemv_mma.cu for the layout: a CTA owns 16 rows, a step is 4 NVFP4 blocks (144 bytes) of each
 // row, lane (g, c) decodes word c of a 16-byte tile of rows g and g + 8, and the activations
-// sit in B fragments {x lo, x hi} built once per CTA in shared memory (x_frag). CUDA only.
+// sit in B fragments {x, -x} built once per CTA in shared memory (x_frag). CUDA only.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,7 @@ inline constexpr int kMmaStepBlocks = 4;                            // NVFP4 blo
 inline constexpr int kMmaRowStep = 144;                             // bytes of a row per step (9 x 16)
 inline constexpr int kMmaStageBytes = kMmaRows * kMmaRowStep;       // 2304
 inline constexpr int kMmaVecPerLane = (kMmaStageBytes / 16 + 31) / 32;  // 5 (144 vectors)
-inline constexpr int kMmaFragBytes = 8;                                 // a fragment: {x0, x1}
-inline constexpr int kMmaFragGroupBytes = 4 * 4 * kMmaFragBytes;  // per group: 4 tiles x 4 lanes
+inline constexpr int kMmaFragGroupBytes = 4 * 4 * 16;  // per group: 4 tiles x 4 lanes x {x0, x1, -x0, -x1}
 
 __device__ __forceinline__ void mma_s8_16816(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t b) {
   asm volatile(
@@ -39,7 +38,7 @@ __device__ __forceinline__ void mma_s8_16832(int (&d)[4], uint32_t a0, uint32_t 
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint2 mma_lds64(const uint8_t* p) { return *reinterpret_cast<const uint2*>(p); }
+__device__ __forceinline__ uint4 mma_lds128(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
 
 // Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
 // 256 bytes), the activation scales times 0.5 (k / 32 floats), the warps' stages, then
@@ -61,7 +60,7 @@ inline MmaSmem mma_smem(int64_t k, int nw, int ns, int red_bytes) {
 // x_frag and the activation scales (times 0.5) of n_rows act_q8 rows into shared memory, by
 // all nthreads threads of the CTA (the caller syncs): row r is xq row (slot0 + r) / x_div, its
 // fragments at frag + r * (nb / 2) * kMmaFragGroupBytes, its scales at xd + r * 2 nb.
-// Fragment f = (group, tile t, lane c of the active four) = 8 bytes {x0, x1}: tile t
+// Fragment f = (group, tile t, lane c of the active four) = 16 bytes {x0, x1, -x0, -x1}: tile t
 // of the group is block 2 group + (t >> 1), codes half h = t & 1; lane c's word is sub-block
 // 2h + (c >> 1), bytes 4 (c & 1) .. + 3: nibble order of e2m1x8_pn, x_pair_0 / x_pair_1 of the
 // activations 8 apart. Batches of 4 fragments per thread: their 8 loads (L2 round trips, while
@@ -89,7 +88,7 @@ __device__ __forceinline__ void mma_build_x(uint8_t* frag, float* xd, const uint
     for (int u = 0; u < kB; ++u) {
       const int fa = f0 + u * nthreads;
       const uint32_t x0 = x_pair_0(a[u], b[u]), x1 = x_pair_1(a[u], b[u]);
-      if (fa < n_all) *reinterpret_cast<uint2*>(frag + kMmaFragBytes * fa) = make_uint2(x0, x1);
+      if (fa < n_all) *reinterpret_cast<uint4*>(frag + 16 * fa) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
     }
   }
   for (int i = static_cast<int>(threadIdx.x); i < nb * 2 * n_rows; i += nthreads) {
@@ -139,7 +138,7 @@ __device__ __forceinline__ bool mma_build_x_1pass(uint8_t* frag, float* xd, cons
   for (int u = 0; u < MAXF; ++u) {
     const int f = tid + u * nthreads;
     const uint32_t x0 = x_pair_0(a[u], b[u]), x1 = x_pair_1(a[u], b[u]);
-    if (f < n_frag) *reinterpret_cast<uint2*>(frag + kMmaFragBytes * f) = make_uint2(x0, x1);
+    if (f < n_frag) *reinterpret_cast<uint4*>(frag + 16 * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
   }
   if (part != nullptr) {
     const float inv = norm_fold::inv_rms<P>(pv, k, eps);
@@ -183,36 +182,35 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
 // the tiled instances of gemv_mma.cu, where it measured +2.7% on Llama-8B).
 template <int PITCH = kMmaRowStep, bool K32 = false>
 __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
-                                             const q8_detail::E2m1Table& tab, int my_tile, uint2 (&bx)[4], int g,
+                                             const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,
                                              int c, float& acc0, float& acc8) {
   using namespace q8_detail;
 #pragma unroll
   for (int gh = 0; gh < 2; ++gh) {
     const int grp = 2 * step + gh;
     // Positive and negative magnitudes in two accumulators: two chains of 8 dependent mma
-    // instead of one of 16, both on B = x; the sum is cp - cn (exact int32: the bits of a B of -x
-    // added, which the fragments held until session 43 -- twice the shared memory and registers).
+    // instead of one of 16 (the n chain's B holds -x, so the sum is cp + cn).
     int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
-      if (my_tile == t) bx[t] = mma_lds64(frag + (grp * 4 + t) * 4 * kMmaFragBytes);
+      if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
       const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
       uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
       e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
       e2m1x8_pn(lds32(st + (g + 8) * PITCH + off), tab, p8l, p8h, n8l, n8h);
       if constexpr (K32) {
         mma_s8_16832(cp, p0l, p8l, p0h, p8h, bx[t].x, bx[t].y);
-        mma_s8_16832(cn, n0l, n8l, n0h, n8h, bx[t].x, bx[t].y);
+        mma_s8_16832(cn, n0l, n8l, n0h, n8h, bx[t].z, bx[t].w);
       } else {
         mma_s8_16816(cp, p0l, p8l, bx[t].x);
-        mma_s8_16816(cn, n0l, n8l, bx[t].x);
+        mma_s8_16816(cn, n0l, n8l, bx[t].z);
         mma_s8_16816(cp, p0h, p8h, bx[t].y);
-        mma_s8_16816(cn, n0h, n8h, bx[t].y);
+        mma_s8_16816(cn, n0h, n8h, bx[t].w);
       }
     }
     int cc[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) cc[j] = cp[j] - cn[j];
+    for (int j = 0; j < 4; ++j) cc[j] = cp[j] + cn[j];
     // Lane (g, c): tile c = block 2 gh + (c >> 1), half h = c & 1: sub-blocks 2h, 2h + 1,
     // activation block 2 (block) + h.
     const int bb = 2 * gh + (c >> 1), h = c & 1;

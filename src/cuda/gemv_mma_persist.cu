@@ -78,7 +78,7 @@ __device__ __forceinline__ void persist_build_x(const uint8_t* raw, uint8_t* fra
     const int e = 128 * grp + 64 * (t >> 1) + 16 * (2 * (t & 1) + (fc >> 1)) + 4 * (fc & 1);
     const uint32_t a = lds32(raw + e), b = lds32(raw + e + 8);
     const uint32_t x0 = x_pair_0(a, b), x1 = x_pair_1(a, b);
-    *reinterpret_cast<uint2*>(frag + kMmaFragBytes * f) = make_uint2(x0, x1);
+    *reinterpret_cast<uint4*>(frag + 16 * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
   }
   for (int i = static_cast<int>(threadIdx.x); i < nb * 2; i += nthreads)
     xd[i] = *reinterpret_cast<const float*>(raw + k + 8 * i) * 0.5f;
@@ -151,10 +151,10 @@ __global__ void __launch_bounds__(F * NG * 32, persist_min_blocks(F * NG * 32))
 
   // Lane (g, c) feeds B column g: tile g >> 1 when c >> 1 == g & 1, else none.
   const int my_tile = (c >> 1) == (g & 1) ? g >> 1 : -1;
-  uint2 bx[4];
+  uint4 bx[4];
 #pragma unroll
-  for (int t = 0; t < 4; ++t) bx[t] = make_uint2(0, 0);
-  const uint8_t* frag = smem + sm.frag + kMmaFragBytes * c;
+  for (int t = 0; t < 4; ++t) bx[t] = make_uint4(0, 0, 0, 0);
+  const uint8_t* frag = smem + sm.frag + 16 * c;
   float* red = reinterpret_cast<float*>(smem + sm.red) + group * (2 * F * kRows);
 
   int slot = 0;
