@@ -11,7 +11,6 @@ namespace ft::cuda {
 __device__ __forceinline__ void l2_ahead_share(const L2Ahead& a, int64_t part, int64_t n_parts) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (threadIdx.x != 0) return;
-  if (a.delay_ns != 0) __nanosleep(a.delay_ns);
   constexpr int64_t kMax = 64 << 10;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {

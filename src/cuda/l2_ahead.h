@@ -14,8 +14,6 @@ namespace ft::cuda {
 struct L2Ahead {
   const void* p[2] = {nullptr, nullptr};
   int64_t bytes[2] = {0, 0};
-  // Thread 0 sleeps this long (__nanosleep, approximate) before issuing (FT_FFN_L2_DELAY=ns, measurement).
-  unsigned delay_ns = 0;
   bool empty() const { return bytes[0] <= 0 && bytes[1] <= 0; }
 };
 

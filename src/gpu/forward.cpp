@@ -99,12 +99,6 @@ const int64_t g_ffn_l2_ahead = [] {
   return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) << 20 : cuda::kFfnL2AheadBytes;
 }();
 
-// FT_FFN_L2_DELAY=ns (measurement): wo's CTAs sleep this long before issuing the L2 ahead (L2Ahead::delay_ns).
-const unsigned g_ffn_l2_delay = [] {
-  const char* e = std::getenv("FT_FFN_L2_DELAY");
-  return e != nullptr ? static_cast<unsigned>(std::max(0, std::atoi(e))) : 0u;
-}();
-
 void set_norm_fold(int mode) { g_norm_fold.store(mode, std::memory_order_relaxed); }
 int norm_fold_mode() { return g_norm_fold.load(std::memory_order_relaxed); }
 
@@ -155,7 +149,6 @@ cuda::L2Ahead GpuForward::ffn_l2_ahead(const DevLayer& L, int64_t n_tok) const {
   a.p[0] = m.w;
   a.p[1] = m.w + half;
   a.bytes[0] = a.bytes[1] = each;
-  a.delay_ns = g_ffn_l2_delay;
   return a;
 }
 
