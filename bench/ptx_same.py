@@ -21,6 +21,7 @@ def entries(text):
     for m in re.finditer(r'\.entry (\S+)\((.*?)\n\}\n', text, re.S):
         name, body = m.group(1), m.group(0)
         body = re.sub(r'\s*\.loc.*', '', body).replace(name, 'NAME')
+        body = '\n'.join(l for l in body.split('\n') if l.strip())  # blank lines: where .loc lines were
         body = re.sub(r'\$L__BB\d+_', '$L__BB_', body)
         body = re.sub(r'__local_depot\d+', '__local_depot', body)
         out[name] = body

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
@@ -19,6 +20,26 @@ inline constexpr int kMmaRowStep = 144;                             // bytes of 
 inline constexpr int kMmaStageBytes = kMmaRows * kMmaRowStep;       // 2304
 inline constexpr int kMmaVecPerLane = (kMmaStageBytes / 16 + 31) / 32;  // 5 (144 vectors)
 inline constexpr int kMmaFragGroupBytes = 4 * 4 * 16;  // per group: 4 tiles x 4 lanes x {x0, x1, -x0, -x1}
+// XN (x only): fragments {x0, x1} alone, both of mma_step_acc's chains on B = x and the sums cp - cn -- the same
+// int32 sums (exact), half the x_frag bytes, 8 B B-registers a tile. Taken by the bulk-copy kernel
+// (gemv_mma_tma.cu): H100 session 43 call 5, Qwen3-30B-A3B tg128 alternating 499.85 vs 496.67 tok/s (+0.6%, every
+// round). Not by gemv_mma.cu's: there the same change made Llama-8B 0.8% slower (460.31 vs 464.17, every round).
+template <bool XN>
+struct MmaFrag {
+  using B = std::conditional_t<XN, uint2, uint4>;
+  static constexpr int kBytes = XN ? 8 : 16;
+  static constexpr int kGroupBytes = 4 * 4 * kBytes;
+  __device__ static B zero() {
+    if constexpr (XN) return make_uint2(0, 0); else return make_uint4(0, 0, 0, 0);
+  }
+  __device__ static void put(uint8_t* frag, int f, uint32_t x0, uint32_t x1) {
+    if constexpr (XN)
+      *reinterpret_cast<uint2*>(frag + kBytes * f) = make_uint2(x0, x1);
+    else
+      *reinterpret_cast<uint4*>(frag + kBytes * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
+  }
+  __device__ static B load(const uint8_t* p) { return *reinterpret_cast<const B*>(p); }
+};
 
 __device__ __forceinline__ void mma_s8_16816(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t b) {
   asm volatile(
@@ -38,18 +59,16 @@ __device__ __forceinline__ void mma_s8_16832(int (&d)[4], uint32_t a0, uint32_t 
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint4 mma_lds128(const uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
-
 // Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
 // 256 bytes), the activation scales times 0.5 (k / 32 floats), the warps' stages, then
 // red_bytes of row sums.
 struct MmaSmem {
   int frag, xd, stage, red, total;
 };
-inline MmaSmem mma_smem(int64_t k, int nw, int ns, int red_bytes) {
+inline MmaSmem mma_smem(int64_t k, int nw, int ns, int red_bytes, bool xn = false) {
   MmaSmem m{};
   m.frag = 16;
-  m.xd = m.frag + static_cast<int>(k / 128) * kMmaFragGroupBytes;
+  m.xd = m.frag + static_cast<int>(k / 128) * (xn ? MmaFrag<true>::kGroupBytes : kMmaFragGroupBytes);
   m.stage = m.xd + static_cast<int>(k / 32) * 4;
   m.stage = (m.stage + 15) & ~15;
   m.red = m.stage + nw * ns * kMmaStageBytes;
@@ -65,6 +84,7 @@ inline MmaSmem mma_smem(int64_t k, int nw, int ns, int red_bytes) {
 // 2h + (c >> 1), bytes 4 (c & 1) .. + 3: nibble order of e2m1x8_pn, x_pair_0 / x_pair_1 of the
 // activations 8 apart. Batches of 4 fragments per thread: their 8 loads (L2 round trips, while
 // the first stages stream in) are in flight together rather than one after another.
+template <bool XN = false>
 __device__ __forceinline__ void mma_build_x(uint8_t* frag, float* xd, const uint8_t* xq, int64_t xq_row, int slot0,
                                             int64_t x_div, int n_rows, int64_t k, int nb, int nthreads) {
   using namespace q8_detail;
@@ -88,7 +108,7 @@ __device__ __forceinline__ void mma_build_x(uint8_t* frag, float* xd, const uint
     for (int u = 0; u < kB; ++u) {
       const int fa = f0 + u * nthreads;
       const uint32_t x0 = x_pair_0(a[u], b[u]), x1 = x_pair_1(a[u], b[u]);
-      if (fa < n_all) *reinterpret_cast<uint4*>(frag + 16 * fa) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
+      if (fa < n_all) MmaFrag<XN>::put(frag, fa, x0, x1);
     }
   }
   for (int i = static_cast<int>(threadIdx.x); i < nb * 2 * n_rows; i += nthreads) {
@@ -107,7 +127,7 @@ __device__ __forceinline__ void mma_build_x(uint8_t* frag, float* xd, const uint
 // part (the norm fold's consumer, norm_fold.cuh; nullptr: none): the row's block sums, loaded with
 // the rest (P a lane: k <= 1024 P), and the scales made fp16(raw / rms) -- every warp forms the same
 // 1 / rms, so no barrier is added.
-template <int MAXF, int MAXD, int P = 4>
+template <int MAXF, int MAXD, int P = 4, bool XN = false>
 __device__ __forceinline__ bool mma_build_x_1pass(uint8_t* frag, float* xd, const uint8_t* xq, int64_t k, int nb,
                                                   int nthreads, const double* part = nullptr, float eps = 0.0f) {
   using namespace q8_detail;
@@ -138,7 +158,7 @@ __device__ __forceinline__ bool mma_build_x_1pass(uint8_t* frag, float* xd, cons
   for (int u = 0; u < MAXF; ++u) {
     const int f = tid + u * nthreads;
     const uint32_t x0 = x_pair_0(a[u], b[u]), x1 = x_pair_1(a[u], b[u]);
-    if (f < n_frag) *reinterpret_cast<uint4*>(frag + 16 * f) = make_uint4(x0, x1, __vneg4(x0), __vneg4(x1));
+    if (f < n_frag) MmaFrag<XN>::put(frag, f, x0, x1);
   }
   if (part != nullptr) {
     const float inv = norm_fold::inv_rms<P>(pv, k, eps);
@@ -180,10 +200,11 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
 // bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
 // K32: each tile's p and n halves by one m16n8k32 instead of two m16n8k16 (the same int32 sums;
 // the tiled instances of gemv_mma.cu, where it measured +2.7% on Llama-8B).
-template <int PITCH = kMmaRowStep, bool K32 = false>
+template <int PITCH = kMmaRowStep, bool K32 = false, bool XN = false>
 __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
-                                             const q8_detail::E2m1Table& tab, int my_tile, uint4 (&bx)[4], int g,
-                                             int c, float& acc0, float& acc8) {
+                                             const q8_detail::E2m1Table& tab, int my_tile,
+                                             typename MmaFrag<XN>::B (&bx)[4], int g, int c, float& acc0,
+                                             float& acc8) {
   using namespace q8_detail;
 #pragma unroll
   for (int gh = 0; gh < 2; ++gh) {
@@ -193,12 +214,22 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
     int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
-      if (my_tile == t) bx[t] = mma_lds128(frag + (grp * 4 + t) * 64);
+      if (my_tile == t) bx[t] = MmaFrag<XN>::load(frag + (grp * 4 + t) * 4 * MmaFrag<XN>::kBytes);
       const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
       uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
       e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
       e2m1x8_pn(lds32(st + (g + 8) * PITCH + off), tab, p8l, p8h, n8l, n8h);
-      if constexpr (K32) {
+      if constexpr (XN) {  // both chains on B = x (MmaFrag); the sum below is cp - cn
+        if constexpr (K32) {
+          mma_s8_16832(cp, p0l, p8l, p0h, p8h, bx[t].x, bx[t].y);
+          mma_s8_16832(cn, n0l, n8l, n0h, n8h, bx[t].x, bx[t].y);
+        } else {
+          mma_s8_16816(cp, p0l, p8l, bx[t].x);
+          mma_s8_16816(cn, n0l, n8l, bx[t].x);
+          mma_s8_16816(cp, p0h, p8h, bx[t].y);
+          mma_s8_16816(cn, n0h, n8h, bx[t].y);
+        }
+      } else if constexpr (K32) {
         mma_s8_16832(cp, p0l, p8l, p0h, p8h, bx[t].x, bx[t].y);
         mma_s8_16832(cn, n0l, n8l, n0h, n8h, bx[t].z, bx[t].w);
       } else {
@@ -210,7 +241,7 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
     }
     int cc[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) cc[j] = cp[j] + cn[j];
+    for (int j = 0; j < 4; ++j) cc[j] = XN ? cp[j] - cn[j] : cp[j] + cn[j];
     // Lane (g, c): tile c = block 2 gh + (c >> 1), half h = c & 1: sub-blocks 2h, 2h + 1,
     // activation block 2 (block) + h.
     const int bb = 2 * gh + (c >> 1), h = c & 1;

@@ -39,7 +39,7 @@ struct TmaSmem {
   int frag, xd, bars, stage, red, total;
 };
 TmaSmem tma_smem(int64_t k, int nw, int ns, int pitch) {
-  const MmaSmem m = mma_smem(k, nw, 0, 0);  // table, x_frag, scales
+  const MmaSmem m = mma_smem(k, nw, 0, 0, /*xn=*/true);  // table, x_frag (MmaFrag<true>), scales
   TmaSmem t{};
   t.frag = m.frag;
   t.xd = m.xd;
@@ -96,17 +96,17 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
   // 497.04 against 491.58 / 492.49 tok/s (+0.8%), the same 64 greedy tokens.
   uint8_t* frag_s = smem + sm.frag;
   float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
-  if (!(X1 && mma_build_x_1pass<2, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)))
-    mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  if (!(X1 && mma_build_x_1pass<2, 1, 4, true>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)))
+    mma_build_x<true>(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
   const q8_detail::E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
   const int my_tile = (c >> 1) == (g & 1) ? g >> 1 : -1;
-  uint4 bx[4];
+  uint2 bx[4];  // x only (MmaFrag<true>)
 #pragma unroll
-  for (int t = 0; t < 4; ++t) bx[t] = make_uint4(0, 0, 0, 0);
-  const uint8_t* frag = smem + sm.frag + 16 * c;
+  for (int t = 0; t < 4; ++t) bx[t] = make_uint2(0, 0);
+  const uint8_t* frag = smem + sm.frag + MmaFrag<true>::kBytes * c;
 
   float acc0 = 0.0f, acc8 = 0.0f;
   for (int q = 0; q < n_chunks; ++q) {
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
     const uint8_t* st = ring + (q % NS) * (kRows * kPitch);
     const int st0 = s0 + q * J, js = min(J, s1 - st0);
     for (int j = 0; j < js; ++j)
-      mma_step_acc<kPitch>(st + j * kMmaRowStep, frag, xd, st0 + j, tab, my_tile, bx, g, c, acc0, acc8);
+      mma_step_acc<kPitch, false, true>(st + j * kMmaRowStep, frag, xd, st0 + j, tab, my_tile, bx, g, c, acc0, acc8);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the reads above before the next bulk write
 #endif
