@@ -22,8 +22,9 @@ inline constexpr int kMmaVecPerLane = (kMmaStageBytes / 16 + 31) / 32;  // 5 (14
 inline constexpr int kMmaFragGroupBytes = 4 * 4 * 16;  // per group: 4 tiles x 4 lanes x {x0, x1, -x0, -x1}
 // XN (x only): fragments {x0, x1} alone, both of mma_step_acc's chains on B = x and the sums cp - cn -- the same
 // int32 sums (exact), half the x_frag bytes, 8 B B-registers a tile. Taken by the bulk-copy kernel
-// (gemv_mma_tma.cu): H100 session 43 call 5, Qwen3-30B-A3B tg128 alternating 499.85 vs 496.67 tok/s (+0.6%, every
-// round). Not by gemv_mma.cu's: there the same change made Llama-8B 0.8% slower (460.31 vs 464.17, every round).
+// (gemv_mma_tma.cu): H100 session 43 call 7, Qwen3-30B-A3B tg128 5 rounds alternating 499.69 vs 497.12 tok/s
+// (+0.5%, every round), the same greedy tokens. Not by gemv_mma.cu's: there the same change made Llama-8B 0.8%
+// slower (call 5: 460.31 vs 464.17, every round).
 template <bool XN>
 struct MmaFrag {
   using B = std::conditional_t<XN, uint2, uint4>;
@@ -60,7 +61,7 @@ __device__ __forceinline__ void mma_s8_16832(int (&d)[4], uint32_t a0, uint32_t 
 }
 
 // Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
-// 256 bytes), the activation scales times 0.5 (k / 32 floats), the warps' stages, then
+// 256 bytes; 128 with xn, MmaFrag<true>), the activation scales times 0.5 (k / 32 floats), the warps' stages, then
 // red_bytes of row sums.
 struct MmaSmem {
   int frag, xd, stage, red, total;

@@ -103,9 +103,9 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
   const q8_detail::E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
   const int my_tile = (c >> 1) == (g & 1) ? g >> 1 : -1;
-  uint2 bx[4];  // x only (MmaFrag<true>)
+  MmaFrag<true>::B bx[4];  // x only
 #pragma unroll
-  for (int t = 0; t < 4; ++t) bx[t] = make_uint2(0, 0);
+  for (int t = 0; t < 4; ++t) bx[t] = MmaFrag<true>::zero();
   const uint8_t* frag = smem + sm.frag + MmaFrag<true>::kBytes * c;
 
   float acc0 = 0.0f, acc8 = 0.0f;
