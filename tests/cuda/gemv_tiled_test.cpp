@@ -91,10 +91,10 @@ TEST(CudaNvfp4Tiled, RepackEqualsHostTwinAndTheFormula) {
   EXPECT_TRUE(nvfp4_tile_fits(4096 / 64 * 36)) << "a 36 KB tile (k = 4096) in shared memory";
 }
 
-// y (poisoned, or a start when accumulating) after one gemv of m at n_tok tokens.
+// y (poisoned, or a start when accumulating) after one gemv of m at n_tok tokens (after_gemv: GemvArgs's).
 std::vector<float> run_gemv(const Matrix& m, bool tiled, const DeviceBuffer& dxq, int64_t n_tok,
                             const DeviceBuffer& rs, bool use_rs, Round round, bool acc,
-                            const std::vector<float>& init) {
+                            const std::vector<float>& init, bool after_gemv = false) {
   DeviceBuffer dy = to_device(init);
   GemvArgs g;
   g.type = GgmlType::NVFP4;
@@ -112,6 +112,7 @@ std::vector<float> run_gemv(const Matrix& m, bool tiled, const DeviceBuffer& dxq
   g.accumulate = acc;
   g.y_early = acc;  // y comes from a synchronous copy: safe to read before the PDL wait
   g.tiled = tiled;
+  g.after_gemv = after_gemv;
   gemv(g);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
   return to_host<float>(dy, init.size());
@@ -220,26 +221,10 @@ TEST(CudaNvfp4Tiled, AfterGemvLaunchEqualsThePlainOne) {
     const DeviceBuffer rs = to_device(rsv);
     const std::vector<float> init(static_cast<size_t>(rows), std::nanf(""));
     auto run = [&](bool after) {
-      DeviceBuffer dy = to_device(init);
-      GemvArgs g;
-      g.type = GgmlType::NVFP4;
-      g.w = m.tiled.as<uint8_t>();
-      g.row_bytes = m.rb;
-      g.k = k;
-      g.rows = rows;
-      g.xq = dxq.get();
-      g.n_tok = 1;
-      g.y = dy.as<float>();
-      g.ldy = rows;
-      g.row_scale = rs.as<float>();
-      g.scale = 0.75f;
-      g.tiled = true;
-      g.after_gemv = after;
       const int64_t mma0 = gemv_nvfp4_mma_launches();
-      gemv(g);
-      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<float> y = run_gemv(m, true, dxq, 1, rs, true, Round::kNone, false, init, after);
       EXPECT_EQ(gemv_nvfp4_mma_launches() - mma0, 1) << "not the tensor-core kernel";
-      return to_host<float>(dy, init.size());
+      return y;
     };
     const std::vector<float> plain = run(false), after = run(true);
     for (size_t i = 0; i < plain.size(); ++i) ASSERT_FALSE(std::isnan(plain[i])) << "row " << i << " not written";
