@@ -28,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/l2_ahead.h"
 #include "cuda/round.h"
 
 namespace ft::cuda {
@@ -99,9 +98,6 @@ struct AttnArgs {
   const float* rope_cs = nullptr;
   int n_rot = 0;
   bool neox = false;
-  // Optional: weights of a later launch the dedicated decode kernel's CTAs stream into L2 (each a share,
-  // before their PDL wait; cuda/l2_ahead.h) -- the next dense gate|up past wo's share (gpu/forward.cpp).
-  L2Ahead l2_ahead;
 };
 
 // Whether attention() takes AttnArgs::qkv_raw for these arguments: one token, equal k / v head

@@ -408,7 +408,6 @@ void fast_decode(const AttnArgs& a, uint32_t* tickets, float* parts, cudaStream_
   p.out_q8 = static_cast<uint8_t*>(a.out_q8);  // the kernel's epilogue writes it
   p.q8_k = a.n_head * d;
   p.q8_row_bytes = act_q8_row_bytes(p.q8_k);
-  p.l2a = a.l2_ahead;
   if (a.qkv_raw != nullptr) {
     set_rope_inside(p, a, d);
     p.pre_l1 = g_pre_l1 >= 0 ? g_pre_l1 : a.q_norm_w != nullptr ? 1 : 0;

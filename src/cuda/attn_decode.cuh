@@ -36,7 +36,6 @@
 #include "cuda/attn_types.cuh"
 #include "cuda/check.h"
 #include "cuda/cp_async.cuh"
-#include "cuda/l2_ahead.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
 #include "cuda/rope_head.cuh"
@@ -77,7 +76,6 @@ struct DecodeParams {
   // call 5 517.3 (1) / 515.7 (2) against 510.6 tok/s (4 rounds), the final call's +0.6% (3 rounds);
   // Llama-8B (no norms: 1 prefetches the rope row alone) -0.5% there, so it stays 0.
   int pre_l1;
-  L2Ahead l2a;  // AttnArgs::l2_ahead: every block its share, first thing (empty: nothing)
 };
 
 // Rows of D floats of s_acc the fused rope stages in before the key loop: the block's R q
@@ -262,8 +260,6 @@ __global__ void __launch_bounds__(kDecodeThreads, 1) attn_decode_kernel(const De
   // before the step's first kernel, or by earlier steps), so they are read before the PDL wait
   // and the chunk's keys stream in under the launch before (the tensor-core kernel does the same
   // with its first tile, attn_decode_mma.cuh).
-  l2_ahead_share(p.l2a, blockIdx.x + gridDim.x * (blockIdx.y + static_cast<int64_t>(gridDim.y) * blockIdx.z),
-                 static_cast<int64_t>(gridDim.x) * gridDim.y * gridDim.z);
   const bool stage = p.stage_keys > 0;
   if (!stage) pdl_wait(), pdl_trigger();
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;

@@ -99,14 +99,6 @@ const int64_t g_ffn_l2_ahead = [] {
   return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) << 20 : cuda::kFfnL2AheadBytes;
 }();
 
-// A dense decode layer's attention kernel (its CTAs, each a share, first thing) streams the next piece of
-// gate|up into L2 -- past the head wo's CTAs take (ffn_l2_ahead), half from each of the gate and up rows --
-// earlier in the same idle window. FT_ATTN_L2_AHEAD=MB (0: off, the default until measured).
-const int64_t g_attn_l2_ahead = [] {
-  const char* e = std::getenv("FT_ATTN_L2_AHEAD");
-  return e != nullptr ? std::max<int64_t>(0, std::atoll(e)) << 20 : 0;
-}();
-
 void set_norm_fold(int mode) { g_norm_fold.store(mode, std::memory_order_relaxed); }
 int norm_fold_mode() { return g_norm_fold.load(std::memory_order_relaxed); }
 
@@ -156,20 +148,6 @@ cuda::L2Ahead GpuForward::ffn_l2_ahead(const DevLayer& L, int64_t n_tok) const {
   const int64_t each = std::min(g_ffn_l2_ahead / 2, half);
   a.p[0] = m.w;
   a.p[1] = m.w + half;
-  a.bytes[0] = a.bytes[1] = each;
-  return a;
-}
-
-cuda::L2Ahead GpuForward::attn_l2_ahead(const DevLayer& L, int64_t n_tok, bool wo_ahead) const {
-  cuda::L2Ahead a;
-  if (g_attn_l2_ahead <= 0 || n_tok != 1 || L.gate_up.parts.size() != 1 || !L.gate_up.parts[0].tiled) return a;
-  const DevMatrix& m = L.gate_up.parts[0];
-  const int64_t half = m.rows / 2 * m.row_bytes;
-  const cuda::L2Ahead wo = wo_ahead ? ffn_l2_ahead(L, n_tok) : cuda::L2Ahead{};  // wo's share first in each half
-  const int64_t skip = wo.bytes[0], each = std::min(g_attn_l2_ahead / 2, half - skip);
-  if (each <= 0) return a;
-  a.p[0] = m.w + skip;
-  a.p[1] = m.w + half + skip;
   a.bytes[0] = a.bytes[1] = each;
   return a;
 }
@@ -225,7 +203,7 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   if (spacer(kSkipAttn, n_tok)) cuda::pdl_spacer(s);
   if (!skip(kSkipAttn, n_tok))
     rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
-                         /*fuse_rope=*/true, L.moe ? cuda::L2Ahead{} : attn_l2_ahead(L, n_tok, q8_wo));
+                         /*fuse_rope=*/true);
   // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
   if (spacer(kSkipWo, n_tok)) cuda::pdl_spacer(s);
   if (skip(kSkipWo, n_tok)) return;
@@ -300,8 +278,7 @@ bool GpuForward::find_decode_mma() const {
 }
 
 void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_t n_tok, float* out, int64_t ldo,
-                                      cudaStream_t s, void* out_q8, bool fuse_rope,
-                                      const cuda::L2Ahead& ahead) const {
+                                      cudaStream_t s, void* out_q8, bool fuse_rope) const {
   const model::HParams& hp = m_.hp;
   const DevLayer& L = w_.layers[il];
   const int64_t hd = hp.head_dim_k, nh = hp.n_head[il], nkv = hp.n_head_kv[il];
@@ -327,7 +304,6 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   a.round = num_.round;
   a.ws_zeroed = true;  // GpuBuffers zeroed the workspace's counters once
   a.out_q8 = out_q8;
-  a.l2_ahead = ahead;
   const bool neox = hp.rope.type == model::RopeType::kNeox;
   // At depth the tensor-core decode kernel beats the fused SIMT one; it takes the rope inside too
   // where attention_mma_rope_on (else the rope + KV store launch goes first).

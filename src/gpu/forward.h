@@ -80,9 +80,6 @@ class GpuForward {
   bool wants_q8(const DevLinear& l) const;
   // The L2 prefetch of the FFN's gate|up weights by wo's launch (FT_FFN_L2_AHEAD; empty when off).
   cuda::L2Ahead ffn_l2_ahead(const DevLayer& L, int64_t n_tok) const;
-  // The next piece of gate|up by the decode attention's launch, past wo's (wo_ahead: wo takes its share;
-  // FT_ATTN_L2_AHEAD; empty when off).
-  cuda::L2Ahead attn_l2_ahead(const DevLayer& L, int64_t n_tok, bool wo_ahead) const;
   void attention_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   // One sequence at *b.pos: q/k norm + rope of the fused rows qkv (ld apart: q | k | v heads),
   // K and V into layer il's cache, causal attention over it into out (ldo apart). The
@@ -91,8 +88,7 @@ class GpuForward {
   // fuse_rope: one decode token may take the q/k norm, rope and KV store inside the attention
   // launch (cuda::AttnArgs::qkv_raw; FT_ATTN_ROPE=0 off); qkv's q and k are then left unrotated.
   void rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_t n_tok, float* out, int64_t ldo,
-                            cudaStream_t s, void* out_q8 = nullptr, bool fuse_rope = false,
-                            const cuda::L2Ahead& ahead = cuda::L2Ahead{}) const;  // AttnArgs::l2_ahead
+                            cudaStream_t s, void* out_q8 = nullptr, bool fuse_rope = false) const;
   void ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const;
   // The routed experts of MoE layer il (gpu/forward_moe.cpp), every architecture:
   // route_experts: router logits of h (n_tok rows of n_embd, fp32 logits) and top-k routing
