@@ -50,7 +50,10 @@ du -sh "$OUT"
 # with `tar xJf .devcarry/pack/bin.tar.xz -C .devcarry`. xz -9, not -3 or -6: the carry limit is 64 MiB
 # with the tracked tree (~20 MB), and the pack grew past it at -3 (session 22) and, with llama.cpp's
 # source beside it, at -6 (session 34: ft + test_cuda + ft-bigmodel 44.2 MB at -6, 42.8 MB at -9, ~90 s).
+# One thread and a 256 MiB dictionary: binaries that share most of their bytes (an A/B's two ft builds)
+# then compress as one -- session 44: ft x2 + ft-bench-gemv-cuda x2 + ft-bigmodel 48 MB at -T2 -9, 24 MB so
+# (~150 s on 2 cores).
 mkdir -p .devcarry/pack
-tar cf - -C .devcarry bin | xz -T2 -9 > .devcarry/pack/bin.tar.xz
+tar cf - -C .devcarry bin | xz -T1 --lzma2=preset=9,dict=256MiB > .devcarry/pack/bin.tar.xz
 [ -f .devcarry/llama-src.tar.xz ] && cp .devcarry/llama-src.tar.xz .devcarry/pack/
 du -sh .devcarry/pack

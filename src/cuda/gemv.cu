@@ -296,6 +296,7 @@ Params checked_params(const GemvArgs& a) {
   p.nq_part = a.nq_part;
   p.nq_count = a.nq_count;
   p.after_gemv = a.after_gemv ? 1 : 0;
+  p.scales_clean = a.scales_clean && a.type == GgmlType::NVFP4 ? 1 : 0;
   p.l2a = a.l2_ahead;
   if (a.tiled && (a.type != GgmlType::NVFP4 || grouped || !takes_q8(a) || a.w_pair != nullptr ||
                   !nvfp4_tile_ok(a.rows, a.k, a.row_bytes)))

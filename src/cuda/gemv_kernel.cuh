@@ -83,6 +83,7 @@ struct Params {
   const double* norm_part;
   float norm_eps;
   int after_gemv;  // GemvArgs::after_gemv (the tiled one-token launch plan)
+  int scales_clean;  // GemvArgs::scales_clean (the tensor-core kernels' scale decoder)
   L2Ahead l2a;     // GemvArgs::l2_ahead (the lean dense kernel's instances that take it)
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))

@@ -145,6 +145,9 @@ void launch_kernel(Params p, int64_t n_out, cudaStream_t stream) {
 // Kernels that did Params::nq_count's tail on this thread's launches (gemv.cu launches
 // norm_fold_produce after a call none of whose kernels said so).
 void note_nq_tail();
+// A tensor-core launch of an instance without the NaN codes' fix-up (Params::scales_clean; gemv_mma.cu,
+// gemv_mma_tma.cu): gemv_nvfp4_clean_launches counts them.
+void note_clean_launch();
 
 // n_tok: tokens, or slots in grouped mode (Params.n_tok is 1 there).
 void gemv_float(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const FloatPlan& plan,

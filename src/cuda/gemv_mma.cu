@@ -139,7 +139,9 @@ __device__ __forceinline__ int64_t glu_order_tile(int64_t b, int64_t rows) {
   return j < 2 ? 2 * blk + j : rows / 32 + 2 * blk + (j - 2);
 }
 
-template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, bool GO = false>
+// CHK false (tiled instances, Params::scales_clean): the block scales without the NaN codes' fix-up
+// (gemv_q8_formats.cuh nvfp4_scales2 says why); the same bits on weights without those codes.
+template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, bool GO = false, bool CHK = true>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -238,7 +240,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     // sums). H200 session 30 call 1, Llama-8B tg128 alternating (FT_MMA_K32=1, a switch then): 509.75 /
     // 511.02 / 509.67 against 495.44 / 498.72 / 496.56 tok/s (+2.7%), the same 64 greedy tokens; on the
     // bulk-copy qkv instance (gemv_mma_tma.cu, Qwen3-30B-A3B) 526.6 against 527.7 on average (not taken).
-    mma_step_acc<kRowStep, TILED>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
+    mma_step_acc<kRowStep, TILED, false, CHK>(st, frag, xd, warp + NW * i, tab, my_tile, bx, g, c, acc0, acc8);
   }
   cp_async_wait(0);
 
@@ -276,20 +278,28 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   if (cons && (!p.tiled || ye || p.nq_count != nullptr)) return false;
   // GO: a tiled gate|up with the SwiGLU tail in block order (rows % 64 == 0: has_glu's check), not a consumer.
   const bool go = p.tiled && p.glu_count != nullptr && p.glu_order != 0 && !cons && !ye;
-  auto kernel = prod      ? nvfp4_mma_kernel<NW, NS, true, true, 2>
-                : cons    ? nvfp4_mma_kernel<NW, NS, true, false, 1>
-                : ye      ? nvfp4_mma_kernel<NW, NS, true, true>
-                : go      ? nvfp4_mma_kernel<NW, NS, true, false, 0, true>
-                : p.tiled ? nvfp4_mma_kernel<NW, NS, true>
+  // Scanned weights (Params::scales_clean) take the tiled instances without the NaN codes' fix-up.
+  const bool fast = p.tiled && p.scales_clean;
+  auto kernel = prod      ? (fast ? nvfp4_mma_kernel<NW, NS, true, true, 2, false, false>
+                                  : nvfp4_mma_kernel<NW, NS, true, true, 2>)
+                : cons    ? (fast ? nvfp4_mma_kernel<NW, NS, true, false, 1, false, false>
+                                  : nvfp4_mma_kernel<NW, NS, true, false, 1>)
+                : ye      ? (fast ? nvfp4_mma_kernel<NW, NS, true, true, 0, false, false>
+                                  : nvfp4_mma_kernel<NW, NS, true, true>)
+                : go      ? (fast ? nvfp4_mma_kernel<NW, NS, true, false, 0, true, false>
+                                  : nvfp4_mma_kernel<NW, NS, true, false, 0, true>)
+                : p.tiled ? (fast ? nvfp4_mma_kernel<NW, NS, true, false, 0, false, false>
+                                  : nvfp4_mma_kernel<NW, NS, true>)
                           : nvfp4_mma_kernel<NW, NS, false>;
-  static std::atomic<uint64_t> cache[6] = {0, 0, 0, 0, 0, 0};
-  const int ci = prod ? 4 : cons ? 3 : ye ? 2 : go ? 5 : p.tiled ? 1 : 0;
+  static std::atomic<uint64_t> cache[11] = {};
+  const int ci = (prod ? 4 : cons ? 3 : ye ? 2 : go ? 5 : p.tiled ? 1 : 0) + (fast ? 5 : 0);
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
     return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
   if (go) g_glu_order_launches.fetch_add(1, std::memory_order_relaxed);
+  if (fast) note_clean_launch();
   if (prod) note_nq_tail();
   return true;
 }
@@ -314,9 +324,13 @@ bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int
   }
 }
 
+std::atomic<int64_t> g_clean_launches{0};
+void note_clean_launch() { g_clean_launches.fetch_add(1, std::memory_order_relaxed); }
+
 }  // namespace ft::cuda::gemv_detail
 
 namespace ft::cuda {
 int64_t gemv_nvfp4_mma_launches() { return gemv_detail::g_mma_launches.load(std::memory_order_relaxed); }
 int64_t gemv_glu_order_launches() { return gemv_detail::g_glu_order_launches.load(std::memory_order_relaxed); }
+int64_t gemv_nvfp4_clean_launches() { return gemv_detail::g_clean_launches.load(std::memory_order_relaxed); }
 }  // namespace ft::cuda

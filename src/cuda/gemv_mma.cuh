@@ -201,7 +201,8 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
 // bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
 // K32: each tile's p and n halves by one m16n8k32 instead of two m16n8k16 (the same int32 sums;
 // the tiled instances of gemv_mma.cu, where it measured +2.7% on Llama-8B).
-template <int PITCH = kMmaRowStep, bool K32 = false, bool XN = false>
+// CHK false: the block scales without the NaN codes' fix-up (nvfp4_scales2; Params::scales_clean).
+template <int PITCH = kMmaRowStep, bool K32 = false, bool XN = false, bool CHK = true>
 __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
                                              const q8_detail::E2m1Table& tab, int my_tile,
                                              typename MmaFrag<XN>::B (&bx)[4], int g, int c, float& acc0,
@@ -248,8 +249,8 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
     const int bb = 2 * gh + (c >> 1), h = c & 1;
     const float dx = xd[2 * (kMmaStepBlocks * step + bb) + h];
     float s0a, s0b, s8a, s8b;
-    nvfp4_scales2(lds32(st + g * PITCH + 36 * bb) >> (16 * h), s0a, s0b);
-    nvfp4_scales2(lds32(st + (g + 8) * PITCH + 36 * bb) >> (16 * h), s8a, s8b);
+    nvfp4_scales2<CHK>(lds32(st + g * PITCH + 36 * bb) >> (16 * h), s0a, s0b);
+    nvfp4_scales2<CHK>(lds32(st + (g + 8) * PITCH + 36 * bb) >> (16 * h), s8a, s8b);
     acc0 = fmaf(static_cast<float>(cc[0]), s0a * dx, acc0);
     acc0 = fmaf(static_cast<float>(cc[1]), s0b * dx, acc0);
     acc8 = fmaf(static_cast<float>(cc[2]), s8a * dx, acc8);

@@ -50,7 +50,8 @@ TmaSmem tma_smem(int64_t k, int nw, int ns, int pitch) {
   return t;
 }
 
-template <int NW, int J, int NS, bool X1 = false>
+// CHK false (Params::scales_clean): the block scales without the NaN codes' fix-up (nvfp4_scales2).
+template <int NW, int J, int NS, bool X1 = false, bool CHK = true>
 __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, const TmaSmem sm) {
   constexpr int kPitch = tma_pitch(J);
   extern __shared__ __align__(128) uint8_t smem[];
@@ -114,7 +115,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
     const uint8_t* st = ring + (q % NS) * (kRows * kPitch);
     const int st0 = s0 + q * J, js = min(J, s1 - st0);
     for (int j = 0; j < js; ++j)
-      mma_step_acc<kPitch, false, true>(st + j * kMmaRowStep, frag, xd, st0 + j, tab, my_tile, bx, g, c, acc0, acc8);
+      mma_step_acc<kPitch, false, true, CHK>(st + j * kMmaRowStep, frag, xd, st0 + j, tab, my_tile, bx, g, c, acc0,
+                                             acc8);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the reads above before the next bulk write
 #endif
@@ -151,12 +153,14 @@ template <int NW, int J, int NS, bool X1 = NW == 4>
 bool launch_tma(const Params& p, cudaStream_t stream) {
   const TmaSmem sm = tma_smem(p.k, NW, NS, tma_pitch(J));
   if (sm.total > max_smem_optin()) return false;
-  auto kernel = nvfp4_tma_kernel<NW, J, NS, X1>;
-  static std::atomic<uint64_t> cache{0};
-  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache) < 1) return false;
+  const bool fast = p.scales_clean != 0;
+  auto kernel = fast ? nvfp4_tma_kernel<NW, J, NS, X1, false> : nvfp4_tma_kernel<NW, J, NS, X1>;
+  static std::atomic<uint64_t> cache[2] = {};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[fast ? 1 : 0]) < 1) return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_tma_launches.fetch_add(1, std::memory_order_relaxed);
+  if (fast) note_clean_launch();
   return true;
 }
 

@@ -360,6 +360,9 @@ void gemv_set_nvfp4_persist(int groups, int stages);
 int64_t gemv_nvfp4_mma_launches();
 // ... of them, gate|up launches in SwiGLU block order (gemv_mma.cu GO; tests).
 int64_t gemv_glu_order_launches();
+// Tensor-core launches (gemv_mma.cu, gemv_mma_tma.cu) of the instances without the NaN codes' fix-up
+// (GemvArgs::scales_clean; tests).
+int64_t gemv_nvfp4_clean_launches();
 // Grouped gate/up pairs (GemvArgs::w_pair) launched as one slab kernel so far.
 int64_t gemv_nvfp4_pair_launches();
 // Launches of the persistent mma kernel so far.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -51,6 +52,7 @@ void fill_common(A& a, const DevMatrix& p, const DevLinear& l, const float* x, i
   a.round = round;
   a.accumulate = accumulate;
   a.tiled = p.tiled;
+  if constexpr (std::is_same_v<A, cuda::GemvArgs>) a.scales_clean = p.scales_clean;
 }
 
 // Decode sizes run the GEMV family; larger batches the tensor-core GEMM.

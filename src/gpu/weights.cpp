@@ -13,6 +13,7 @@
 #include "cuda/check.h"
 #include "cuda/gemv.h"
 #include "cuda/gemv_tuning.h"
+#include "cuda/nvfp4_scan.h"
 #include "cuda/nvfp4_tiled.h"
 #include "core/log.h"
 #include "engine/linear.h"
@@ -367,6 +368,17 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
     fix(D.down_shexp, base);
     fix(D.gate_inp_shexp, base);
   }
+
+  // The dense NVFP4 projections scanned for the UE4M3 NaN codes (cuda/nvfp4_scan.h): the clean ones --
+  // every one of a sane file -- take the tensor-core GEMVs without the codes' fix-up.
+  auto scan = [](DevLinear& l) {
+    for (DevMatrix& p : l.parts)
+      if (p.type == GgmlType::NVFP4 && p.w != nullptr) p.scales_clean = cuda::nvfp4_scales_clean(p.w, p.rows, p.row_bytes, p.k);
+  };
+  scan(output);
+  for (DevLayer& D : layers)
+    for (DevLinear* l : {&D.qkv, &D.wo, &D.gate_up, &D.down, &D.gdn_in, &D.gdn_out, &D.gate_up_shexp, &D.down_shexp})
+      scan(*l);
 
   // The layers' dense projections tiled in place (row-major readers of the same bytes -- the
   // embeddings, the output head -- keep them row-major).

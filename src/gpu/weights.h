@@ -30,6 +30,7 @@ struct DevMatrix {
   int64_t row0 = 0;      // first output row inside its projection
   float scale = 1.0f;    // scalar epilogue scale
   bool tiled = false;    // NVFP4 in the tiled layout (cuda/nvfp4_tiled.h)
+  bool scales_clean = false;  // NVFP4 without the UE4M3 NaN codes (cuda/nvfp4_scan.h; GemvArgs::scales_clean)
 };
 
 struct DevLinear {
