@@ -73,6 +73,9 @@ struct Params {
   int64_t glu_xq_row;
   // With glu_*: the CTAs take the tiles in SwiGLU block order (gemv_mma.cu GO; FT_GLU_ORDER=0: row order).
   int glu_order;
+  // GemvArgs::scales_clean (the tensor-core kernels' scale decoder). Here, in glu_order's padding: Params
+  // kept its size and every other field its offset (the kernels' PTX then changes nowhere else).
+  int scales_clean;
   // GemvArgs::nq_* (dense, one token; gemv_mma.cu and the lean dense kernel): the norm fold's
   // producer tail (norm_fold.cuh) on each finished 32-row block of y.
   const float* nq_w;
@@ -83,7 +86,6 @@ struct Params {
   const double* norm_part;
   float norm_eps;
   int after_gemv;  // GemvArgs::after_gemv (the tiled one-token launch plan)
-  int scales_clean;  // GemvArgs::scales_clean (the tensor-core kernels' scale decoder)
   L2Ahead l2a;     // GemvArgs::l2_ahead (the lean dense kernel's instances that take it)
   // Launch plan (gemv_tuning.h).
   int64_t n_rg;    // row groups per out row: ceil(rows / (R * 32 / lanes))

@@ -10,7 +10,11 @@
 namespace ft::cuda {
 namespace {
 
-__global__ void scan_kernel(const uint8_t* w, int64_t n_blocks, int64_t nb, int64_t row_bytes, unsigned* found) {
+// The answer of the scan in flight (load time, one at a time): a symbol, not a cudaMalloc, so that the
+// scan leaves the allocator as it found it.
+__device__ unsigned g_found;
+
+__global__ void scan_kernel(const uint8_t* w, int64_t n_blocks, int64_t nb, int64_t row_bytes) {
   unsigned any = 0;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_blocks;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -18,7 +22,7 @@ __global__ void scan_kernel(const uint8_t* w, int64_t n_blocks, int64_t nb, int6
     const uint32_t s = b[0] | (uint32_t{b[1]} << 8) | (uint32_t{b[2]} << 16) | (uint32_t{b[3]} << 24);
     any |= q8_detail::nvfp4_scales_nan(s);
   }
-  if (__any_sync(0xFFFFFFFFu, any != 0) && (threadIdx.x & 31) == 0) atomicOr(found, 1u);
+  if (__any_sync(0xFFFFFFFFu, any != 0) && (threadIdx.x & 31) == 0) atomicOr(&g_found, 1u);
 }
 
 }  // namespace
@@ -29,16 +33,13 @@ bool nvfp4_scales_clean(const uint8_t* w, int64_t rows, int64_t row_bytes, int64
                  std::to_string(k / 64 * 36) + " bytes, got " + std::to_string(row_bytes));
   const int64_t nb = k / 64, n = rows * nb;
   if (n == 0) return true;
-  unsigned* found = nullptr;
-  FT_CUDA_CHECK(cudaMalloc(&found, sizeof(unsigned)));
-  FT_CUDA_CHECK(cudaMemsetAsync(found, 0, sizeof(unsigned), s));
-  const int64_t grid = std::min<int64_t>((n + 255) / 256, 4096);
-  scan_kernel<<<static_cast<unsigned>(grid), 256, 0, s>>>(w, n, nb, row_bytes, found);
-  FT_CUDA_CHECK_LAUNCH();
   unsigned h = 0;
-  FT_CUDA_CHECK(cudaMemcpyAsync(&h, found, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+  FT_CUDA_CHECK(cudaMemcpyToSymbolAsync(g_found, &h, sizeof(unsigned), 0, cudaMemcpyHostToDevice, s));
+  const int64_t grid = std::min<int64_t>((n + 255) / 256, 4096);
+  scan_kernel<<<static_cast<unsigned>(grid), 256, 0, s>>>(w, n, nb, row_bytes);
+  FT_CUDA_CHECK_LAUNCH();
+  FT_CUDA_CHECK(cudaMemcpyFromSymbolAsync(&h, g_found, sizeof(unsigned), 0, cudaMemcpyDeviceToHost, s));
   FT_CUDA_CHECK(cudaStreamSynchronize(s));
-  FT_CUDA_CHECK(cudaFree(found));
   return h == 0;
 }
 
