@@ -13,7 +13,7 @@ models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
 models_wait
 tokens_under "FTBIN=ft_base" "$L"
 tokens_under "FTBIN=ft_base" "$Q"
-AB_BUDGET=330 ab_envs 6 "$L" "FTBIN=ft_base" "-" "FTBIN=ft_nonan" -- -p 0 -n 128 -r 2 --bw-gbs 4562
-AB_BUDGET=420 ab_envs 4 "$Q" "FTBIN=ft_base" "-" -- -p 0 -n 128 -r 2 --bw-gbs 4562
+AB_BUDGET=200 ab_envs 4 "$L" "FTBIN=ft_base" "-" "FTBIN=ft_nonan" -- -p 0 -n 128 -r 2 --bw-gbs 4562
+AB_BUDGET=250 ab_envs 2 "$Q" "FTBIN=ft_base" "-" -- -p 0 -n 128 -r 2 --bw-gbs 4562
 log "ft rows:"; cat "$R/ft.md"
 finish res4
