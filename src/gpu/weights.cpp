@@ -370,8 +370,15 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
   }
 
   // The dense NVFP4 projections scanned for the UE4M3 NaN codes (cuda/nvfp4_scan.h): the clean ones --
-  // every one of a sane file -- take the tensor-core GEMVs without the codes' fix-up.
-  auto scan = [](DevLinear& l) {
+  // every one of a sane file -- take the tensor-core GEMVs without the codes' fix-up. Opt-in
+  // (FT_NVFP4_SCAN=1) until measured: H100 session 44, tg128 alternating against main, a probe without
+  // the fix-up anywhere gave Llama-8B +1.5% (call 2), this build with Params grown to 408 bytes and a
+  // cudaMalloc at the scan -0.8% on Llama-8B and +0.5% on Qwen3-30B-A3B (call 3); the build that keeps
+  // Params at 400 bytes (call 4, bench/session44/call4.sh) could not run: no device was lent.
+  const char* scan_env = std::getenv("FT_NVFP4_SCAN");
+  const bool scan_on = scan_env != nullptr && std::string(scan_env) == "1";
+  auto scan = [scan_on](DevLinear& l) {
+    if (!scan_on) return;
     for (DevMatrix& p : l.parts)
       if (p.type == GgmlType::NVFP4 && p.w != nullptr) p.scales_clean = cuda::nvfp4_scales_clean(p.w, p.rows, p.row_bytes, p.k);
   };
