@@ -161,9 +161,26 @@ ab_envs() {
       local exe=ft w rest=""
       for w in $e; do [[ $w == FTBIN=* ]] && exe=${w#FTBIN=} || rest="$rest $w"; done
       env $rest timeout 90 "$B/$exe" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows |
-        sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
+        sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md" | ab_values_of "${e:--}" >> "$R/abe_$(basename "$f" .gguf).txt"
     done
   done
+}
+# ab_values_of LABEL: "LABEL[@TEST] t/s" lines (ab_means' input) from ft bench rows on stdin; spaces in LABEL become
+# commas, the test name is added when not tg128.
+ab_values_of() {
+  local label=${1// /,}
+  awk -F'|' -v L="$label" '{t = ""; v = ""
+    for (i = 1; i <= NF; i++) { if ($i ~ /^ *(pp|tg)[0-9]/) { t = $i; gsub(/ /, "", t) } if ($i ~ /±/ && v == "") v = $i }
+    split(v, a, " "); if (a[1] != "") print (t == "tg128" || t == "" ? L : L "@" t), a[1] }'
+}
+# ab_env_means MODEL_FILE: each setting's mean over ab_envs' rounds on the file (ab_means of $R/abe_NAME.txt).
+ab_env_means() { ab_means "$R/abe_$(basename "$1" .gguf).txt"; }
+
+# ab_preamble PRESET..: the GPU's name and clocks into the log, the presets' files written (models_bg / models_wait).
+ab_preamble() {
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv | tee -a "$R/log.txt"
+  models_bg "$@"
+  models_wait
 }
 
 # ft_bench_each UNTIL SECONDS "ARGS" FILE..: ft bench -m FILE --device cuda ARGS on each file (each within

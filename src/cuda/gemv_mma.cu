@@ -265,6 +265,18 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_mma_launches{0}, g_glu_order_launches{0};
 
+// The instance for a launch's kind: the producer, the consumer, YE, GO, plain tiled, row-major (the row-major
+// one always checks: CHK false is asked for tiled weights only).
+template <int NW, int NS, bool CHK = true>
+auto mma_instance(bool prod, bool cons, bool ye, bool go, bool tiled) {
+  return prod    ? nvfp4_mma_kernel<NW, NS, true, true, 2, false, CHK>
+         : cons  ? nvfp4_mma_kernel<NW, NS, true, false, 1, false, CHK>
+         : ye    ? nvfp4_mma_kernel<NW, NS, true, true, 0, false, CHK>
+         : go    ? nvfp4_mma_kernel<NW, NS, true, false, 0, true, CHK>
+         : tiled ? nvfp4_mma_kernel<NW, NS, true, false, 0, false, CHK>
+                 : nvfp4_mma_kernel<NW, NS, false>;
+}
+
 template <int NW, int NS>
 bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   MmaSmem sm = mma_smem(p.k, NW, NS, NW * kRows * 4);
@@ -280,17 +292,8 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   const bool go = p.tiled && p.glu_count != nullptr && p.glu_order != 0 && !cons && !ye;
   // Scanned weights (Params::scales_clean) take the tiled instances without the NaN codes' fix-up.
   const bool fast = p.tiled && p.scales_clean;
-  auto kernel = prod      ? (fast ? nvfp4_mma_kernel<NW, NS, true, true, 2, false, false>
-                                  : nvfp4_mma_kernel<NW, NS, true, true, 2>)
-                : cons    ? (fast ? nvfp4_mma_kernel<NW, NS, true, false, 1, false, false>
-                                  : nvfp4_mma_kernel<NW, NS, true, false, 1>)
-                : ye      ? (fast ? nvfp4_mma_kernel<NW, NS, true, true, 0, false, false>
-                                  : nvfp4_mma_kernel<NW, NS, true, true>)
-                : go      ? (fast ? nvfp4_mma_kernel<NW, NS, true, false, 0, true, false>
-                                  : nvfp4_mma_kernel<NW, NS, true, false, 0, true>)
-                : p.tiled ? (fast ? nvfp4_mma_kernel<NW, NS, true, false, 0, false, false>
-                                  : nvfp4_mma_kernel<NW, NS, true>)
-                          : nvfp4_mma_kernel<NW, NS, false>;
+  auto kernel = fast ? mma_instance<NW, NS, false>(prod, cons, ye, go, true)
+                     : mma_instance<NW, NS>(prod, cons, ye, go, p.tiled);
   static std::atomic<uint64_t> cache[11] = {};
   const int ci = (prod ? 4 : cons ? 3 : ye ? 2 : go ? 5 : p.tiled ? 1 : 0) + (fast ? 5 : 0);
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)

@@ -43,6 +43,8 @@ bool nvfp4_scales_clean(const uint8_t* w, int64_t rows, int64_t row_bytes, int64
   return h == 0;
 }
 
+// Byte by byte on purpose, not q8_detail::nvfp4_scales_nan's word trick: the twin the scan is tested against
+// must not share the scan's arithmetic.
 bool nvfp4_scales_clean_host(const uint8_t* w, int64_t rows, int64_t row_bytes, int64_t k) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k / 64; ++j) {

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -24,6 +25,11 @@ namespace ft::gpu {
 namespace {
 
 constexpr size_t kAlign = 256;
+
+// A layer's dense projections: the ones the NVFP4 scan and the tiling visit.
+std::array<DevLinear*, 8> dense_projections(DevLayer& D) {
+  return {&D.qkv, &D.wo, &D.gate_up, &D.down, &D.gdn_in, &D.gdn_out, &D.gate_up_shexp, &D.down_shexp};
+}
 
 // Plans the arena: every upload is a run of host pieces placed at an aligned offset. Views
 // are first built with offsets in their pointer fields and relocated once the arena exists.
@@ -377,15 +383,18 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
   // Params at 400 bytes (call 4, bench/session44/call4.sh) could not run: no device was lent.
   const char* scan_env = std::getenv("FT_NVFP4_SCAN");
   const bool scan_on = scan_env != nullptr && std::string(scan_env) == "1";
-  auto scan = [scan_on](DevLinear& l) {
-    if (!scan_on) return;
+  auto scan = [this](DevLinear& l) {
     for (DevMatrix& p : l.parts)
-      if (p.type == GgmlType::NVFP4 && p.w != nullptr) p.scales_clean = cuda::nvfp4_scales_clean(p.w, p.rows, p.row_bytes, p.k);
+      if (p.type == GgmlType::NVFP4 && p.w != nullptr) {
+        p.scales_clean = cuda::nvfp4_scales_clean(p.w, p.rows, p.row_bytes, p.k);
+        clean_count_ += p.scales_clean ? 1 : 0;
+      }
   };
-  scan(output);
-  for (DevLayer& D : layers)
-    for (DevLinear* l : {&D.qkv, &D.wo, &D.gate_up, &D.down, &D.gdn_in, &D.gdn_out, &D.gate_up_shexp, &D.down_shexp})
-      scan(*l);
+  if (scan_on) {
+    scan(output);
+    for (DevLayer& D : layers)
+      for (DevLinear* l : dense_projections(D)) scan(*l);
+  }
 
   // The layers' dense projections tiled in place (row-major readers of the same bytes -- the
   // embeddings, the output head -- keep them row-major).
@@ -394,8 +403,7 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
     std::vector<const uint8_t*> shared{token_embd.w, per_layer_token_embd.w};
     for (const DevMatrix& p : output.parts) shared.push_back(p.w);
     for (DevLayer& D : layers)
-      for (DevLinear* l : {&D.qkv, &D.wo, &D.gate_up, &D.down, &D.gdn_in, &D.gdn_out, &D.gate_up_shexp, &D.down_shexp})
-        tiled_count_ += tile_linear(*l, mode, shared) ? 1 : 0;
+      for (DevLinear* l : dense_projections(D)) tiled_count_ += tile_linear(*l, mode, shared) ? 1 : 0;
     FT_CUDA_CHECK(cudaDeviceSynchronize());
   }
 }

@@ -106,6 +106,8 @@ class DeviceWeights {
 
   size_t bytes() const { return arena_.bytes(); }
   int tiled_count() const { return tiled_count_; }
+  // NVFP4 matrices the scan (FT_NVFP4_SCAN=1) found free of the UE4M3 NaN codes (0 when it did not run).
+  int clean_count() const { return clean_count_; }
 
   DevMatrix token_embd;  // rows = n_vocab, k = n_embd
   const float* output_norm = nullptr;
@@ -119,6 +121,7 @@ class DeviceWeights {
  private:
   cuda::DeviceBuffer arena_;
   int tiled_count_ = 0;
+  int clean_count_ = 0;
 };
 
 }  // namespace ft::gpu

@@ -271,6 +271,47 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
   }
 }
 
+// The NVFP4 scale scan at load (FT_NVFP4_SCAN=1, cuda/nvfp4_scan.h): a generated file's tiled projections have
+// no NaN scale codes, so the session marks them clean and their GEMVs take the unchecked instances -- the
+// same logits bit for bit as the unscanned session after a prompt, a chunk and 24 decode steps.
+TEST(GpuNvfp4Scan, CleanSessionEqualsCheckedOne) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const fs::path dir = test_dir("ft-gpu-scan-");
+  auto spec = ft::gpu_test::base(Arch::kLlama, 23);
+  spec.n_embd = 256, spec.n_head = 8, spec.n_head_kv = 2, spec.head_dim = 32, spec.n_ff = 512;
+  spec = with(all(spec, GgmlType::BF16), {Role::kAttn, Role::kMlp}, GgmlType::NVFP4);
+  const TestModel tm = write_model(spec, dir, "llama_scan");
+  const int64_t V = tm.m->hp.n_vocab;
+  const std::vector<int32_t> prompt = make_prompt(49, tm.gen.n_vocab);
+  ft::gpu::GpuSessionOptions go;
+  go.n_ctx = 128;
+  go.dtype = "auto";
+  auto logits = [&] {
+    ft::gpu::GpuSession g(*tm.m, go);
+    std::vector<float> all;
+    auto take = [&](const float* l) { all.insert(all.end(), l, l + V); };
+    take(g.eval(prompt.data(), 20));
+    take(g.eval(prompt.data() + 20, 5));
+    for (int i = 25; i < 49; ++i) take(g.eval(&prompt[i], 1));
+    return all;
+  };
+  setenv("FT_NVFP4_TILE", "all", 1);
+  unsetenv("FT_NVFP4_SCAN");
+  const int64_t c0 = ft::cuda::gemv_nvfp4_clean_launches();
+  const std::vector<float> want = logits();
+  EXPECT_EQ(ft::cuda::gemv_nvfp4_clean_launches(), c0) << "clean launches without the scan";
+  setenv("FT_NVFP4_SCAN", "1", 1);
+  const std::vector<float> got = logits();
+  unsetenv("FT_NVFP4_SCAN");
+  unsetenv("FT_NVFP4_TILE");
+  // qkv, wo, gate|up and down a layer, at least once (graphs: once per capture)
+  EXPECT_GE(ft::cuda::gemv_nvfp4_clean_launches() - c0, 4 * spec.n_layer) << "clean launches with the scan";
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "scanned != checked";
+  std::error_code ec;
+  fs::remove(tm.path, ec);
+}
+
 // Sampling on the device (GpuSession::eval_sample) picks the CPU sampler's tokens: same
 // seed, same chain (penalty, top-k, top-p, min-p, temperature), fp32 logits within 1e-5.
 TEST(GpuSampling, MatchesCpuSampler) {
