@@ -4,7 +4,8 @@ that changed only its register numbering, so a refactor of a measured kernel is 
 
 Compares the .entry functions of A and B after dropping .loc lines and renumbering what depends on a function's
 position in the file (basic-block labels, local depots, the function's own name). Entries of A are matched to B by
-name; --map OLD=NEW rewrites a substring of A's names first (a template argument added or removed), e.g. 'ELb1EEEv=ELb1ELb1EEEv'.
+name; --map OLD=NEW (repeatable, applied in order) rewrites a substring of A's names first (a template argument
+added or removed), e.g. 'ELb1EEEv=ELb1ELb1EEEv'. Anonymous namespaces' hashed names are normalised away.
 Prints one line a kernel and exits 1 if any differs or is missing.
   nvcc ... -ptx src/cuda/gemv_mma.cu -o before.ptx   (the file's compile command from build/compile_commands.json,
                                                       `-c` -> `-ptx`, one -arch=sm_90)
@@ -16,7 +17,13 @@ import re
 import sys
 
 
+ANON = re.compile(r'\d+_GLOBAL__N__[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}')
+
+
 def entries(text):
+    """{name: body} of the .entry functions; anonymous namespaces' per-build names (a hash of the file's content:
+    `36_GLOBAL__N__89b8bf71_4_t_cu_fd12c678`) read as one."""
+    text = ANON.sub('_ANON_', text)
     out = {}
     for m in re.finditer(r'\.entry (\S+)\((.*?)\n\}\n', text, re.S):
         name, body = m.group(1), m.group(0)
@@ -64,6 +71,11 @@ def self_test():
     assert compare(a, c, maps=[('k1', 'k1x'), ('k2', 'k2x')], out=buf) == 1 and 'DIFFERS  k2x' in buf.getvalue()
     buf = io.StringIO()
     assert compare(a, b.replace('k2', 'k3'), out=buf) == 1 and 'missing  k2' in buf.getvalue()
+    anon = '.visible .entry _ZN2ft36_GLOBAL__N__{h}_4_t_cu_{g}1kILi3EEEvPi(\n)\n{{\n add.s32 %r1, %r2, 1;\n}}\n'
+    buf = io.StringIO()
+    assert compare(anon.format(h='89b8bf71', g='fd12c678'), anon.format(h='0123abcd', g='9876fedc'), out=buf) == 0
+    assert compare(anon.format(h='89b8bf71', g='fd12c678').replace('ILi3', 'ILi2'),
+                   anon.format(h='0123abcd', g='9876fedc'), maps=[('ILi2', 'ILi3'), ('kI', 'kI')], out=buf) == 0
     print('ptx_same self-test: ok')
 
 

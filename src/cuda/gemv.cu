@@ -183,7 +183,7 @@ const bool g_env_dense_plan = [] {
 
 // FT_GEMV_NVFP4_TILED_PLAN="ROWSxK=W,S[,SMEM];.." (a benchmark knob): the tiled tensor-core GEMV of those
 // one-token shapes at W warps and S stages (gemv_mma.cu's instances: 4 x 2 / 3 / 4, 8 x 2 / 3 / 4,
-// 16 x 2; 0: gemv_nvfp4_tiled_mma's) and at least SMEM bytes of shared memory a block (capping its blocks
+// 16 x 2; 0: the plain launch's, gemv_nvfp4_tiled_launch without after_gemv) and at least SMEM bytes of shared memory a block (capping its blocks
 // an SM; H200 session 32 call 1: without the attention norm, Llama-8B's qkv launch held to 3-4 blocks an SM
 // decodes at 531.9 tok/s against 490.7 unheld -- released under the down projection its blocks pack onto the
 // first SMs that free up); at most 8 shapes. The bits depend on W only

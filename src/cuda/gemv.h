@@ -137,7 +137,7 @@ struct GemvArgs {
   // The launch right before this one is a large GEMV (no one-CTA launch between them): PDL
   // releases this launch's CTAs onto the SMs that GEMV frees first, and the tiled tensor-core
   // kernel caps its CTAs an SM where it fits one wave at the cap (gemv_tuning.h,
-  // gemv_nvfp4_tiled_floor).
+  // gemv_nvfp4_tiled_launch).
   bool after_gemv = false;
   // Weights of a later launch this one streams into L2 before its PDL wait, each CTA a share
   // (cuda/l2_ahead.h): the lean dense one-token kernel's global-activation instances (a decode

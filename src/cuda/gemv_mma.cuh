@@ -221,24 +221,21 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
       uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
       e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
       e2m1x8_pn(lds32(st + (g + 8) * PITCH + off), tab, p8l, p8h, n8l, n8h);
-      if constexpr (XN) {  // both chains on B = x (MmaFrag); the sum below is cp - cn
-        if constexpr (K32) {
-          mma_s8_16832(cp, p0l, p8l, p0h, p8h, bx[t].x, bx[t].y);
-          mma_s8_16832(cn, n0l, n8l, n0h, n8h, bx[t].x, bx[t].y);
-        } else {
-          mma_s8_16816(cp, p0l, p8l, bx[t].x);
-          mma_s8_16816(cn, n0l, n8l, bx[t].x);
-          mma_s8_16816(cp, p0h, p8h, bx[t].y);
-          mma_s8_16816(cn, n0h, n8h, bx[t].y);
-        }
-      } else if constexpr (K32) {
+      // The n chain's B: -x (bx .z, .w), or under XN x again (MmaFrag); the sum below is then cp - cn.
+      uint32_t nbl, nbh;
+      if constexpr (XN) {
+        nbl = bx[t].x, nbh = bx[t].y;
+      } else {
+        nbl = bx[t].z, nbh = bx[t].w;
+      }
+      if constexpr (K32) {
         mma_s8_16832(cp, p0l, p8l, p0h, p8h, bx[t].x, bx[t].y);
-        mma_s8_16832(cn, n0l, n8l, n0h, n8h, bx[t].z, bx[t].w);
+        mma_s8_16832(cn, n0l, n8l, n0h, n8h, nbl, nbh);
       } else {
         mma_s8_16816(cp, p0l, p8l, bx[t].x);
-        mma_s8_16816(cn, n0l, n8l, bx[t].z);
+        mma_s8_16816(cn, n0l, n8l, nbl);
         mma_s8_16816(cp, p0h, p8h, bx[t].y);
-        mma_s8_16816(cn, n0h, n8h, bx[t].w);
+        mma_s8_16816(cn, n0h, n8h, nbh);
       }
     }
     int cc[4];

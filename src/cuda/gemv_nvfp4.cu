@@ -674,20 +674,18 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
 bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream, bool mma_only) {
   const GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, n_tok, 1, 1, false);
   if (n_tok == 1) {
-    int warps = 0, stages = 0;
-    gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
-    int smem_floor = gemv_nvfp4_tiled_floor(p.rows, warps, p.after_gemv != 0);
-    stages = gemv_nvfp4_tiled_stages(warps, stages, smem_floor);
-    for (int i = 0; i < over.n_tiled_plan; ++i) {  // FT_GEMV_NVFP4_TILED_PLAN
+    TiledLaunch l = gemv_nvfp4_tiled_launch(p.rows, p.k, p.after_gemv != 0);
+    for (int i = 0; i < over.n_tiled_plan; ++i) {  // FT_GEMV_NVFP4_TILED_PLAN: the whole launch, 0s the plain one's
       const Nvfp4Override::TiledShape& t = over.tiled_plan[i];
       if (t.rows != p.rows || t.k != p.k) continue;
-      if (t.warps > 0) warps = t.warps;
-      if (t.stages > 0) stages = t.stages;
-      smem_floor = t.smem;
+      l = gemv_nvfp4_tiled_launch(p.rows, p.k, false);
+      if (t.warps > 0) l.warps = t.warps;
+      if (t.stages > 0) l.stages = t.stages;
+      l.smem = t.smem;
     }
-    if (over.mma_warps > 0) warps = over.mma_warps;
-    if (over.mma_stages > 0) stages = over.mma_stages;
-    if (gemv_nvfp4_mma(p, 1, false, warps, stages, stream, smem_floor)) return true;
+    if (over.mma_warps > 0) l.warps = over.mma_warps;
+    if (over.mma_stages > 0) l.stages = over.mma_stages;
+    if (gemv_nvfp4_mma(p, 1, false, l.warps, l.stages, stream, l.smem)) return true;
   }
   if (mma_only) return false;
   // The slab kernel at the plan's rows (at least 2 for several tokens; 16 / R groups a tile).

@@ -245,12 +245,20 @@ inline constexpr int kNvfp4AfterGemvStages = 3;
 // 456.50 (8 MB +1.2%, best in every round). Not yet measured on an H200 (a larger L2 and faster HBM).
 inline constexpr int64_t kFfnL2AheadBytes = int64_t{8} << 20;
 
-inline int gemv_nvfp4_tiled_floor(int64_t rows, int warps, bool after_gemv) {
-  return after_gemv && warps == 4 && (rows + 15) / 16 <= 4 * 132 ? kNvfp4AfterGemvSmem : 0;
-}
-// The stages of a tiled one-token launch given its plan's and its floor (kNvfp4AfterGemvStages).
-inline int gemv_nvfp4_tiled_stages(int warps, int stages, int smem_floor) {
-  return smem_floor == kNvfp4AfterGemvSmem && warps == 4 ? kNvfp4AfterGemvStages : stages;
+// A tiled one-token launch: gemv_nvfp4_tiled_mma's warps and stages; released under a large GEMV
+// (after_gemv) at 4 warps with its tiles one wave at 4 CTAs an SM, kNvfp4AfterGemvSmem's floor and
+// kNvfp4AfterGemvStages. smem: the floor of dynamic shared memory a CTA (0: the kernel's own).
+struct TiledLaunch {
+  int warps = 0, stages = 0, smem = 0;
+};
+inline TiledLaunch gemv_nvfp4_tiled_launch(int64_t rows, int64_t k, bool after_gemv) {
+  TiledLaunch t;
+  gemv_nvfp4_tiled_mma(rows, k, t.warps, t.stages);
+  if (after_gemv && t.warps == 4 && (rows + 15) / 16 <= 4 * 132) {
+    t.smem = kNvfp4AfterGemvSmem;
+    t.stages = kNvfp4AfterGemvStages;
+  }
+  return t;
 }
 
 // Activations in shared memory: 0-10% slower than L1-cached global reads with the byte_perm

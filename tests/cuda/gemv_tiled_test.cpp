@@ -199,22 +199,21 @@ TEST(CudaNvfp4Tiled, GemvEqualsRowMajorBitwiseAndTheTwin) {
 // The bulk-copy tensor-core GEMV (gemv_mma_tma.cu) reads row-major weights only: forced on every
 // one-token shape (FT_GEMV_NVFP4_TMA=2 / gemv_set_nvfp4_tma, benchmarks), a tiled call still takes
 // gemv_mma.cu, with the bits of gemv_mma.cu on the row-major bytes.
-// A one-token launch released under a large GEMV (GemvArgs::after_gemv) runs at gemv_nvfp4_tiled_floor's
-// shared memory and gemv_nvfp4_tiled_stages' stages (Llama-8B's qkv: 4 warps at 3 stages, not 2) -- the
-// same warps, so the same steps a warp in the same order: the same bits as the plain launch.
+// A one-token launch released under a large GEMV (GemvArgs::after_gemv) runs at gemv_nvfp4_tiled_launch's
+// shared-memory floor and stages (Llama-8B's qkv: 4 warps at 3 stages, not 2) -- the same warps, so the same
+// steps a warp in the same order: the same bits as the plain launch. Each case's two launches differ (a case
+// where they did not would test nothing).
 TEST(CudaNvfp4Tiled, AfterGemvLaunchEqualsThePlainOne) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(47);
   for (const auto& [rows, k] : std::vector<std::pair<int64_t, int64_t>>{{6144, 4096}, {1024, 2048}, {4224, 4096}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(k));
-    int warps = 0, stages = 0;
-    gemv_nvfp4_tiled_mma(rows, k, warps, stages);
-    const int floor = gemv_nvfp4_tiled_floor(rows, warps, true);
-    if (rows == 6144) {  // the case the stages are for
-      EXPECT_EQ(floor, kNvfp4AfterGemvSmem);
-      EXPECT_EQ(gemv_nvfp4_tiled_stages(warps, stages, floor), kNvfp4AfterGemvStages);
-      EXPECT_NE(kNvfp4AfterGemvStages, stages) << "the after-GEMV launch would test nothing new";
-    }
+    const TiledLaunch plain_l = gemv_nvfp4_tiled_launch(rows, k, false), after_l = gemv_nvfp4_tiled_launch(rows, k, true);
+    EXPECT_EQ(after_l.warps, plain_l.warps);
+    EXPECT_EQ(plain_l.smem, 0);
+    EXPECT_EQ(after_l.smem, kNvfp4AfterGemvSmem);
+    EXPECT_EQ(after_l.stages, kNvfp4AfterGemvStages);
+    EXPECT_NE(after_l.stages, plain_l.stages) << "the after-GEMV launch would test the floor alone";
     const Matrix m = make_matrix(rows, k, rng);
     const DeviceBuffer dxq = to_device(quantised_x(k, 1, rng));
     const std::vector<float> rsv(static_cast<size_t>(rows), 1.25f);
