@@ -69,6 +69,14 @@ llama_wait() {
 
 finish() { tar czf "$OUT/$1.tgz" -C "$(dirname "$R")" "$(basename "$R")"; log done; }
 
+# The A/B helpers (ab_rounds, ab_envs, ab_values) load each binary's kernels eagerly (CUDA_MODULE_LOADING=EAGER;
+# AB_LOADING=LAZY, or a setting naming CUDA_MODULE_LOADING, for the driver's default). Why: where lazily loaded code
+# lands is fixed per binary and setting and moves Llama-8B decode by up to 2% with the same code (H100 session 45
+# call 3: a probe whose clean and checked instances are the same code, 463.30 against 453.85 tok/s, every round
+# within 0.4) -- a bias that rounds cannot average. Eagerly loaded, a run's rounds scatter (451-465 tok/s) and the
+# same code's two settings meet (call 4, 10 rounds each: 459.38 / 460.52): more rounds, no fixed bias.
+AB_LOADING=${AB_LOADING:-EAGER}
+
 # ab_rounds VAR "V1 V2 .." ROUNDS MODEL_FILE [ft bench args]: ft bench's rows with VAR set to each
 # value in turn, alternating, ROUNDS rounds (host variance between calls reaches ~2.5%: an A/B runs
 # in one call). Rows go to $R/ft.md; stops at AB_BUDGET seconds into the call (default 500).
@@ -79,7 +87,7 @@ ab_rounds() {
     for v in $vals; do
       budget "${AB_BUDGET:-500}" "$var=$v $(basename "$f")" || return 0
       log "$var=$v round $round $(basename "$f")"
-      env "$var=$v" timeout 90 "$B/ft" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows |
+      env "CUDA_MODULE_LOADING=$AB_LOADING" "$var=$v" timeout 90 "$B/ft" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows |
         sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md"
     done
   done
@@ -160,7 +168,7 @@ ab_envs() {
       [ "$e" = "-" ] && e=""
       local exe=ft w rest=""
       for w in $e; do [[ $w == FTBIN=* ]] && exe=${w#FTBIN=} || rest="$rest $w"; done
-      env $rest timeout 90 "$B/$exe" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows |
+      env "CUDA_MODULE_LOADING=$AB_LOADING" $rest timeout 90 "$B/$exe" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows |
         sed 's/ | cuda (NVIDIA[^|]*//' | tee -a "$R/ft.md" | ab_values_of "${e:--}" >> "$R/abe_$(basename "$f" .gguf).txt"
     done
   done
@@ -233,7 +241,7 @@ ab_values() {
   for round in $(seq "$rounds"); do
     for v in $vals; do
       budget "$until" "$var=$v round $round" || break 2
-      t=$(env "$var=$v" timeout 60 "$B/ft" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows | tee -a "$R/ft.md" |
+      t=$(env "CUDA_MODULE_LOADING=$AB_LOADING" "$var=$v" timeout 60 "$B/ft" bench -m "$f" --device cuda "$@" 2>>"$R/ft.err" | rows | tee -a "$R/ft.md" |
           awk -F'|' '{for (i = 1; i <= NF; i++) if ($i ~ /±/) {print $i; exit}}' | awk '{print $1}')
       echo "$v $t" | tee -a "$R/ab_$var.txt"
     done

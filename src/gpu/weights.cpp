@@ -377,10 +377,10 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
 
   // The dense NVFP4 projections scanned for the UE4M3 NaN codes (cuda/nvfp4_scan.h): the clean ones --
   // every one of a sane file -- take the tensor-core GEMVs without the codes' fix-up. Opt-in
-  // (FT_NVFP4_SCAN=1) until measured: H100 session 44, tg128 alternating against main, a probe without
-  // the fix-up anywhere gave Llama-8B +1.5% (call 2), this build with Params grown to 408 bytes and a
-  // cudaMalloc at the scan -0.8% on Llama-8B and +0.5% on Qwen3-30B-A3B (call 3); the build that keeps
-  // Params at 400 bytes (call 4, bench/session44/call4.sh) could not run: no device was lent.
+  // (FT_NVFP4_SCAN=1): no gain beyond noise. H100 session 45, Llama-8B tg128 alternating: with the kernels
+  // loaded lazily (the default) where their code lands moved decode by up to 2% with the same code (call 3:
+  // a probe with the fix-up compiled out of both instance sets, 463.30 unscanned against 453.85 scanned);
+  // loaded eagerly, 10 rounds (call 4), unscanned 457.19 against scanned 458.95 (+0.4%, rounds 451-462).
   const char* scan_env = std::getenv("FT_NVFP4_SCAN");
   const bool scan_on = scan_env != nullptr && std::string(scan_env) == "1";
   auto scan = [this](DevLinear& l) {
