@@ -39,6 +39,16 @@ using namespace ft::gpu_test;
 
 namespace {
 
+// The logits of a 20-token prompt, a 5-token chunk and 24 one-token decode steps of prompt (49 tokens), end to end.
+std::vector<float> prompt_chunk_decode_logits(ft::gpu::GpuSession& g, const std::vector<int32_t>& prompt, int64_t V) {
+  std::vector<float> all;
+  auto take = [&](const float* l) { all.insert(all.end(), l, l + V); };
+  take(g.eval(prompt.data(), 20));
+  take(g.eval(prompt.data() + 20, 5));
+  for (int i = 25; i < 49; ++i) take(g.eval(&prompt[i], 1));
+  return all;
+}
+
 std::vector<Case> cases() {
   auto base = [](Arch a) { return ft::gpu_test::base(a, 11); };
   std::vector<Case> v;
@@ -210,14 +220,7 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
     ft::gpu::GpuSessionOptions go;
     go.n_ctx = 128;
     go.dtype = "auto";
-    auto logits = [&](ft::gpu::GpuSession& g) {
-      std::vector<float> all;
-      auto take = [&](const float* l) { all.insert(all.end(), l, l + V); };
-      take(g.eval(prompt.data(), 20));
-      take(g.eval(prompt.data() + 20, 5));
-      for (int i = 25; i < 49; ++i) take(g.eval(&prompt[i], 1));
-      return all;
-    };
+    auto logits = [&](ft::gpu::GpuSession& g) { return prompt_chunk_decode_logits(g, prompt, V); };
     const int64_t t0 = ft::cuda::nvfp4_tile_launches();
     const int fold = ft::gpu::norm_fold_mode();
     ft::gpu::set_norm_fold(0);  // the fold (tiled layers only) is not the row-major session's bits
@@ -288,12 +291,7 @@ TEST(GpuNvfp4Scan, CleanSessionEqualsCheckedOne) {
   go.dtype = "auto";
   auto logits = [&] {
     ft::gpu::GpuSession g(*tm.m, go);
-    std::vector<float> all;
-    auto take = [&](const float* l) { all.insert(all.end(), l, l + V); };
-    take(g.eval(prompt.data(), 20));
-    take(g.eval(prompt.data() + 20, 5));
-    for (int i = 25; i < 49; ++i) take(g.eval(&prompt[i], 1));
-    return all;
+    return prompt_chunk_decode_logits(g, prompt, V);
   };
   setenv("FT_NVFP4_TILE", "all", 1);
   unsetenv("FT_NVFP4_SCAN");
