@@ -248,23 +248,9 @@ ab_values() {
   done
   ab_means "$R/ab_$var.txt"
 }
-# ab_means [FILE]: each value's mean over FILE ($R/ab.txt by default), then "BEST v" -- the fastest value if it beats the first listed
-# (the baseline) by more than 0.2%, else the baseline.
-ab_means() {
-  python3 -c "
-import collections, statistics
-d = collections.OrderedDict()
-for l in open('${1:-$R/ab.txt}'):
-    p = l.split()
-    if len(p) == 2:
-        try: d.setdefault(p[0], []).append(float(p[1]))
-        except ValueError: pass
-m = {k: statistics.mean(v) for k, v in d.items() if v}
-for k in d: print('value', k, ': mean %.2f over %d' % (m.get(k, 0), len(d[k])), ' '.join('%.2f' % x for x in d[k]))
-base = next(iter(d), '0'); b = max(m, key=m.get) if m else base
-print('BEST', b if m.get(b, 0) > m.get(base, 0) * 1.002 else base)
-" | tee -a "$R/log.txt"
-}
+# ab_means [FILE]: bench/ab_means.py on FILE ($R/ab.txt by default): each value's mean and standard deviation, then
+# "BEST v" -- the fastest value if it beats the first listed (the baseline) by more than 0.2%, else the baseline.
+ab_means() { python3 "$ROOT/bench/ab_means.py" "${1:-$R/ab.txt}" | tee -a "$R/log.txt"; }
 
 # ncu_sass REGEX SKIP COUNT: ncu's source counters of COUNT launches matching REGEX (after SKIP) of a 4-token Llama-8B
 # generate: details in $R/details.txt (summary lines printed), the SASS with executed counts in $R/sass.csv.gz
