@@ -11,7 +11,6 @@
 #include <string>
 
 #include "cuda/check.h"
-#include "cuda/l2_hint.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/round.cuh"
 
@@ -20,6 +19,14 @@ namespace {
 
 constexpr int kWarps = 8;  // per CTA
 constexpr int kU = 4;      // pieces per lane per group
+
+__device__ __forceinline__ uint4 ld_stream(const uint8_t* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
 
 // The two halves of a 32-bit word as floats (element 2i in the low half).
 template <bool kBF16>
@@ -60,7 +67,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_half_kernel(const uint8_t* _
       const int64_t pc = g + 32 * u;
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        if (pc < n_pieces && r < nr) wv[u][r] = ld_weight16(w + (row0 + r) * row_bytes + pc * 16);
+        if (pc < n_pieces && r < nr) wv[u][r] = ld_stream(w + (row0 + r) * row_bytes + pc * 16);
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u) {

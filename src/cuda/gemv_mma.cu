@@ -53,7 +53,6 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
-#include "cuda/l2_hint.cuh"
 #include "cuda/norm_fold.cuh"
 #include "cuda/ops_math.cuh"
 #include "cuda/pdl.cuh"
@@ -173,7 +172,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
       uint8_t* dst = stages + (i % NS) * kStageBytes;
 #pragma unroll
       for (int v = 0; v < kVecPerLane; ++v)
-        if (dst_off[v] >= 0) cp_async16_weight(dst + dst_off[v], src + src_off[v]);
+        if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + src_off[v]);
     }
     cp_async_commit();
   };

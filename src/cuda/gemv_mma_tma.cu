@@ -18,7 +18,6 @@
 
 #include "cuda/act_q8.h"
 #include "cuda/bulk_copy.cuh"
-#include "cuda/l2_hint.cuh"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemv_launch.h"
@@ -80,7 +79,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_tma_kernel(const Params p, cons
     if (lane == 0) mbar_arrive_expect(b, kRows * len);
     __syncwarp();
     if (lane < kRows)
-      bulk_g2s_weight(ring + (q % NS) * (kRows * kPitch) + lane * kPitch, src_row + static_cast<int64_t>(st0) * kMmaRowStep,
+      bulk_g2s(ring + (q % NS) * (kRows * kPitch) + lane * kPitch, src_row + static_cast<int64_t>(st0) * kMmaRowStep,
                len, b);
   };
 

@@ -33,7 +33,6 @@
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
 #include "cuda/l2_ahead.cuh"
-#include "cuda/l2_hint.cuh"
 #include "cuda/moe_route_warp.cuh"
 #include "cuda/norm_fold.cuh"
 #include "cuda/pdl.cuh"
@@ -151,13 +150,13 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) lean_slab_kernel(const Para
       const int lim = m.nr * rb32;
 #pragma unroll
       for (int v = 0; v < kV; ++v)
-        if (off[v] < lim) cp_async16_weight(st + 16 * (lane + 32 * v), b + off[v]);
+        if (off[v] < lim) cp_async16(st + 16 * (lane + 32 * v), b + off[v]);
     } else {
       const int nv = bl * kBlockBytes / 16;
 #pragma unroll
       for (int v = 0; v < kV; ++v) {
         const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
-        if (q < m.nr) cp_async16_weight(st + q * kSlabBytes + 16 * o, b + q * rb32 + 16 * o);
+        if (q < m.nr) cp_async16(st + q * kSlabBytes + 16 * o, b + q * rb32 + 16 * o);
       }
     }
   };

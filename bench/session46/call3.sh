@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 46, call 3: the decode knobs tuned in sessions 14-36 from lazily loaded A/Bs, asked again with the kernels
+# loaded eagerly (session 45), Llama-8B, 6 rounds alternating: the SwiGLU row order again (call 2: +0.6%, within
+# noise), the attention's L1 prefetch (1), its rope in a launch of its own (FT_ATTN_ROPE=0), 64 staged keys (default
+# 128), the row scales and y read after the PDL wait (FT_GEMV_RS_EARLY=0, FT_GEMV_Y_EARLY=0), wo on the slab kernel
+# (FT_GEMV_NVFP4_LEAN_DENSE=0).
+#   PACK_ONLY="ft ft-bigmodel" scripts/pack-device.sh build-cuda
+#   run(command="timeout -s KILL 340 bash bench/session46/call3.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
+R=/tmp/res3
+source bench/device_common.sh
+ab_preamble llama8b-nvfp4
+S=("FT_GLU_ORDER=0" "FT_ATTN_PRE_L1=1" "FT_ATTN_ROPE=0" "FT_ATTN_STAGE_KEYS=64" "FT_GEMV_RS_EARLY=0" "FT_GEMV_Y_EARLY=0"
+   "FT_GEMV_NVFP4_LEAN_DENSE=0")
+for e in "${S[@]}"; do tokens_under "$e" "$L"; done
+AB_BUDGET=320 ab_envs 6 "$L" "-" "${S[@]}" -- -p 0 -n 128 -r 2 --bw-gbs 4562
+ab_env_means "$L"
+log "ft rows:"; cat "$R/ft.md"
+finish res3
