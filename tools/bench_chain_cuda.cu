@@ -312,7 +312,7 @@ class Runner {
     ch.arrive = arrive_.as<unsigned>();
     ch.stages = su_.stages;
     ch.chunk = su_.chunk;
-    const dim3 grid(static_cast<unsigned>(gemv_detail::sm_count())), block(static_cast<unsigned>(threads()));
+    const dim3 grid(static_cast<unsigned>(ft::cuda::sm_count())), block(static_cast<unsigned>(threads()));
     if (mode == 0) {
       ch.persistent = 0;
       for (int p = 0; p < n; ++p) {
@@ -372,7 +372,7 @@ class Runner {
 
   // The host model of run_once (random weights only).
   std::vector<uint32_t> model() const {
-    const int n = static_cast<int>(pr_.bytes.size()), g = gemv_detail::sm_count();
+    const int n = static_cast<int>(pr_.bytes.size()), g = ft::cuda::sm_count();
     std::vector<uint32_t> prev = act0_, out;
     for (int p = 0; p < n; ++p) {
       uint32_t x = 0;

@@ -33,6 +33,16 @@ bool bulk_copy_supported() {
   return v;
 }
 
+int sm_count() {
+  static const int v = [] {
+    int dev = 0, n = 0;
+    FT_CUDA_CHECK(cudaGetDevice(&dev));
+    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  return v;
+}
+
 std::string apply_cache_config_env() {
   const char* e = std::getenv("FT_CUDA_CACHE_CONFIG");
   if (e == nullptr || *e == '\0') return "";

@@ -15,6 +15,9 @@ inline bool has_device() { return device_count() > 0; }
 // be launched there). False without a device.
 bool bulk_copy_supported();
 
+// The current device's SM count (asked once a process; a CUDA error throws, so only with a device).
+int sm_count();
+
 // FT_CUDA_CACHE_CONFIG=none|shared|l1|equal (a diagnostic knob): the device-wide L1 / shared-memory
 // preference (cudaDeviceSetCacheConfig) for kernels that set none themselves; unset, the driver's
 // choice. H200 session 30: ft's decode ran 2-3% slower after a prefill in the same process; whether the

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cuda/check.h"
+#include "cuda/device.h"
 #include "cuda/gemv_kernel.cuh"
 #include "cuda/gemv_tuning.h"
 #include "format/ggml_type.h"
@@ -58,15 +59,6 @@ inline int gemv_vector_bytes(const Params& p, int chunk_bytes) {
   return 0;
 }
 
-inline int sm_count() {
-  static const int v = [] {
-    int dev = 0, n = 0;
-    FT_CUDA_CHECK(cudaGetDevice(&dev));
-    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }();
-  return v;
-}
 inline int max_smem_optin() {
   static const int v = [] {
     int dev = 0, n = 0;

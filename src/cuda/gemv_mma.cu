@@ -130,7 +130,10 @@ __device__ __forceinline__ void mma_nq_tail(const Params& p, int64_t row0, float
 // so the blocks complete while the launch runs, in order, rather than all in its second half (the up
 // tiles'). The same tiles, the same sums: the same bits. H100 session 39 call 6, Llama-8B tg128 alternating:
 // 450.71 / 450.26 against 447.32 / 446.14 tok/s (+0.8%); call 7, this instance, 4 rounds: 447.31 / 447.43 /
-// 447.11 / 446.45 against 445.33 / 444.97 / 444.80 / 444.40 (+0.5%), the same 64 greedy tokens.
+// 447.11 / 446.45 against 445.33 / 444.97 / 444.80 / 444.40 (+0.5%), the same 64 greedy tokens. Those ran
+// lazily loaded, where code placement alone moves Llama-8B by up to 2% (session 45); eagerly loaded (H100
+// session 46 call 2, 10 rounds) row order (FT_GLU_ORDER=0) gave 464.93 (sd 4.07) against 462.25 (sd 3.48):
+// within noise either way, so the order stays until a test separates them.
 // (Measured with it and removed: a down projection reading each 256-element step of the SwiGLU row as the
 // tails counted it, instead of after the PDL wait -- bits equal, 5-6% slower end to end whatever its fence or
 // polling (calls 1-6); in the chain trace gate|up + down took 40.4 us a layer against 36.4.)
@@ -265,16 +268,22 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
 
 std::atomic<int64_t> g_mma_launches{0}, g_glu_order_launches{0};
 
-// The instance for a launch's kind: the producer, the consumer, YE, GO, plain tiled, row-major (the row-major
-// one always checks: CHK false is asked for tiled weights only).
-template <int NW, int NS, bool CHK = true>
-auto mma_instance(bool prod, bool cons, bool ye, bool go, bool tiled) {
-  return prod    ? nvfp4_mma_kernel<NW, NS, true, true, 2, false, CHK>
-         : cons  ? nvfp4_mma_kernel<NW, NS, true, false, 1, false, CHK>
-         : ye    ? nvfp4_mma_kernel<NW, NS, true, true, 0, false, CHK>
-         : go    ? nvfp4_mma_kernel<NW, NS, true, false, 0, true, CHK>
-         : tiled ? nvfp4_mma_kernel<NW, NS, true, false, 0, false, CHK>
-                 : nvfp4_mma_kernel<NW, NS, false>;
+// The instance for a launch's kind: the producer, the consumer, YE, GO, plain tiled (each checking the NaN
+// codes or not: CHK), else row-major -- always checked, as only a tiled weight is ever scanned, and never of
+// another kind (YE, GO and the fold's kinds need tiled weights: launch_mma's flags say so).
+template <int NW, int NS, bool CHK>
+auto mma_tiled_instance(bool prod, bool cons, bool ye, bool go) {
+  return prod   ? nvfp4_mma_kernel<NW, NS, true, true, 2, false, CHK>
+         : cons ? nvfp4_mma_kernel<NW, NS, true, false, 1, false, CHK>
+         : ye   ? nvfp4_mma_kernel<NW, NS, true, true, 0, false, CHK>
+         : go   ? nvfp4_mma_kernel<NW, NS, true, false, 0, true, CHK>
+                : nvfp4_mma_kernel<NW, NS, true, false, 0, false, CHK>;
+}
+template <int NW, int NS>
+auto mma_instance(bool prod, bool cons, bool ye, bool go, bool tiled, bool clean) {
+  if (!tiled) return nvfp4_mma_kernel<NW, NS, false>;
+  return clean ? mma_tiled_instance<NW, NS, false>(prod, cons, ye, go)
+               : mma_tiled_instance<NW, NS, true>(prod, cons, ye, go);
 }
 
 template <int NW, int NS>
@@ -292,8 +301,7 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   const bool go = p.tiled && p.glu_count != nullptr && p.glu_order != 0 && !cons && !ye;
   // Scanned weights (Params::scales_clean) take the tiled instances without the NaN codes' fix-up.
   const bool fast = p.tiled && p.scales_clean;
-  auto kernel = fast ? mma_instance<NW, NS, false>(prod, cons, ye, go, true)
-                     : mma_instance<NW, NS>(prod, cons, ye, go, p.tiled);
+  auto kernel = mma_instance<NW, NS>(prod, cons, ye, go, p.tiled, fast);
   static std::atomic<uint64_t> cache[11] = {};
   const int ci = (prod ? 4 : cons ? 3 : ye ? 2 : go ? 5 : p.tiled ? 1 : 0) + (fast ? 5 : 0);
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)

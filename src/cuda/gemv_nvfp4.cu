@@ -674,11 +674,11 @@ bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Overrid
 bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over, cudaStream_t stream, bool mma_only) {
   const GemvNvfp4Plan pl = gemv_nvfp4_plan(p.rows, p.k, n_tok, 1, 1, false);
   if (n_tok == 1) {
-    TiledLaunch l = gemv_nvfp4_tiled_launch(p.rows, p.k, p.after_gemv != 0);
+    TiledLaunch l = gemv_nvfp4_tiled_launch(p.rows, p.k, p.after_gemv != 0, sm_count());
     for (int i = 0; i < over.n_tiled_plan; ++i) {  // FT_GEMV_NVFP4_TILED_PLAN: the whole launch, 0s the plain one's
       const Nvfp4Override::TiledShape& t = over.tiled_plan[i];
       if (t.rows != p.rows || t.k != p.k) continue;
-      l = gemv_nvfp4_tiled_launch(p.rows, p.k, false);
+      l = gemv_nvfp4_tiled_launch(p.rows, p.k, false, sm_count());
       if (t.warps > 0) l.warps = t.warps;
       if (t.stages > 0) l.stages = t.stages;
       l.smem = t.smem;

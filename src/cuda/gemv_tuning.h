@@ -137,6 +137,9 @@ struct GemvNvfp4Plan {
 // plan (H200, session 6 final runs): Llama-8B tg128 392.7-392.8, Qwen3-30B-A3B 373.3-374.8
 // tok/s, against 384.1 / 372.0 with run 10's routing in an earlier call; no A/B in one call yet
 // (FT_GEMV_NVFP4_MMA=1 sends every shape the kernel takes to it, =0 none).
+// A fixed count (the H200's 132 SMs), not the device's: it also picks the weight layout at load (tiled or
+// row-major, gemv_nvfp4_tile_wanted) and, through gemv_nvfp4_mma_shape, the warps a tile is split over --
+// both fix the fp32 order of the sums, so every GPU gets the same bits from the same file.
 inline constexpr int64_t kNvfp4MmaMinRows = 2 * 132 * 16;
 // The expert GEMVs on tensor cores in these kernels' exact order (gate/up, gate+up in one
 // launch, down + combine) lost on the H200 (run 11: gate 7.55 us vs the slab's 5.63, pair 11.76
@@ -236,25 +239,29 @@ inline constexpr int kNvfp4AfterGemvSmem = 56 << 10;
 // tg128 5 rounds alternating (FT_GEMV_NVFP4_TILED_PLAN="6144x4096=4,S,57344"): 2 stages 458.14, 3 stages
 // 463.64 (+1.2%, faster every round), 4 stages 458.43, 4 stages with one before the wait and two right after
 // it 450.32. (H200 session 41's "6144x4096=4,3" at -4.4% had dropped the floor: the plan's SMEM field was 0.)
+// Asked again eagerly loaded (session 45: lazy placement alone moves Llama-8B by up to 2%), H100 session 46
+// call 2, 10 rounds: 3 stages 462.25 (sd 3.48) against 2 stages 457.07 (sd 3.25), +1.1%.
 // The same warps, so each warp's steps in the same order: the same bits.
 inline constexpr int kNvfp4AfterGemvStages = 3;
 // A dense decode layer's wo launch streams this much of the head of the tiled gate|up into L2 before its
 // PDL wait (GemvArgs::l2_ahead, gpu/forward.cpp; FT_FFN_L2_AHEAD=MB overrides, 0 off). H100 session 42,
 // Llama-8B tg128 alternating, the same 64 greedy tokens: call 2, 3 rounds, 0 / 8 / 16 / 24 / 32 MB 452.76 /
 // 458.01 / 455.86 / 454.03 / 451.38 tok/s; call 3, 4 rounds, 0 / 4 / 8 / 12 MB 452.64 / 455.28 / 458.21 /
-// 456.50 (8 MB +1.2%, best in every round). Not yet measured on an H200 (a larger L2 and faster HBM).
+// 456.50 (8 MB +1.2%, best in every round). Eagerly loaded (H100 session 46 call 2, 10 rounds): 8 MB 462.25
+// (sd 3.48) against off 453.84 (sd 3.88), +1.9%. Not yet measured on an H200 (a larger L2 and faster HBM).
 inline constexpr int64_t kFfnL2AheadBytes = int64_t{8} << 20;
 
 // A tiled one-token launch: gemv_nvfp4_tiled_mma's warps and stages; released under a large GEMV
-// (after_gemv) at 4 warps with its tiles one wave at 4 CTAs an SM, kNvfp4AfterGemvSmem's floor and
-// kNvfp4AfterGemvStages. smem: the floor of dynamic shared memory a CTA (0: the kernel's own).
+// (after_gemv) at 4 warps with its tiles one wave at 4 CTAs an SM of the device's `sms`, kNvfp4AfterGemvSmem's
+// floor and kNvfp4AfterGemvStages (the same warps: the same bits on any GPU). smem: the floor of dynamic shared
+// memory a CTA (0: the kernel's own).
 struct TiledLaunch {
   int warps = 0, stages = 0, smem = 0;
 };
-inline TiledLaunch gemv_nvfp4_tiled_launch(int64_t rows, int64_t k, bool after_gemv) {
+inline TiledLaunch gemv_nvfp4_tiled_launch(int64_t rows, int64_t k, bool after_gemv, int sms) {
   TiledLaunch t;
   gemv_nvfp4_tiled_mma(rows, k, t.warps, t.stages);
-  if (after_gemv && t.warps == 4 && (rows + 15) / 16 <= 4 * 132) {
+  if (after_gemv && t.warps == 4 && (rows + 15) / 16 <= 4 * int64_t{sms}) {
     t.smem = kNvfp4AfterGemvSmem;
     t.stages = kNvfp4AfterGemvStages;
   }

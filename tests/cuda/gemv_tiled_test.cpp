@@ -208,7 +208,9 @@ TEST(CudaNvfp4Tiled, AfterGemvLaunchEqualsThePlainOne) {
   std::mt19937 rng(47);
   for (const auto& [rows, k] : std::vector<std::pair<int64_t, int64_t>>{{6144, 4096}, {1024, 2048}, {4224, 4096}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(k));
-    const TiledLaunch plain_l = gemv_nvfp4_tiled_launch(rows, k, false), after_l = gemv_nvfp4_tiled_launch(rows, k, true);
+    if ((rows + 15) / 16 > 4 * int64_t{sm_count()}) continue;  // over one wave on this GPU: no floor to test
+    const TiledLaunch plain_l = gemv_nvfp4_tiled_launch(rows, k, false, sm_count()),
+                      after_l = gemv_nvfp4_tiled_launch(rows, k, true, sm_count());
     EXPECT_EQ(after_l.warps, plain_l.warps);
     EXPECT_EQ(plain_l.smem, 0);
     EXPECT_EQ(after_l.smem, kNvfp4AfterGemvSmem);
