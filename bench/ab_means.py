@@ -3,7 +3,10 @@
 
 Input: "SETTING t/s" lines, one a run, as bench/device_common.sh's ab_values (ab_VAR.txt) and ab_envs
 (abe_MODEL.txt) write them. Prints one line a setting in first-seen order, then "BEST s": the fastest setting if
-its mean beats the first listed (the baseline) by more than 0.2%, else the baseline.
+its mean beats the first listed (the baseline) by more than 0.2%, else the baseline. Each other setting also gets a
+"paired" line: its round-by-round difference from the baseline (round i = the i-th value of each; ab_envs alternates
+the settings inside a round, so a drift over the call cancels), the mean difference, its standard error and t = mean
+/ se. Session 46: eagerly loaded rounds scatter by sd ~3.5 tok/s, so |t| < 2 is not a result.
   bench/ab_means.py FILE
   bench/ab_means.py --self-test
 """
@@ -32,6 +35,15 @@ def report(d, out=sys.stdout):
         sd = statistics.stdev(v) if len(v) > 1 else 0.0
         print(f'value {k} : mean {m[k]:.2f} sd {sd:.2f} over {len(v)}', ' '.join(f'{x:.2f}' for x in v), file=out)
     base = next(iter(d), '0')
+    for k, v in d.items():
+        n = min(len(v), len(d[base]))
+        if k == base or n < 2:
+            continue
+        diff = [v[i] - d[base][i] for i in range(n)]
+        md, se = statistics.mean(diff), statistics.stdev(diff) / n ** 0.5
+        rel = 100.0 * md / statistics.mean(d[base][:n])
+        t = md / se if se > 0 else float('inf') * (1 if md >= 0 else -1)
+        print(f'paired {k} - {base} : {md:+.2f} ({rel:+.2f}%) se {se:.2f} t {t:+.1f} over {n}', file=out)
     best = max(m, key=m.get) if m else base
     print('BEST', best if m.get(best, 0) > m.get(base, 0) * 1.002 else base, file=out)
 
@@ -43,7 +55,11 @@ def self_test():
     lines = buf.getvalue().splitlines()
     assert lines[0].startswith('value a : mean 101.00 sd 1.41 over 2'), lines
     assert lines[1].startswith('value b : mean 102.00 sd 1.41 over 2'), lines
+    assert lines[2] == 'paired b - a : +1.00 (+0.99%) se 0.00 t +inf over 2', lines
     assert lines[-1] == 'BEST b', lines
+    buf = io.StringIO()
+    report(means(['a 100', 'b 103', 'a 104', 'b 105', 'a 102', 'b 102']), buf)
+    assert buf.getvalue().splitlines()[2] == 'paired b - a : +1.33 (+1.31%) se 0.88 t +1.5 over 3', buf.getvalue()
     buf = io.StringIO()
     report(means(['a 100', 'b 100.1']), buf)
     assert buf.getvalue().splitlines()[-1] == 'BEST a', buf.getvalue()  # within 0.2%: the baseline
