@@ -290,13 +290,8 @@ const int g_mma_pre_env = static_cast<int>(env_count("FT_ATTN_MMA_PRE", kMmaDeco
 // kernel); else stages 0. The H200's 228 KB take them; the 100 KB of an RTX 30 / 40 / 50 SM would hold
 // one (not measured there).
 int mma_default_stages(int ns) {
-  static const int smem_sm = [] {
-    int dev = 0, n = 0;
-    FT_CUDA_CHECK(cudaGetDevice(&dev));
-    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-    return n;
-  }();
-  return ns > 0 && kMmaDecodeBlocksPerSm * (mma_decode_smem(ns) + kMmaDecodeStaticSmemMax) > smem_sm ? 0 : ns;
+  const bool fits = kMmaDecodeBlocksPerSm * (mma_decode_smem(ns) + kMmaDecodeStaticSmemMax) <= max_smem_per_sm();
+  return ns > 0 && !fits ? 0 : ns;
 }
 
 int mma_stages() {

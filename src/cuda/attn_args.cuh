@@ -1,5 +1,4 @@
-// Host-side checks of AttnArgs shared by the decode and prefill entries, and the SM count
-// (queried once per device: the decode grid is sized to fill the GPU).
+// Host-side checks of AttnArgs shared by the decode and prefill entries.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,6 +8,7 @@
 
 #include "cuda/attention.h"
 #include "cuda/check.h"
+#include "cuda/device.h"  // sm_count
 
 namespace ft::cuda::attn_detail {
 
@@ -35,20 +35,6 @@ inline void check_args(const AttnArgs& a, const char* who) {
   need(a.ldo >= a.n_head * a.head_dim_v, "ldo = " + std::to_string(a.ldo) + " must be at least n_head*head_dim_v");
   need(reinterpret_cast<uintptr_t>(a.k_cache) % 16 == 0 && reinterpret_cast<uintptr_t>(a.v_cache) % 16 == 0,
        "k_cache and v_cache must be 16-byte aligned");
-}
-
-// Streaming multiprocessors of the current device (cached; no sync, capture-safe).
-inline int64_t sm_count() {
-  static int cached[64] = {};
-  int dev = 0;
-  FT_CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev < 0 || dev >= 64) dev = 0;
-  if (cached[dev] == 0) {
-    int n = 0;
-    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    cached[dev] = n > 0 ? n : 1;
-  }
-  return cached[dev];
 }
 
 }  // namespace ft::cuda::attn_detail

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -33,15 +34,25 @@ bool bulk_copy_supported() {
   return v;
 }
 
-int sm_count() {
-  static const int v = [] {
-    int dev = 0, n = 0;
-    FT_CUDA_CHECK(cudaGetDevice(&dev));
-    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }();
-  return v;
+namespace {
+// Attribute `a` of the current device, queried once per device (no sync: capture-safe). Devices past the
+// 64th are queried every call.
+template <cudaDeviceAttr A>
+int current_attribute() {
+  static std::atomic<int> cached[64] = {};
+  int dev = 0, n = 0;
+  FT_CUDA_CHECK(cudaGetDevice(&dev));
+  const bool keep = dev >= 0 && dev < 64;
+  if (keep && (n = cached[dev].load(std::memory_order_relaxed)) != 0) return n;
+  FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, A, dev));
+  if (keep) cached[dev].store(n, std::memory_order_relaxed);
+  return n;
 }
+}  // namespace
+
+int sm_count() { return current_attribute<cudaDevAttrMultiProcessorCount>(); }
+int max_smem_optin() { return current_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(); }
+int max_smem_per_sm() { return current_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(); }
 
 std::string apply_cache_config_env() {
   const char* e = std::getenv("FT_CUDA_CACHE_CONFIG");

@@ -15,8 +15,11 @@ inline bool has_device() { return device_count() > 0; }
 // be launched there). False without a device.
 bool bulk_copy_supported();
 
-// The current device's SM count (asked once a process; a CUDA error throws, so only with a device).
+// The current device's SM count, the shared memory a block may opt in to, and an SM's shared memory (bytes),
+// each asked once per device (no sync: capture-safe). A CUDA error throws, so only with a device.
 int sm_count();
+int max_smem_optin();
+int max_smem_per_sm();
 
 // FT_CUDA_CACHE_CONFIG=none|shared|l1|equal (a diagnostic knob): the device-wide L1 / shared-memory
 // preference (cudaDeviceSetCacheConfig) for kernels that set none themselves; unset, the driver's

@@ -59,16 +59,6 @@ inline int gemv_vector_bytes(const Params& p, int chunk_bytes) {
   return 0;
 }
 
-inline int max_smem_optin() {
-  static const int v = [] {
-    int dev = 0, n = 0;
-    FT_CUDA_CHECK(cudaGetDevice(&dev));
-    FT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    return n;
-  }();
-  return v;
-}
-
 // Allows `kernel` the most dynamic shared memory the device grants a block: the opt-in limit
 // less the kernel's static shared memory (which the limit counts too; setting the whole limit
 // on a kernel with static shared memory fails with cudaErrorInvalidValue). Returns that amount.

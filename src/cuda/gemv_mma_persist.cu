@@ -202,16 +202,6 @@ int persist_ctas_per_sm(K kernel, size_t smem, int threads, std::atomic<uint64_t
   return blocks;
 }
 
-int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    FT_CUDA_CHECK(cudaGetDevice(&dev));
-    FT_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    return v;
-  }();
-  return n;
-}
-
 std::atomic<int64_t> g_persist_launches{0};
 
 template <int F, int NG, int NS>

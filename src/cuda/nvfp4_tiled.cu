@@ -37,7 +37,7 @@ bool nvfp4_tile_ok(int64_t rows, int64_t k, int64_t row_bytes) {
 }
 
 bool nvfp4_tile_fits(int64_t row_bytes) {
-  return kTileRows * row_bytes <= static_cast<int64_t>(gemv_detail::max_smem_optin());
+  return kTileRows * row_bytes <= static_cast<int64_t>(max_smem_optin());
 }
 
 void nvfp4_tile(uint8_t* w, int64_t rows, int64_t row_bytes, cudaStream_t s) {
