@@ -9,6 +9,6 @@ R=/tmp/res4
 source bench/device_common.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv | tee -a "$R/log.txt"
 log "test_cuda (tiled, scan, attention decode, mma)"
-gpu_tests 100 'CudaNvfp4Tiled.*:CudaNvfp4Scan.*:GpuNvfp4Scan.*:CudaGemvMma*:*AttnDecode*:*AttentionDecode*:*Persist*'
+gpu_tests 100 'CudaNvfp4Tiled.*:CudaNvfp4Scan.*:GpuNvfp4Scan.*:GpuNvfp4Tiled.*:CudaGemvPersist.*:CudaGemvTma.*:CudaGemvNvfp4.*:CudaAttention*:GpuAttentionMma.*:Models/GpuVsCpu.*'
 grep -E '^\[ +(OK|FAILED) ' "$R/test.txt" | awk '{print $2}' | sort | uniq -c | tee -a "$R/log.txt"
 finish res4
