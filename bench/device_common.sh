@@ -191,6 +191,18 @@ ab_preamble() {
   models_wait
 }
 
+# gpu_preamble SECONDS FILTER PRESET..: ab_preamble with test_cuda (FILTER, "" for all, within SECONDS) run while the
+# presets' files are written.
+gpu_preamble() {
+  local secs=$1 filter=$2
+  shift 2
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv | tee -a "$R/log.txt"
+  models_bg "$@"
+  log "test_cuda ${filter:-(all)}"
+  gpu_tests "$secs" "$filter"
+  models_wait
+}
+
 # ft_bench_each UNTIL SECONDS "ARGS" FILE..: ft bench -m FILE --device cuda ARGS on each file (each within
 # SECONDS) while the call is younger than UNTIL seconds; rows (device column dropped) into $R/ft.md.
 ft_bench_each() {

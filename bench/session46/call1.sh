@@ -6,13 +6,10 @@
 #   cp build-evict/ft /tmp/base/ft_evict
 #   PACK_ONLY="ft test_cuda ft-bigmodel" PACK_EXTRA="/tmp/base/ft_evict" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 580 bash bench/session46/call1.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
+# (Ran with the preamble written out; now the same steps through device_common.sh's gpu_preamble.)
 R=/tmp/res1
 source bench/device_common.sh
-models_bg llama8b-nvfp4 qwen3moe-30b-nvfp4
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv | tee -a "$R/log.txt"
-log "test_cuda"
-gpu_tests 240
-models_wait
+gpu_preamble 240 "" llama8b-nvfp4 qwen3moe-30b-nvfp4
 tokens_under "FTBIN=ft_evict" "$L"
 tokens_under "FTBIN=ft_evict" "$Q"
 AB_BUDGET=430 ab_envs 10 "$L" "-" "FTBIN=ft_evict" -- -p 0 -n 128 -r 2 --bw-gbs 4562

@@ -9,11 +9,7 @@
 #   run(command="timeout -s KILL 230 bash bench/session46/call3.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
 R=/tmp/res3
 source bench/device_common.sh
-models_bg llama8b-nvfp4
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.total --format=csv | tee -a "$R/log.txt"
-log "test_cuda (the tiled launches, the scan)"
-gpu_tests 50 'CudaNvfp4Tiled.*:CudaNvfp4Scan.*:GpuNvfp4Scan.*:CudaGemvMma*'
-models_wait
+gpu_preamble 50 'CudaNvfp4Tiled.*:CudaNvfp4Scan.*:GpuNvfp4Scan.*:CudaGemvMma*' llama8b-nvfp4
 S=("FT_GLU_ORDER=0" "FT_ATTN_PRE_L1=1" "FT_ATTN_ROPE=0" "FT_ATTN_STAGE_KEYS=64" "FT_GEMV_RS_EARLY=0" "FT_GEMV_Y_EARLY=0"
    "FT_GEMV_NVFP4_LEAN_DENSE=0")
 for e in "${S[@]}"; do tokens_under "$e" "$L"; done

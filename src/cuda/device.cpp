@@ -35,7 +35,7 @@ bool bulk_copy_supported() {
 }
 
 namespace {
-// Attribute `a` of the current device, queried once per device (no sync: capture-safe). Devices past the
+// Attribute A of the current device, queried once per device (no sync: capture-safe). Devices past the
 // 64th are queried every call.
 template <cudaDeviceAttr A>
 int current_attribute() {
