@@ -78,7 +78,11 @@ const bool g_glu_fused = [] {
 // norm's fold (the lean wo kernel's tail, the gate|up launch's 1,792 CTAs each summing the partials)
 // costs more than the launch it saves. Also measured and removed: the FFN norm made by one CTA more of
 // the wo launch, polling the GEMV CTAs' release counts (session 40's 9432133; H200 session 41 call 1,
-// 5 rounds: 479.67 against 512.06 tok/s, -6.3%, the same bits). Eagerly loaded (H100 session 46 call 2, 10
+// 5 rounds: 479.67 against 512.06 tok/s, -6.3%, the same bits); and made by wo's last CTA through a ticket,
+// no polling (session 47, branch wip/norm-ticket; H100, 10-12 rounds: -11.9% to -13.6%, the same bits). What
+// loses is the norm body in one 128-thread CTA: without it the ticket launch costs 1.4-1.7%, with it ~9 us a
+// layer (ncu: wo 22.2 against 11.0 us alone), whatever the fences, trigger or weight staging -- one CTA's serial
+// ~1,270 instructions a warp. Eagerly loaded (H100 session 46 call 2, 10
 // rounds): 2 462.25 (sd 3.48), 0 454.24 (sd 3.41), 3 455.27 (sd 1.62) -- the default +1.8% / +1.5%.
 std::atomic<int> g_norm_fold{[] {
   const char* e = std::getenv("FT_NORM_FOLD");
