@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 47, call 2 (session 46's next_attn.sh, not run there, on a trace build packed beside main's binaries as
+# Session 47, call 2 (session 46's prepared next_attn.sh, which this replaces, on a trace build packed beside main's binaries as
 # ft_trace): where the short-context decode attention's ~7.3 us a layer go (H100 session 45 chain trace) -- ncu's
 # stall reasons and source counters of the attention launches of a Llama-8B decode at 64-72 keys beside the lean wo
 # and the FFN norm; then chain traces as is, without the key bound, with the attention's L1 prefetch, and with the
