@@ -3,7 +3,7 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled]
+//   ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled]
 //
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
@@ -311,13 +311,18 @@ struct Case {
 
 double g_read_bw = 0;  // bytes/s
 int g_sms = 0;
+// --copies N: exactly N copies of each case's weights, whatever the pool (0: the pool's count, at least 3).
+// N 1 keeps a matrix of up to ~40 MB in L2 (50 MB on the H100): the kernel then runs off HBM's limit, a proxy
+// for the per-weight work that holds it below a faster HBM's (the H200's).
+int64_t g_copies = 0;
 
 // Seconds per launch (dep: minus the quantiser's own time); prints a table row when `print`.
 double run_case(const Case& c, size_t pool_bytes, int launches, bool print = true) {
   const int64_t rb = row_bytes(c.type, c.k);
   const bool grouped = c.n_expert > 0;
   const int64_t matrix_bytes = rb * c.rows * (grouped ? c.n_expert : 1);
-  const int64_t copies = std::max<int64_t>(3, static_cast<int64_t>(pool_bytes) / matrix_bytes);
+  const int64_t copies =
+      g_copies > 0 ? g_copies : std::max<int64_t>(3, static_cast<int64_t>(pool_bytes) / matrix_bytes);
   DeviceBuffer w(static_cast<size_t>(matrix_bytes * copies));
   randomize(w, 17);
   if (c.tiled)  // random bytes, so tiling only moves them: the timing of the tiled reads
@@ -509,6 +514,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
     else if (a == "--launches" && i + 1 < argc) launches = std::atoi(argv[++i]);
+    else if (a == "--copies" && i + 1 < argc) g_copies = std::atoll(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--no-sweep") sweep = false;
     else if (a == "--nvfp4") nvfp4_only = true;
@@ -519,7 +525,7 @@ int main(int argc, char** argv) {
     else if (a == "--persist") persist_only = true;
     else if (a == "--tiled") tiled_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled]\n");
       return 2;
     }
   }
