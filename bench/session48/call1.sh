@@ -11,7 +11,7 @@
 R=/tmp/res1
 source bench/device_common.sh
 # The tiled kernels' SASS (no disassembler on the build machine): every nvfp4_mma_kernel instance, gzipped.
-(cuobjdump -sass "$B/ft" 2>&1 | awk '/Function : /{keep = /nvfp4_mma_kernel/} keep' | gzip > "$R/sass_mma.txt.gz") &
+(cuobjdump -sass "$B/ft-bench-gemv-cuda" 2>&1 | awk '/Function : /{keep = /nvfp4_mma_kernel/} keep' | gzip > "$R/sass_mma.txt.gz") &
 gpu_preamble 40 'CudaNvfp4Tiled.*:GpuNvfp4Tiled.*' llama8b-nvfp4
 for m in "--pool-gib 1" "--copies 1" "--copies 2"; do
   f=$R/gemv_$(echo "$m" | tr -d ' -').txt
@@ -21,9 +21,10 @@ for m in "--pool-gib 1" "--copies 1" "--copies 2"; do
 done
 log "ft-bench-gemv-cuda --tiled (sweep) --copies 1"
 timeout 120 "$B/ft-bench-gemv-cuda" --tiled --copies 1 > "$R/gemv_sweep_copies1.txt" 2>&1; echo "rc=$?" >> "$R/gemv_sweep_copies1.txt"
+wait
+python3 bench/sass_loop.py "$R/sass_mma.txt.gz" --kernel nvfp4_mma_kernel > "$R/sass_loops.txt" 2>&1; head -40 "$R/sass_loops.txt"
 S=("FT_GLU_ORDER=0" "FT_ATTN_PRE_L1=1" "FT_ATTN_ROPE=0" "FT_ATTN_STAGE_KEYS=64" "FT_GEMV_RS_EARLY=0" "FT_GEMV_Y_EARLY=0"
    "FT_GEMV_NVFP4_LEAN_DENSE=0")
 AB_BUDGET=500 ab_envs 2 "$L" "-" "${S[@]}" -- -p 0 -n 128 -r 2 --bw-gbs 4562
 ab_env_means "$L"
-python3 bench/sass_loop.py "$R/sass_mma.txt.gz" --kernel nvfp4_mma_kernel > "$R/sass_loops.txt" 2>&1; head -40 "$R/sass_loops.txt"
 finish res1
