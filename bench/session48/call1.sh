@@ -7,7 +7,7 @@
 #    If that time is near the H200's HBM time, the per-weight work is what holds the H200; if well below, latency is.
 # 3. session 47's call 7: seven older knobs eagerly loaded, Llama-8B, 2 rounds alternating.
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
-#   run(command="timeout -s KILL 360 bash bench/session48/call1.sh", carry=[".devcarry/pack"])
+#   run(command="timeout -s KILL 260 bash bench/session48/call1.sh", carry=[".devcarry/pack"])
 R=/tmp/res1
 source bench/device_common.sh
 # The tiled kernels' SASS (no disassembler on the build machine): every nvfp4_mma_kernel instance, gzipped.
@@ -25,6 +25,6 @@ wait
 python3 bench/sass_loop.py "$R/sass_mma.txt.gz" --kernel nvfp4_mma_kernel > "$R/sass_loops.txt" 2>&1; head -40 "$R/sass_loops.txt"
 S=("FT_GLU_ORDER=0" "FT_ATTN_PRE_L1=1" "FT_ATTN_ROPE=0" "FT_ATTN_STAGE_KEYS=64" "FT_GEMV_RS_EARLY=0" "FT_GEMV_Y_EARLY=0"
    "FT_GEMV_NVFP4_LEAN_DENSE=0")
-AB_BUDGET=330 ab_envs 2 "$L" "-" "${S[@]}" -- -p 0 -n 128 -r 2 --bw-gbs 4562
+AB_BUDGET=230 ab_envs 2 "$L" "-" "${S[@]}" -- -p 0 -n 128 -r 2 --bw-gbs 4562
 ab_env_means "$L"
 finish res1
