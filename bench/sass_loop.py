@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Static opcode mix of a kernel's loop in `cuobjdump -sass` output (no ncu needed): for each function whose name
+"""Static opcode mix of a kernel's loop in `cuobjdump -sass` or `nvdisasm -c` output (no ncu needed): for each function whose name
 holds SUBSTRING, the innermost backward branch around the first instruction holding OP (IMMA: a tensor-core GEMV's
 step loop) is taken as the loop, and its instructions are counted by opcode (predicated ones by their opcode too).
 Static counts: a branch inside the loop (e.g. a divergent tile load) counts once, whatever runs.
@@ -13,24 +13,43 @@ import re
 import sys
 
 INS = re.compile(r'/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);')
-FUN = re.compile(r'Function : (\S+)')
+# cuobjdump -sass names a function "Function : NAME"; nvdisasm, "//---- .text.NAME ----".
+FUN = re.compile(r'Function : (\S+)|^//-+ \.text\.(\S+) -+')
+
+
+LABEL = re.compile(r'^\s*(\.L_x_\d+):')
+LABEL_REF = re.compile(r'`\((\.L_x_\d+)\)')
+
+
+def resolved(body, labels):
+    """nvdisasm names branch targets by label (`(.L_x_6)`); cuobjdump, by address. Labels become addresses."""
+    return [(a, o, LABEL_REF.sub(lambda m: hex(labels.get(m.group(1), -1)) if m.group(1) in labels else m.group(0), r))
+            for a, o, r in body]
 
 
 def functions(text):
     """(name, [(addr, opcode, operands)]) per function of the dump."""
-    name, body = None, []
+    name, body, labels, pending = None, [], {}, []
     for line in text.split('\n'):
         m = FUN.search(line)
         if m:
             if name is not None:
-                yield name, body
-            name, body = m.group(1), []
+                yield name, resolved(body, labels)
+            name, body, labels, pending = m.group(1) or m.group(2), [], {}, []
+            continue
+        m = LABEL.search(line)
+        if m:
+            pending.append(m.group(1))
             continue
         m = INS.search(line)
         if m and name is not None:
-            body.append((int(m.group(1), 16), m.group(3), m.group(4).strip()))
+            addr = int(m.group(1), 16)
+            for lab in pending:
+                labels[lab] = addr
+            pending = []
+            body.append((addr, m.group(3), m.group(4).strip()))
     if name is not None:
-        yield name, body
+        yield name, resolved(body, labels)
 
 
 def loop_of(body, op):
@@ -80,6 +99,15 @@ def main():
         lo, hi = loop_of(b, 'IMMA')
         m = mix(b, lo, hi)
         assert n == 'k1' and (lo, hi) == (1, 4) and m == {'LDS': 1, 'IMMA': 1, 'PRMT': 1, 'BRA': 1}, (n, lo, hi, m)
+        t2 = ('//--------------------- .text.k2 --------------------------\n'
+              '        /*0000*/                   MOV R1, c[0x0][0x28] ;\n'
+              '.L_x_1:\n'
+              '        /*0010*/                   LDS R2, [R3] ;\n'
+              '        /*0020*/                   IMMA.16832.S8.S8 R4, R6, R8, R4 ;\n'
+              '        /*0030*/              @P1 BRA `(.L_x_1) ;\n'
+              '        /*0040*/                   EXIT ;\n')
+        (n, b), = list(functions(t2))
+        assert n == 'k2' and loop_of(b, 'IMMA') == (1, 3), (n, loop_of(b, 'IMMA'))
         print('ok')
         return 0
     raw = open(a.path, 'rb').read()
