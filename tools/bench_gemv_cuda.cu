@@ -3,7 +3,7 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled]
+//   ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean]
 //
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
@@ -315,6 +315,10 @@ int g_sms = 0;
 // N 1 keeps a matrix of up to ~40 MB in L2 (50 MB on the H100): the kernel then runs off HBM's limit, a proxy
 // for the per-weight work that holds it below a faster HBM's (the H200's).
 int64_t g_copies = 0;
+// --clean: tiled launches as for scanned weights (GemvArgs::scales_clean, nvfp4_scan.h) -- the instances without
+// the UE4M3 NaN codes' fix-up (74 fewer of a step loop's 338 SASS instructions, bench/sass_local.sh). The
+// bench's random scale bytes hold NaN codes, so only the timing means anything.
+bool g_clean = false;
 
 // Seconds per launch (dep: minus the quantiser's own time); prints a table row when `print`.
 double run_case(const Case& c, size_t pool_bytes, int launches, bool print = true) {
@@ -395,6 +399,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
     } else {
       a.w = w.as<uint8_t>() + (i % copies) * matrix_bytes;
       a.tiled = c.tiled;
+      a.scales_clean = c.tiled && g_clean;
     }
     if (c.dep) quantize_act_q8(x.as<float>(), c.k, c.k, x_rows, xq.get(), s);
     if (c.sol) {  // the bytes this launch's GEMV reads: the matrix, or its n_slot experts'
@@ -488,7 +493,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   }
   if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : c.sol == 6 ? "rows" : "sol";
   if (ran_tma) plan = "n5 (bulk-copy mma)";  // gemv_mma_tma.cu at its defaults
-  if (c.tiled) plan += " tiled";
+  if (c.tiled) plan += g_clean ? " tiled clean" : " tiled";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
     auto f = [](int v, int dflt) { return v == dflt ? std::string("-") : std::to_string(v); };
@@ -524,8 +529,9 @@ int main(int argc, char** argv) {
     else if (a == "--sol") sol_only = true;
     else if (a == "--persist") persist_only = true;
     else if (a == "--tiled") tiled_only = true;
+    else if (a == "--clean") g_clean = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean]\n");
       return 2;
     }
   }

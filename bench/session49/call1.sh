@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session 49, call 1 (~280 s): is the tiled GEMV held by its own per-weight work, and does the scan build pay
+# where HBM is faster than that work (an H200)? Session 48's call 1 less its SASS dump (now made on the build
+# machine: bench/sass_local.sh; the scanned loop is 264 SASS instructions a step against the checked 338).
+# 1. test_cuda CudaNvfp4Tiled.* / GpuNvfp4Tiled.* / *Nvfp4Scan.* (AfterGemvLaunchEqualsThePlainOne has not yet
+#    run on a GPU).
+# 2. ft-bench-gemv-cuda --tiled --no-sweep, checked and --clean, from HBM and from L2 (--copies 1: every tiled
+#    shape's one matrix, <= 33 MB, stays in the 50 MB L2), and the plain read of the same bytes from L2.
+# 3. Llama-8B tg128, FT_NVFP4_SCAN=0 / 1 alternating, eagerly loaded, until 270 s.
+#   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
+#   run(command="timeout -s KILL 290 bash bench/session49/call1.sh", carry=[".devcarry/pack"])
+R=/tmp/res1
+source bench/device_common.sh
+gpu_preamble 40 'CudaNvfp4Tiled.*:GpuNvfp4Tiled.*:*Nvfp4Scan.*' llama8b-nvfp4
+for m in "--pool-gib 1" "--pool-gib 1 --clean" "--copies 1" "--copies 1 --clean"; do
+  f=$R/gemv_$(echo "$m" | tr -d ' -').txt
+  log "ft-bench-gemv-cuda --tiled --no-sweep $m"
+  timeout 60 "$B/ft-bench-gemv-cuda" --tiled --no-sweep $m > "$f" 2>&1; echo "rc=$?" >> "$f"
+  grep -E "^\| tiled|read bandwidth|rc=" "$f" | cut -c1-200
+done
+log "ft-bench-gemv-cuda --sol --copies 1"
+timeout 60 "$B/ft-bench-gemv-cuda" --sol --copies 1 > "$R/gemv_sol_copies1.txt" 2>&1; echo "rc=$?" >> "$R/gemv_sol_copies1.txt"
+grep -E "^\| [0-9]|rc=" "$R/gemv_sol_copies1.txt" | cut -c1-160
+AB_BUDGET=270 ab_envs 6 "$L" "FT_NVFP4_SCAN=0" "FT_NVFP4_SCAN=1" -- -p 0 -n 128 -r 2 --bw-gbs 4562
+ab_env_means "$L"
+finish res1
