@@ -3,7 +3,7 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean]
+//   ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean] [--direct]
 //
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -56,6 +57,7 @@
 #include "cuda/gemv_tuning.h"
 #include "cuda/nvfp4_tiled.h"
 #include "cuda/pdl.cuh"
+#include "gemv_direct_proto.cuh"
 
 using namespace ft;
 using namespace ft::cuda;
@@ -508,13 +510,96 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   return t;
 }
 
+
+// --direct (tools/gemv_direct_proto.cuh): the register-fed prototype of the tiled GEMV beside the tiled
+// kernel itself, on one shape. First the check: one random tiled matrix through gemv() (checked scales) and,
+// repacked, through every prototype instance (checked) -- rows bitwise equal, max |diff|. Then back-to-back
+// times over `copies` copies (direct layout, random bytes: timing only): the tiled kernel (checked / clean, its
+// routed warps x stages) and the prototype at warps x steps ahead, checked and clean.
+void run_direct(int64_t rows, int64_t k, size_t pool_bytes, int launches) {
+  using namespace ft::cuda::direct_proto;
+  const int64_t rb = k / 64 * 36, matrix_bytes = rb * rows, pieces = matrix_bytes / 2304;
+  const int64_t copies = g_copies > 0 ? g_copies : std::max<int64_t>(3, static_cast<int64_t>(pool_bytes) / matrix_bytes);
+  DeviceBuffer x(static_cast<size_t>(k * 4)), xq(act_q8_bytes(k, 1)), y(static_cast<size_t>(rows * 4)),
+      y2(static_cast<size_t>(rows * 4));
+  {
+    std::vector<float> hx(static_cast<size_t>(k));
+    for (size_t i = 0; i < hx.size(); ++i) hx[i] = static_cast<float>((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
+    x.upload(hx.data(), hx.size() * 4);
+  }
+  quantize_act_q8(x.as<float>(), k, k, 1, xq.get(), nullptr);
+  auto args = [&](const uint8_t* w, float* out, bool clean) {
+    GemvArgs a;
+    a.type = GgmlType::NVFP4, a.row_bytes = rb, a.k = k, a.rows = rows, a.x = x.as<float>(), a.ldx = k, a.n_tok = 1;
+    a.y = out, a.ldy = rows, a.xq = xq.get(), a.w = w, a.tiled = true, a.scales_clean = clean;
+    return a;
+  };
+  struct Cfg {
+    int nw, pd;
+  };
+  const Cfg cfgs[] = {{4, 2}, {4, 3}, {8, 2}, {8, 3}, {8, 4}};
+  {  // the check
+    DeviceBuffer wt(static_cast<size_t>(matrix_bytes)), wd(static_cast<size_t>(matrix_bytes));
+    randomize(wt, 23);
+    nvfp4_tile(wt.as<uint8_t>(), rows, rb, nullptr);
+    gemv(args(wt.as<uint8_t>(), y.as<float>(), false), nullptr);
+    repack_direct<<<static_cast<unsigned>((pieces * 32 + 255) / 256), 256>>>(wt.as<uint8_t>(), wd.as<uint8_t>(), pieces);
+    FT_CUDA_CHECK_LAUNCH();
+    std::vector<float> hr(static_cast<size_t>(rows)), hd(static_cast<size_t>(rows));
+    y.download(hr.data(), hr.size() * 4);
+    for (const Cfg& f : cfgs) {
+      FT_CUDA_CHECK(cudaMemset(y2.get(), 0xFF, y2.bytes()));
+      if (!launch(DirectParams{wd.as<uint8_t>(), xq.as<uint8_t>(), y2.as<float>(), rows, k}, f.nw, f.pd, true, nullptr)) {
+        std::printf("direct %lldx%lld %d/%d: no instance\n", static_cast<long long>(rows), static_cast<long long>(k), f.nw,
+                    f.pd);
+        continue;
+      }
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      y2.download(hd.data(), hd.size() * 4);
+      int64_t same = 0;
+      double md = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        same += std::memcmp(&hr[r], &hd[r], 4) == 0;
+        md = std::max(md, static_cast<double>(std::fabs(hr[r] - hd[r])));
+      }
+      std::printf("direct check %lldx%lld %d warps / %d ahead: %lld of %lld rows bitwise equal to the tiled kernel, max |diff| %g\n",
+                  static_cast<long long>(rows), static_cast<long long>(k), f.nw, f.pd, static_cast<long long>(same),
+                  static_cast<long long>(rows), md);
+    }
+  }
+  DeviceBuffer w(static_cast<size_t>(matrix_bytes * copies));
+  randomize(w, 17);
+  auto row = [&](const char* what, double t) {
+    const double gbs = static_cast<double>(matrix_bytes) / t * 1e-9;
+    std::printf("| %lldx%lld | %s | %.2f | %.0f | %.1f%% |\n", static_cast<long long>(rows), static_cast<long long>(k), what,
+                t * 1e6, gbs, 100.0 * gbs * 1e9 / g_read_bw);
+  };
+  for (bool clean : {false, true}) {
+    const double t = time_graph(launches, [&](int i, cudaStream_t s) {
+      gemv(args(w.as<uint8_t>() + (i % copies) * matrix_bytes, y.as<float>(), clean), s);
+    });
+    row(clean ? "tiled clean" : "tiled", t);
+  }
+  for (const Cfg& f : cfgs)
+    for (bool chk : {true, false}) {
+      bool ok = true;
+      const double t = time_graph(launches, [&](int i, cudaStream_t s) {
+        ok = launch(DirectParams{w.as<uint8_t>() + (i % copies) * matrix_bytes, xq.as<uint8_t>(), y2.as<float>(), rows, k}, f.nw,
+                    f.pd, chk, s) && ok;
+      });
+      if (!ok) continue;
+      char what[48];
+      std::snprintf(what, sizeof what, "direct %d/%d%s", f.nw, f.pd, chk ? "" : " clean");
+      row(what, t);
+    }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
   bool quick = false, sweep = true, nvfp4_only = false, variants_only = false, dense_only = false, experts_only = false;
-  bool sol_only = false, persist_only = false, tiled_only = false;
+  bool sol_only = false, persist_only = false, tiled_only = false, direct_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
@@ -530,8 +615,9 @@ int main(int argc, char** argv) {
     else if (a == "--persist") persist_only = true;
     else if (a == "--tiled") tiled_only = true;
     else if (a == "--clean") g_clean = true;
+    else if (a == "--direct") direct_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean] [--direct]\n");
       return 2;
     }
   }
@@ -592,6 +678,13 @@ int main(int argc, char** argv) {
     };
     const int64_t dense_shapes[][2] = {{14336, 4096}, {28672, 4096}, {6144, 4096}, {4096, 4096},
                                        {4096, 14336}, {5120, 2048},  {2048, 4096}};
+    if (direct_only) {
+      std::printf("\n| shape | kernel | us | GB/s | %% read BW |\n|---|---|---|---|---|\n");
+      for (const auto& d : {std::array<int64_t, 2>{4096, 14336}, std::array<int64_t, 2>{28672, 4096},
+                            std::array<int64_t, 2>{14336, 4096}, std::array<int64_t, 2>{6144, 4096}})
+        run_direct(d[0], d[1], pool, launches);
+      return 0;
+    }
     if (tiled_only) {
       // The tiled layout's one-token kernel over its knobs, after a dependent quantiser (as in a
       // decode step): gemv_mma.cu at warps x stages. (Session 19's sweep also ran the bulk-copy

@@ -4,19 +4,22 @@
 # machine: bench/sass_local.sh; the scanned loop is 264 SASS instructions a step against the checked 338).
 # 1. test_cuda CudaNvfp4Tiled.* / GpuNvfp4Tiled.* / *Nvfp4Scan.* (AfterGemvLaunchEqualsThePlainOne has not yet
 #    run on a GPU).
-# 2. ft-bench-gemv-cuda --tiled --no-sweep, checked and --clean, from HBM and from L2 (--copies 1: every tiled
-#    shape's one matrix, <= 33 MB, stays in the 50 MB L2), and the plain read of the same bytes from L2.
+# 2. ft-bench-gemv-cuda --direct (the register-fed prototype beside the tiled kernel, checked and clean), from
+#    HBM and from L2 (--copies 1: the 33 MB and smaller matrices stay in the 50 MB L2; 28672x4096, 66 MB, not),
+#    and the plain read of the same bytes from L2.
 # 3. Llama-8B tg128, FT_NVFP4_SCAN=0 / 1 alternating, eagerly loaded, until 270 s.
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 290 bash bench/session49/call1.sh", carry=[".devcarry/pack"])
 R=/tmp/res1
 source bench/device_common.sh
 gpu_preamble 40 'CudaNvfp4Tiled.*:GpuNvfp4Tiled.*:*Nvfp4Scan.*' llama8b-nvfp4
-for m in "--pool-gib 1" "--pool-gib 1 --clean" "--copies 1" "--copies 1 --clean"; do
-  f=$R/gemv_$(echo "$m" | tr -d ' -').txt
-  log "ft-bench-gemv-cuda --tiled --no-sweep $m"
-  timeout 60 "$B/ft-bench-gemv-cuda" --tiled --no-sweep $m > "$f" 2>&1; echo "rc=$?" >> "$f"
-  grep -E "^\| tiled|read bandwidth|rc=" "$f" | cut -c1-200
+# The register-fed prototype beside the tiled kernel (checked / clean), from HBM and from L2 (--copies 1), after
+# its bitwise check against the tiled kernel (tools/gemv_direct_proto.cuh).
+for m in "--pool-gib 1" "--copies 1"; do
+  f=$R/direct_$(echo "$m" | tr -d ' -').txt
+  log "ft-bench-gemv-cuda --direct $m"
+  timeout 60 "$B/ft-bench-gemv-cuda" --direct $m > "$f" 2>&1; echo "rc=$?" >> "$f"
+  grep -E "^\| [0-9]|check|read|rc=" "$f" | cut -c1-200
 done
 log "ft-bench-gemv-cuda --sol --copies 1"
 timeout 60 "$B/ft-bench-gemv-cuda" --sol --copies 1 > "$R/gemv_sol_copies1.txt" 2>&1; echo "rc=$?" >> "$R/gemv_sol_copies1.txt"

@@ -2,8 +2,9 @@
 # Session 49, one call for everything (~570 s; for when device calls are few): llama.cpp v0.5.0's CUDA llama-bench
 # builds in the background while the GPU runs, in order of worth:
 # 1. test_cuda on the tiled / scan tests (CudaNvfp4Tiled.AfterGemvLaunchEqualsThePlainOne never ran on a GPU).
-# 2. ft-bench-gemv-cuda --tiled --no-sweep, checked and --clean, from HBM and from L2 (--copies 1), and L2's
-#    plain read (--sol --copies 1): does the kernel's own work hold it (session 48's decision rule)?
+# 2. ft-bench-gemv-cuda --direct: the register-fed prototype (tools/gemv_direct_proto.cuh) beside the tiled
+#    kernel, checked and clean, from HBM and from L2 (--copies 1), and L2's plain read (--sol --copies 1): does
+#    the kernel's own work hold it (session 48's decision rule), and does feeding registers directly pay?
 # 3. Llama-8B tg128, FT_NVFP4_SCAN=0 / 1 alternating, eagerly loaded (H100 sessions 44-45: +0.4%, noise; the
 #    scanned loop is 264 SASS instructions a step against 338, bench/sass_local.sh), until the build is done.
 # 4. issue 3's rows once the build is done: ft bench (main's defaults and FT_NVFP4_SCAN=1) beside llama-bench,
@@ -14,11 +15,13 @@ R=/tmp/resa
 source bench/device_common.sh
 llama_build_bg
 gpu_preamble 45 'CudaNvfp4Tiled.*:GpuNvfp4Tiled.*:*Nvfp4Scan.*' llama8b-nvfp4 qwen3moe-30b-nvfp4
-for m in "--pool-gib 1" "--pool-gib 1 --clean" "--copies 1" "--copies 1 --clean"; do
-  f=$R/gemv_$(echo "$m" | tr -d ' -').txt
-  log "ft-bench-gemv-cuda --tiled --no-sweep $m"
-  timeout 45 "$B/ft-bench-gemv-cuda" --tiled --no-sweep $m > "$f" 2>&1; echo "rc=$?" >> "$f"
-  grep -E "^\| tiled|read bandwidth|rc=" "$f" | cut -c1-200
+# The register-fed prototype beside the tiled kernel (checked / clean), from HBM and from L2 (--copies 1), after
+# its bitwise check against the tiled kernel (tools/gemv_direct_proto.cuh).
+for m in "--pool-gib 1" "--copies 1"; do
+  f=$R/direct_$(echo "$m" | tr -d ' -').txt
+  log "ft-bench-gemv-cuda --direct $m"
+  timeout 60 "$B/ft-bench-gemv-cuda" --direct $m > "$f" 2>&1; echo "rc=$?" >> "$f"
+  grep -E "^\| [0-9]|check|read|rc=" "$f" | cut -c1-200
 done
 log "ft-bench-gemv-cuda --sol --copies 1"
 timeout 45 "$B/ft-bench-gemv-cuda" --sol --copies 1 > "$R/gemv_sol_copies1.txt" 2>&1; echo "rc=$?" >> "$R/gemv_sol_copies1.txt"
