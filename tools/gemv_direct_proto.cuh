@@ -70,10 +70,11 @@ struct StepRegs {
   uint2 s;
 };
 
-__device__ __forceinline__ void load_step(const uint8_t* p, int lane, StepRegs& r) {
+// pc: the lane's first code vector of the step (step + 16 lane), ps: its scale pair (step + 2048 + 8 lane).
+__device__ __forceinline__ void load_step(const uint8_t* pc, const uint8_t* ps, StepRegs& r) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) r.v[j] = __ldcs(reinterpret_cast<const uint4*>(p + 16 * (32 * j + lane)));
-  r.s = __ldcs(reinterpret_cast<const uint2*>(p + 2048 + 8 * lane));
+  for (int j = 0; j < 4; ++j) r.v[j] = __ldcs(reinterpret_cast<const uint4*>(pc + 512 * j));
+  r.s = __ldcs(reinterpret_cast<const uint2*>(ps));
 }
 
 __device__ __forceinline__ uint32_t word_of(const StepRegs& r, int q) {
@@ -125,12 +126,15 @@ __global__ void __launch_bounds__(NW * 32) direct_kernel(const DirectParams p, c
   const int nb = static_cast<int>(p.k / 64), n_steps = nb / kMmaStepBlocks;
   const uint8_t* wbase = p.w + row0 * (p.k / 64 * 36);
   const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
-  auto at = [&](int i) { return wbase + static_cast<int64_t>(warp + NW * i) * kMmaStageBytes; };
+  // Running pointers, so that a step's 5 loads are immediate offsets from two registers.
+  constexpr int kStride = NW * kMmaStageBytes;  // bytes between a warp's steps
+  const uint8_t* pc = wbase + warp * kMmaStageBytes + 16 * lane;
+  const uint8_t* ps = wbase + warp * kMmaStageBytes + 2048 + 8 * lane;
 
   StepRegs ring[PD];
 #pragma unroll
   for (int u = 0; u < PD; ++u)
-    if (u < my_steps) load_step(at(u), lane, ring[u]);
+    if (u < my_steps) load_step(pc + u * kStride, ps + u * kStride, ring[u]);
   pdl_wait();
   pdl_trigger();
 
@@ -150,13 +154,22 @@ __global__ void __launch_bounds__(NW * 32) direct_kernel(const DirectParams p, c
   const uint8_t* frag = smem + sm.frag + 16 * c;
 
   float acc0 = 0.0f, acc8 = 0.0f;
-  for (int i0 = 0; i0 < my_steps; i0 += PD) {
+  int i0 = 0;
+  // Whole rounds whose refills all exist: no per-step tests.
+  for (; i0 + 2 * PD <= my_steps; i0 += PD, pc += PD * kStride, ps += PD * kStride) {
+#pragma unroll
+    for (int u = 0; u < PD; ++u) {
+      step_acc<CHK>(ring[u], frag, xd, warp + NW * (i0 + u), tab, my_tile, bx, c, acc0, acc8);
+      load_step(pc + (u + PD) * kStride, ps + (u + PD) * kStride, ring[u]);
+    }
+  }
+  for (; i0 < my_steps; i0 += PD, pc += PD * kStride, ps += PD * kStride) {
 #pragma unroll
     for (int u = 0; u < PD; ++u) {
       const int i = i0 + u;
       if (i < my_steps) {
         step_acc<CHK>(ring[u], frag, xd, warp + NW * i, tab, my_tile, bx, c, acc0, acc8);
-        if (i + PD < my_steps) load_step(at(i + PD), lane, ring[u]);
+        if (i + PD < my_steps) load_step(pc + (u + PD) * kStride, ps + (u + PD) * kStride, ring[u]);
       }
     }
   }
