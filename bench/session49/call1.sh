@@ -10,7 +10,7 @@
 # 3. Llama-8B tg128, FT_NVFP4_SCAN=0 / 1 alternating, eagerly loaded, until 270 s.
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 290 bash bench/session49/call1.sh", carry=[".devcarry/pack"])
-R=/tmp/res1
+R=${OUT:-/tmp/out}/res1  # under $OUT: a call cut short still brings back what it wrote
 source bench/device_common.sh
 gpu_preamble 40 'CudaNvfp4Tiled.*:GpuNvfp4Tiled.*:*Nvfp4Scan.*' llama8b-nvfp4
 # The register-fed prototype beside the tiled kernel (checked / clean), from HBM and from L2 (--copies 1), after
@@ -26,4 +26,4 @@ timeout 60 "$B/ft-bench-gemv-cuda" --sol --copies 1 > "$R/gemv_sol_copies1.txt" 
 grep -E "^\| [0-9]|rc=" "$R/gemv_sol_copies1.txt" | cut -c1-160
 AB_BUDGET=270 ab_envs 6 "$L" "FT_NVFP4_SCAN=0" "FT_NVFP4_SCAN=1" -- -p 0 -n 128 -r 2 --bw-gbs 4562
 ab_env_means "$L"
-finish res1
+log done  # R is under $OUT already

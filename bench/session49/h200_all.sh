@@ -11,7 +11,7 @@
 #    Llama-8B then Qwen3-30B-A3B, -p 512 -n 128 at depth 0 (depths 4k / 16k: bench/h200_final.sh).
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 590 bash bench/session49/h200_all.sh", carry=[".devcarry/pack"])
-R=/tmp/resa
+R=${OUT:-/tmp/out}/resa  # under $OUT: a call cut short still brings back what it wrote
 source bench/device_common.sh
 llama_build_bg
 gpu_preamble 45 'CudaNvfp4Tiled.*:GpuNvfp4Tiled.*:*Nvfp4Scan.*' llama8b-nvfp4 qwen3moe-30b-nvfp4
@@ -47,4 +47,4 @@ for f in $L $Q; do
       tee -a "$R/llama-bench.md"
   fi
 done
-finish resa
+log done  # R is under $OUT already
