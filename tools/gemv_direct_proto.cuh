@@ -187,10 +187,10 @@ template <int NW, int PD, bool CHK>
 bool launch_one(const DirectParams& p, cudaStream_t s) {
   const MmaSmem sm = mma_smem(p.k, NW, 0, NW * kMmaRows * 4);
   auto kernel = direct_kernel<NW, PD, CHK>;
-  static bool attr = false;
-  if (!attr) {
+  static int opted = 0;  // the largest dynamic shared memory opted into so far
+  if (sm.total > opted) {
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sm.total) != cudaSuccess) return false;
-    attr = true;
+    opted = sm.total;
   }
   launch_pdl(kernel, dim3(static_cast<unsigned>((p.rows + 15) / 16)), dim3(NW * 32), static_cast<size_t>(sm.total), s,
              p, sm);
