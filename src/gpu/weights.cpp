@@ -376,13 +376,16 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
   }
 
   // The dense NVFP4 projections scanned for the UE4M3 NaN codes (cuda/nvfp4_scan.h): the clean ones --
-  // every one of a sane file -- take the tensor-core GEMVs without the codes' fix-up. Opt-in
-  // (FT_NVFP4_SCAN=1): no gain beyond noise. H100 session 45, Llama-8B tg128 alternating: with the kernels
-  // loaded lazily (the default) where their code lands moved decode by up to 2% with the same code (call 3:
-  // a probe with the fix-up compiled out of both instance sets, 463.30 unscanned against 453.85 scanned);
-  // loaded eagerly, 10 rounds (call 4), unscanned 457.19 against scanned 458.95 (+0.4%, rounds 451-462).
+  // every one of a sane file -- take the tensor-core GEMVs without the codes' fix-up (FT_NVFP4_SCAN=0: off).
+  // The same bits either way (GpuNvfp4Scan.CleanSessionEqualsCheckedOne). Why on: the fix-up is 74 of the
+  // tiled GEMV's 338 SASS instructions a 4,096-weight step (bench/sass_local.sh), and the kernel's own work is
+  // what holds it on the H200. H100 session 49, the weights in L2 (ft-bench-gemv-cuda --direct --copies 1, off
+  // HBM's limit: the time the kernel's work takes): 4096x14336 10.55 -> 9.44 us, 14336x4096 11.07 -> 9.86,
+  // 6144x4096 5.30 -> 4.66 -- the checked 10.55 is about the H200's 11.21 us from HBM (session 31). End to end on
+  // an H100, where HBM holds the GEMVs, it is neutral: Llama-8B tg128 alternating, eagerly loaded, session 45
+  // +0.4% (10 rounds), session 49 +0.18% (6 rounds, t 0.6); Qwen3-30B-A3B 496.94 against 495.69.
   const char* scan_env = std::getenv("FT_NVFP4_SCAN");
-  const bool scan_on = scan_env != nullptr && std::string(scan_env) == "1";
+  const bool scan_on = scan_env == nullptr || std::string(scan_env) != "0";
   auto scan = [this](DevLinear& l) {
     for (DevMatrix& p : l.parts)
       if (p.type == GgmlType::NVFP4 && p.w != nullptr) {

@@ -106,7 +106,7 @@ class DeviceWeights {
 
   size_t bytes() const { return arena_.bytes(); }
   int tiled_count() const { return tiled_count_; }
-  // NVFP4 matrices the scan (FT_NVFP4_SCAN=1) found free of the UE4M3 NaN codes (0 when it did not run).
+  // NVFP4 matrices the scan (on unless FT_NVFP4_SCAN=0) found free of the UE4M3 NaN codes (0 when it did not run).
   int clean_count() const { return clean_count_; }
 
   DevMatrix token_embd;  // rows = n_vocab, k = n_embd
