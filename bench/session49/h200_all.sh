@@ -7,7 +7,8 @@
 #    the kernel's own work hold it (session 48's decision rule), and does feeding registers directly pay?
 # 3. Llama-8B tg128, FT_NVFP4_SCAN=0 / 1 alternating, eagerly loaded (H100 sessions 44-45: +0.4%, noise; the
 #    scanned loop is 264 SASS instructions a step against 338, bench/sass_local.sh), until the build is done.
-# 4. issue 3's rows once the build is done: ft bench (main's defaults and FT_NVFP4_SCAN=1) beside llama-bench,
+# 4. issue 3's rows once the build is done: ft bench (main's defaults -- scanned since session 49 -- and
+#    FT_NVFP4_SCAN=0) beside llama-bench,
 #    Llama-8B then Qwen3-30B-A3B, -p 512 -n 128 at depth 0 (depths 4k / 16k: bench/h200_final.sh).
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 590 bash bench/session49/h200_all.sh", carry=[".devcarry/pack"])
@@ -34,7 +35,7 @@ done
 ab_env_means "$L"
 llama_wait 400
 for f in $L $Q; do
-  for e in "-" "FT_NVFP4_SCAN=1"; do
+  for e in "-" "FT_NVFP4_SCAN=0"; do
     budget 540 "ft bench $e $f" || break
     log "ft bench $e $(basename "$f")"
     [ "$e" = "-" ] && e=""
