@@ -536,8 +536,10 @@ void run_direct(int64_t rows, int64_t k, size_t pool_bytes, int launches) {
   };
   struct Cfg {
     int nw, pd;
+    bool ring;  // the per-lane cp.async ring of pd stages (direct_cp_kernel), not pd steps in registers
   };
-  const Cfg cfgs[] = {{4, 2}, {4, 3}, {8, 2}, {8, 3}, {8, 4}};
+  const Cfg cfgs[] = {{4, 2, false}, {4, 3, false}, {8, 2, false}, {8, 3, false}, {8, 4, false},
+                      {4, 2, true},  {4, 3, true},  {8, 3, true},  {8, 4, true}};
   {  // the check
     DeviceBuffer wt(static_cast<size_t>(matrix_bytes)), wd(static_cast<size_t>(matrix_bytes));
     randomize(wt, 23);
@@ -549,9 +551,10 @@ void run_direct(int64_t rows, int64_t k, size_t pool_bytes, int launches) {
     y.download(hr.data(), hr.size() * 4);
     for (const Cfg& f : cfgs) {
       FT_CUDA_CHECK(cudaMemset(y2.get(), 0xFF, y2.bytes()));
-      if (!launch(DirectParams{wd.as<uint8_t>(), xq.as<uint8_t>(), y2.as<float>(), rows, k}, f.nw, f.pd, true, nullptr)) {
-        std::printf("direct %lldx%lld %d/%d: no instance\n", static_cast<long long>(rows), static_cast<long long>(k), f.nw,
-                    f.pd);
+      if (!launch(DirectParams{wd.as<uint8_t>(), xq.as<uint8_t>(), y2.as<float>(), rows, k}, f.nw, f.pd, true, nullptr,
+                  f.ring)) {
+        std::printf("direct %lldx%lld %d/%d%s: no instance\n", static_cast<long long>(rows), static_cast<long long>(k),
+                    f.nw, f.pd, f.ring ? " ring" : "");
         continue;
       }
       FT_CUDA_CHECK(cudaDeviceSynchronize());
@@ -562,9 +565,9 @@ void run_direct(int64_t rows, int64_t k, size_t pool_bytes, int launches) {
         same += std::memcmp(&hr[r], &hd[r], 4) == 0;
         md = std::max(md, static_cast<double>(std::fabs(hr[r] - hd[r])));
       }
-      std::printf("direct check %lldx%lld %d warps / %d ahead: %lld of %lld rows bitwise equal to the tiled kernel, max |diff| %g\n",
-                  static_cast<long long>(rows), static_cast<long long>(k), f.nw, f.pd, static_cast<long long>(same),
-                  static_cast<long long>(rows), md);
+      std::printf("direct check %lldx%lld %d warps / %d %s: %lld of %lld rows bitwise equal to the tiled kernel, max |diff| %g\n",
+                  static_cast<long long>(rows), static_cast<long long>(k), f.nw, f.pd, f.ring ? "stages (ring)" : "ahead",
+                  static_cast<long long>(same), static_cast<long long>(rows), md);
     }
   }
   DeviceBuffer w(static_cast<size_t>(matrix_bytes * copies));
@@ -596,11 +599,11 @@ void run_direct(int64_t rows, int64_t k, size_t pool_bytes, int launches) {
         const double t = time_graph(launches, [&](int i, cudaStream_t s) {
           quant(s);
           ok = launch(DirectParams{w.as<uint8_t>() + (i % copies) * matrix_bytes, xq.as<uint8_t>(), y2.as<float>(), rows, k},
-                      f.nw, f.pd, chk, s) && ok;
+                      f.nw, f.pd, chk, s, f.ring) && ok;
         });
         if (!ok) continue;
         char what[48];
-        std::snprintf(what, sizeof what, "direct %d/%d%s%s", f.nw, f.pd, chk ? "" : " clean", mode);
+        std::snprintf(what, sizeof what, "direct%s %d/%d%s%s", f.ring ? " ring" : "", f.nw, f.pd, chk ? "" : " clean", mode);
         row(what, t - tq);
       }
   }

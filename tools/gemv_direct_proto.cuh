@@ -21,6 +21,7 @@
 
 #include <cstdint>
 
+#include "cuda/cp_async.cuh"
 #include "cuda/gemv_mma.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/pdl.cuh"
@@ -182,6 +183,94 @@ __global__ void __launch_bounds__(NW * 32) direct_kernel(const DirectParams p, c
   }
 }
 
+// The same layout behind a per-lane cp.async ring of NS stages in shared memory: each lane copies its own 72
+// bytes of a step (4 x 16 + 8) and reads back only those (4 LDS.128 + 1 LDS.64), so the thread's own
+// cp.async.wait_group orders them -- no __syncwarp -- and the ring holds the tiled kernel's depth of bytes in
+// flight without the register ring's cost (96-128 registers at 2-4 steps ahead).
+template <int NW, int NS, bool CHK>
+__global__ void __launch_bounds__(NW * 32) direct_cp_kernel(const DirectParams p, const MmaSmem sm) {
+  static_assert(NS >= 2 && NS <= 4, "cp_async_wait takes 0..3 pending groups");
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  const int g = lane >> 2, c = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kMmaRows;
+  const int nb = static_cast<int>(p.k / 64), n_steps = nb / kMmaStepBlocks;
+  const uint8_t* wbase = p.w + row0 * (p.k / 64 * 36);
+  const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
+  constexpr int kStride = NW * kMmaStageBytes;
+  const uint8_t* pc = wbase + warp * kMmaStageBytes + 16 * lane;
+  const uint8_t* ps = wbase + warp * kMmaStageBytes + 2048 + 8 * lane;
+  // This lane's bytes of stage u: codes at lc + u * kMmaStageBytes + 512 j, scales at ls + u * kMmaStageBytes.
+  uint8_t* lc = smem + sm.stage + warp * (NS * kMmaStageBytes) + 16 * lane;
+  uint8_t* ls = smem + sm.stage + warp * (NS * kMmaStageBytes) + 2048 + 8 * lane;
+  auto issue = [&](int i, int u) {
+    if (i < my_steps) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) cp_async16(lc + u * kMmaStageBytes + 512 * j, pc + i * kStride + 512 * j);
+      cp_async8(ls + u * kMmaStageBytes, ps + i * kStride);
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int u = 0; u < NS - 1; ++u) issue(u, u);
+  pdl_wait();
+  pdl_trigger();
+
+  uint8_t* frag_s = smem + sm.frag;
+  float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
+  const bool one_pass = (NW >= 8 && mma_build_x_1pass<8, 2>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)) ||
+                        (NW == 4 && mma_build_x_1pass<4, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32));
+  if (!one_pass) mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  mma_put_table(smem);
+  __syncthreads();
+  const float* xd = xd_s;
+  const E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
+  const int my_tile = (c >> 1) == (g & 1) ? g >> 1 : -1;
+  uint4 bx[4];
+#pragma unroll
+  for (int t = 0; t < 4; ++t) bx[t] = make_uint4(0, 0, 0, 0);
+  const uint8_t* frag = smem + sm.frag + 16 * c;
+
+  float acc0 = 0.0f, acc8 = 0.0f;
+  for (int i0 = 0; i0 < my_steps; i0 += NS) {
+#pragma unroll
+    for (int u = 0; u < NS; ++u) {
+      const int i = i0 + u;
+      if (i < my_steps) {  // warp-uniform
+        cp_async_wait(NS - 2);  // step i's copies (this lane's) landed
+        StepRegs r;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) r.v[j] = *reinterpret_cast<const uint4*>(lc + u * kMmaStageBytes + 512 * j);
+        r.s = *reinterpret_cast<const uint2*>(ls + u * kMmaStageBytes);
+        issue(i + NS - 1, (u + NS - 1) % NS);  // into the stage read a step ago (its loads are in r's past)
+        step_acc<CHK>(r, frag, xd, warp + NW * i, tab, my_tile, bx, c, acc0, acc8);
+      }
+    }
+  }
+  cp_async_wait(0);
+  float* red = reinterpret_cast<float*>(smem + sm.red);
+  mma_warp_rows_out(acc0, acc8, g, c, red, warp);
+  __syncthreads();
+  if (threadIdx.x < kMmaRows) {
+    const int64_t row = row0 + threadIdx.x;
+    if (row < p.rows) p.y[row] = mma_rows_sum(red, NW, static_cast<int>(threadIdx.x));
+  }
+}
+
+template <int NW, int NS, bool CHK>
+bool launch_cp(const DirectParams& p, cudaStream_t s) {
+  const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kMmaRows * 4);
+  auto kernel = direct_cp_kernel<NW, NS, CHK>;
+  static int opted = 0;
+  if (sm.total > opted) {
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sm.total) != cudaSuccess) return false;
+    opted = sm.total;
+  }
+  launch_pdl(kernel, dim3(static_cast<unsigned>((p.rows + 15) / 16)), dim3(NW * 32), static_cast<size_t>(sm.total), s,
+             p, sm);
+  return true;
+}
+
 // Launches the instance for (nw, pd, chk); false when there is none or it cannot be resident.
 template <int NW, int PD, bool CHK>
 bool launch_one(const DirectParams& p, cudaStream_t s) {
@@ -196,8 +285,22 @@ bool launch_one(const DirectParams& p, cudaStream_t s) {
              p, sm);
   return true;
 }
-inline bool launch(const DirectParams& p, int nw, int pd, bool chk, cudaStream_t s) {
+// ring: the per-lane cp.async ring of pd stages (direct_cp_kernel) instead of pd steps in registers.
+inline bool launch(const DirectParams& p, int nw, int pd, bool chk, cudaStream_t s, bool ring = false) {
   if (p.k % 256 != 0) return false;
+  if (ring) {
+    switch (nw * 100 + pd * 10 + (chk ? 1 : 0)) {
+      case 420: return launch_cp<4, 2, false>(p, s);
+      case 421: return launch_cp<4, 2, true>(p, s);
+      case 430: return launch_cp<4, 3, false>(p, s);
+      case 431: return launch_cp<4, 3, true>(p, s);
+      case 830: return launch_cp<8, 3, false>(p, s);
+      case 831: return launch_cp<8, 3, true>(p, s);
+      case 840: return launch_cp<8, 4, false>(p, s);
+      case 841: return launch_cp<8, 4, true>(p, s);
+      default: return false;
+    }
+  }
   switch (nw * 100 + pd * 10 + (chk ? 1 : 0)) {
     case 420: return launch_one<4, 2, false>(p, s);
     case 421: return launch_one<4, 2, true>(p, s);
