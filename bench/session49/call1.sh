@@ -10,20 +10,12 @@
 # 3. Llama-8B tg128, FT_NVFP4_SCAN=0 / 1 alternating, eagerly loaded, until 270 s.
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 290 bash bench/session49/call1.sh", carry=[".devcarry/pack"])
-R=${OUT:-/tmp/out}/res1  # under $OUT: a call cut short still brings back what it wrote
+R=/tmp/res1
 source bench/device_common.sh
+source bench/session49/probes.sh
 gpu_preamble 40 'CudaNvfp4Tiled.*:GpuNvfp4Tiled.*:*Nvfp4Scan.*' llama8b-nvfp4
-# The register-fed prototype beside the tiled kernel (checked / clean), from HBM and from L2 (--copies 1), after
-# its bitwise check against the tiled kernel (tools/gemv_direct_proto.cuh).
-for m in "--pool-gib 1" "--copies 1"; do
-  f=$R/direct_$(echo "$m" | tr -d ' -').txt
-  log "ft-bench-gemv-cuda --direct $m"
-  timeout 60 "$B/ft-bench-gemv-cuda" --direct $m > "$f" 2>&1; echo "rc=$?" >> "$f"
-  grep -E "^\| [0-9]|check|read|rc=" "$f" | cut -c1-200
-done
-log "ft-bench-gemv-cuda --sol --copies 1"
-timeout 60 "$B/ft-bench-gemv-cuda" --sol --copies 1 > "$R/gemv_sol_copies1.txt" 2>&1; echo "rc=$?" >> "$R/gemv_sol_copies1.txt"
-grep -E "^\| [0-9]|rc=" "$R/gemv_sol_copies1.txt" | cut -c1-160
+direct_probes
+snap res1
 AB_BUDGET=270 ab_envs 6 "$L" "FT_NVFP4_SCAN=0" "FT_NVFP4_SCAN=1" -- -p 0 -n 128 -r 2 --bw-gbs 4562
 ab_env_means "$L"
-log done  # R is under $OUT already
+finish res1

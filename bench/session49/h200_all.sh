@@ -12,27 +12,20 @@
 #    Llama-8B then Qwen3-30B-A3B, -p 512 -n 128 at depth 0 (depths 4k / 16k: bench/h200_final.sh).
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 590 bash bench/session49/h200_all.sh", carry=[".devcarry/pack"])
-R=${OUT:-/tmp/out}/resa  # under $OUT: a call cut short still brings back what it wrote
+R=/tmp/resa
 source bench/device_common.sh
+source bench/session49/probes.sh
 llama_build_bg
 gpu_preamble 45 'CudaNvfp4Tiled.*:GpuNvfp4Tiled.*:*Nvfp4Scan.*' llama8b-nvfp4 qwen3moe-30b-nvfp4
-# The register-fed prototype beside the tiled kernel (checked / clean), from HBM and from L2 (--copies 1), after
-# its bitwise check against the tiled kernel (tools/gemv_direct_proto.cuh).
-for m in "--pool-gib 1" "--copies 1"; do
-  f=$R/direct_$(echo "$m" | tr -d ' -').txt
-  log "ft-bench-gemv-cuda --direct $m"
-  timeout 60 "$B/ft-bench-gemv-cuda" --direct $m > "$f" 2>&1; echo "rc=$?" >> "$f"
-  grep -E "^\| [0-9]|check|read|rc=" "$f" | cut -c1-200
-done
-log "ft-bench-gemv-cuda --sol --copies 1"
-timeout 45 "$B/ft-bench-gemv-cuda" --sol --copies 1 > "$R/gemv_sol_copies1.txt" 2>&1; echo "rc=$?" >> "$R/gemv_sol_copies1.txt"
-grep -E "^\| [0-9]|rc=" "$R/gemv_sol_copies1.txt" | cut -c1-160
+direct_probes
+snap resa
 # The A/B while llama.cpp builds (both arms beside it alike), until the build is done or 330 s.
 for round in 1 2 3 4 5 6; do
   [ -f $W/done ] && break
   AB_BUDGET=330 ab_envs 1 "$L" "FT_NVFP4_SCAN=0" "FT_NVFP4_SCAN=1" -- -p 0 -n 128 -r 2 --bw-gbs 4562
 done
 ab_env_means "$L"
+snap resa
 llama_wait 400
 for f in $L $Q; do
   for e in "-" "FT_NVFP4_SCAN=0"; do
@@ -48,4 +41,4 @@ for f in $L $Q; do
       tee -a "$R/llama-bench.md"
   fi
 done
-log done  # R is under $OUT already
+finish resa
