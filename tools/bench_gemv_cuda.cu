@@ -528,10 +528,11 @@ void run_direct(int64_t rows, int64_t k, size_t pool_bytes, int launches) {
     x.upload(hx.data(), hx.size() * 4);
   }
   quantize_act_q8(x.as<float>(), k, k, 1, xq.get(), nullptr);
-  auto args = [&](const uint8_t* w, float* out, bool clean) {
+  auto args = [&](const uint8_t* w, float* out, bool clean, bool lanes = false) {
     GemvArgs a;
     a.type = GgmlType::NVFP4, a.row_bytes = rb, a.k = k, a.rows = rows, a.x = x.as<float>(), a.ldx = k, a.n_tok = 1;
-    a.y = out, a.ldy = rows, a.xq = xq.get(), a.w = w, a.tiled = true, a.scales_clean = clean;
+    a.y = out, a.ldy = rows, a.xq = xq.get(), a.w = w, a.tiled = true, a.scales_clean = clean || lanes;
+    a.lanes = lanes;
     return a;
   };
   struct Cfg {
@@ -593,6 +594,27 @@ void run_direct(int64_t rows, int64_t k, size_t pool_bytes, int launches) {
       });
       row((std::string(clean ? "tiled clean" : "tiled") + mode).c_str(), t - tq);
     }
+    // The engine's lane-major instances (gemv_mma.cu LANES, nvfp4_tiled.h "Lanes"; random bytes: timing only)
+    // beside the clean tiled ones, at the plan's warps x stages and forced ones.
+    const std::pair<int, int> forced[] = {{0, 0}, {4, 2}, {4, 3}, {8, 3}, {8, 4}};
+    for (const auto& [fw, fs] : forced)
+      for (bool lanes : {false, true}) {
+        if (fw == 0 && !lanes) continue;  // the plan's tiled clean row is above
+        gemv_set_nvfp4_mma(fw, fs);
+        const int64_t l0 = gemv_nvfp4_lanes_launches();
+        const double t = time_graph(launches, [&](int i, cudaStream_t s) {
+          quant(s);
+          gemv(args(w.as<uint8_t>() + (i % copies) * matrix_bytes, y.as<float>(), true, lanes), s);
+        });
+        gemv_set_nvfp4_mma(0, 0);
+        if (lanes && gemv_nvfp4_lanes_launches() == l0) continue;  // no lanes instance ran
+        char what[48];
+        if (fw == 0)
+          std::snprintf(what, sizeof what, "lanes (plan)%s", mode);
+        else
+          std::snprintf(what, sizeof what, "%s %d/%d%s", lanes ? "lanes" : "tiled clean", fw, fs, mode);
+        row(what, t - tq);
+      }
     for (const Cfg& f : cfgs)
       for (bool chk : {true, false}) {
         bool ok = true;

@@ -18,7 +18,7 @@ using namespace gemm_detail;
 
 template <class F, DequantOut O>
 __global__ void dequant_kernel(const uint8_t* w, int64_t row_bytes, int64_t k, int64_t n_rows, void* dst,
-                               int64_t ld, bool tiled) {
+                               int64_t ld, int tiled) {
   const int64_t per_row = k / 8;
   const int64_t total = per_row * n_rows;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
@@ -26,7 +26,15 @@ __global__ void dequant_kernel(const uint8_t* w, int64_t row_bytes, int64_t k, i
     const int64_t r = i / per_row, pc = i - r * per_row;
     float v[8];
     if constexpr (std::is_same_v<F, FmtNVFP4>) {
-      if (tiled)  // nvfp4_tiled.h: the piece's block, found through the tiled layout
+      if (tiled == 2) {  // lane-major (nvfp4_tiled.h): the piece's scale byte and two code words, gathered
+        const int64_t b0 = (pc >> 3) * F::kBlockBytes, s = (pc & 7) >> 1;  // its sub-block
+        uint32_t blk[9] = {};
+        uint8_t* bb = reinterpret_cast<uint8_t*>(blk);
+        bb[s] = w[nvfp4_tiled_offset(r, b0 + s, row_bytes, true)];
+        blk[1 + 2 * s] = *reinterpret_cast<const uint32_t*>(w + nvfp4_tiled_offset(r, b0 + 4 + 8 * s, row_bytes, true));
+        blk[2 + 2 * s] = *reinterpret_cast<const uint32_t*>(w + nvfp4_tiled_offset(r, b0 + 8 + 8 * s, row_bytes, true));
+        decode8<F>(bb, pc & 7, v);
+      } else if (tiled)  // nvfp4_tiled.h: the piece's block, found through the tiled layout
         decode8<F>(w + nvfp4_tiled_offset(r, (pc >> 3) * F::kBlockBytes, row_bytes), pc & 7, v);
       else
         decode8<F>(w + r * row_bytes, pc, v);
@@ -55,7 +63,8 @@ __global__ void dequant_kernel(const uint8_t* w, int64_t row_bytes, int64_t k, i
 }  // namespace
 
 void dequant_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t k, int64_t n_rows, void* dst,
-                  int64_t ld, DequantOut out, cudaStream_t s, bool tiled) {
+                  int64_t ld, DequantOut out, cudaStream_t s, bool tiled_in, bool lanes) {
+  const int tiled = tiled_in ? (lanes ? 2 : 1) : 0;
   if (n_rows <= 0) return;
   if (tiled && (type != GgmlType::NVFP4 || n_rows % kTileRows != 0 || row_bytes % kTilePiece != 0))
     fail_message("dequant_rows: tiled rows must be NVFP4, whole tiles of 16 rows (n_rows = " + std::to_string(n_rows) +

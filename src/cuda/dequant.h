@@ -19,8 +19,8 @@ namespace ft::cuda {
 enum class DequantOut { kF32, kBF16, kF16 };
 
 // tiled: NVFP4 in the tiled layout (nvfp4_tiled.h), w at the first row of a tile and n_rows whole
-// tiles; dst rows as above.
+// tiles; lanes: its lane-major variant; dst rows as above.
 void dequant_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t k, int64_t n_rows, void* dst,
-                  int64_t ld, DequantOut out, cudaStream_t s, bool tiled = false);
+                  int64_t ld, DequantOut out, cudaStream_t s, bool tiled = false, bool lanes = false);
 
 }  // namespace ft::cuda

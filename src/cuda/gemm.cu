@@ -270,7 +270,8 @@ void Gemm::run_cublas(const GemmArgs& a, cudaStream_t s) {
       // Tiled: row chunks are whole tiles (rc a multiple of kRowAlign, rows of 16), each at its
       // row-major offset.
       dequant_rows(a.type, a.w + r0 * a.row_bytes, a.row_bytes, a.k, nr, wq, static_cast<int64_t>(w_row / esize),
-                   f32 ? DequantOut::kF32 : bf16_ops ? DequantOut::kBF16 : DequantOut::kF16, s, a.tiled);
+                   f32 ? DequantOut::kF32 : bf16_ops ? DequantOut::kBF16 : DequantOut::kF16, s, a.tiled,
+                   a.lanes);
       wb = wq;
       lda = static_cast<int64_t>(w_row / esize);
     }

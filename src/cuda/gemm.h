@@ -79,6 +79,7 @@ struct GemmArgs {
   GemmPrec prec = GemmPrec::kBF16;
   // NVFP4 in the tiled layout (cuda/nvfp4_tiled.h): the cuBLAS route, its dequantiser reading it.
   bool tiled = false;
+  bool lanes = false;  // with tiled: its lane-major variant
 };
 
 // True for the weight types the GEMM decodes.

@@ -290,7 +290,7 @@ Params checked_params(const GemvArgs& a) {
   p.ids_early = grouped && a.ids_early ? 1 : 0;
   p.y_early = a.accumulate && a.y_early && !g_y_early_off ? 1 : 0;
   p.rs_early = g_rs_early_off ? 0 : 1;
-  p.tiled = a.tiled ? 1 : 0;
+  p.tiled = a.tiled ? (a.lanes ? 2 : 1) : 0;
   p.nq_w = a.nq_w;  // the norm fold's producer tail: kernels that have one (gemv_folded checked it)
   p.nq_xq = static_cast<uint8_t*>(a.nq_xq);
   p.nq_part = a.nq_part;

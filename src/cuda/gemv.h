@@ -146,6 +146,8 @@ struct GemvArgs {
   // NVFP4, dense, integer path: w is in the tiled layout (cuda/nvfp4_tiled.h); the one-token
   // tensor-core GEMVs and the slab kernel take it, anything else throws.
   bool tiled = false;
+  // With tiled: the pieces lane-major (nvfp4_tiled.h "Lanes"; needs scales_clean for the tensor-core GEMV).
+  bool lanes = false;
   // NVFP4: the caller vouches that no UE4M3 block scale byte of w is 0x7F or 0xFF (the NaN codes,
   // decoded 0 and 480; gpu/weights.cpp scans every dense NVFP4 projection at upload, cuda/nvfp4_scan.h).
   // The tensor-core GEMVs then decode scales without the codes' fix-up (gemv_q8_formats.cuh

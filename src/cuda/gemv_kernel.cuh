@@ -58,7 +58,7 @@ struct Params {
   // (gemv_mma.cuh mma_row_scale_early); 0 (FT_GEMV_RS_EARLY=0): in the epilogue, after the sums.
   int rs_early;
   // NVFP4 in the tiled layout (cuda/nvfp4_tiled.h): gemv_mma.cu, gemv_mma_tma.cu, the slab kernel.
-  int tiled;
+  int tiled;  // 2: lane-major (GemvArgs::lanes)
   // GemvArgs::route_logits (the lean slab kernel routes in its CTAs; route_n_used = the slots).
   const float* route_logits;
   int route_n_expert, route_n_used;

@@ -144,7 +144,12 @@ __device__ __forceinline__ int64_t glu_order_tile(int64_t b, int64_t rows) {
 
 // CHK false (tiled instances, Params::scales_clean): the block scales without the NaN codes' fix-up
 // (gemv_q8_formats.cuh nvfp4_scales2 says why); the same bits on weights without those codes.
-template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, bool GO = false, bool CHK = true>
+// LANES (TILED, Params::tiled 2: the lane-major pieces of nvfp4_tiled.h): each lane copies its own 72 bytes of a
+// step (4 x 16 + 8, cp.async) into the same offsets of the stage and reads back only those (4 LDS.128 + 1 LDS.64)
+// -- no __syncwarp, no per-vector offsets, no LDS at computed addresses; mma_lane_step_acc's sums are
+// mma_step_acc's, so the same bits as the tiled instance at the same warps.
+template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, bool GO = false, bool CHK = true,
+          bool LANES = false>
 __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, const MmaSmem sm) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
@@ -173,9 +178,15 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
     if (i < my_steps) {
       const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * (TILED ? kStageBytes : kRowStep);
       uint8_t* dst = stages + (i % NS) * kStageBytes;
+      if constexpr (LANES) {
 #pragma unroll
-      for (int v = 0; v < kVecPerLane; ++v)
-        if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + src_off[v]);
+        for (int j = 0; j < 4; ++j) cp_async16(dst + 16 * lane + 512 * j, src + 16 * lane + 512 * j);
+        cp_async8(dst + 2048 + 8 * lane, src + 2048 + 8 * lane);
+      } else {
+#pragma unroll
+        for (int v = 0; v < kVecPerLane; ++v)
+          if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + src_off[v]);
+      }
     }
     cp_async_commit();
   };
@@ -235,6 +246,17 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   float acc0 = 0.0f, acc8 = 0.0f;  // rows g, g + 8
   float* red = reinterpret_cast<float*>(smem + sm.red);
   for (int i = 0; i < my_steps; ++i) {
+    if constexpr (LANES) {
+      cp_async_wait(NS - 2);  // this lane's copies of step i landed (it reads no other lane's)
+      const uint8_t* st = stages + (i % NS) * kStageBytes;
+      MmaLaneStep ls;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) ls.v[j] = *reinterpret_cast<const uint4*>(st + 16 * lane + 512 * j);
+      ls.s = *reinterpret_cast<const uint2*>(st + 2048 + 8 * lane);
+      issue(i + NS - 1);  // into the stage this lane read a step ago
+      mma_lane_step_acc<true, false, CHK>(ls, frag, xd, warp + NW * i, tab, my_tile, bx, c, acc0, acc8);
+      continue;
+    }
     cp_async_wait(NS - 2);
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
     issue(i + NS - 1);
@@ -266,22 +288,24 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   if constexpr ((FOLD & 2) != 0) mma_nq_tail(p, row0, nq_wv);
 }
 
-std::atomic<int64_t> g_mma_launches{0}, g_glu_order_launches{0};
+std::atomic<int64_t> g_mma_launches{0}, g_glu_order_launches{0}, g_lanes_launches{0};
 
 // The instance for a launch's kind: the producer, the consumer, YE, GO, plain tiled (each checking the NaN
 // codes or not: CHK), else row-major -- always checked, as only a tiled weight is ever scanned, and never of
 // another kind (YE, GO and the fold's kinds need tiled weights: launch_mma's flags say so).
-template <int NW, int NS, bool CHK>
+// The lane-major instances (LANES) exist only clean: gpu/weights.cpp stores lanes only for scanned-clean weights.
+template <int NW, int NS, bool CHK, bool LANES = false>
 auto mma_tiled_instance(bool prod, bool cons, bool ye, bool go) {
-  return prod   ? nvfp4_mma_kernel<NW, NS, true, true, 2, false, CHK>
-         : cons ? nvfp4_mma_kernel<NW, NS, true, false, 1, false, CHK>
-         : ye   ? nvfp4_mma_kernel<NW, NS, true, true, 0, false, CHK>
-         : go   ? nvfp4_mma_kernel<NW, NS, true, false, 0, true, CHK>
-                : nvfp4_mma_kernel<NW, NS, true, false, 0, false, CHK>;
+  return prod   ? nvfp4_mma_kernel<NW, NS, true, true, 2, false, CHK, LANES>
+         : cons ? nvfp4_mma_kernel<NW, NS, true, false, 1, false, CHK, LANES>
+         : ye   ? nvfp4_mma_kernel<NW, NS, true, true, 0, false, CHK, LANES>
+         : go   ? nvfp4_mma_kernel<NW, NS, true, false, 0, true, CHK, LANES>
+                : nvfp4_mma_kernel<NW, NS, true, false, 0, false, CHK, LANES>;
 }
 template <int NW, int NS>
-auto mma_instance(bool prod, bool cons, bool ye, bool go, bool tiled, bool clean) {
+auto mma_instance(bool prod, bool cons, bool ye, bool go, bool tiled, bool clean, bool lanes) {
   if (!tiled) return nvfp4_mma_kernel<NW, NS, false>;
+  if (lanes) return mma_tiled_instance<NW, NS, false, true>(prod, cons, ye, go);
   return clean ? mma_tiled_instance<NW, NS, false>(prod, cons, ye, go)
                : mma_tiled_instance<NW, NS, true>(prod, cons, ye, go);
 }
@@ -299,17 +323,20 @@ bool launch_mma(const Params& p, cudaStream_t stream, int smem_floor) {
   if (cons && (!p.tiled || ye || p.nq_count != nullptr)) return false;
   // GO: a tiled gate|up with the SwiGLU tail in block order (rows % 64 == 0: has_glu's check), not a consumer.
   const bool go = p.tiled && p.glu_count != nullptr && p.glu_order != 0 && !cons && !ye;
-  // Scanned weights (Params::scales_clean) take the tiled instances without the NaN codes' fix-up.
-  const bool fast = p.tiled && p.scales_clean;
-  auto kernel = mma_instance<NW, NS>(prod, cons, ye, go, p.tiled, fast);
-  static std::atomic<uint64_t> cache[11] = {};
-  const int ci = (prod ? 4 : cons ? 3 : ye ? 2 : go ? 5 : p.tiled ? 1 : 0) + (fast ? 5 : 0);
+  // Scanned weights (Params::scales_clean) take the tiled instances without the NaN codes' fix-up; lane-major
+  // ones (Params::tiled 2) exist only so.
+  const bool fast = p.tiled && p.scales_clean, lanes = p.tiled == 2;
+  if (lanes && !fast) return false;
+  auto kernel = mma_instance<NW, NS>(prod, cons, ye, go, p.tiled, fast, lanes);
+  static std::atomic<uint64_t> cache[16] = {};
+  const int ci = (prod ? 4 : cons ? 3 : ye ? 2 : go ? 5 : p.tiled ? 1 : 0) + (fast ? 5 : 0) + (lanes ? 5 : 0);
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[ci]) < 1)
     return false;
   const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm);
   g_mma_launches.fetch_add(1, std::memory_order_relaxed);
   if (go) g_glu_order_launches.fetch_add(1, std::memory_order_relaxed);
+  if (lanes) g_lanes_launches.fetch_add(1, std::memory_order_relaxed);
   if (fast) note_clean_launch();
   if (prod) note_nq_tail();
   return true;
@@ -343,5 +370,6 @@ void note_clean_launch() { g_clean_launches.fetch_add(1, std::memory_order_relax
 namespace ft::cuda {
 int64_t gemv_nvfp4_mma_launches() { return gemv_detail::g_mma_launches.load(std::memory_order_relaxed); }
 int64_t gemv_glu_order_launches() { return gemv_detail::g_glu_order_launches.load(std::memory_order_relaxed); }
+int64_t gemv_nvfp4_lanes_launches() { return gemv_detail::g_lanes_launches.load(std::memory_order_relaxed); }
 int64_t gemv_nvfp4_clean_launches() { return gemv_detail::g_clean_launches.load(std::memory_order_relaxed); }
 }  // namespace ft::cuda

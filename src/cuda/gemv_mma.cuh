@@ -194,19 +194,19 @@ __device__ __forceinline__ void mma_put_table(uint8_t* smem) {
   }
 }
 
-// One staged step (16 rows x 4 blocks at st, PITCH bytes apart; kMmaRowStep by default) of the dense kernels
-// (gemv_mma.cu, gemv_mma_persist.cu) into a warp's row sums: lane (g, c) adds its sub-blocks
-// of rows g, g + 8 to acc0, acc8 in the fixed order (gh 0 then 1; sub-block a then b), so any
-// kernel that feeds a warp the same steps in the same order sums the same bits.
+// One step (16 rows x 4 blocks) of the dense kernels (gemv_mma.cu, gemv_mma_persist.cu) into a warp's row
+// sums, its bytes fetched by the caller's word(gh, t, r) -- the lane's code word of tile t of group gh, row g +
+// 8 r -- and scale(gh, r) -- the 16-bit scale pair of the lane's sub-blocks there, in the low half: lane (g, c)
+// adds its sub-blocks of rows g, g + 8 to acc0, acc8 in the fixed order (gh 0 then 1; sub-block a then b), so
+// any kernel that feeds a warp the same steps in the same order sums the same bits, whatever its layout.
 // bx: the lane's B fragments (zero but for its tile my_tile; kept by the caller across steps).
 // K32: each tile's p and n halves by one m16n8k32 instead of two m16n8k16 (the same int32 sums;
 // the tiled instances of gemv_mma.cu, where it measured +2.7% on Llama-8B).
 // CHK false: the block scales without the NaN codes' fix-up (nvfp4_scales2; Params::scales_clean).
-template <int PITCH = kMmaRowStep, bool K32 = false, bool XN = false, bool CHK = true>
-__device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
-                                             const q8_detail::E2m1Table& tab, int my_tile,
-                                             typename MmaFrag<XN>::B (&bx)[4], int g, int c, float& acc0,
-                                             float& acc8) {
+template <bool K32, bool XN, bool CHK, class Word, class Scale>
+__device__ __forceinline__ void mma_step_core(Word word, Scale scale, const uint8_t* frag, const float* xd, int step,
+                                              const q8_detail::E2m1Table& tab, int my_tile,
+                                              typename MmaFrag<XN>::B (&bx)[4], int c, float& acc0, float& acc8) {
   using namespace q8_detail;
 #pragma unroll
   for (int gh = 0; gh < 2; ++gh) {
@@ -217,10 +217,9 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
       if (my_tile == t) bx[t] = MmaFrag<XN>::load(frag + (grp * 4 + t) * 4 * MmaFrag<XN>::kBytes);
-      const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
       uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
-      e2m1x8_pn(lds32(st + g * PITCH + off), tab, p0l, p0h, n0l, n0h);
-      e2m1x8_pn(lds32(st + (g + 8) * PITCH + off), tab, p8l, p8h, n8l, n8h);
+      e2m1x8_pn(word(gh, t, 0), tab, p0l, p0h, n0l, n0h);
+      e2m1x8_pn(word(gh, t, 1), tab, p8l, p8h, n8l, n8h);
       // The n chain's B: -x (bx .z, .w), or under XN x again (MmaFrag); the sum below is then cp - cn.
       uint32_t nbl, nbh;
       if constexpr (XN) {
@@ -246,13 +245,54 @@ __device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* f
     const int bb = 2 * gh + (c >> 1), h = c & 1;
     const float dx = xd[2 * (kMmaStepBlocks * step + bb) + h];
     float s0a, s0b, s8a, s8b;
-    nvfp4_scales2<CHK>(lds32(st + g * PITCH + 36 * bb) >> (16 * h), s0a, s0b);
-    nvfp4_scales2<CHK>(lds32(st + (g + 8) * PITCH + 36 * bb) >> (16 * h), s8a, s8b);
+    nvfp4_scales2<CHK>(scale(gh, 0), s0a, s0b);
+    nvfp4_scales2<CHK>(scale(gh, 1), s8a, s8b);
     acc0 = fmaf(static_cast<float>(cc[0]), s0a * dx, acc0);
     acc0 = fmaf(static_cast<float>(cc[1]), s0b * dx, acc0);
     acc8 = fmaf(static_cast<float>(cc[2]), s8a * dx, acc8);
     acc8 = fmaf(static_cast<float>(cc[3]), s8b * dx, acc8);
   }
+}
+
+// One staged step in the tiled layout's order (16 rows x 4 blocks at st, PITCH bytes apart; kMmaRowStep by
+// default): mma_step_core on the stage's words. Lane (g, c) reads word c of a 16-byte half of a block's codes of
+// rows g and g + 8 (bank 4 g + c: conflict free at the 144-byte row stride).
+template <int PITCH = kMmaRowStep, bool K32 = false, bool XN = false, bool CHK = true>
+__device__ __forceinline__ void mma_step_acc(const uint8_t* st, const uint8_t* frag, const float* xd, int step,
+                                             const q8_detail::E2m1Table& tab, int my_tile,
+                                             typename MmaFrag<XN>::B (&bx)[4], int g, int c, float& acc0,
+                                             float& acc8) {
+  auto word = [&](int gh, int t, int r) {
+    return lds32(st + (g + 8 * r) * PITCH + (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c);
+  };
+  auto scale = [&](int gh, int r) { return lds32(st + (g + 8 * r) * PITCH + 36 * (2 * gh + (c >> 1))) >> (16 * (c & 1)); };
+  mma_step_core<K32, XN, CHK>(word, scale, frag, xd, step, tab, my_tile, bx, c, acc0, acc8);
+}
+
+// A lane's bytes of one step in the lane-major layout (nvfp4_tiled.cuh nvfp4_lane_in_piece): its 16 code words
+// in 4 vectors (word w in v[w / 4], element w % 4) and its 4 scale halfwords (u = 2 gh + r: s.x low, high, then
+// s.y).
+struct MmaLaneStep {
+  uint4 v[4];
+  uint2 s;
+};
+__device__ __forceinline__ uint32_t mma_lane_word(const MmaLaneStep& r, int w) {
+  const uint4& v = r.v[w >> 2];
+  return (w & 3) == 0 ? v.x : (w & 3) == 1 ? v.y : (w & 3) == 2 ? v.z : v.w;
+}
+// The step from a lane's MmaLaneStep: the same sums as mma_step_acc<.., K32> on the tiled piece it was
+// permuted from.
+template <bool K32 = true, bool XN = false, bool CHK = true>
+__device__ __forceinline__ void mma_lane_step_acc(const MmaLaneStep& ls, const uint8_t* frag, const float* xd,
+                                                  int step, const q8_detail::E2m1Table& tab, int my_tile,
+                                                  typename MmaFrag<XN>::B (&bx)[4], int c, float& acc0,
+                                                  float& acc8) {
+  auto word = [&](int gh, int t, int r) { return mma_lane_word(ls, 8 * gh + 2 * t + r); };
+  auto scale = [&](int gh, int r) {
+    const uint32_t s = gh == 0 ? ls.s.x : ls.s.y;
+    return r == 0 ? s & 0xFFFFu : s >> 16;
+  };
+  mma_step_core<K32, XN, CHK>(word, scale, frag, xd, step, tab, my_tile, bx, c, acc0, acc8);
 }
 
 // The epilogue's row scale of tile row0's row threadIdx.x (threads < kMmaRows), loaded before

@@ -65,6 +65,45 @@ __device__ __forceinline__ void st_s(uint8_t* p, const typename VecOf<VB>::T& v)
   *reinterpret_cast<typename VecOf<VB>::T*>(p) = v;
 }
 
+// A vector of the slab kernel's step from lane-major tiled weights (nvfp4_tiled.h "Lanes"): VB bytes of a row
+// from b (bytes from the slab's start) gathered a code word or a scale halfword at a time through the layout's
+// map, so that the stage holds the row-major slab the kernel's dot products read. tb: the slab's first piece
+// of the tile. Slower than the tiled layout's vector loads (VB / 4 to VB / 4 + 1 loads a vector); the lanes
+// layout is for the one-token tensor-core GEMV.
+template <int VB>
+__device__ __forceinline__ typename VecOf<VB>::T ld_lanes(const uint8_t* tb, int q, int b) {
+  uint32_t u[VB / 4];
+#pragma unroll
+  for (int x = 0; x < VB / 4; ++x) {
+    const int bx = b + 4 * x;  // the slab starts a block: bx % 36 == 0 is a block's scale word
+    const uint8_t* at = tb + nvfp4_tiled_in_tile(q, bx, true);
+    if (bx % kBlockBytes == 0)
+      u[x] = uint32_t{*reinterpret_cast<const uint16_t*>(at)} |
+             (uint32_t{*reinterpret_cast<const uint16_t*>(tb + nvfp4_tiled_in_tile(q, bx + 2, true))} << 16);
+    else
+      u[x] = *reinterpret_cast<const uint32_t*>(at);
+  }
+  typename VecOf<VB>::T v;
+  memcpy(&v, u, VB);
+  return v;
+}
+
+// The slab kernel's issue for lane-major tiled weights: the step's R rows (row0 in one tile) of slab `slab`.
+template <int VB, int R, int kV, int kNv>
+__device__ __forceinline__ void issue_lanes(typename VecOf<VB>::T (&buf)[kV], const Params& p, const Nv4& g,
+                                            int64_t row0, int slab, int lane) {
+  const uint8_t* tb = p.w + (row0 / kTileRows) * kTileRows * p.row_bytes +
+                      static_cast<int64_t>(slab) * (kSlabBytes / kTilePiece) * kTileStep;
+  const int q0 = static_cast<int>(row0 % kTileRows);
+  const int64_t bl = g.nb - static_cast<int64_t>(slab) * kSlabBlocks;
+  const int nv = bl >= kSlabBlocks ? kNv : static_cast<int>(bl) * kBlockBytes / VB;  // vectors a row
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int i = lane + 32 * v, q = i / nv, o = i - q * nv;
+    if (q < R) buf[v] = ld_lanes<VB>(tb, q0 + q, o * VB);
+  }
+}
+
 // ---- slab kernel ----------------------------------------------------------------------------
 //
 // Work item = (out row, R consecutive rows); its steps are (slot j < n_sub, slab). Warp gw
@@ -132,6 +171,7 @@ __global__ void __launch_bounds__(kWarps * 32, MINB) slab_kernel(const Params p,
                          : q * rb32 + o * VB;
   }
   auto issue = [&](Vec (&buf)[kV], const Step& m) {
+    if (p.tiled == 2) return issue_lanes<VB, R, kV, kNv>(buf, p, g, m.row0, m.slab, lane);
     const uint8_t* base =
         p.tiled ? p.w + nvfp4_tiled_offset(m.row0, static_cast<int64_t>(m.slab) * kSlabBytes, p.row_bytes)
                 : (m.half ? p.w2 : p.w) + m.row0 * p.row_bytes + static_cast<int64_t>(m.slab) * kSlabBytes;

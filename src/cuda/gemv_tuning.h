@@ -378,6 +378,8 @@ int64_t gemv_glu_order_launches();
 // Tensor-core launches (gemv_mma.cu, gemv_mma_tma.cu) of the instances without the NaN codes' fix-up
 // (GemvArgs::scales_clean; tests).
 int64_t gemv_nvfp4_clean_launches();
+// ... of them, on lane-major tiled weights (gemv_mma.cu LANES; tests).
+int64_t gemv_nvfp4_lanes_launches();
 // Grouped gate/up pairs (GemvArgs::w_pair) launched as one slab kernel so far.
 int64_t gemv_nvfp4_pair_launches();
 // Launches of the persistent mma kernel so far.

@@ -20,6 +20,15 @@
 // (gemv_mma_tma.cu, slower on tiled weights at every chunking, session 19) never sees them; so
 // gpu/weights.cpp tiles only dense NVFP4 projections of a session on the integer path
 // (GpuNumerics::q8).
+//
+// Lanes (FT_NVFP4_LANES=1, GemvArgs::lanes; scanned-clean weights only): each 2304-byte piece further
+// permuted lane-major (nvfp4_tiled.cuh nvfp4_lane_in_piece), so that a lane of the tensor-core GEMV copies
+// and reads its 72 bytes of a step as 4 x 16 + 8 contiguous bytes, in the order it uses them, instead of
+// 5 cp.async vectors of the piece and 22 shared loads at computed offsets. Why try it: on the H200 the tiled
+// GEMV's own work holds it (H100 session 49, the weights in L2: 4096x14336 10.55 us checked, 9.44 clean,
+// where L2 reads the bytes in 6.4-7.6), and a register-fed prototype of this layout (tools/gemv_direct_proto.cuh)
+// ran 8.88 us there -- the same bits. The slab kernel and the dequantiser read it through the same map,
+// word by word.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -39,13 +48,13 @@ bool nvfp4_tile_ok(int64_t rows, int64_t k, int64_t row_bytes);
 bool nvfp4_tile_fits(int64_t row_bytes);
 
 // Repacks w (device, row-major, nvfp4_tile_ok and nvfp4_tile_fits) into the tiled layout in place,
-// on stream s.
-void nvfp4_tile(uint8_t* w, int64_t rows, int64_t row_bytes, cudaStream_t s);
+// on stream s; lanes: its lane-major variant (nvfp4_tiled.cuh nvfp4_lane_in_piece).
+void nvfp4_tile(uint8_t* w, int64_t rows, int64_t row_bytes, cudaStream_t s, bool lanes = false);
 
 // Matrices tiled by nvfp4_tile so far (tests check that a session tiled).
 int64_t nvfp4_tile_launches();
 
-// The host twin: dst (rows x row_bytes) = src tiled (tests).
-void nvfp4_tile_host(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes);
+// The host twin: dst (rows x row_bytes) = src tiled, byte by byte through nvfp4_tiled_offset (tests).
+void nvfp4_tile_host(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, bool lanes = false);
 
 }  // namespace ft::cuda

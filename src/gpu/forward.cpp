@@ -52,6 +52,7 @@ void fill_common(A& a, const DevMatrix& p, const DevLinear& l, const float* x, i
   a.round = round;
   a.accumulate = accumulate;
   a.tiled = p.tiled;
+  a.lanes = p.lanes;
   if constexpr (std::is_same_v<A, cuda::GemvArgs>) a.scales_clean = p.scales_clean;
 }
 

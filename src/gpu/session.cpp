@@ -147,7 +147,9 @@ GpuSession::GpuSession(const model::Model& m, const GpuSessionOptions& o)
               static_cast<double>(host_banks_->bytes()) / (1024.0 * 1024.0), m.hp.n_layer);
   }
   w_ = std::make_unique<DeviceWeights>(m, o.progress, /*upload_experts=*/backend == "fused", /*tile_nvfp4=*/num_.q8);
-  if (w_->tiled_count() > 0) log::info("cuda: {} NVFP4 projections stored tiled for the tensor-core GEMV", w_->tiled_count());
+  if (w_->tiled_count() > 0)
+    log::info("cuda: {} NVFP4 projections stored tiled for the tensor-core GEMV ({} lane-major)", w_->tiled_count(),
+              w_->lanes_count());
   if (w_->clean_count() > 0) log::info("cuda: {} NVFP4 matrices scanned free of NaN scale codes", w_->clean_count());
   // What the process holds in host RAM once the weights are where they run (the file's pages
   // are given back as they are copied): issue 4 wants it within 5% of the host banks plus the

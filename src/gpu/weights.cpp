@@ -256,7 +256,7 @@ TileMode tile_mode(bool wanted) {
 
 // Stores l's one NVFP4 part tiled (cuda/nvfp4_tiled.h) when the mode and its shape say so and
 // no row-major reader shares its bytes; returns whether it did.
-bool tile_linear(DevLinear& l, TileMode mode, const std::vector<const uint8_t*>& shared) {
+bool tile_linear(DevLinear& l, TileMode mode, const std::vector<const uint8_t*>& shared, bool lanes) {
   if (mode == TileMode::kNone || l.parts.size() != 1) return false;
   DevMatrix& p = l.parts[0];
   if (p.type != GgmlType::NVFP4 || p.tiled || !cuda::nvfp4_tile_ok(p.rows, p.k, p.row_bytes) ||
@@ -264,7 +264,10 @@ bool tile_linear(DevLinear& l, TileMode mode, const std::vector<const uint8_t*>&
     return false;
   if (mode == TileMode::kRule && !cuda::gemv_nvfp4_tile_wanted(p.rows, p.k)) return false;
   if (std::find(shared.begin(), shared.end(), p.w) != shared.end()) return false;
-  cuda::nvfp4_tile(const_cast<uint8_t*>(p.w), p.rows, p.row_bytes, nullptr);
+  // lanes (FT_NVFP4_LANES=1): the pieces lane-major (cuda/nvfp4_tiled.h "Lanes"), for scanned-clean weights
+  // only (its tensor-core instances exist only clean).
+  p.lanes = lanes && p.scales_clean;
+  cuda::nvfp4_tile(const_cast<uint8_t*>(p.w), p.rows, p.row_bytes, nullptr, p.lanes);
   p.tiled = true;
   return true;
 }
@@ -402,11 +405,19 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
   // The layers' dense projections tiled in place (row-major readers of the same bytes -- the
   // embeddings, the output head -- keep them row-major).
   const TileMode mode = tile_mode(tile_nvfp4);
+  // FT_NVFP4_LANES=1: tiled pieces lane-major (cuda/nvfp4_tiled.h "Lanes"); off by default until the H200
+  // measures it.
+  const char* lanes_env = std::getenv("FT_NVFP4_LANES");
+  const bool lanes = lanes_env != nullptr && std::string(lanes_env) == "1";
   if (mode != TileMode::kNone) {
     std::vector<const uint8_t*> shared{token_embd.w, per_layer_token_embd.w};
     for (const DevMatrix& p : output.parts) shared.push_back(p.w);
     for (DevLayer& D : layers)
-      for (DevLinear* l : dense_projections(D)) tiled_count_ += tile_linear(*l, mode, shared) ? 1 : 0;
+      for (DevLinear* l : dense_projections(D))
+        if (tile_linear(*l, mode, shared, lanes)) {
+          ++tiled_count_;
+          lanes_count_ += l->parts[0].lanes ? 1 : 0;
+        }
     FT_CUDA_CHECK(cudaDeviceSynchronize());
   }
 }

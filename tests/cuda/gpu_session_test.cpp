@@ -309,6 +309,39 @@ TEST(GpuNvfp4Scan, CleanSessionEqualsCheckedOne) {
   fs::remove(tm.path, ec);
 }
 
+// FT_NVFP4_LANES=1 (tiled pieces lane-major, cuda/nvfp4_tiled.h "Lanes"): the same logits as the plain tiled
+// session, prompt chunks (the GEMM's dequantiser) and decode (the tensor-core kernel's lanes instances: qkv, wo,
+// gate|up with the SwiGLU tail, down into the residual) alike.
+TEST(GpuNvfp4Lanes, SessionEqualsTiledOne) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const fs::path dir = test_dir("ft-gpu-lanes-");
+  auto spec = ft::gpu_test::base(Arch::kLlama, 29);
+  spec.n_embd = 256, spec.n_head = 8, spec.n_head_kv = 2, spec.head_dim = 32, spec.n_ff = 512;
+  spec = with(all(spec, GgmlType::BF16), {Role::kAttn, Role::kMlp}, GgmlType::NVFP4);
+  const TestModel tm = write_model(spec, dir, "llama_lanes");
+  const int64_t V = tm.m->hp.n_vocab;
+  const std::vector<int32_t> prompt = make_prompt(49, tm.gen.n_vocab);
+  ft::gpu::GpuSessionOptions go;
+  go.n_ctx = 128;
+  go.dtype = "auto";
+  auto logits = [&] {
+    ft::gpu::GpuSession g(*tm.m, go);
+    return prompt_chunk_decode_logits(g, prompt, V);
+  };
+  setenv("FT_NVFP4_TILE", "all", 1);
+  const std::vector<float> want = logits();
+  setenv("FT_NVFP4_LANES", "1", 1);
+  const int64_t l0 = ft::cuda::gemv_nvfp4_lanes_launches();
+  const std::vector<float> got = logits();
+  unsetenv("FT_NVFP4_LANES");
+  unsetenv("FT_NVFP4_TILE");
+  EXPECT_GE(ft::cuda::gemv_nvfp4_lanes_launches() - l0, 4 * spec.n_layer) << "lanes launches";
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "lanes != tiled";
+  std::error_code ec;
+  fs::remove(tm.path, ec);
+}
+
 // Sampling on the device (GpuSession::eval_sample) picks the CPU sampler's tokens: same
 // seed, same chain (penalty, top-k, top-p, min-p, temperature), fp32 logits within 1e-5.
 TEST(GpuSampling, MatchesCpuSampler) {
