@@ -144,9 +144,9 @@ __device__ __forceinline__ int64_t glu_order_tile(int64_t b, int64_t rows) {
 
 // CHK false (tiled instances, Params::scales_clean): the block scales without the NaN codes' fix-up
 // (gemv_q8_formats.cuh nvfp4_scales2 says why); the same bits on weights without those codes.
-// LANES (TILED, Params::tiled 2: the lane-major pieces of nvfp4_tiled.h): each lane copies its own 72 bytes of a
-// step (4 x 16 + 8, cp.async) into the same offsets of the stage and reads back only those (4 LDS.128 + 1 LDS.64)
-// -- no __syncwarp, no per-vector offsets, no LDS at computed addresses; mma_lane_step_acc's sums are
+// LANES (TILED, Params::tiled 2: the lane-major pieces of nvfp4_tiled.h): each lane copies its own 64 code bytes of
+// a step (4 x 16, cp.async) into the same offsets of the stage, lanes 0..15 the scales, and reads back its 72
+// (4 LDS.128 + 1 LDS.64) -- no per-vector offsets, no LDS at computed addresses; mma_lane_step_acc's sums are
 // mma_step_acc's, so the same bits as the tiled instance at the same warps.
 template <int NW, int NS, bool TILED, bool YE = false, int FOLD = 0, bool GO = false, bool CHK = true,
           bool LANES = false>
@@ -181,7 +181,9 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
       if constexpr (LANES) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) cp_async16(dst + 16 * lane + 512 * j, src + 16 * lane + 512 * j);
-        cp_async8(dst + 2048 + 8 * lane, src + 2048 + 8 * lane);
+        // The scales by lanes 0..15, 16 bytes each (lanes 2 l, 2 l + 1's): a per-lane 8-byte copy must be
+        // cp.async.ca, which allocates in L1 -- Llama-8B tg128 2.2% slower with it (H100 session 50 call 1).
+        if (lane < 16) cp_async16(dst + 2048 + 16 * lane, src + 2048 + 16 * lane);
       } else {
 #pragma unroll
         for (int v = 0; v < kVecPerLane; ++v)
@@ -247,7 +249,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_kernel(const Params p, cons
   float* red = reinterpret_cast<float*>(smem + sm.red);
   for (int i = 0; i < my_steps; ++i) {
     if constexpr (LANES) {
-      cp_async_wait(NS - 2);  // this lane's copies of step i landed (it reads no other lane's)
+      cp_async_wait(NS - 2);
+      __syncwarp();  // every lane's copies of step i landed (the scales come from another lane's)
       const uint8_t* st = stages + (i % NS) * kStageBytes;
       MmaLaneStep ls;
 #pragma unroll
