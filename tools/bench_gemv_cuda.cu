@@ -512,13 +512,13 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
 
 
 // --direct (tools/gemv_direct_proto.cuh): the register-fed prototype of the tiled GEMV beside the tiled
-// kernel itself, on one shape. First the check: one random tiled matrix through gemv() (checked scales) and,
-// repacked, through every prototype instance (checked) -- rows bitwise equal, max |diff|. Then back-to-back
+// kernel itself, on one shape. First the check: one random matrix tiled through gemv() (checked scales) and, tiled
+// lane-major, through every prototype instance (checked) -- rows bitwise equal, max |diff|. Then back-to-back
 // times over `copies` copies (direct layout, random bytes: timing only): the tiled kernel (checked / clean, its
 // routed warps x stages) and the prototype at warps x steps ahead, checked and clean.
 void run_direct(int64_t rows, int64_t k, size_t pool_bytes, int launches) {
   using namespace ft::cuda::direct_proto;
-  const int64_t rb = k / 64 * 36, matrix_bytes = rb * rows, pieces = matrix_bytes / 2304;
+  const int64_t rb = k / 64 * 36, matrix_bytes = rb * rows;
   const int64_t copies = g_copies > 0 ? g_copies : std::max<int64_t>(3, static_cast<int64_t>(pool_bytes) / matrix_bytes);
   DeviceBuffer x(static_cast<size_t>(k * 4)), xq(act_q8_bytes(k, 1)), y(static_cast<size_t>(rows * 4)),
       y2(static_cast<size_t>(rows * 4));
@@ -544,10 +544,10 @@ void run_direct(int64_t rows, int64_t k, size_t pool_bytes, int launches) {
   {  // the check
     DeviceBuffer wt(static_cast<size_t>(matrix_bytes)), wd(static_cast<size_t>(matrix_bytes));
     randomize(wt, 23);
+    FT_CUDA_CHECK(cudaMemcpy(wd.get(), wt.get(), static_cast<size_t>(matrix_bytes), cudaMemcpyDeviceToDevice));
     nvfp4_tile(wt.as<uint8_t>(), rows, rb, nullptr);
+    nvfp4_tile(wd.as<uint8_t>(), rows, rb, nullptr, /*lanes=*/true);
     gemv(args(wt.as<uint8_t>(), y.as<float>(), false), nullptr);
-    repack_direct<<<static_cast<unsigned>((pieces * 32 + 255) / 256), 256>>>(wt.as<uint8_t>(), wd.as<uint8_t>(), pieces);
-    FT_CUDA_CHECK_LAUNCH();
     std::vector<float> hr(static_cast<size_t>(rows)), hd(static_cast<size_t>(rows));
     y.download(hr.data(), hr.size() * 4);
     for (const Cfg& f : cfgs) {

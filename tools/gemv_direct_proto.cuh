@@ -10,11 +10,9 @@
 // step is 4 LDG.128 + 1 LDG.64 a lane. The sums are mma_step_acc's in its order: the same bits as the
 // tiled kernel at the same warps.
 //
-// Direct layout of a step (the tiled layout's 2,304-byte piece of 16 rows x 4 blocks, permuted):
-//   bytes 0..2047: vector j (0..3) of lane l at 16 (32 j + l): words 4 j .. 4 j + 3 of the lane's 16
-//     code words, word q = 8 gh + 2 t + r (r 0: row g, 1: row g + 8), as mma_step_acc reads them;
-//   bytes 2048..2303: lane l's 8 bytes at 2048 + 8 l: the 16-bit scale pairs {gh 0 row g, gh 0 row
-//     g + 8, gh 1 row g, gh 1 row g + 8} (bytes 2h, 2h + 1 of block 2 gh + (c >> 1)'s scale word).
+// The layout is the engine's lane-major tiled one (src/cuda/nvfp4_tiled.h "Lanes", nvfp4_tile(.., lanes)), and
+// a step's sums are mma_lane_step_acc's (gemv_mma.cuh); the engine's LANES instances feed it through a cp.async
+// ring instead of registers (H100 session 49: this register ring holds fewer bytes in flight at 8 warps).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -38,83 +36,11 @@ struct DirectParams {
   int64_t rows, k;
 };
 
-// Tiled (nvfp4_tiled.h) -> direct, in place per step piece is not possible (a lane's words come from
-// two rows), so src and dst differ. One thread a (piece, lane).
-__global__ void repack_direct(const uint8_t* src, uint8_t* dst, int64_t pieces) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= pieces * 32) return;
-  const int64_t piece = i / 32;
-  const int lane = static_cast<int>(i % 32), g = lane >> 2, c = lane & 3;
-  const uint8_t* st = src + piece * kMmaStageBytes;
-  uint8_t* d = dst + piece * kMmaStageBytes;
-  for (int gh = 0; gh < 2; ++gh)
-    for (int t = 0; t < 4; ++t)
-      for (int r = 0; r < 2; ++r) {
-        const int off = (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c;
-        const uint32_t w = *reinterpret_cast<const uint32_t*>(st + (g + 8 * r) * kMmaRowStep + off);
-        const int q = 8 * gh + 2 * t + r, j = q >> 2;
-        *reinterpret_cast<uint32_t*>(d + 16 * (32 * j + lane) + 4 * (q & 3)) = w;
-      }
-  uint16_t sc[4];
-  for (int gh = 0; gh < 2; ++gh) {
-    const int bb = 2 * gh + (c >> 1), h = c & 1;
-    for (int r = 0; r < 2; ++r) {
-      const uint32_t s = *reinterpret_cast<const uint32_t*>(st + (g + 8 * r) * kMmaRowStep + 36 * bb);
-      sc[2 * gh + r] = static_cast<uint16_t>(s >> (16 * h));
-    }
-  }
-  for (int u = 0; u < 4; ++u) *reinterpret_cast<uint16_t*>(d + 2048 + 8 * lane + 2 * u) = sc[u];
-}
-
-struct StepRegs {
-  uint4 v[4];
-  uint2 s;
-};
-
 // pc: the lane's first code vector of the step (step + 16 lane), ps: its scale pair (step + 2048 + 8 lane).
-__device__ __forceinline__ void load_step(const uint8_t* pc, const uint8_t* ps, StepRegs& r) {
+__device__ __forceinline__ void load_step(const uint8_t* pc, const uint8_t* ps, MmaLaneStep& r) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) r.v[j] = __ldcs(reinterpret_cast<const uint4*>(pc + 512 * j));
   r.s = __ldcs(reinterpret_cast<const uint2*>(ps));
-}
-
-__device__ __forceinline__ uint32_t word_of(const StepRegs& r, int q) {
-  const uint4& v = r.v[q >> 2];
-  return (q & 3) == 0 ? v.x : (q & 3) == 1 ? v.y : (q & 3) == 2 ? v.z : v.w;
-}
-
-// mma_step_acc<kMmaRowStep, true (K32), false, CHK> on registers: the same mma chains and epilogue.
-template <bool CHK>
-__device__ __forceinline__ void step_acc(const StepRegs& r, const uint8_t* frag, const float* xd, int step,
-                                         const E2m1Table& tab, int my_tile, uint4 (&bx)[4], int c, float& acc0,
-                                         float& acc8) {
-#pragma unroll
-  for (int gh = 0; gh < 2; ++gh) {
-    const int grp = 2 * step + gh;
-    int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      if (my_tile == t) bx[t] = MmaFrag<false>::load(frag + (grp * 4 + t) * 4 * MmaFrag<false>::kBytes);
-      uint32_t p0l, p0h, n0l, n0h, p8l, p8h, n8l, n8h;
-      e2m1x8_pn(word_of(r, 8 * gh + 2 * t), tab, p0l, p0h, n0l, n0h);
-      e2m1x8_pn(word_of(r, 8 * gh + 2 * t + 1), tab, p8l, p8h, n8l, n8h);
-      mma_s8_16832(cp, p0l, p8l, p0h, p8h, bx[t].x, bx[t].y);
-      mma_s8_16832(cn, n0l, n8l, n0h, n8h, bx[t].z, bx[t].w);
-    }
-    int cc[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) cc[j] = cp[j] + cn[j];
-    const int bb = 2 * gh + (c >> 1), h = c & 1;
-    const float dx = xd[2 * (kMmaStepBlocks * step + bb) + h];
-    const uint32_t sw = gh == 0 ? r.s.x : r.s.y;
-    float s0a, s0b, s8a, s8b;
-    nvfp4_scales2<CHK>(sw & 0xFFFFu, s0a, s0b);
-    nvfp4_scales2<CHK>(sw >> 16, s8a, s8b);
-    acc0 = fmaf(static_cast<float>(cc[0]), s0a * dx, acc0);
-    acc0 = fmaf(static_cast<float>(cc[1]), s0b * dx, acc0);
-    acc8 = fmaf(static_cast<float>(cc[2]), s8a * dx, acc8);
-    acc8 = fmaf(static_cast<float>(cc[3]), s8b * dx, acc8);
-  }
 }
 
 // NW warps a 16-row tile (warp w: steps w, w + NW, ...), PD steps of each warp's in registers ahead.
@@ -132,7 +58,7 @@ __global__ void __launch_bounds__(NW * 32) direct_kernel(const DirectParams p, c
   const uint8_t* pc = wbase + warp * kMmaStageBytes + 16 * lane;
   const uint8_t* ps = wbase + warp * kMmaStageBytes + 2048 + 8 * lane;
 
-  StepRegs ring[PD];
+  MmaLaneStep ring[PD];
 #pragma unroll
   for (int u = 0; u < PD; ++u)
     if (u < my_steps) load_step(pc + u * kStride, ps + u * kStride, ring[u]);
@@ -160,7 +86,7 @@ __global__ void __launch_bounds__(NW * 32) direct_kernel(const DirectParams p, c
   for (; i0 + 2 * PD <= my_steps; i0 += PD, pc += PD * kStride, ps += PD * kStride) {
 #pragma unroll
     for (int u = 0; u < PD; ++u) {
-      step_acc<CHK>(ring[u], frag, xd, warp + NW * (i0 + u), tab, my_tile, bx, c, acc0, acc8);
+      mma_lane_step_acc<true, false, CHK>(ring[u], frag, xd, warp + NW * (i0 + u), tab, my_tile, bx, c, acc0, acc8);
       load_step(pc + (u + PD) * kStride, ps + (u + PD) * kStride, ring[u]);
     }
   }
@@ -169,7 +95,7 @@ __global__ void __launch_bounds__(NW * 32) direct_kernel(const DirectParams p, c
     for (int u = 0; u < PD; ++u) {
       const int i = i0 + u;
       if (i < my_steps) {
-        step_acc<CHK>(ring[u], frag, xd, warp + NW * i, tab, my_tile, bx, c, acc0, acc8);
+        mma_lane_step_acc<true, false, CHK>(ring[u], frag, xd, warp + NW * i, tab, my_tile, bx, c, acc0, acc8);
         if (i + PD < my_steps) load_step(pc + (u + PD) * kStride, ps + (u + PD) * kStride, ring[u]);
       }
     }
@@ -238,12 +164,12 @@ __global__ void __launch_bounds__(NW * 32) direct_cp_kernel(const DirectParams p
       const int i = i0 + u;
       if (i < my_steps) {  // warp-uniform
         cp_async_wait(NS - 2);  // step i's copies (this lane's) landed
-        StepRegs r;
+        MmaLaneStep r;
 #pragma unroll
         for (int j = 0; j < 4; ++j) r.v[j] = *reinterpret_cast<const uint4*>(lc + u * kMmaStageBytes + 512 * j);
         r.s = *reinterpret_cast<const uint2*>(ls + u * kMmaStageBytes);
         issue(i + NS - 1, (u + NS - 1) % NS);  // into the stage read a step ago (its loads are in r's past)
-        step_acc<CHK>(r, frag, xd, warp + NW * i, tab, my_tile, bx, c, acc0, acc8);
+        mma_lane_step_acc<true, false, CHK>(r, frag, xd, warp + NW * i, tab, my_tile, bx, c, acc0, acc8);
       }
     }
   }
