@@ -17,6 +17,7 @@
 #include "cuda/act_q8.h"
 #include "cuda/buffer.h"
 #include "cuda/check.h"
+#include "cuda/dequant.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
 #include "cuda/gemv.h"
@@ -248,6 +249,28 @@ TEST(CudaNvfp4Lanes, GemmEqualsTiledBitwise) {
   for (GemmPrec prec : {GemmPrec::kBF16, GemmPrec::kF32}) {
     const std::vector<float> want = run(false, prec), got = run(true, prec);
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "prec " << static_cast<int>(prec);
+  }
+}
+
+// The dequantiser alone, over more pieces than its grid holds (so each CTA takes several, through both of its
+// shared-memory buffers), to every output type: the same bytes as from the plain tiled layout.
+TEST(CudaNvfp4Lanes, DequantEqualsTiledBitwise) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
+  std::mt19937 rng(97);
+  const int64_t rows = 4096, k = 4096, ld = k + 64;  // 4,096 pieces against a grid of at most 1,056
+  const Pair m = make_pair_of(rows, k, rng);
+  for (DequantOut out : {DequantOut::kF32, DequantOut::kBF16, DequantOut::kF16}) {
+    const size_t bytes = static_cast<size_t>(rows * ld) * (out == DequantOut::kF32 ? 4 : 2);
+    auto run = [&](bool lanes) {
+      DeviceBuffer d(bytes);
+      FT_CUDA_CHECK(cudaMemset(d.get(), 0xA5, bytes));
+      dequant_rows(GgmlType::NVFP4, (lanes ? m.lanes : m.tiled).as<uint8_t>(), m.rb, k, rows, d.get(), ld, out,
+                   nullptr, true, lanes);
+      FT_CUDA_CHECK(cudaDeviceSynchronize());
+      return to_host<uint8_t>(d, bytes);
+    };
+    const std::vector<uint8_t> want = run(false), got = run(true);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0) << "out " << static_cast<int>(out);
   }
 }
 
