@@ -66,33 +66,45 @@ __global__ void __launch_bounds__(kLanesThreads) dequant_lanes_kernel(const uint
                                                                       int64_t ld) {
   constexpr int kVecs = kTileStep / 16;  // 144 copies of 16 bytes a piece
   __shared__ alignas(16) uint8_t sp[2][kTileStep];
-  const int64_t n_pieces = k / 256, total = n_rows / kTileRows * n_pieces;
+  // Piece counts fit 32 bits (rows / 16 x k / 256); the 32-bit division is a fraction of the 64-bit one's code.
+  const uint32_t n_pieces = static_cast<uint32_t>(k / 256),
+                 total = static_cast<uint32_t>(n_rows / kTileRows) * n_pieces;
   const int t = threadIdx.x;
+  // This thread's two units (rows q and q + 8, unit e of the piece's 32): where their scale byte and two code
+  // words sit in every piece, through the map.
+  const int e = t & 31, o = 36 * (e >> 3), s = (e & 7) >> 1;  // the unit's block in the piece, its sub-block
+  int at[2][3];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int q = (t >> 5) + 8 * h;
+    at[h][0] = nvfp4_lane_in_piece(q, o + s);
+    at[h][1] = nvfp4_lane_in_piece(q, o + 4 + 8 * s);
+    at[h][2] = nvfp4_lane_in_piece(q, o + 8 + 8 * s);
+  }
   uint4 next = make_uint4(0, 0, 0, 0);
-  auto fetch = [&](int64_t tp) {
-    const int64_t tile = tp / n_pieces, piece = tp - tile * n_pieces;
+  auto fetch = [&](uint32_t tp) {
+    const uint32_t tile = tp / n_pieces, piece = tp - tile * n_pieces;
     if (t < kVecs)
-      next = __ldg(reinterpret_cast<const uint4*>(w + tile * kTileRows * row_bytes + piece * kTileStep) + t);
+      next = __ldg(reinterpret_cast<const uint4*>(w + tile * kTileRows * row_bytes + piece * int64_t{kTileStep}) + t);
   };
-  int64_t tp = blockIdx.x;
+  uint32_t tp = blockIdx.x;
   if (tp < total) fetch(tp);
   for (int buf = 0; tp < total; tp += gridDim.x, buf ^= 1) {
     if (t < kVecs) reinterpret_cast<uint4*>(sp[buf])[t] = next;
     __syncthreads();  // the other buffer was last read before this barrier's previous round
     if (tp + gridDim.x < total) fetch(tp + gridDim.x);
-    const int64_t tile = tp / n_pieces, piece = tp - tile * n_pieces;
-    const int e = t & 31, o = 36 * (e >> 3), s = (e & 7) >> 1;  // the unit's block in the piece, its sub-block
+    const uint32_t tile = tp / n_pieces, piece = tp - tile * n_pieces;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int q = (t >> 5) + 8 * h;
       // The unit's scale byte and two code words as sub-block 0 of a block in registers (unit e & 1 of it).
       uint32_t blk[3];
-      blk[0] = sp[buf][nvfp4_lane_in_piece(q, o + s)];
-      blk[1] = *reinterpret_cast<const uint32_t*>(sp[buf] + nvfp4_lane_in_piece(q, o + 4 + 8 * s));
-      blk[2] = *reinterpret_cast<const uint32_t*>(sp[buf] + nvfp4_lane_in_piece(q, o + 8 + 8 * s));
+      blk[0] = sp[buf][at[h][0]];
+      blk[1] = *reinterpret_cast<const uint32_t*>(sp[buf] + at[h][1]);
+      blk[2] = *reinterpret_cast<const uint32_t*>(sp[buf] + at[h][2]);
       float v[8];
       decode8<FmtNVFP4>(reinterpret_cast<const uint8_t*>(blk), e & 1, v);
-      store8<O>(dst, (tile * kTileRows + q) * ld + 8 * (piece * 32 + e), v);
+      store8<O>(dst, (tile * int64_t{kTileRows} + q) * ld + 8 * (piece * int64_t{32} + e), v);
     }
   }
 }

@@ -14,13 +14,21 @@ namespace {
 constexpr int kThreads = 256;
 std::atomic<int64_t> g_launches{0};
 
-__global__ void __launch_bounds__(kThreads) tile_kernel(uint8_t* w, int64_t row_bytes) {
-  extern __shared__ __align__(16) uint8_t tile[];
+// Both kernels' first half: this CTA's tile (16 rows, row-major) copied into shared memory; returns where it starts
+// in w.
+__device__ __forceinline__ uint8_t* stage_tile(uint8_t* w, int64_t row_bytes, uint8_t* tile) {
   uint8_t* base = w + static_cast<int64_t>(blockIdx.x) * kTileRows * row_bytes;
   const int n16 = static_cast<int>(kTileRows * row_bytes / 16);
   for (int i = static_cast<int>(threadIdx.x); i < n16; i += kThreads)
     reinterpret_cast<uint4*>(tile)[i] = reinterpret_cast<const uint4*>(base)[i];
   __syncthreads();
+  return base;
+}
+
+__global__ void __launch_bounds__(kThreads) tile_kernel(uint8_t* w, int64_t row_bytes) {
+  extern __shared__ __align__(16) uint8_t tile[];
+  uint8_t* base = stage_tile(w, row_bytes, tile);
+  const int n16 = static_cast<int>(kTileRows * row_bytes / 16);
   // Destination vector i of the tile: piece p = i / 144, row q, byte o within the piece.
   for (int i = static_cast<int>(threadIdx.x); i < n16; i += kThreads) {
     const int byte = 16 * i, p = byte / kTileStep, rest = byte - p * kTileStep;
@@ -35,11 +43,7 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(uint8_t* w, int64_t row_
 // disagree. 2-byte stores: slow for a kernel, a few ms a model at load.
 __global__ void __launch_bounds__(kThreads) tile_lanes_kernel(uint8_t* w, int64_t row_bytes) {
   extern __shared__ __align__(16) uint8_t tile[];
-  uint8_t* base = w + static_cast<int64_t>(blockIdx.x) * kTileRows * row_bytes;
-  const int n16 = static_cast<int>(kTileRows * row_bytes / 16);
-  for (int i = static_cast<int>(threadIdx.x); i < n16; i += kThreads)
-    reinterpret_cast<uint4*>(tile)[i] = reinterpret_cast<const uint4*>(base)[i];
-  __syncthreads();
+  uint8_t* base = stage_tile(w, row_bytes, tile);
   const int half_row = static_cast<int>(row_bytes / 2);
   for (int i = static_cast<int>(threadIdx.x); i < kTileRows * half_row; i += kThreads) {
     const int q = i / half_row, b = 2 * (i - q * half_row);

@@ -26,6 +26,7 @@
 #include "cuda/glu.h"
 #include "cuda/nvfp4_tiled.h"
 #include "quant/dequant.h"
+#include "tiled_test_util.h"
 
 namespace ft::cuda {
 namespace {
@@ -54,16 +55,7 @@ Pair make_pair_of(int64_t rows, int64_t k, std::mt19937& rng) {
   return m;
 }
 
-std::vector<uint8_t> quantised_x(int64_t k, int64_t n_tok, std::mt19937& rng) {
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  std::vector<uint8_t> xq(act_q8_bytes(k, n_tok));
-  std::vector<float> x(static_cast<size_t>(k));
-  for (int64_t t = 0; t < n_tok; ++t) {
-    for (auto& v : x) v = unit(rng) * std::exp(2.0f * unit(rng));
-    quantize_act_q8_row_ref(x.data(), k, xq.data() + t * act_q8_row_bytes(k));
-  }
-  return xq;
-}
+using tiled_test::quantised_x;
 
 TEST(CudaNvfp4Lanes, RepackEqualsHostTwin) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
@@ -149,38 +141,24 @@ TEST(CudaNvfp4Lanes, SwigluTailEqualsTiled) {
   const int64_t n_ff = 14336, k = 4096;
   const Pair m = make_pair_of(2 * n_ff, k, rng);
   const DeviceBuffer dxq = to_device(quantised_x(k, 1, rng));
-  const int64_t qbytes = act_q8_bytes(n_ff, 1);
-  auto run = [&](bool lanes, std::vector<float>& y, std::vector<float>& h, std::vector<uint8_t>& q) {
-    DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(2 * n_ff), std::nanf("")));
-    DeviceBuffer dh = to_device(std::vector<float>(static_cast<size_t>(n_ff), std::nanf("")));
-    DeviceBuffer dq = to_device(std::vector<uint8_t>(static_cast<size_t>(qbytes), 0xA5));
-    DeviceBuffer dcount = to_device(std::vector<unsigned>(static_cast<size_t>(n_ff / 32), 0u));
+  DeviceBuffer dcount = to_device(std::vector<unsigned>(static_cast<size_t>(n_ff / 32), 0u));
+  auto run = [&](bool lanes) {
     GemvArgs a;
     a.type = GgmlType::NVFP4;
     a.w = (lanes ? m.lanes : m.tiled).as<uint8_t>();
     a.tiled = true, a.lanes = lanes, a.scales_clean = true;
     a.row_bytes = m.rb, a.k = k, a.rows = 2 * n_ff;
     a.xq = dxq.get();
-    a.n_tok = 1;
-    a.y = dy.as<float>();
-    a.ldy = 2 * n_ff;
-    a.glu_xq = dq.get(), a.glu_h = dh.as<float>(), a.glu_count = dcount.as<unsigned>();
-    gemv(a);
-    FT_CUDA_CHECK(cudaDeviceSynchronize());
-    y = to_host<float>(dy, static_cast<size_t>(2 * n_ff));
-    h = to_host<float>(dh, static_cast<size_t>(n_ff));
-    q = to_host<uint8_t>(dq, static_cast<size_t>(qbytes));
+    return tiled_test::run_glu(a, n_ff, true, dcount.as<unsigned>());
   };
-  std::vector<float> y0, h0, y1, h1;
-  std::vector<uint8_t> q0, q1;
-  run(false, y0, h0, q0);
+  const tiled_test::GluOut r0 = run(false);
   const int64_t l0 = gemv_nvfp4_lanes_launches();
-  run(true, y1, h1, q1);
+  const tiled_test::GluOut r1 = run(true);
   EXPECT_EQ(gemv_nvfp4_lanes_launches() - l0, 1);
-  for (size_t i = 0; i < h1.size(); ++i) ASSERT_FALSE(std::isnan(h1[i])) << "SwiGLU value " << i << " not written";
-  ASSERT_EQ(std::memcmp(y1.data(), y0.data(), y0.size() * sizeof(float)), 0) << "gate|up outputs differ";
-  ASSERT_EQ(std::memcmp(h1.data(), h0.data(), h0.size() * sizeof(float)), 0) << "SwiGLU rows differ";
-  ASSERT_EQ(q1, q0) << "Q8 bytes differ";
+  for (size_t i = 0; i < r1.h.size(); ++i) ASSERT_FALSE(std::isnan(r1.h[i])) << "SwiGLU value " << i << " not written";
+  ASSERT_EQ(std::memcmp(r1.y.data(), r0.y.data(), r0.y.size() * sizeof(float)), 0) << "gate|up outputs differ";
+  ASSERT_EQ(std::memcmp(r1.h.data(), r0.h.data(), r0.h.size() * sizeof(float)), 0) << "SwiGLU rows differ";
+  ASSERT_EQ(r1.q, r0.q) << "Q8 bytes differ";
 }
 
 // Unscanned lane-major weights have no tensor-core instance: the call takes the slab kernel (its gather), within

@@ -28,6 +28,7 @@
 #include "cuda/gemv_tuning.h"
 #include "cuda/nvfp4_tiled.h"
 #include "quant/dequant.h"
+#include "tiled_test_util.h"
 
 namespace ft::cuda {
 namespace {
@@ -49,16 +50,7 @@ Matrix make_matrix(int64_t rows, int64_t k, std::mt19937& rng) {
   return m;
 }
 
-std::vector<uint8_t> quantised_x(int64_t k, int64_t n_tok, std::mt19937& rng) {
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  std::vector<uint8_t> xq(act_q8_bytes(k, n_tok));
-  std::vector<float> x(static_cast<size_t>(k));
-  for (int64_t t = 0; t < n_tok; ++t) {
-    for (auto& v : x) v = unit(rng) * std::exp(2.0f * unit(rng));
-    quantize_act_q8_row_ref(x.data(), k, xq.data() + t * act_q8_row_bytes(k));
-  }
-  return xq;
-}
+using tiled_test::quantised_x;
 
 TEST(CudaNvfp4Tiled, RepackEqualsHostTwinAndTheFormula) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
@@ -325,45 +317,27 @@ TEST(CudaNvfp4Tiled, SwigluTailEqualsItsLaunch) {
     for (auto& v : rs) v = unit(rng);
     const DeviceBuffer drs = to_device(rs);
     DeviceBuffer dcount = to_device(std::vector<unsigned>(static_cast<size_t>(n_ff / 32), 0u));
-    const int64_t qbytes = act_q8_bytes(n_ff, 1);
-    auto run = [&](bool fused, std::vector<float>& y, std::vector<float>& h, std::vector<uint8_t>& q) {
-      DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(2 * n_ff), std::nanf("")));
-      DeviceBuffer dh = to_device(std::vector<float>(static_cast<size_t>(n_ff), std::nanf("")));
-      DeviceBuffer dq = to_device(std::vector<uint8_t>(static_cast<size_t>(qbytes), 0xA5));
-      GemvArgs a;
-      a.type = GgmlType::NVFP4;
-      a.w = m.tiled.as<uint8_t>();
-      a.tiled = true;
-      a.row_bytes = m.rb;
-      a.k = k;
-      a.rows = 2 * n_ff;
-      a.xq = dxq.get();
-      a.n_tok = 1;
-      a.y = dy.as<float>();
-      a.ldy = 2 * n_ff;
-      a.row_scale = drs.as<float>();
-      a.round = bf16 ? Round::kBF16 : Round::kNone;
-      if (fused) a.glu_xq = dq.get(), a.glu_h = dh.as<float>(), a.glu_count = dcount.as<unsigned>();
-      gemv(a);
-      if (!fused) swiglu_q8(dy.as<float>(), 2 * n_ff, n_ff, 1, dh.as<float>(), n_ff, a.round, dq.get(), nullptr);
-      FT_CUDA_CHECK(cudaDeviceSynchronize());
-      y = to_host<float>(dy, static_cast<size_t>(2 * n_ff));
-      h = to_host<float>(dh, static_cast<size_t>(n_ff));
-      q = to_host<uint8_t>(dq, static_cast<size_t>(qbytes));
-    };
-    std::vector<float> y0, h0, y1, h1;
-    std::vector<uint8_t> q0, q1;
-    run(false, y0, h0, q0);
+    GemvArgs a;
+    a.type = GgmlType::NVFP4;
+    a.w = m.tiled.as<uint8_t>();
+    a.tiled = true;
+    a.row_bytes = m.rb;
+    a.k = k;
+    a.rows = 2 * n_ff;
+    a.xq = dxq.get();
+    a.row_scale = drs.as<float>();
+    a.round = bf16 ? Round::kBF16 : Round::kNone;
+    const tiled_test::GluOut r0 = tiled_test::run_glu(a, n_ff, false, nullptr);
     for (int rep = 0; rep < 4; ++rep) {
       gemv_set_glu_order(rep < 2 ? 1 : 0);
       const int64_t go0 = gemv_glu_order_launches();
-      run(true, y1, h1, q1);
+      const tiled_test::GluOut r1 = tiled_test::run_glu(a, n_ff, true, dcount.as<unsigned>());
       gemv_set_glu_order(-1);
       EXPECT_EQ(gemv_glu_order_launches() - go0, rep < 2 ? 1 : 0) << "the block-order instance (rep " << rep << ")";
-      ASSERT_EQ(std::memcmp(y1.data(), y0.data(), y0.size() * sizeof(float)), 0) << "gate|up outputs differ";
-      for (size_t i = 0; i < h1.size(); ++i) ASSERT_FALSE(std::isnan(h1[i])) << "SwiGLU value " << i << " not written";
-      ASSERT_EQ(std::memcmp(h1.data(), h0.data(), h0.size() * sizeof(float)), 0) << "SwiGLU rows differ";
-      ASSERT_EQ(q1, q0) << "Q8 bytes differ";
+      ASSERT_EQ(std::memcmp(r1.y.data(), r0.y.data(), r0.y.size() * sizeof(float)), 0) << "gate|up outputs differ";
+      for (size_t i = 0; i < r1.h.size(); ++i) ASSERT_FALSE(std::isnan(r1.h[i])) << "SwiGLU value " << i << " not written";
+      ASSERT_EQ(std::memcmp(r1.h.data(), r0.h.data(), r0.h.size() * sizeof(float)), 0) << "SwiGLU rows differ";
+      ASSERT_EQ(r1.q, r0.q) << "Q8 bytes differ";
       const std::vector<unsigned> cnt = to_host<unsigned>(dcount, static_cast<size_t>(n_ff / 32));
       for (size_t i = 0; i < cnt.size(); ++i) ASSERT_EQ(cnt[i], 0u) << "counter " << i << " left armed";
     }

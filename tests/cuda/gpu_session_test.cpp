@@ -274,39 +274,52 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
   }
 }
 
+// The NVFP4 layout tests' model: a small llama, NVFP4 attention and MLP (BF16 elsewhere), every projection tiled
+// (FT_NVFP4_TILE=all while it lives), and its logits after a prompt, a chunk and 24 decode steps in a fresh GPU
+// session -- under whatever FT_NVFP4_* the caller set.
+struct TiledNvfp4Llama {
+  int n_layer = 0;
+  TestModel tm;
+  std::vector<int32_t> prompt;
+  TiledNvfp4Llama(const char* dir_prefix, uint64_t seed, const char* name) {
+    auto spec = ft::gpu_test::base(Arch::kLlama, seed);
+    spec.n_embd = 256, spec.n_head = 8, spec.n_head_kv = 2, spec.head_dim = 32, spec.n_ff = 512;
+    spec = with(all(spec, GgmlType::BF16), {Role::kAttn, Role::kMlp}, GgmlType::NVFP4);
+    n_layer = spec.n_layer;
+    tm = write_model(spec, test_dir(dir_prefix), name);
+    prompt = make_prompt(49, tm.gen.n_vocab);
+    setenv("FT_NVFP4_TILE", "all", 1);
+  }
+  ~TiledNvfp4Llama() {
+    unsetenv("FT_NVFP4_TILE");
+    std::error_code ec;
+    fs::remove(tm.path, ec);
+  }
+  std::vector<float> logits() const {
+    ft::gpu::GpuSessionOptions go;
+    go.n_ctx = 128;
+    go.dtype = "auto";
+    ft::gpu::GpuSession g(*tm.m, go);
+    return prompt_chunk_decode_logits(g, prompt, tm.m->hp.n_vocab);
+  }
+};
+
 // The NVFP4 scale scan at load (on by default, FT_NVFP4_SCAN=0 off; cuda/nvfp4_scan.h): a generated file's tiled
 // projections have no NaN scale codes, so the session marks them clean and their GEMVs take the unchecked
 // instances -- the same logits bit for bit as the unscanned session after a prompt, a chunk and 24 decode steps.
 TEST(GpuNvfp4Scan, CleanSessionEqualsCheckedOne) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
-  const fs::path dir = test_dir("ft-gpu-scan-");
-  auto spec = ft::gpu_test::base(Arch::kLlama, 23);
-  spec.n_embd = 256, spec.n_head = 8, spec.n_head_kv = 2, spec.head_dim = 32, spec.n_ff = 512;
-  spec = with(all(spec, GgmlType::BF16), {Role::kAttn, Role::kMlp}, GgmlType::NVFP4);
-  const TestModel tm = write_model(spec, dir, "llama_scan");
-  const int64_t V = tm.m->hp.n_vocab;
-  const std::vector<int32_t> prompt = make_prompt(49, tm.gen.n_vocab);
-  ft::gpu::GpuSessionOptions go;
-  go.n_ctx = 128;
-  go.dtype = "auto";
-  auto logits = [&] {
-    ft::gpu::GpuSession g(*tm.m, go);
-    return prompt_chunk_decode_logits(g, prompt, V);
-  };
-  setenv("FT_NVFP4_TILE", "all", 1);
+  const TiledNvfp4Llama model("ft-gpu-scan-", 23, "llama_scan");
   setenv("FT_NVFP4_SCAN", "0", 1);
   const int64_t c0 = ft::cuda::gemv_nvfp4_clean_launches();
-  const std::vector<float> want = logits();
+  const std::vector<float> want = model.logits();
   EXPECT_EQ(ft::cuda::gemv_nvfp4_clean_launches(), c0) << "clean launches without the scan";
   unsetenv("FT_NVFP4_SCAN");  // the default: scanned
-  const std::vector<float> got = logits();
-  unsetenv("FT_NVFP4_TILE");
+  const std::vector<float> got = model.logits();
   // qkv, wo, gate|up and down a layer, at least once (graphs: once per capture)
-  EXPECT_GE(ft::cuda::gemv_nvfp4_clean_launches() - c0, 4 * spec.n_layer) << "clean launches with the scan";
+  EXPECT_GE(ft::cuda::gemv_nvfp4_clean_launches() - c0, 4 * model.n_layer) << "clean launches with the scan";
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "scanned != checked";
-  std::error_code ec;
-  fs::remove(tm.path, ec);
 }
 
 // FT_NVFP4_LANES=1 (tiled pieces lane-major, cuda/nvfp4_tiled.h "Lanes"): the same logits as the plain tiled
@@ -314,32 +327,15 @@ TEST(GpuNvfp4Scan, CleanSessionEqualsCheckedOne) {
 // gate|up with the SwiGLU tail, down into the residual) alike.
 TEST(GpuNvfp4Lanes, SessionEqualsTiledOne) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
-  const fs::path dir = test_dir("ft-gpu-lanes-");
-  auto spec = ft::gpu_test::base(Arch::kLlama, 29);
-  spec.n_embd = 256, spec.n_head = 8, spec.n_head_kv = 2, spec.head_dim = 32, spec.n_ff = 512;
-  spec = with(all(spec, GgmlType::BF16), {Role::kAttn, Role::kMlp}, GgmlType::NVFP4);
-  const TestModel tm = write_model(spec, dir, "llama_lanes");
-  const int64_t V = tm.m->hp.n_vocab;
-  const std::vector<int32_t> prompt = make_prompt(49, tm.gen.n_vocab);
-  ft::gpu::GpuSessionOptions go;
-  go.n_ctx = 128;
-  go.dtype = "auto";
-  auto logits = [&] {
-    ft::gpu::GpuSession g(*tm.m, go);
-    return prompt_chunk_decode_logits(g, prompt, V);
-  };
-  setenv("FT_NVFP4_TILE", "all", 1);
-  const std::vector<float> want = logits();
+  const TiledNvfp4Llama model("ft-gpu-lanes-", 29, "llama_lanes");
+  const std::vector<float> want = model.logits();
   setenv("FT_NVFP4_LANES", "1", 1);
   const int64_t l0 = ft::cuda::gemv_nvfp4_lanes_launches();
-  const std::vector<float> got = logits();
+  const std::vector<float> got = model.logits();
   unsetenv("FT_NVFP4_LANES");
-  unsetenv("FT_NVFP4_TILE");
-  EXPECT_GE(ft::cuda::gemv_nvfp4_lanes_launches() - l0, 4 * spec.n_layer) << "lanes launches";
+  EXPECT_GE(ft::cuda::gemv_nvfp4_lanes_launches() - l0, 4 * model.n_layer) << "lanes launches";
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "lanes != tiled";
-  std::error_code ec;
-  fs::remove(tm.path, ec);
 }
 
 // Sampling on the device (GpuSession::eval_sample) picks the CPU sampler's tokens: same
