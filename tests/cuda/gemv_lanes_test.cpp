@@ -230,25 +230,29 @@ TEST(CudaNvfp4Lanes, GemmEqualsTiledBitwise) {
   }
 }
 
-// The dequantiser alone, over more pieces than its grid holds (so each CTA takes several, through both of its
-// shared-memory buffers), to every output type: the same bytes as from the plain tiled layout.
+// The dequantiser alone, to every output type, the same bytes as from the plain tiled layout: over more pieces than
+// its grid holds (so each CTA takes several groups, through both of its shared-memory buffers), and over an odd
+// number of pieces (the last group part empty).
 TEST(CudaNvfp4Lanes, DequantEqualsTiledBitwise) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(97);
-  const int64_t rows = 4096, k = 4096, ld = k + 64;  // 4,096 pieces against a grid of at most 1,056
-  const Pair m = make_pair_of(rows, k, rng);
-  for (DequantOut out : {DequantOut::kF32, DequantOut::kBF16, DequantOut::kF16}) {
-    const size_t bytes = static_cast<size_t>(rows * ld) * (out == DequantOut::kF32 ? 4 : 2);
-    auto run = [&](bool lanes) {
-      DeviceBuffer d(bytes);
-      FT_CUDA_CHECK(cudaMemset(d.get(), 0xA5, bytes));
-      dequant_rows(GgmlType::NVFP4, (lanes ? m.lanes : m.tiled).as<uint8_t>(), m.rb, k, rows, d.get(), ld, out,
-                   nullptr, true, lanes);
-      FT_CUDA_CHECK(cudaDeviceSynchronize());
-      return to_host<uint8_t>(d, bytes);
-    };
-    const std::vector<uint8_t> want = run(false), got = run(true);
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0) << "out " << static_cast<int>(out);
+  for (const auto& [rows, k] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {48, 768}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(k));
+    const int64_t ld = k + 64;
+    const Pair m = make_pair_of(rows, k, rng);
+    for (DequantOut out : {DequantOut::kF32, DequantOut::kBF16, DequantOut::kF16}) {
+      const size_t bytes = static_cast<size_t>(rows * ld) * (out == DequantOut::kF32 ? 4 : 2);
+      auto run = [&](bool lanes) {
+        DeviceBuffer d(bytes);
+        FT_CUDA_CHECK(cudaMemset(d.get(), 0xA5, bytes));
+        dequant_rows(GgmlType::NVFP4, (lanes ? m.lanes : m.tiled).as<uint8_t>(), m.rb, k, rows, d.get(), ld, out,
+                     nullptr, true, lanes);
+        FT_CUDA_CHECK(cudaDeviceSynchronize());
+        return to_host<uint8_t>(d, bytes);
+      };
+      const std::vector<uint8_t> want = run(false), got = run(true);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0) << "out " << static_cast<int>(out);
+    }
   }
 }
 
