@@ -57,11 +57,10 @@ __global__ void dequant_kernel(const uint8_t* w, int64_t row_bytes, int64_t k, i
 // The lane-major NVFP4 layout (nvfp4_tiled.h "lanes"): kLanesPieces pieces (16 rows x 256 elements, 2304
 // contiguous bytes each; a matrix's pieces are contiguous in (tile, piece) order) a CTA iteration, copied 16 bytes
 // a thread into shared memory and decoded from there through nvfp4_lane_in_piece, two units of 8 elements a thread
-// a piece (rows q and q + 8). Read straight from global memory a unit's scale byte and two words are three
-// scattered loads: H100 session 50 measured Llama-8B pp512 6.5% slower than the plain tiled layout that way; staged
-// one piece an iteration, 1.9% slower (H100 session 51: too few bytes in flight). The next group's copy is in
-// flight while this one decodes (two buffers).
-constexpr int kLanesThreads = 256, kLanesPieces = 2;
+// a piece (rows q and q + 8). The next group's copy is in flight while this one decodes (two buffers). Llama-8B
+// pp512 against the plain tiled layout's row-order kernel (H100, sessions 50-51): each unit's scale byte and two
+// words read straight from global memory -6.5%; staged one piece an iteration -1.9%; two pieces -5.5%.
+constexpr int kLanesThreads = 256, kLanesPieces = 1;
 template <DequantOut O>
 __global__ void __launch_bounds__(kLanesThreads) dequant_lanes_kernel(const uint8_t* w, int64_t row_bytes,
                                                                       int64_t k, int64_t n_rows, void* dst,
