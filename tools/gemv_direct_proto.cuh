@@ -43,6 +43,36 @@ __device__ __forceinline__ void load_step(const uint8_t* pc, const uint8_t* ps, 
   r.s = __ldcs(reinterpret_cast<const uint2*>(ps));
 }
 
+// Both kernels after their PDL wait: the activation fragments and block scales built in shared memory (one pass
+// where an instance fits it), the E2M1 table put, a barrier; the step loop's views of them.
+struct DirectX {
+  const float* xd;
+  E2m1Table tab;
+};
+template <int NW>
+__device__ __forceinline__ DirectX direct_build_x(const DirectParams& p, const MmaSmem& sm, uint8_t* smem, int nb) {
+  uint8_t* frag_s = smem + sm.frag;
+  float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
+  const bool one_pass = (NW >= 8 && mma_build_x_1pass<8, 2>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)) ||
+                        (NW == 4 && mma_build_x_1pass<4, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32));
+  if (!one_pass) mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
+  mma_put_table(smem);
+  __syncthreads();
+  return {xd_s, E2m1Table{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]}};
+}
+// Both kernels' end: the warps' row sums through shared memory, in warp order, into y.
+template <int NW>
+__device__ __forceinline__ void direct_rows_out(const DirectParams& p, const MmaSmem& sm, uint8_t* smem, float acc0,
+                                                float acc8, int g, int c, int warp, int64_t row0) {
+  float* red = reinterpret_cast<float*>(smem + sm.red);
+  mma_warp_rows_out(acc0, acc8, g, c, red, warp);
+  __syncthreads();
+  if (threadIdx.x < kMmaRows) {
+    const int64_t row = row0 + threadIdx.x;
+    if (row < p.rows) p.y[row] = mma_rows_sum(red, NW, static_cast<int>(threadIdx.x));
+  }
+}
+
 // NW warps a 16-row tile (warp w: steps w, w + NW, ...), PD steps of each warp's in registers ahead.
 template <int NW, int PD, bool CHK>
 __global__ void __launch_bounds__(NW * 32) direct_kernel(const DirectParams p, const MmaSmem sm) {
@@ -65,15 +95,9 @@ __global__ void __launch_bounds__(NW * 32) direct_kernel(const DirectParams p, c
   pdl_wait();
   pdl_trigger();
 
-  uint8_t* frag_s = smem + sm.frag;
-  float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
-  const bool one_pass = (NW >= 8 && mma_build_x_1pass<8, 2>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)) ||
-                        (NW == 4 && mma_build_x_1pass<4, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32));
-  if (!one_pass) mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
-  mma_put_table(smem);
-  __syncthreads();
-  const float* xd = xd_s;
-  const E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
+  const DirectX dx = direct_build_x<NW>(p, sm, smem, nb);
+  const float* xd = dx.xd;
+  const E2m1Table tab = dx.tab;
   const int my_tile = (c >> 1) == (g & 1) ? g >> 1 : -1;
   uint4 bx[4];
 #pragma unroll
@@ -100,13 +124,7 @@ __global__ void __launch_bounds__(NW * 32) direct_kernel(const DirectParams p, c
       }
     }
   }
-  float* red = reinterpret_cast<float*>(smem + sm.red);
-  mma_warp_rows_out(acc0, acc8, g, c, red, warp);
-  __syncthreads();
-  if (threadIdx.x < kMmaRows) {
-    const int64_t row = row0 + threadIdx.x;
-    if (row < p.rows) p.y[row] = mma_rows_sum(red, NW, static_cast<int>(threadIdx.x));
-  }
+  direct_rows_out<NW>(p, sm, smem, acc0, acc8, g, c, warp, row0);
 }
 
 // The same layout behind a per-lane cp.async ring of NS stages in shared memory: each lane copies its own 72
@@ -142,15 +160,9 @@ __global__ void __launch_bounds__(NW * 32) direct_cp_kernel(const DirectParams p
   pdl_wait();
   pdl_trigger();
 
-  uint8_t* frag_s = smem + sm.frag;
-  float* xd_s = reinterpret_cast<float*>(smem + sm.xd);
-  const bool one_pass = (NW >= 8 && mma_build_x_1pass<8, 2>(frag_s, xd_s, p.xq, p.k, nb, NW * 32)) ||
-                        (NW == 4 && mma_build_x_1pass<4, 1>(frag_s, xd_s, p.xq, p.k, nb, NW * 32));
-  if (!one_pass) mma_build_x(frag_s, xd_s, p.xq, 0, 0, 1, 1, p.k, nb, NW * 32);
-  mma_put_table(smem);
-  __syncthreads();
-  const float* xd = xd_s;
-  const E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
+  const DirectX dx = direct_build_x<NW>(p, sm, smem, nb);
+  const float* xd = dx.xd;
+  const E2m1Table tab = dx.tab;
   const int my_tile = (c >> 1) == (g & 1) ? g >> 1 : -1;
   uint4 bx[4];
 #pragma unroll
@@ -174,13 +186,7 @@ __global__ void __launch_bounds__(NW * 32) direct_cp_kernel(const DirectParams p
     }
   }
   cp_async_wait(0);
-  float* red = reinterpret_cast<float*>(smem + sm.red);
-  mma_warp_rows_out(acc0, acc8, g, c, red, warp);
-  __syncthreads();
-  if (threadIdx.x < kMmaRows) {
-    const int64_t row = row0 + threadIdx.x;
-    if (row < p.rows) p.y[row] = mma_rows_sum(red, NW, static_cast<int>(threadIdx.x));
-  }
+  direct_rows_out<NW>(p, sm, smem, acc0, acc8, g, c, warp, row0);
 }
 
 template <int NW, int NS, bool CHK>
