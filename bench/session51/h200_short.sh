@@ -4,6 +4,7 @@
 #   run(command="timeout -s KILL 260 bash bench/session51/h200_short.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
 R=/tmp/res51s
 source bench/device_common.sh
+snap() { tar czf "$OUT/res51s.tgz" -C "$(dirname "$R")" "$(basename "$R")"; }  # what a kill leaves
 log "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 gpu_preamble 100 'CudaOpsNorm.*:CudaNvfp4Lanes.*:GpuNvfp4Lanes.*:*Nvfp4Scan.*' llama8b-nvfp4 qwen3moe-30b-nvfp4
 f=$R/direct_pool.txt
@@ -14,5 +15,7 @@ AB_BUDGET=120 ab_envs 5 "$L" "-" "FT_NVFP4_LANES=1" "FT_NORM_SPLIT=1" -- -p 0 -n
 ab_env_means "$L"
 AB_BUDGET=160 ab_envs 2 "$Q" "-" "FT_NVFP4_LANES=1" "FT_NORM_SPLIT=1" -- -p 0 -n 128 -r 2 --bw-gbs 4562
 ab_env_means "$Q"
+snap
 ft_bench_each 245 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
+snap
 finish res51s
