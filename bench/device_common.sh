@@ -29,6 +29,25 @@ gpu_tests() {
   grep -E "tests? ran|PASSED|FAILED|rc=|Failure|exception|ATTN-MMA|NORM-CTA" "$R/test.txt" | tail -20
 }
 
+# h200_or_not: H200=1 on an H200 (llama.cpp's build started in the background: an H200 call also makes issue 3's
+# table), else 0; logs the card. A call for nvidia-h200 runs on an H100 most times.
+h200_or_not() {
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  H200=0
+  [[ $gpu == *H200* ]] && H200=1
+  log "GPU: $gpu (H200=$H200)"
+  if [ $H200 = 1 ]; then llama_build_bg; fi
+}
+
+# gpu_tests_until SECONDS: test_cuda (all) into $R/test_all.txt until the call is SECONDS old (the time llama.cpp's
+# build leaves); prints its summary.
+gpu_tests_until() {
+  (cd "$B" && timeout $(($1 - ($(date +%s) - T0))) ./test_cuda --gtest_brief=1 > "$R/test_all.txt" 2>&1
+   echo "rc=$?" >> "$R/test_all.txt")
+  grep -E "tests? ran|PASSED|FAILED|rc=" "$R/test_all.txt" | tail -5
+}
+
 # budget SECONDS WHAT: true while the call is younger than SECONDS, else logs that WHAT is skipped.
 budget() { [ $(($(date +%s) - T0)) -lt "$1" ] || { log "skipped (time): $2"; return 1; }; }
 # rows: the result rows of an `ft bench` or `llama-bench -o md` table (llama-bench right-aligns

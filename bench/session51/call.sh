@@ -8,10 +8,7 @@
 # tg128 winner on Llama-8B) beside llama-bench's.
 R=/tmp/res51
 source bench/device_common.sh
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-H200=0; [[ $GPU == *H200* ]] && H200=1
-log "GPU: $GPU (H200=$H200)"
-[ $H200 = 1 ] && llama_build_bg
+h200_or_not
 gpu_preamble 100 'CudaNvfp4Lanes.*:GpuNvfp4Lanes.*:*Nvfp4Scan.*:CudaNvfp4Tiled.*' llama8b-nvfp4 qwen3moe-30b-nvfp4
 tokens_under "FT_NVFP4_LANES=1" "$L"
 AB_BUDGET=$([ $H200 = 1 ] && echo 170 || echo 190) ab_envs 6 "$L" "FT_NVFP4_LANES=0" "FT_NVFP4_LANES=1" -- -p 512 -n 128 -r 2 --bw-gbs 4562
@@ -23,8 +20,7 @@ if [ $H200 = 1 ]; then
   [ -n "$best" ] || best=FT_NVFP4_LANES=0
   log "depth table under $best"
   log "test_cuda (all, until llama.cpp is built)"
-  (cd "$B" && timeout $((400 - ($(date +%s) - T0))) ./test_cuda --gtest_brief=1 > "$R/test_all.txt" 2>&1; echo "rc=$?" >> "$R/test_all.txt")
-  grep -E "tests? ran|PASSED|FAILED|rc=" "$R/test_all.txt" | tail -5
+  gpu_tests_until 400
   llama_wait 420
   export $best
   ft_bench_each 500 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q

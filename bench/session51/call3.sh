@@ -7,10 +7,7 @@
 #   run(command="timeout -s KILL 590 bash bench/session51/call3.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
 R=/tmp/res51c
 source bench/device_common.sh
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-H200=0; [[ $GPU == *H200* ]] && H200=1
-log "GPU: $GPU (H200=$H200)"
-[ $H200 = 1 ] && llama_build_bg
+h200_or_not
 gpu_preamble 100 'CudaOpsNorm.*:CudaNvfp4Lanes.*:GpuNvfp4Lanes.*:CudaNvfp4Tiled.*' llama8b-nvfp4 qwen3moe-30b-nvfp4
 f=$R/direct_copies1.txt
 timeout 70 "$B/ft-bench-gemv-cuda" --direct --copies 1 > "$f" 2>&1; echo "rc=$?" >> "$f"
@@ -21,8 +18,7 @@ AB_BUDGET=220 ab_envs 6 "$Q" "FT_NORM_SPLIT=0" "FT_NORM_SPLIT=1" -- -p 0 -n 128 
 ab_env_means "$Q"
 if [ $H200 = 1 ]; then
   log "test_cuda (all, until llama.cpp is built)"
-  (cd "$B" && timeout $((400 - ($(date +%s) - T0))) ./test_cuda --gtest_brief=1 > "$R/test_all.txt" 2>&1; echo "rc=$?" >> "$R/test_all.txt")
-  grep -E "tests? ran|PASSED|FAILED|rc=" "$R/test_all.txt" | tail -5
+  gpu_tests_until 400
   llama_wait 420
   ft_bench_each 500 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
   llama_depth_rows 420 575 $L $Q

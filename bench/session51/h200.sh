@@ -8,24 +8,14 @@
 #   run(command="timeout -s KILL 470 bash bench/session51/h200.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
 R=/tmp/res51h
 source bench/device_common.sh
-snap() { tar czf "$OUT/res51h.tgz" -C "$(dirname "$R")" "$(basename "$R")"; }  # what a kill leaves
+source bench/session51/common.sh
 log "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 llama_build_bg
-gpu_preamble 100 'CudaOpsNorm.*:CudaNvfp4Lanes.*:GpuNvfp4Lanes.*:*Nvfp4Scan.*' llama8b-nvfp4 qwen3moe-30b-nvfp4
-f=$R/direct_pool.txt
-timeout 70 "$B/ft-bench-gemv-cuda" --direct --pool-gib 1 > "$f" 2>&1; echo "rc=$?" >> "$f"
-grep -E "read|rc=|\| [0-9]+x[0-9]+ \| (tiled clean|lanes \(plan\)|tiled clean dep|lanes \(plan\) dep) \|" "$f" | cut -c1-110
-tokens_under "FT_NVFP4_LANES=1" "$L"
-AB_BUDGET=130 ab_envs 5 "$L" "-" "FT_NVFP4_LANES=1" "FT_NORM_SPLIT=1" -- -p 0 -n 128 -r 2 --bw-gbs 4562
-ab_env_means "$L"
-AB_BUDGET=175 ab_envs 2 "$Q" "-" "FT_NVFP4_LANES=1" "FT_NORM_SPLIT=1" -- -p 0 -n 128 -r 2 --bw-gbs 4562
-ab_env_means "$Q"
-snap
+kernels_and_ab 130 175
 ft_bench_each 285 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
 snap
 log "test_cuda (all, until llama.cpp is built)"
-(cd "$B" && timeout $((370 - ($(date +%s) - T0))) ./test_cuda --gtest_brief=1 > "$R/test_all.txt" 2>&1; echo "rc=$?" >> "$R/test_all.txt")
-grep -E "tests? ran|PASSED|FAILED|rc=" "$R/test_all.txt" | tail -5
+gpu_tests_until 370
 snap
 llama_depth_rows 380 450 $L $Q
 finish res51h
