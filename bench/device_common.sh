@@ -48,6 +48,18 @@ gpu_tests_until() {
   grep -E "tests? ran|PASSED|FAILED|rc=" "$R/test_all.txt" | tail -5
 }
 
+# issue3_tail [ENV=V]: an H200 call's end after its own measurements -- test_cuda (all) until 400 s, llama.cpp's
+# build awaited until 420 s, then issue 3's depth table, ft (under ENV=V when given) until 500 s, then llama-bench
+# until 575 s.
+issue3_tail() {
+  log "test_cuda (all, until llama.cpp is built)"
+  gpu_tests_until 400
+  llama_wait 420
+  if [ -n "${1:-}" ]; then export "$1"; fi
+  ft_bench_each 500 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
+  llama_depth_rows 420 575 $L $Q
+}
+
 # budget SECONDS WHAT: true while the call is younger than SECONDS, else logs that WHAT is skipped.
 budget() { [ $(($(date +%s) - T0)) -lt "$1" ] || { log "skipped (time): $2"; return 1; }; }
 # rows: the result rows of an `ft bench` or `llama-bench -o md` table (llama-bench right-aligns

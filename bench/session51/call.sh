@@ -19,11 +19,6 @@ if [ $H200 = 1 ]; then
   best=$(grep -E '^BEST FT_NVFP4_LANES=[01]$' "$R/means_llama.txt" | tail -1 | sed 's/^BEST //')
   [ -n "$best" ] || best=FT_NVFP4_LANES=0
   log "depth table under $best"
-  log "test_cuda (all, until llama.cpp is built)"
-  gpu_tests_until 400
-  llama_wait 420
-  export $best
-  ft_bench_each 500 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
-  llama_depth_rows 420 575 $L $Q
+  issue3_tail "$best"
 fi
 finish res51

@@ -17,10 +17,6 @@ ab_env_means "$L" | tee "$R/means_llama.txt"
 AB_BUDGET=260 ab_envs 3 "$Q" "FT_NORM_SPLIT=0" "FT_NORM_SPLIT=1" -- -p 0 -n 128 -r 2 --bw-gbs 4562
 ab_env_means "$Q" | tee "$R/means_qwen.txt"
 if [ $H200 = 1 ]; then
-  log "test_cuda (all, until llama.cpp is built)"
-  gpu_tests_until 400
-  llama_wait 420
-  ft_bench_each 500 100 "-p 512 -n 128 -d 0,4096,16384 -r 2 --bw-gbs 4562" $L $Q
-  llama_depth_rows 420 575 $L $Q
+  issue3_tail
 fi
 finish res51b

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 51, for an H200 (~460 s, sized to what was left of the session's device time): llama.cpp v0.5.0's CUDA
-# llama-bench built in the background; lanes / norm tests; ft-bench-gemv-cuda --direct from HBM (the 80% criterion,
-# tiled and lanes); Llama-8B and Qwen3-30B-A3B tg128 with the defaults / FT_NVFP4_LANES=1 / FT_NORM_SPLIT=1
+# llama-bench built in the background; lanes tests; ft-bench-gemv-cuda --direct from HBM (the 80% criterion,
+# tiled and lanes); Llama-8B and Qwen3-30B-A3B tg128 with the defaults / FT_NVFP4_LANES=1
 # alternating (eagerly loaded); issue 3's depth table for ft (defaults) -- beside the build, which costs ft ~1.5%
 # (session 28) -- then test_cuda (all) until llama.cpp is built, then llama-bench's depth table.
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda" scripts/pack-device.sh build-cuda

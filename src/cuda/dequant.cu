@@ -54,27 +54,25 @@ __global__ void dequant_kernel(const uint8_t* w, int64_t row_bytes, int64_t k, i
   }
 }
 
-// The lane-major NVFP4 layout (nvfp4_tiled.h "lanes"): kLanesPieces pieces (16 rows x 256 elements, 2304
-// contiguous bytes each; a matrix's pieces are contiguous in (tile, piece) order) a CTA iteration, copied 16 bytes
-// a thread into shared memory and decoded from there through nvfp4_lane_in_piece, two units of 8 elements a thread
-// a piece (rows q and q + 8). The next group's copy is in flight while this one decodes (two buffers). Llama-8B
-// pp512 against the plain tiled layout's row-order kernel (H100, sessions 50-51): each unit's scale byte and two
-// words read straight from global memory -6.5%; staged one piece an iteration -1.9%; two pieces -5.5%.
-constexpr int kLanesThreads = 256, kLanesPieces = 1;
+// The lane-major NVFP4 layout (nvfp4_tiled.h "lanes"): one piece of one tile (16 rows x 256 elements, 2304
+// contiguous bytes) a CTA iteration, copied 16 bytes a thread into shared memory and decoded from there through
+// nvfp4_lane_in_piece, two units of 8 elements a thread (rows q and q + 8); the next piece's copy is in flight
+// while this one decodes (two buffers). Llama-8B pp512 against the plain tiled layout's row-order kernel (H100,
+// sessions 50-51): each unit's scale byte and two words read straight from global memory -6.5%; this kernel -1.9%;
+// two pieces an iteration -5.5%.
+constexpr int kLanesThreads = 256;
 template <DequantOut O>
 __global__ void __launch_bounds__(kLanesThreads) dequant_lanes_kernel(const uint8_t* w, int64_t row_bytes,
                                                                       int64_t k, int64_t n_rows, void* dst,
                                                                       int64_t ld) {
-  constexpr int kVecs = kLanesPieces * kTileStep / 16;  // copies of 16 bytes a group
-  constexpr int kLoads = (kVecs + kLanesThreads - 1) / kLanesThreads;
-  __shared__ alignas(16) uint8_t sp[2][kLanesPieces * kTileStep];
+  constexpr int kVecs = kTileStep / 16;  // 144 copies of 16 bytes a piece
+  __shared__ alignas(16) uint8_t sp[2][kTileStep];
   // Piece counts fit 32 bits (rows / 16 x k / 256); the 32-bit division is a fraction of the 64-bit one's code.
   const uint32_t n_pieces = static_cast<uint32_t>(k / 256),
-                 total = static_cast<uint32_t>(n_rows / kTileRows) * n_pieces,
-                 groups = (total + kLanesPieces - 1) / kLanesPieces;
+                 total = static_cast<uint32_t>(n_rows / kTileRows) * n_pieces;
   const int t = threadIdx.x;
-  // This thread's two units of a piece (rows q and q + 8, unit e of the piece's 32): where their scale byte and two
-  // code words sit in every piece, through the map.
+  // This thread's two units (rows q and q + 8, unit e of the piece's 32): where their scale byte and two code
+  // words sit in every piece, through the map.
   const int e = t & 31, o = 36 * (e >> 3), s = (e & 7) >> 1;  // the unit's block in the piece, its sub-block
   int at[2][3];
 #pragma unroll
@@ -84,42 +82,30 @@ __global__ void __launch_bounds__(kLanesThreads) dequant_lanes_kernel(const uint
     at[h][1] = nvfp4_lane_in_piece(q, o + 4 + 8 * s);
     at[h][2] = nvfp4_lane_in_piece(q, o + 8 + 8 * s);
   }
-  const int64_t n_vecs = static_cast<int64_t>(total) * (kTileStep / 16);
-  uint4 next[kLoads];
-  auto fetch = [&](uint32_t g) {
-#pragma unroll
-    for (int j = 0; j < kLoads; ++j) {
-      const int v = t + kLanesThreads * j;
-      const int64_t gv = static_cast<int64_t>(g) * kVecs + v;
-      if (v < kVecs && gv < n_vecs) next[j] = __ldg(reinterpret_cast<const uint4*>(w) + gv);
-    }
+  uint4 next = make_uint4(0, 0, 0, 0);
+  auto fetch = [&](uint32_t tp) {
+    const uint32_t tile = tp / n_pieces, piece = tp - tile * n_pieces;
+    if (t < kVecs)
+      next = __ldg(reinterpret_cast<const uint4*>(w + tile * kTileRows * row_bytes + piece * int64_t{kTileStep}) + t);
   };
-  uint32_t g = blockIdx.x;
-  if (g < groups) fetch(g);
-  for (int buf = 0; g < groups; g += gridDim.x, buf ^= 1) {
-#pragma unroll
-    for (int j = 0; j < kLoads; ++j)
-      if (t + kLanesThreads * j < kVecs) reinterpret_cast<uint4*>(sp[buf])[t + kLanesThreads * j] = next[j];
+  uint32_t tp = blockIdx.x;
+  if (tp < total) fetch(tp);
+  for (int buf = 0; tp < total; tp += gridDim.x, buf ^= 1) {
+    if (t < kVecs) reinterpret_cast<uint4*>(sp[buf])[t] = next;
     __syncthreads();  // the other buffer was last read before this barrier's previous round
-    if (g + gridDim.x < groups) fetch(g + gridDim.x);
+    if (tp + gridDim.x < total) fetch(tp + gridDim.x);
+    const uint32_t tile = tp / n_pieces, piece = tp - tile * n_pieces;
 #pragma unroll
-    for (int j = 0; j < kLanesPieces; ++j) {
-      const uint32_t gp = g * kLanesPieces + j;
-      if (gp >= total) break;
-      const uint32_t tile = gp / n_pieces, piece = gp - tile * n_pieces;
-      const uint8_t* pc = sp[buf] + j * kTileStep;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int q = (t >> 5) + 8 * h;
-        // The unit's scale byte and two code words as sub-block 0 of a block in registers (unit e & 1 of it).
-        uint32_t blk[3];
-        blk[0] = pc[at[h][0]];
-        blk[1] = *reinterpret_cast<const uint32_t*>(pc + at[h][1]);
-        blk[2] = *reinterpret_cast<const uint32_t*>(pc + at[h][2]);
-        float v[8];
-        decode8<FmtNVFP4>(reinterpret_cast<const uint8_t*>(blk), e & 1, v);
-        store8<O>(dst, (tile * int64_t{kTileRows} + q) * ld + 8 * (piece * int64_t{32} + e), v);
-      }
+    for (int h = 0; h < 2; ++h) {
+      const int q = (t >> 5) + 8 * h;
+      // The unit's scale byte and two code words as sub-block 0 of a block in registers (unit e & 1 of it).
+      uint32_t blk[3];
+      blk[0] = sp[buf][at[h][0]];
+      blk[1] = *reinterpret_cast<const uint32_t*>(sp[buf] + at[h][1]);
+      blk[2] = *reinterpret_cast<const uint32_t*>(sp[buf] + at[h][2]);
+      float v[8];
+      decode8<FmtNVFP4>(reinterpret_cast<const uint8_t*>(blk), e & 1, v);
+      store8<O>(dst, (tile * int64_t{kTileRows} + q) * ld + 8 * (piece * int64_t{32} + e), v);
     }
   }
 }
@@ -142,8 +128,8 @@ void dequant_rows(GgmlType type, const uint8_t* w, int64_t row_bytes, int64_t k,
   const int64_t pieces = n_rows * (k / 8);
   const int blocks = static_cast<int>(std::min<int64_t>((pieces + kThreads - 1) / kThreads, 132 * 64));
   if (tiled && lanes) {
-    const int64_t groups = (n_rows / kTileRows * (k / 256) + kLanesPieces - 1) / kLanesPieces;
-    const int grid = static_cast<int>(std::min<int64_t>(groups, 132 * 8));
+    const int64_t n_pieces = n_rows / kTileRows * (k / 256);
+    const int grid = static_cast<int>(std::min<int64_t>(n_pieces, 132 * 8));
     switch (out) {
       case DequantOut::kF32: dequant_lanes_kernel<DequantOut::kF32><<<grid, kLanesThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld); break;
       case DequantOut::kBF16: dequant_lanes_kernel<DequantOut::kBF16><<<grid, kLanesThreads, 0, s>>>(w, row_bytes, k, n_rows, dst, ld); break;

@@ -73,19 +73,13 @@ __device__ __forceinline__ void st_s(uint8_t* p, const typename VecOf<VB>::T& v)
 template <int VB>
 __device__ __forceinline__ typename VecOf<VB>::T ld_lanes(const uint8_t* tb, int q, int b) {
   uint32_t u[VB / 4];
-  // Offsets within a slab fit an int: nvfp4_tiled_in_tile's arithmetic in 32 bits (its int64 form costs 64-bit
-  // divisions by constants a word).
-  auto in_tile = [&](int bx) {
-    const int piece = bx / kTilePiece;
-    return piece * kTileStep + nvfp4_lane_in_piece(q, bx - piece * kTilePiece);
-  };
 #pragma unroll
   for (int x = 0; x < VB / 4; ++x) {
     const int bx = b + 4 * x;  // the slab starts a block: bx % 36 == 0 is a block's scale word
-    const uint8_t* at = tb + in_tile(bx);
+    const uint8_t* at = tb + nvfp4_lanes_in_tile(q, bx);
     if (bx % kBlockBytes == 0)
       u[x] = uint32_t{*reinterpret_cast<const uint16_t*>(at)} |
-             (uint32_t{*reinterpret_cast<const uint16_t*>(tb + in_tile(bx + 2))} << 16);
+             (uint32_t{*reinterpret_cast<const uint16_t*>(tb + nvfp4_lanes_in_tile(q, bx + 2))} << 16);
     else
       u[x] = *reinterpret_cast<const uint32_t*>(at);
   }

@@ -3,7 +3,6 @@
 // to scale it. At decode sizes (n_embd 2048-4096, one row) the launch dominates.
 #include "cuda/norm.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "cuda/check.h"
@@ -19,16 +18,6 @@ namespace {
 
 constexpr int kThreads = 256;
 bool g_norm_reg = true;
-// The split register kernel serves rows up to this many (decode's); FT_NORM_SPLIT=0 turns it off (A/B), 1 on.
-constexpr int kSplitRows = 8;
-int g_norm_split = -1;  // -1: FT_NORM_SPLIT, read once
-bool split_enabled() {
-  if (g_norm_split < 0) {
-    const char* e = std::getenv("FT_NORM_SPLIT");
-    g_norm_split = e != nullptr && e[0] == '1' ? 1 : 0;
-  }
-  return g_norm_split == 1;
-}
 
 // kAdd: x += b first (written back). kVec: rows 16-byte aligned, n % 4 == 0: float4 access.
 template <bool kAdd, bool kVec>
@@ -96,27 +85,21 @@ __global__ void rmsnorm_kernel(float* x, int64_t ldx, const float* b, int64_t ld
 // i + 256, ...: the same elements in the same order as rmsnorm_kernel<kAdd, true>, so the
 // double sum and every output are bit-identical to it; a Q8 block of 32 is 8 consecutive
 // lanes, quantised as q8_quantize_segment does (same amax, scales, codes and half sums).
-//
-// kSplit (no add; decode's few rows): NV blocks a row, block p of a row making float4s j == p only, each summing
-// the whole row in the same order (the same scale, bit for bit), so a block's serial tail -- scale, quantise,
-// store -- is one float4 a thread instead of NV.
-template <bool kAdd, int NV, bool kSplit = false>
+template <bool kAdd, int NV>
 __global__ void __launch_bounds__(kThreads) rmsnorm_reg_kernel(float* x, int64_t ldx, const float* b, int64_t ldb,
                                                                const float* w, int64_t n, float eps, float* y,
                                                                int64_t ldy, Round r, uint8_t* xq,
                                                                int64_t xq_row_bytes) {
   static_assert(kThreads == norm_row::kThreads, "norm_row's thread layout");
-  static_assert(!(kSplit && kAdd), "a split row would be added to by one block while the others read it");
   __shared__ double scratch[32];
-  const int64_t t = kSplit ? blockIdx.x / NV : blockIdx.x;
-  const int part = kSplit ? static_cast<int>(blockIdx.x % NV) : -1;
+  const int64_t t = blockIdx.x;
   float4 g[NV];
   norm_row::load_weights(w, n, g);
   pdl_wait();
   pdl_trigger();
   float4 o[NV];
   norm_row::normalize<kAdd, NV>(x + t * ldx, kAdd ? b + t * ldb : nullptr, g, w != nullptr, n, eps, y + t * ldy, r,
-                                xq != nullptr ? xq + t * xq_row_bytes : nullptr, scratch, o, part);
+                                xq != nullptr ? xq + t * xq_row_bytes : nullptr, scratch, o);
 }
 
 // Launches the register kernel when the row fits (NV float4 per thread, at most 8: n <=
@@ -125,19 +108,15 @@ template <bool kAdd>
 bool launch_reg(unsigned grid, float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int64_t n,
                 float eps, float* y, int64_t ldy, Round r, uint8_t* xq, int64_t xrb, cudaStream_t s) {
   const int64_t nv = (n + 4 * kThreads - 1) / (4 * kThreads);
-  const bool split = !kAdd && grid <= static_cast<unsigned>(kSplitRows) && split_enabled();
-  auto go = [&](auto kernel, auto split_kernel, int v) {
-    if (split)
-      launch_pdl(split_kernel, dim3(grid * v), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
-    else
-      launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
+  auto go = [&](auto kernel) {
+    launch_pdl(kernel, dim3(grid), dim3(kThreads), 0, s, x, ldx, b, ldb, w, n, eps, y, ldy, r, xq, xrb);
     return true;
   };
   if (n % 32 != 0) return false;
-  if (nv <= 1) return go(rmsnorm_reg_kernel<kAdd, 1>, rmsnorm_reg_kernel<kAdd, 1>, 1);
-  if (nv <= 2) return go(rmsnorm_reg_kernel<kAdd, 2>, rmsnorm_reg_kernel<kAdd, 2, !kAdd>, 2);
-  if (nv <= 4) return go(rmsnorm_reg_kernel<kAdd, 4>, rmsnorm_reg_kernel<kAdd, 4, !kAdd>, 4);
-  if (nv <= 8) return go(rmsnorm_reg_kernel<kAdd, 8>, rmsnorm_reg_kernel<kAdd, 8, !kAdd>, 8);
+  if (nv <= 1) return go(rmsnorm_reg_kernel<kAdd, 1>);
+  if (nv <= 2) return go(rmsnorm_reg_kernel<kAdd, 2>);
+  if (nv <= 4) return go(rmsnorm_reg_kernel<kAdd, 4>);
+  if (nv <= 8) return go(rmsnorm_reg_kernel<kAdd, 8>);
   return false;
 }
 
@@ -183,7 +162,6 @@ void run(float* x, int64_t ldx, const float* b, int64_t ldb, const float* w, int
 }  // namespace
 
 void rmsnorm_set_register_path(bool on) { g_norm_reg = on; }
-void rmsnorm_set_split(int on) { g_norm_split = on; }
 
 void rmsnorm(const float* x, int64_t ldx, const float* w, int64_t n, float eps, int64_t n_tok, float* y,
              int64_t ldy, Round r, cudaStream_t s) {

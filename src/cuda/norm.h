@@ -33,8 +33,5 @@ void add_rmsnorm(float* x, int64_t ldx, const float* b, int64_t ldb, const float
 // Test switch (process-wide, not thread-safe): false sends every row through the general
 // kernel instead of the register-resident decode kernel (they must agree bit for bit).
 void rmsnorm_set_register_path(bool on);
-// Test switch (process-wide, not thread-safe): 1 sends rows of up to 8 tokens without an add through the split
-// register kernel (a row over several blocks, norm.cu), 0 not, -1 back to FT_NORM_SPLIT (off unless 1).
-void rmsnorm_set_split(int on);
 
 }  // namespace ft::cuda

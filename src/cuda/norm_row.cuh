@@ -47,12 +47,10 @@ __device__ __forceinline__ void load_weights(const float* w, int64_t n, float4 (
 // squares per thread in float4 order, block_sum, scale = 1 / sqrt(mean + eps), o = x * scale
 // * weight rounded by r; written to yr and quantised into xq_row where those are not null.
 // o[j] past n is left unset. Every thread of the block calls it (block_sum syncs).
-// part >= 0 (kAdd false): the whole row is read and summed as above -- the same scale, bit for bit -- but only the
-// float4s j == part are scaled, written and quantised (a row split over NV blocks, norm.cu), other o[j] unset.
 template <bool kAdd, int NV>
 __device__ __forceinline__ void normalize(float* xr, const float* br, const float4 (&g)[NV], bool weighted,
                                           int64_t n, float eps, float* yr, Round r, uint8_t* xq_row,
-                                          double* scratch, float4 (&o)[NV], int part = -1) {
+                                          double* scratch, float4 (&o)[NV]) {
   const int tid = static_cast<int>(threadIdx.x);
   float4 v[NV];
   double sum = 0.0;
@@ -84,7 +82,6 @@ __device__ __forceinline__ void normalize(float* xr, const float* br, const floa
   for (int j = 0; j < NV; ++j) {
     const int64_t i = 4 * (tid + static_cast<int64_t>(kThreads) * j);
     if (i >= n) break;
-    if (part >= 0 && j != part) continue;
     const float4 t = scale_quad(v[j], scale, weighted, g[j], r);
     o[j] = t;
     if (yr != nullptr) *reinterpret_cast<float4*>(yr + i) = t;

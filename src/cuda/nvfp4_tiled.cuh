@@ -42,11 +42,17 @@ FT_TILED_HD inline int nvfp4_lane_in_piece(int q, int b) {
   return 16 * (32 * (w >> 2) + lane) + 4 * (w & 3) + (e & 3);
 }
 
+// Byte offset of byte b of a tile's row q in the lane-major layout, in int arithmetic (a tile's 16 rows fit): the
+// slab kernel's word-by-word gather calls it directly (the int64 form costs 64-bit divisions by constants a word).
+FT_TILED_HD inline int nvfp4_lanes_in_tile(int q, int b) {
+  const int piece = b / kTilePiece;
+  return piece * kTileStep + nvfp4_lane_in_piece(q, b - piece * kTilePiece);
+}
+
 // Byte offset of byte b of a tile's row q in the tiled layout (lanes: its lane-major variant).
 FT_TILED_HD inline int64_t nvfp4_tiled_in_tile(int64_t q, int64_t b, bool lanes) {
   if (!lanes) return nvfp4_tiled_in_tile(q, b);
-  const int64_t piece = b / kTilePiece;
-  return piece * kTileStep + nvfp4_lane_in_piece(static_cast<int>(q), static_cast<int>(b - piece * kTilePiece));
+  return nvfp4_lanes_in_tile(static_cast<int>(q), static_cast<int>(b));
 }
 
 // Byte offset of byte b of row r in a tiled matrix of row_bytes bytes a row.

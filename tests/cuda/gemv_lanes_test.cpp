@@ -231,8 +231,7 @@ TEST(CudaNvfp4Lanes, GemmEqualsTiledBitwise) {
 }
 
 // The dequantiser alone, to every output type, the same bytes as from the plain tiled layout: over more pieces than
-// its grid holds (so each CTA takes several groups, through both of its shared-memory buffers), and over an odd
-// number of pieces (the last group part empty).
+// its grid holds (so each CTA takes several, through both of its shared-memory buffers), and over a few (9).
 TEST(CudaNvfp4Lanes, DequantEqualsTiledBitwise) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(97);
