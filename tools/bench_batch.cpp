@@ -1,7 +1,8 @@
-// ft-bench-batch: decode throughput of the CPU BatchRunner (engine/batch_runner.h) as a
-// function of the batch size B: B sequences each hold a prompt, then every step feeds one
-// token to each; prints ms per step and tokens/s, beside the single-sequence Session.
-//   ft-bench-batch --model FILE [--batch 1,2,4,8,16,32] [--prompt 32] [--steps 50] [--threads 1]
+// ft-bench-batch: decode throughput of the BatchRunner (engine/batch_runner.h; ft serve's continuous batching) as
+// a function of the batch size B: B sequences each hold a prompt, then every step feeds one token to each; prints
+// ms per step and tokens/s, beside the single-sequence Session. --device cuda (a CUDA build): the GPU batch runner
+// (gpu/batch_runner_gpu.h) over a GpuSession, decode steps replayed as CUDA graphs per batch size.
+//   ft-bench-batch --model FILE [--batch 1,2,4,8,16,32] [--prompt 32] [--steps 50] [--threads 1] [--device cpu]
 // On a memory-bound model (weights past the last-level cache) a step of B tokens reads the
 // weights once, so tokens/s grows with B; on a cache-resident tiny model it cannot.
 #include <CLI/CLI.hpp>
@@ -15,6 +16,10 @@
 #include "engine/batch_runner.h"
 #include "engine/session.h"
 #include "model/model.h"
+#ifdef FT_HAVE_CUDA
+#include "gpu/batch_runner_gpu.h"
+#include "gpu/session.h"
+#endif
 
 namespace {
 
@@ -29,11 +34,13 @@ int main(int argc, char** argv) {
   std::string path;
   std::vector<int> batches = {1, 2, 4, 8, 16, 32};
   int prompt = 32, steps = 50, threads = 1;
+  std::string device = "cpu";
   app.add_option("--model", path, "GGUF model (an arch the paged runner covers: llama, qwen3, qwen3moe)")->required();
   app.add_option("--batch", batches, "batch sizes")->delimiter(',');
   app.add_option("--prompt", prompt, "prompt tokens per sequence (default 32)");
   app.add_option("--steps", steps, "decode steps timed per batch size (default 50)");
   app.add_option("--threads", threads, "CPU threads (default 1)");
+  app.add_option("--device", device, "cpu (default) or cuda (a CUDA build)")->check(CLI::IsMember({"cpu", "cuda"}));
   CLI11_PARSE(app, argc, argv);
   try {
     auto m = ft::model::load_model(path);
@@ -43,8 +50,23 @@ int main(int argc, char** argv) {
     so.n_ctx = prompt + steps + 8;
     so.n_threads = threads;
     so.act_quant = ft::quant::ActQuant::kQ8;  // ft serve's default numerics
-    ft::engine::Session sess(*m, so);
-    auto br = ft::engine::make_batch_runner(sess, max_b, 16);
+    std::unique_ptr<ft::engine::Runner> runner;
+    std::unique_ptr<ft::engine::BatchRunner> br;
+    if (device == "cuda") {
+#ifdef FT_HAVE_CUDA
+      ft::gpu::GpuSessionOptions go;
+      go.n_ctx = so.n_ctx;
+      auto g = std::make_unique<ft::gpu::GpuSession>(*m, go);
+      br = ft::gpu::make_gpu_batch_runner(*g, max_b, 16);
+      runner = std::move(g);
+#else
+      throw ft::Error("ft-bench-batch: --device cuda needs a CUDA build (-DFT_CUDA=ON)");
+#endif
+    } else {
+      runner = std::make_unique<ft::engine::Session>(*m, so);
+      br = ft::engine::make_batch_runner(*runner, max_b, 16);
+    }
+    ft::engine::Runner& sess = *runner;
     fmt::print("{}\n", br->describe());
     const auto V = static_cast<int32_t>(m->hp.n_vocab);
     double tok_s_1 = 0.0;
@@ -73,7 +95,7 @@ int main(int argc, char** argv) {
     sess.eval(p.data(), prompt);
     const auto t0 = std::chrono::steady_clock::now();
     int32_t t = 1;
-    for (int s = 0; s < steps; ++s) sess.eval(&t, 1);
+    for (int s = 0; s < steps; ++s) t = sess.eval_argmax(&t, 1) % V;
     fmt::print("Session (single sequence) {:8.3f} ms/token\n", seconds_since(t0) / steps * 1e3);
   } catch (const ft::Error& e) {
     fmt::print(stderr, "ft-bench-batch: {}\n", e.what());

@@ -3,7 +3,7 @@
 // path (X quantised once by quantize_act_q8, outside the timed loop; its own cost is printed
 // separately).
 //
-//   ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean] [--direct]
+//   ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean] [--direct] [--batch]
 //
 // --variants: --nvfp4's routed cases of 1-2 tokens and its one-token variant sweep only (e.g.
 // beside FT_CUDA_PDL=0); it includes the mma kernel's instances on the dense shapes.
@@ -25,6 +25,9 @@
 //
 // --tiled: the tiled layout's (cuda/nvfp4_tiled.h) one-token kernel on the dense shapes, dep mode:
 // the routed choice, dep and back to back, and gemv_mma.cu at each warps x stages (not with --no-sweep).
+//
+// --batch: Llama-8B's dense shapes tiled (clean scales) at 1..8 tokens, back to back: the batch tensor-core
+// kernel (gemv_mma_batch.cu) against the slab kernel at 2..8 tokens.
 //
 // --nvfp4: only the NVFP4 integer-path cases (gemv_nvfp4.cu against the generic kernel) and
 // a sweep of its plans (kernel / rows / activations from shared or global memory; one token:
@@ -309,6 +312,8 @@ struct Case {
   // Dense NVFP4 weights in the tiled layout (cuda/nvfp4_tiled.h; GemvArgs::tiled): the kernel a
   // tiled call takes.
   bool tiled = false;
+  // Tiled, 2..8 tokens: the slab kernel instead of the batch tensor-core kernel (gemv_set_nvfp4_mma_batch).
+  bool batch_off = false;
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -371,7 +376,8 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
   gemv_set_nvfp4_persist(c.nv_pg, c.nv_ps);
-  const int64_t tma_before = gemv_nvfp4_tma_launches();
+  gemv_set_nvfp4_mma_batch(!c.batch_off);
+  const int64_t tma_before = gemv_nvfp4_tma_launches(), batch_before = gemv_nvfp4_mma_batch_launches();
   const int64_t mma_before = gemv_nvfp4_mma_launches(), persist_before = gemv_nvfp4_persist_launches();
   DeviceBuffer sol_out(static_cast<size_t>(g_sms) * 4 * 8 * 4);
   auto body = [&](int i, cudaStream_t s) {
@@ -451,7 +457,9 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_variant(0, 0);
   gemv_set_nvfp4_mma(0, 0);
   gemv_set_nvfp4_persist(0, 0);
+  gemv_set_nvfp4_mma_batch(true);
   const bool ran_tma = gemv_nvfp4_tma_launches() > tma_before;
+  const bool ran_batch = gemv_nvfp4_mma_batch_launches() > batch_before;
   const bool ran_mma = gemv_nvfp4_mma_launches() > mma_before;
   const bool ran_persist = gemv_nvfp4_persist_launches() > persist_before;
   const double bytes = static_cast<double>(rb * c.rows * n_slot / (grouped ? 1 : c.n_tok));
@@ -495,6 +503,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   }
   if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : c.sol == 6 ? "rows" : "sol";
   if (ran_tma) plan = "n5 (bulk-copy mma)";  // gemv_mma_tma.cu at its defaults
+  if (ran_batch) plan = "batch mma";          // gemv_mma_batch.cu
   if (c.tiled) plan += g_clean ? " tiled clean" : " tiled";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
@@ -636,7 +645,7 @@ int main(int argc, char** argv) {
   double pool_gib = 2.0;
   int launches = 200;
   bool quick = false, sweep = true, nvfp4_only = false, variants_only = false, dense_only = false, experts_only = false;
-  bool sol_only = false, persist_only = false, tiled_only = false, direct_only = false;
+  bool sol_only = false, persist_only = false, tiled_only = false, direct_only = false, batch_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--pool-gib" && i + 1 < argc) pool_gib = std::atof(argv[++i]);
@@ -651,10 +660,11 @@ int main(int argc, char** argv) {
     else if (a == "--sol") sol_only = true;
     else if (a == "--persist") persist_only = true;
     else if (a == "--tiled") tiled_only = true;
+    else if (a == "--batch") batch_only = true;
     else if (a == "--clean") g_clean = true;
     else if (a == "--direct") direct_only = true;
     else {
-      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean] [--direct]\n");
+      std::fprintf(stderr, "usage: ft-bench-gemv-cuda [--pool-gib N] [--copies N] [--launches N] [--quick] [--no-sweep] [--nvfp4] [--variants] [--dense] [--experts] [--sol] [--persist] [--tiled] [--clean] [--direct] [--batch]\n");
       return 2;
     }
   }
@@ -720,6 +730,22 @@ int main(int argc, char** argv) {
       for (const auto& d : {std::array<int64_t, 2>{4096, 14336}, std::array<int64_t, 2>{28672, 4096},
                             std::array<int64_t, 2>{14336, 4096}, std::array<int64_t, 2>{6144, 4096}})
         run_direct(d[0], d[1], pool, launches);
+      return 0;
+    }
+    if (batch_only) {
+      // A batched decode step's dense projections (Llama-8B's) on tiled weights with clean scales, as the engine
+      // loads them, 1..8 tokens back to back: the batch tensor-core kernel (gemv_mma_batch.cu) against the slab
+      // kernel it replaces (2..8 tokens); GB/s counts the weights once a launch.
+      g_clean = true;
+      const int64_t shapes[][2] = {{28672, 4096}, {4096, 14336}, {6144, 4096}, {4096, 4096}};
+      for (const auto& d : shapes)
+        for (int64_t nt : {1, 2, 3, 4, 6, 8})
+          for (bool off : {false, true}) {
+            if (nt == 1 && off) continue;
+            Case c{off ? "slab" : "batch", GgmlType::NVFP4, d[0], d[1], nt};
+            c.q8 = true, c.tiled = true, c.batch_off = off;
+            run_case(c, pool, launches);
+          }
       return 0;
     }
     if (tiled_only) {

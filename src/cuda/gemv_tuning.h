@@ -380,6 +380,12 @@ int64_t gemv_glu_order_launches();
 int64_t gemv_nvfp4_clean_launches();
 // ... of them, on lane-major tiled weights (gemv_mma.cu LANES; tests).
 int64_t gemv_nvfp4_lanes_launches();
+// The tensor-core GEMV of 2..8 tokens on tiled weights (gemv_mma_batch.cu; on by default, each token's rows
+// those of the one-token launch): false sends those launches back to the slab kernel.
+// FT_GEMV_NVFP4_MMA_BATCH=0 sets it off at start-up. Defined in gemv.cu.
+void gemv_set_nvfp4_mma_batch(bool on);
+// Launches of it so far.
+int64_t gemv_nvfp4_mma_batch_launches();
 // Grouped gate/up pairs (GemvArgs::w_pair) launched as one slab kernel so far.
 int64_t gemv_nvfp4_pair_launches();
 // Launches of the persistent mma kernel so far.

@@ -1,7 +1,7 @@
 // The lane-major tiled NVFP4 layout (cuda/nvfp4_tiled.h "Lanes"): the device repack against its host twin, and
 // every reader against the same call on the plain tiled bytes, bit for bit (the layout moves bytes, not
-// arithmetic): the one-token tensor-core GEMV's lanes instances (clean scales only), the slab kernel at 2..8
-// tokens (its word-by-word gather), and the cuBLAS GEMM route's dequantiser. The plain tiled calls are held to
+// arithmetic): the one-token tensor-core GEMV's lanes instances (clean scales only), the batch tensor-core GEMV
+// and the slab kernel at 2..8 tokens (its word-by-word gather), and the cuBLAS GEMM route's dequantiser. The plain tiled calls are held to
 // the row-major bytes and the scalar twin by gemv_tiled_test.cpp.
 #include <gtest/gtest.h>
 
@@ -96,7 +96,8 @@ std::vector<float> run_gemv(const Pair& m, bool lanes, const DeviceBuffer& dxq, 
 }
 
 // One token on the tensor-core kernel's lanes instances (at the tiled call's warps and stages, and forced to
-// others), 2..8 tokens on the slab kernel: the tiled call's bits.
+// others), 2..8 tokens on the batch tensor-core kernel (gemv_mma_batch.cu) and, with it off, on the slab kernel:
+// the tiled call's bits.
 TEST(CudaNvfp4Lanes, GemvEqualsTiledBitwise) {
   if (!has_device()) GTEST_SKIP() << "no CUDA device present";
   std::mt19937 rng(73);
@@ -116,17 +117,24 @@ TEST(CudaNvfp4Lanes, GemvEqualsTiledBitwise) {
       std::vector<float> init(static_cast<size_t>(rows * n_tok), std::nanf(""));
       if (acc)
         for (size_t i = 0; i < init.size(); ++i) init[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
-      // The plan's warps, then forced ones (one token only).
+      // The plan's warps, then forced ones (one token); the batch kernel on, then off (the slab; 2..8 tokens).
       for (const auto& [fw, fs] : n_tok == 1 ? std::vector<std::pair<int, int>>{{0, 0}, {4, 2}, {8, 3}, {8, 4}}
-                                             : std::vector<std::pair<int, int>>{{0, 0}}) {
+                                             : std::vector<std::pair<int, int>>{{0, 0}, {0, -1}}) {
         SCOPED_TRACE(testing::Message() << rows << "x" << k << " n_tok " << n_tok << " variant " << variant
                                         << " warps " << fw << " stages " << fs);
-        gemv_set_nvfp4_mma(fw, fs);
+        gemv_set_nvfp4_mma(fw, fs < 0 ? 0 : fs);
+        gemv_set_nvfp4_mma_batch(fs >= 0);
         const std::vector<float> want = run_gemv(m, false, dxq, n_tok, rs, use_rs, round, acc, init);
-        const int64_t l0 = gemv_nvfp4_lanes_launches();
+        const int64_t l0 = gemv_nvfp4_lanes_launches(), b0 = gemv_nvfp4_mma_batch_launches();
         const std::vector<float> got = run_gemv(m, true, dxq, n_tok, rs, use_rs, round, acc, init);
         gemv_set_nvfp4_mma(0, 0);
+        gemv_set_nvfp4_mma_batch(true);
         EXPECT_EQ(gemv_nvfp4_lanes_launches() - l0, n_tok == 1 ? 1 : 0) << "the lanes instance";
+        int warps = 0, stages = 0;
+        gemv_nvfp4_tiled_mma(rows, k, warps, stages);
+        if (n_tok > 1 && fs >= 0 && warps <= 8) {
+          EXPECT_EQ(gemv_nvfp4_mma_batch_launches() - b0, 1) << "the batch kernel's lanes instance";
+        }
         for (size_t i = 0; i < got.size(); ++i) ASSERT_FALSE(std::isnan(got[i])) << "output " << i << " not written";
         ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "lanes differ from tiled";
       }

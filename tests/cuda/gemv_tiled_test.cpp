@@ -2,7 +2,7 @@
 // the offset formula; every reader of tiled weights against the same kernel on the row-major
 // bytes, bit for bit (the tiled layout moves bytes, not arithmetic): the one-token tensor-core
 // GEMV (gemv_mma.cu, also when a benchmark forces the bulk-copy kernel, which reads row-major
-// weights only), the slab kernel at 2..8 tokens, and the cuBLAS GEMM route's dequantiser; and against the
+// weights only), the slab kernel at 2..8 tokens (with the batch tensor-core kernel off), and the cuBLAS GEMM route's dequantiser; and against the
 // scalar twin gemv_q8_ref within the fp32 bound of the other GEMV tests. Callers that cannot read
 // tiled weights get an error.
 #include <gtest/gtest.h>
@@ -143,7 +143,8 @@ TEST(CudaNvfp4Tiled, GemvEqualsRowMajorBitwiseAndTheTwin) {
       SCOPED_TRACE(testing::Message()
                    << rows << "x" << k << " n_tok " << n_tok << " variant " << variant);
       // The row-major reference on the kernel the tiled call takes: one token, gemv_mma.cu at
-      // gemv_nvfp4_tiled_mma's warps and stages; else the slab.
+      // gemv_nvfp4_tiled_mma's warps and stages; else the slab (the batch tensor-core kernel, which reads
+      // tiled weights only, off here: gemv_batch_test.cpp holds it to the one-token launches).
       int warps = 0, stages = 0;
       gemv_nvfp4_tiled_mma(rows, k, warps, stages);
       if (n_tok == 1) {
@@ -155,7 +156,9 @@ TEST(CudaNvfp4Tiled, GemvEqualsRowMajorBitwiseAndTheTwin) {
       gemv_set_nvfp4_override(-1, 0, 0);
       gemv_set_nvfp4_mma(0, 0);
       const int64_t mma1 = gemv_nvfp4_mma_launches();
+      gemv_set_nvfp4_mma_batch(false);
       const std::vector<float> got = run_gemv(m, true, dxq, n_tok, rs, use_rs, round, acc, init);
+      gemv_set_nvfp4_mma_batch(true);
       const int64_t ran =
           n_tok == 1 ? 1 : 0;  // both calls ran the tensor-core kernel at one token, else the slab
       EXPECT_EQ(mma1 - mma0, ran);

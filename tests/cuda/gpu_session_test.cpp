@@ -241,7 +241,9 @@ TEST(GpuNvfp4Tiled, SessionEqualsRowMajorAndMatchesCpu) {
     setenv("FT_NVFP4_TILE", "all", 1);
     ft::gpu::GpuSession gpu(m, go);
     EXPECT_EQ(ft::cuda::nvfp4_tile_launches() - t0, moe ? 2 * spec.n_layer : 4 * spec.n_layer) << "tiled projections";
+    ft::cuda::gemv_set_nvfp4_mma_batch(false);  // the chunk's slab kernel on both layouts (the batch kernel: below)
     const std::vector<float> got = logits(gpu);
+    ft::cuda::gemv_set_nvfp4_mma_batch(true);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "tiled != row-major";
     ft::gpu::set_norm_fold(3);
@@ -336,6 +338,30 @@ TEST(GpuNvfp4Lanes, SessionEqualsTiledOne) {
   EXPECT_GE(ft::cuda::gemv_nvfp4_lanes_launches() - l0, 4 * model.n_layer) << "lanes launches";
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "lanes != tiled";
+}
+
+// The batch tensor-core GEMV (gemv_mma_batch.cu, on by default) in a session: the 5-token chunk's projections take
+// it (qkv, wo, gate|up, down a layer); their rows are the one-token launches' (gemv_batch_test.cpp), so against
+// the slab kernel's session (FT_GEMV_NVFP4_MMA_BATCH=0) the logits differ only by fp32 reassociation.
+TEST(GpuNvfp4Batch, SessionNearTheSlabOne) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const TiledNvfp4Llama model("ft-gpu-batch-", 31, "llama_batch");
+  ft::cuda::gemv_set_nvfp4_mma_batch(false);
+  const int64_t b0 = ft::cuda::gemv_nvfp4_mma_batch_launches();
+  const std::vector<float> want = model.logits();
+  ft::cuda::gemv_set_nvfp4_mma_batch(true);
+  EXPECT_EQ(ft::cuda::gemv_nvfp4_mma_batch_launches(), b0) << "batch launches with it off";
+  const std::vector<float> got = model.logits();
+  EXPECT_GE(ft::cuda::gemv_nvfp4_mma_batch_launches() - b0, 4 * model.n_layer) << "batch launches";
+  ASSERT_EQ(got.size(), want.size());
+  double md = 0, mx = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << "logit " << i;
+    md = std::max(md, static_cast<double>(std::fabs(got[i] - want[i])));
+    mx = std::max(mx, static_cast<double>(std::fabs(want[i])));
+  }
+  std::printf("BATCH: max|dlogit| %.3g of max|logit| %.3g\n", md, mx);
+  EXPECT_LT(md, 0.02 * mx) << "batch kernel's logits far from the slab kernel's";
 }
 
 // Sampling on the device (GpuSession::eval_sample) picks the CPU sampler's tokens: same

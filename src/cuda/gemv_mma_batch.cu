@@ -1,0 +1,253 @@
+// The NVFP4 tensor-core GEMV for 2..8 tokens on a tiled weight (gemv.h, integer path; dense): a batched decode
+// step's projections (continuous batching), which the slab kernel took until now.
+//
+// Why: the slab kernel decodes every weight once per token group and runs dp4a a token, so its time grows with
+// the tokens -- H100 session 51 call 5, Llama-8B gate|up (28672x4096): 8 tokens took 3.8x one token's time. Here
+// a step's E2M1 words are decoded once, as in gemv_mma.cu, and the tokens share them through the mma's columns.
+//
+// Layout (gemv_mma.cu's, with the columns re-assigned). The one-token kernel's B column 2t + j holds tile t's
+// sub-block j, so its 4 tiles add into one C. Here each tile has its own C, and column 2u + j holds token u's
+// sub-block j (u < 4; tokens 4..7 take a second mma on the same A registers): lane (g, c) feeds column g -- token
+// (g >> 1) + 4q, sub-block g & 1, non-zero where c >> 1 == g & 1 -- and after the mma holds token c + 4q's two
+// sub-blocks of rows g and g + 8 for that tile: the one-token lane c's values for tile c. Each lane then keeps one
+// accumulator pair a tile and token group, adds into it with the one-token kernel's expression in its order
+// (steps, gh 0 then 1, sub-block a then b), and the four tiles meet as that kernel's two shuffles add them
+// ((t0 + t1) + (t2 + t3)); the warps' sums meet in warp order at the one-token plan's warps. So every token's rows
+// are bit for bit those of gemv_mma.cu's one-token launch on that token alone (tests/cuda/gemv_batch_test.cpp):
+// a sequence decodes the same tokens batched or alone.
+//
+// B fragments x only (gemv_mma.cuh MmaFrag<true>: sums p.x - n.x, the same int32) so that 8 tokens of k 14336
+// fit shared memory: T x k bytes of fragments, T x k / 8 of scales.
+#include <atomic>
+#include <cstdint>
+
+#include "cuda/act_q8.h"
+#include "cuda/check.h"
+#include "cuda/cp_async.cuh"
+#include "cuda/gemv.h"
+#include "cuda/gemv_launch.h"
+#include "cuda/gemv_mma.cuh"
+#include "cuda/gemv_nvfp4_dot.cuh"
+#include "cuda/gemv_q8_formats.cuh"
+#include "cuda/gemv_tuning.h"
+#include "cuda/pdl.cuh"
+
+namespace ft::cuda::gemv_detail {
+namespace {
+
+using namespace q8_detail;
+
+constexpr int kRows = kMmaRows;
+constexpr int kRowStep = kMmaRowStep;
+constexpr int kStageBytes = kMmaStageBytes;
+constexpr int kVecPerLane = kMmaVecPerLane;
+using Frag = MmaFrag<true>;
+
+// Shared memory: the E2M1 table, T rows of x fragments (k bytes each), T rows of activation scales x 0.5
+// (k / 32 floats), the warps' stages, the warps' row sums (NW x 16 a token).
+struct BatchSmem {
+  int frag, xd, stage, red, total;
+};
+BatchSmem batch_smem(int64_t k, int n_tok, int nw, int ns) {
+  BatchSmem m{};
+  m.frag = 16;
+  m.xd = m.frag + static_cast<int>(n_tok * k);
+  m.stage = (m.xd + static_cast<int>(n_tok * (k / 32)) * 4 + 15) & ~15;
+  m.red = m.stage + nw * ns * kStageBytes;
+  m.total = m.red + nw * kRows * n_tok * 4;
+  return m;
+}
+
+// NQ token groups of 4 (tokens 4q .. 4q + 3); CHK as gemv_mma.cu's (false: Params::scales_clean); LANES: the
+// lane-major pieces (Params::tiled 2), copied as gemv_mma.cu's LANES instances copy them, each lane's words read
+// from its own 64 bytes and tile t's scales from lane (g, t)'s 8.
+template <int NW, int NS, int NQ, bool CHK, bool LANES>
+__global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p, const BatchSmem sm, int n_tok) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  const int g = lane >> 2, c = lane & 3;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int nb = static_cast<int>(p.k / 64), n_steps = nb / kMmaStepBlocks;
+  const uint8_t* wbase = p.w + row0 * p.row_bytes;
+  uint8_t* stages = smem + sm.stage + warp * (NS * kStageBytes);
+
+  // The tiled layout: step s of the tile is the 2304 contiguous bytes at s * kStageBytes, laid out as the stage.
+  int dst_off[kVecPerLane];
+#pragma unroll
+  for (int v = 0; v < kVecPerLane; ++v) {
+    const int i = lane + 32 * v, q = i / 9, o = i - 9 * q;
+    dst_off[v] = i < kStageBytes / 16 ? q * kRowStep + 16 * o : -1;
+  }
+  const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
+  auto issue = [&](int i) {
+    if (i < my_steps) {
+      const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * kStageBytes;
+      uint8_t* dst = stages + (i % NS) * kStageBytes;
+      if constexpr (LANES) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) cp_async16(dst + 16 * lane + 512 * j, src + 16 * lane + 512 * j);
+        if (lane < 16) cp_async16(dst + 2048 + 16 * lane, src + 2048 + 16 * lane);
+      } else {
+#pragma unroll
+        for (int v = 0; v < kVecPerLane; ++v)
+          if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + 16 * (lane + 32 * v));
+      }
+    }
+    cp_async_commit();
+  };
+
+  // Weights before the PDL wait (never written by a kernel); the activations after it.
+#pragma unroll
+  for (int i = 0; i < NS - 1; ++i) issue(i);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t my_row = row0 + (tid & (kRows - 1));
+  const float rs = p.rs_early && p.row_scale != nullptr && tid < kRows * n_tok && my_row < p.rows
+                       ? p.row_scale[my_row]
+                       : 1.0f;
+  pdl_wait();
+  pdl_trigger();
+
+  mma_build_x<true>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.xq_row, 0, 1, n_tok, p.k, nb,
+                    NW * 32);
+  mma_put_table(smem);
+  __syncthreads();
+  const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
+  const E2m1Table tab{reinterpret_cast<const uint32_t*>(smem)[0], reinterpret_cast<const uint32_t*>(smem)[1]};
+
+  // The B column this lane feeds: token (g >> 1) + 4q, sub-block g & 1 (its k from lanes c with c >> 1 == g & 1).
+  const bool feeds = (c >> 1) == (g & 1);
+  const int ftok = g >> 1;
+  const uint8_t* frag = smem + sm.frag + Frag::kBytes * c;
+
+  float acc[NQ][4][2];  // [token group][tile][row g, g + 8]: the one-token lane t's acc0 / acc8 for token c + 4q
+#pragma unroll
+  for (int q = 0; q < NQ; ++q)
+#pragma unroll
+    for (int t = 0; t < 4; ++t) acc[q][t][0] = acc[q][t][1] = 0.0f;
+
+  for (int i = 0; i < my_steps; ++i) {
+    cp_async_wait(NS - 2);
+    __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
+    issue(i + NS - 1);
+    const uint8_t* st = stages + (i % NS) * kStageBytes;
+    const int step = warp + NW * i;
+    MmaLaneStep ls;  // LANES: this lane's words; sl[t]: lane (g, t)'s scale halfwords (u = 2 gh + r)
+    uint2 sl[4];
+    if constexpr (LANES) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) ls.v[j] = *reinterpret_cast<const uint4*>(st + 16 * lane + 512 * j);
+#pragma unroll
+      for (int t = 0; t < 4; ++t) sl[t] = *reinterpret_cast<const uint2*>(st + 2048 + 8 * (4 * g + t));
+    }
+#pragma unroll
+    for (int gh = 0; gh < 2; ++gh) {
+      const int grp = 2 * step + gh;
+      // Rows g and g + 8: the scale words of blocks 2 gh and 2 gh + 1 (tile t: block 2 gh + (t >> 1), half t & 1).
+      uint32_t sw[2][2];
+      if constexpr (!LANES) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+#pragma unroll
+          for (int b = 0; b < 2; ++b) sw[r][b] = lds32(st + (g + 8 * r) * kRowStep + 36 * (2 * gh + b));
+      }
+      // Tile t's 16-bit scale pair of row g + 8 r (low half).
+      auto scale = [&](int t, int r) {
+        if constexpr (LANES) return (gh == 0 ? sl[t].x : sl[t].y) >> (16 * r);
+        else return sw[r][t >> 1] >> (16 * (t & 1));
+      };
+      auto word = [&](int t, int r) {
+        if constexpr (LANES) return mma_lane_word(ls, 8 * gh + 2 * t + r);
+        else return lds32(st + (g + 8 * r) * kRowStep + (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c);
+      };
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        uint32_t w[2][4];  // rows g, g + 8: p lo, p hi, n lo, n hi
+#pragma unroll
+        for (int r = 0; r < 2; ++r) e2m1x8_pn(word(t, r), tab, w[r][0], w[r][1], w[r][2], w[r][3]);
+        float s0a, s0b, s8a, s8b;
+        nvfp4_scales2<CHK>(scale(t, 0), s0a, s0b);
+        nvfp4_scales2<CHK>(scale(t, 1), s8a, s8b);
+#pragma unroll
+        for (int q = 0; q < NQ; ++q) {
+          uint2 bx = make_uint2(0, 0);
+          if (feeds && ftok + 4 * q < n_tok)
+            bx = Frag::load(frag + static_cast<int64_t>(ftok + 4 * q) * p.k + (grp * 4 + t) * 4 * Frag::kBytes);
+          int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
+          mma_s8_16832(cp, w[0][0], w[1][0], w[0][1], w[1][1], bx.x, bx.y);
+          mma_s8_16832(cn, w[0][2], w[1][2], w[0][3], w[1][3], bx.x, bx.y);
+          // Token c + 4q's scale of block 2 gh + (t >> 1), half t & 1: xd index 8 step + 4 gh + t.
+          const int tok = c + 4 * q;
+          const float dx = tok < n_tok ? xd[static_cast<int64_t>(tok) * (2 * nb) + 8 * step + 4 * gh + t] : 0.0f;
+          acc[q][t][0] = fmaf(static_cast<float>(cp[0] - cn[0]), s0a * dx, acc[q][t][0]);
+          acc[q][t][0] = fmaf(static_cast<float>(cp[1] - cn[1]), s0b * dx, acc[q][t][0]);
+          acc[q][t][1] = fmaf(static_cast<float>(cp[2] - cn[2]), s8a * dx, acc[q][t][1]);
+          acc[q][t][1] = fmaf(static_cast<float>(cp[3] - cn[3]), s8b * dx, acc[q][t][1]);
+        }
+      }
+    }
+  }
+  cp_async_wait(0);
+
+  // Each token's 16 row sums of this warp: the tiles as the one-token kernel's shuffles add its lanes.
+  float* red = reinterpret_cast<float*>(smem + sm.red);
+#pragma unroll
+  for (int q = 0; q < NQ; ++q) {
+    const int tok = c + 4 * q;
+    if (tok < n_tok) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        red[(tok * NW + warp) * kRows + g + 8 * r] = (acc[q][0][r] + acc[q][1][r]) + (acc[q][2][r] + acc[q][3][r]);
+    }
+  }
+  __syncthreads();
+  if (tid < kRows * n_tok) {
+    const int tok = tid / kRows, r = tid & (kRows - 1);
+    if (my_row < p.rows) {
+      const float v = mma_rows_sum(red + tok * NW * kRows, NW, r);
+      const float s = mma_row_scale(p, rs, my_row);
+      store_out(p.y + tok * p.ldy + my_row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
+    }
+  }
+}
+
+std::atomic<int64_t> g_batch_launches{0};
+
+template <int NW, int NS, int NQ>
+bool launch_batch(const Params& p, int n_tok, cudaStream_t stream) {
+  const BatchSmem sm = batch_smem(p.k, n_tok, NW, NS);
+  if (sm.total > max_smem_optin()) return false;
+  const bool lanes = p.tiled == 2;
+  auto kernel = lanes            ? nvfp4_mma_batch_kernel<NW, NS, NQ, false, true>
+                : p.scales_clean ? nvfp4_mma_batch_kernel<NW, NS, NQ, false, false>
+                                 : nvfp4_mma_batch_kernel<NW, NS, NQ, true, false>;
+  static std::atomic<uint64_t> cache[3] = {};
+  if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[lanes ? 2 : p.scales_clean ? 1 : 0]) < 1)
+    return false;
+  const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
+  launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm, n_tok);
+  g_batch_launches.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, cudaStream_t stream) {
+  // Tiled (lane-major ones only clean, as gemv_mma.cu's), plain: no SwiGLU tail, no norm fold (one-token
+  // features); whole 4-block steps.
+  if (p.tiled == 0 || (p.tiled == 2 && !p.scales_clean) || n_tok < 2 || n_tok > kGemvMaxTokens || p.glu_count != nullptr || p.nq_count != nullptr ||
+      p.norm_part != nullptr || (p.k / 64) % kMmaStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0)
+    return false;
+  // The one-token plan's warps, so each token's fp32 order is that launch's (the stages do not change it).
+  int warps = 0, stages = 0;
+  gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
+  const int nt = static_cast<int>(n_tok);
+  if (warps == 4) return nt <= 4 ? launch_batch<4, 3, 1>(p, nt, stream) : launch_batch<4, 3, 2>(p, nt, stream);
+  if (warps == 8) return nt <= 4 ? launch_batch<8, 2, 1>(p, nt, stream) : launch_batch<8, 2, 2>(p, nt, stream);
+  return false;
+}
+
+}  // namespace ft::cuda::gemv_detail
+
+namespace ft::cuda {
+int64_t gemv_nvfp4_mma_batch_launches() { return gemv_detail::g_batch_launches.load(std::memory_order_relaxed); }
+}  // namespace ft::cuda
