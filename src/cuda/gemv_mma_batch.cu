@@ -37,10 +37,6 @@ namespace {
 
 using namespace q8_detail;
 
-constexpr int kRows = kMmaRows;
-constexpr int kRowStep = kMmaRowStep;
-constexpr int kStageBytes = kMmaStageBytes;
-constexpr int kVecPerLane = kMmaVecPerLane;
 using Frag = MmaFrag<true>;
 
 // Shared memory: the E2M1 table, T rows of x fragments (k bytes each), T rows of activation scales x 0.5
@@ -53,8 +49,8 @@ BatchSmem batch_smem(int64_t k, int n_tok, int nw, int ns) {
   m.frag = 16;
   m.xd = m.frag + static_cast<int>(n_tok * k);
   m.stage = (m.xd + static_cast<int>(n_tok * (k / 32)) * 4 + 15) & ~15;
-  m.red = m.stage + nw * ns * kStageBytes;
-  m.total = m.red + nw * kRows * n_tok * 4;
+  m.red = m.stage + nw * ns * kMmaStageBytes;
+  m.total = m.red + nw * kMmaRows * n_tok * 4;
   return m;
 }
 
@@ -66,30 +62,30 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kMmaRows;
   const int nb = static_cast<int>(p.k / 64), n_steps = nb / kMmaStepBlocks;
   const uint8_t* wbase = p.w + row0 * p.row_bytes;
-  uint8_t* stages = smem + sm.stage + warp * (NS * kStageBytes);
+  uint8_t* stages = smem + sm.stage + warp * (NS * kMmaStageBytes);
 
-  // The tiled layout: step s of the tile is the 2304 contiguous bytes at s * kStageBytes, laid out as the stage.
-  int dst_off[kVecPerLane];
+  // The tiled layout: step s of the tile is the 2304 contiguous bytes at s * kMmaStageBytes, laid out as the stage.
+  int dst_off[kMmaVecPerLane];
 #pragma unroll
-  for (int v = 0; v < kVecPerLane; ++v) {
+  for (int v = 0; v < kMmaVecPerLane; ++v) {
     const int i = lane + 32 * v, q = i / 9, o = i - 9 * q;
-    dst_off[v] = i < kStageBytes / 16 ? q * kRowStep + 16 * o : -1;
+    dst_off[v] = i < kMmaStageBytes / 16 ? q * kMmaRowStep + 16 * o : -1;
   }
   const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
   auto issue = [&](int i) {
     if (i < my_steps) {
-      const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * kStageBytes;
-      uint8_t* dst = stages + (i % NS) * kStageBytes;
+      const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * kMmaStageBytes;
+      uint8_t* dst = stages + (i % NS) * kMmaStageBytes;
       if constexpr (LANES) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) cp_async16(dst + 16 * lane + 512 * j, src + 16 * lane + 512 * j);
         if (lane < 16) cp_async16(dst + 2048 + 16 * lane, src + 2048 + 16 * lane);
       } else {
 #pragma unroll
-        for (int v = 0; v < kVecPerLane; ++v)
+        for (int v = 0; v < kMmaVecPerLane; ++v)
           if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + 16 * (lane + 32 * v));
       }
     }
@@ -100,8 +96,8 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
 #pragma unroll
   for (int i = 0; i < NS - 1; ++i) issue(i);
   const int tid = static_cast<int>(threadIdx.x);
-  const int64_t my_row = row0 + (tid & (kRows - 1));
-  const float rs = p.rs_early && p.row_scale != nullptr && tid < kRows * n_tok && my_row < p.rows
+  const int64_t my_row = row0 + (tid & (kMmaRows - 1));
+  const float rs = p.rs_early && p.row_scale != nullptr && tid < kMmaRows * n_tok && my_row < p.rows
                        ? p.row_scale[my_row]
                        : 1.0f;
   pdl_wait();
@@ -129,7 +125,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
     cp_async_wait(NS - 2);
     __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
     issue(i + NS - 1);
-    const uint8_t* st = stages + (i % NS) * kStageBytes;
+    const uint8_t* st = stages + (i % NS) * kMmaStageBytes;
     const int step = warp + NW * i;
     MmaLaneStep ls;  // LANES: this lane's words; sl[t]: lane (g, t)'s scale halfwords (u = 2 gh + r)
     uint2 sl[4];
@@ -148,7 +144,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
 #pragma unroll
         for (int r = 0; r < 2; ++r)
 #pragma unroll
-          for (int b = 0; b < 2; ++b) sw[r][b] = lds32(st + (g + 8 * r) * kRowStep + 36 * (2 * gh + b));
+          for (int b = 0; b < 2; ++b) sw[r][b] = lds32(st + (g + 8 * r) * kMmaRowStep + 36 * (2 * gh + b));
       }
       // Tile t's 16-bit scale pair of row g + 8 r (low half).
       auto scale = [&](int t, int r) {
@@ -157,7 +153,7 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
       };
       auto word = [&](int t, int r) {
         if constexpr (LANES) return mma_lane_word(ls, 8 * gh + 2 * t + r);
-        else return lds32(st + (g + 8 * r) * kRowStep + (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c);
+        else return lds32(st + (g + 8 * r) * kMmaRowStep + (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c);
       };
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
@@ -196,14 +192,14 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
     if (tok < n_tok) {
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        red[(tok * NW + warp) * kRows + g + 8 * r] = (acc[q][0][r] + acc[q][1][r]) + (acc[q][2][r] + acc[q][3][r]);
+        red[(tok * NW + warp) * kMmaRows + g + 8 * r] = (acc[q][0][r] + acc[q][1][r]) + (acc[q][2][r] + acc[q][3][r]);
     }
   }
   __syncthreads();
-  if (tid < kRows * n_tok) {
-    const int tok = tid / kRows, r = tid & (kRows - 1);
+  if (tid < kMmaRows * n_tok) {
+    const int tok = tid / kMmaRows, r = tid & (kMmaRows - 1);
     if (my_row < p.rows) {
-      const float v = mma_rows_sum(red + tok * NW * kRows, NW, r);
+      const float v = mma_rows_sum(red + tok * NW * kMmaRows, NW, r);
       const float s = mma_row_scale(p, rs, my_row);
       store_out(p.y + tok * p.ldy + my_row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
@@ -223,7 +219,7 @@ bool launch_batch(const Params& p, int n_tok, cudaStream_t stream) {
   static std::atomic<uint64_t> cache[3] = {};
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[lanes ? 2 : p.scales_clean ? 1 : 0]) < 1)
     return false;
-  const dim3 grid(static_cast<unsigned>((p.rows + kRows - 1) / kRows));
+  const dim3 grid(static_cast<unsigned>((p.rows + kMmaRows - 1) / kMmaRows));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm, n_tok);
   g_batch_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
