@@ -23,7 +23,7 @@ for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft
 done
 for f in ft tests/test_cuda tests/test_parity tests/test_moe_cpu llama-oracle ft-bigmodel ft-bench-gemv-cuda \
          ft-bench-gemm-cuda ft-bench-attention-cuda ft-bench-deltanet-cuda ft-bench-moe-cpu ft-bench-chain-cuda \
-         ft-bench-tlb-cuda; do
+         ft-bench-tlb-cuda ft-bench-batch; do
   if [ -n "${PACK_ONLY:-}" ] && ! [[ " $PACK_ONLY " == *" $(basename "$f") "* ]]; then continue; fi
   [ -f "$B/$f" ] && cp "$B/$f" "$OUT/" || echo "pack-device: no $B/$f (skipped)"
 done

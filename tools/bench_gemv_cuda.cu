@@ -312,8 +312,10 @@ struct Case {
   // Dense NVFP4 weights in the tiled layout (cuda/nvfp4_tiled.h; GemvArgs::tiled): the kernel a
   // tiled call takes.
   bool tiled = false;
-  // Tiled, 2..8 tokens: the slab kernel instead of the batch tensor-core kernel (gemv_set_nvfp4_mma_batch).
+  // Tiled, 2..8 tokens: the slab kernel instead of the batch tensor-core kernel (gemv_set_nvfp4_mma_batch), or
+  // that kernel at batch_stages (0: the table's).
   bool batch_off = false;
+  int batch_stages = 0;
 };
 
 double g_read_bw = 0;  // bytes/s
@@ -376,7 +378,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   gemv_set_nvfp4_variant(c.nv_dec, c.nv_minb);
   gemv_set_nvfp4_mma(c.nv_mma_w, c.nv_mma_s);
   gemv_set_nvfp4_persist(c.nv_pg, c.nv_ps);
-  gemv_set_nvfp4_mma_batch(!c.batch_off);
+  gemv_set_nvfp4_mma_batch(!c.batch_off, c.batch_stages);
   const int64_t tma_before = gemv_nvfp4_tma_launches(), batch_before = gemv_nvfp4_mma_batch_launches();
   const int64_t mma_before = gemv_nvfp4_mma_launches(), persist_before = gemv_nvfp4_persist_launches();
   DeviceBuffer sol_out(static_cast<size_t>(g_sms) * 4 * 8 * 4);
@@ -503,7 +505,7 @@ double run_case(const Case& c, size_t pool_bytes, int launches, bool print = tru
   }
   if (c.sol) plan = c.sol == 2 ? "sol-pre" : c.sol == 3 ? "bulk" : c.sol == 4 ? "bulk-pre" : c.sol == 5 ? "ldg" : c.sol == 6 ? "rows" : "sol";
   if (ran_tma) plan = "n5 (bulk-copy mma)";  // gemv_mma_tma.cu at its defaults
-  if (ran_batch) plan = "batch mma";          // gemv_mma_batch.cu
+  if (ran_batch) plan = c.batch_stages > 0 ? "batch mma S" + std::to_string(c.batch_stages) : "batch mma";
   if (c.tiled) plan += g_clean ? " tiled clean" : " tiled";
   if (c.dep) plan += " dep(q " + std::to_string(static_cast<int>(t_quant * 1e9)) + "ns)";
   if (!nv && (c.stages >= 0 || c.lanes != 0 || c.rows_per_lane != 0)) {
@@ -740,10 +742,10 @@ int main(int argc, char** argv) {
       const int64_t shapes[][2] = {{28672, 4096}, {4096, 14336}, {6144, 4096}, {4096, 4096}};
       for (const auto& d : shapes)
         for (int64_t nt : {1, 2, 3, 4, 6, 8})
-          for (bool off : {false, true}) {
-            if (nt == 1 && off) continue;
-            Case c{off ? "slab" : "batch", GgmlType::NVFP4, d[0], d[1], nt};
-            c.q8 = true, c.tiled = true, c.batch_off = off;
+          for (int v : {0, -1, 2, 3, 4}) {  // the table's stages, the slab kernel, forced stages (not with --no-sweep)
+            if ((nt == 1 && v != 0) || (!sweep && v > 0)) continue;
+            Case c{v < 0 ? "slab" : "batch", GgmlType::NVFP4, d[0], d[1], nt};
+            c.q8 = true, c.tiled = true, c.batch_off = v < 0, c.batch_stages = v > 0 ? v : 0;
             run_case(c, pool, launches);
           }
       return 0;

@@ -159,14 +159,19 @@ const bool g_env_experts = [] {
 
 void gemv_set_nvfp4_experts(bool on) { g_nvfp4_override.experts_off = !on; }
 
-// FT_GEMV_NVFP4_MMA_BATCH=0: 2..8 tokens of a tiled weight on the slab kernel, not gemv_mma_batch.cu.
+// FT_GEMV_NVFP4_MMA_BATCH=0: 2..8 tokens of a tiled weight on the slab kernel, not gemv_mma_batch.cu; =2..4: on
+// at that many stages (a benchmark knob).
 const bool g_env_mma_batch = [] {
   const char* e = std::getenv("FT_GEMV_NVFP4_MMA_BATCH");
   if (e != nullptr && *e == '0') g_nvfp4_override.batch_off = true;
+  if (e != nullptr && *e >= '2' && *e <= '4') g_nvfp4_override.batch_stages = *e - '0';
   return true;
 }();
 
-void gemv_set_nvfp4_mma_batch(bool on) { g_nvfp4_override.batch_off = !on; }
+void gemv_set_nvfp4_mma_batch(bool on, int stages) {
+  g_nvfp4_override.batch_off = !on;
+  g_nvfp4_override.batch_stages = stages;
+}
 
 // FT_GEMV_NVFP4_EXPERT_PLAN=R,B (a benchmark knob): the lean expert gate / up launches at R rows an
 // item and B blocks an SM (1,4 1,6 2,4 2,6 4,4) instead of the plan's; the rows' sums, so the bits,

@@ -227,18 +227,34 @@ bool launch_batch(const Params& p, int n_tok, cudaStream_t stream) {
 
 }  // namespace
 
-bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, cudaStream_t stream) {
+template <int NW, int NQ>
+bool launch_batch_at(const Params& p, int n_tok, int stages, cudaStream_t stream) {
+  switch (stages) {
+    case 2: return launch_batch<NW, 2, NQ>(p, n_tok, stream);
+    case 3: return launch_batch<NW, 3, NQ>(p, n_tok, stream);
+    default: return launch_batch<NW, 4, NQ>(p, n_tok, stream);
+  }
+}
+
+bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, int stages, cudaStream_t stream) {
   // Tiled (lane-major ones only clean, as gemv_mma.cu's), plain: no SwiGLU tail, no norm fold (one-token
   // features); whole 4-block steps.
-  if (p.tiled == 0 || (p.tiled == 2 && !p.scales_clean) || n_tok < 2 || n_tok > kGemvMaxTokens || p.glu_count != nullptr || p.nq_count != nullptr ||
-      p.norm_part != nullptr || (p.k / 64) % kMmaStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0)
+  if (p.tiled == 0 || (p.tiled == 2 && !p.scales_clean) || n_tok < 2 || n_tok > kGemvMaxTokens ||
+      p.glu_count != nullptr || p.nq_count != nullptr || p.norm_part != nullptr ||
+      (p.k / 64) % kMmaStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0)
     return false;
   // The one-token plan's warps, so each token's fp32 order is that launch's (the stages do not change it).
-  int warps = 0, stages = 0;
-  gemv_nvfp4_tiled_mma(p.rows, p.k, warps, stages);
+  int warps = 0, one_stages = 0;
+  gemv_nvfp4_tiled_mma(p.rows, p.k, warps, one_stages);
   const int nt = static_cast<int>(n_tok);
-  if (warps == 4) return nt <= 4 ? launch_batch<4, 3, 1>(p, nt, stream) : launch_batch<4, 3, 2>(p, nt, stream);
-  if (warps == 8) return nt <= 4 ? launch_batch<8, 2, 1>(p, nt, stream) : launch_batch<8, 2, 2>(p, nt, stream);
+  if (stages < 2 || stages > 4) stages = gemv_nvfp4_batch_stages(warps);
+  // At the table's stages, else 2 where shared memory is short (8 tokens of a long k).
+  for (const int s : {stages, 2}) {
+    if (warps == 4 && (nt <= 4 ? launch_batch_at<4, 1>(p, nt, s, stream) : launch_batch_at<4, 2>(p, nt, s, stream)))
+      return true;
+    if (warps == 8 && (nt <= 4 ? launch_batch_at<8, 1>(p, nt, s, stream) : launch_batch_at<8, 2>(p, nt, s, stream)))
+      return true;
+  }
   return false;
 }
 

@@ -225,6 +225,12 @@ inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stage
   if (warps == 8 && k / 256 >= 7 * 8) stages = 4;
 }
 
+// The batch tensor-core GEMV's cp.async stages a warp (gemv_mma_batch.cu), by the one-token plan's warps it takes.
+// H100 session 52 call 1 (ft-bench-gemv-cuda --batch, back to back) ran 3 at 4 warps and 2 at 8: 4096x14336 at 2
+// tokens took 20.83 us against one token's 11.64 (at 4 stages), 28672x4096 31.26 against 23.36 -- the 8-warp
+// launch short of bytes in flight.
+inline int gemv_nvfp4_batch_stages(int warps) { return warps == 8 ? 4 : 3; }
+
 // A tiled one-token launch released under a large GEMV (GemvArgs::after_gemv): at least this much
 // dynamic shared memory a CTA -- at most 4 CTAs an SM -- where its tiles fit one wave at 4 an SM.
 // Why: PDL places the CTAs of a launch released under the down projection as that launch's CTAs
@@ -381,9 +387,9 @@ int64_t gemv_nvfp4_clean_launches();
 // ... of them, on lane-major tiled weights (gemv_mma.cu LANES; tests).
 int64_t gemv_nvfp4_lanes_launches();
 // The tensor-core GEMV of 2..8 tokens on tiled weights (gemv_mma_batch.cu; on by default, each token's rows
-// those of the one-token launch): false sends those launches back to the slab kernel.
-// FT_GEMV_NVFP4_MMA_BATCH=0 sets it off at start-up. Defined in gemv.cu.
-void gemv_set_nvfp4_mma_batch(bool on);
+// those of the one-token launch): false sends those launches back to the slab kernel; stages 2..4 force its
+// cp.async stages (0: gemv_nvfp4_batch_stages). FT_GEMV_NVFP4_MMA_BATCH=0 / =S sets them at start-up. In gemv.cu.
+void gemv_set_nvfp4_mma_batch(bool on, int stages = 0);
 // Launches of it so far.
 int64_t gemv_nvfp4_mma_batch_launches();
 // Grouped gate/up pairs (GemvArgs::w_pair) launched as one slab kernel so far.

@@ -1,7 +1,7 @@
 // The tensor-core GEMV of 2..8 tokens on tiled NVFP4 weights (gemv_mma_batch.cu): every token's rows bit for bit
 // those of the one-token launch on that token alone (gemv_mma.cu, the same warps), over the one-token plan's 4-
 // and 8-warp shapes, token counts on both sides of 4 (one and two mma column groups), row scales, rounding,
-// accumulation and both scale decoders; with FT_GEMV_NVFP4_MMA_BATCH off the slab kernel takes the call (and its
+// accumulation, both scale decoders and every stage count; with FT_GEMV_NVFP4_MMA_BATCH off the slab kernel takes the call (and its
 // sums differ: a comparison that can fail).
 #include <gtest/gtest.h>
 
@@ -98,6 +98,15 @@ TEST(CudaGemvBatch, EveryTokenEqualsItsOneTokenLaunchBitwise) {
         ASSERT_EQ(gemv_nvfp4_mma_launches() - m0, 1) << "the one-token tensor-core kernel took token " << t;
         ASSERT_EQ(std::memcmp(got.data() + t * rows, one.data(), sizeof(float) * rows), 0)
             << "token " << t << " differs from its one-token launch";
+      }
+      // The stages move no sum: forced to each, the same bits.
+      if (n_tok == 5) {
+        for (int st : {2, 3, 4}) {
+          gemv_set_nvfp4_mma_batch(true, st);
+          const std::vector<float> again = run(c, dxq, 0, n_tok, init);
+          gemv_set_nvfp4_mma_batch(true);
+          ASSERT_EQ(std::memcmp(again.data(), got.data(), sizeof(float) * got.size()), 0) << "at " << st << " stages";
+        }
       }
       // Off: the slab kernel, whose fp32 order differs -- the comparison above can fail.
       if (n_tok == 4 && rows >= 256) {
