@@ -225,11 +225,12 @@ inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stage
   if (warps == 8 && k / 256 >= 7 * 8) stages = 4;
 }
 
-// The batch tensor-core GEMV's cp.async stages a warp (gemv_mma_batch.cu), by the one-token plan's warps it takes.
-// H100 session 52 call 1 (ft-bench-gemv-cuda --batch, back to back) ran 3 at 4 warps and 2 at 8: 4096x14336 at 2
-// tokens took 20.83 us against one token's 11.64 (at 4 stages), 28672x4096 31.26 against 23.36 -- the 8-warp
-// launch short of bytes in flight.
-inline int gemv_nvfp4_batch_stages(int warps) { return warps == 8 ? 4 : 3; }
+// The batch tensor-core GEMV's cp.async stages a warp (gemv_mma_batch.cu), by the one-token plan's warps it takes:
+// what H100 session 52 call 1 measured (ft-bench-gemv-cuda --batch, back to back, against the slab kernel at 2 / 4 /
+// 8 tokens, us): 28672x4096 (4 warps, 3 stages) 31.26 / 37.84 / 71.43 against 47.66 / 66.50 / 114.32, one token
+// 23.36; 4096x14336 (8 warps, 2 stages) 20.83 / 21.07 / 42.69 against 23.97 / 31.59 / 52.78, one token 11.64 at 4
+// stages -- the 8-warp launch likely short of bytes in flight; `--batch` sweeps 2..4 to settle it.
+inline int gemv_nvfp4_batch_stages(int warps) { return warps == 8 ? 2 : 3; }
 
 // A tiled one-token launch released under a large GEMV (GemvArgs::after_gemv): at least this much
 // dynamic shared memory a CTA -- at most 4 CTAs an SM -- where its tiles fit one wave at 4 an SM.
