@@ -141,7 +141,7 @@ void gemv_q8(GgmlType type, const Params& p, int64_t n_tok, bool grouped, const 
 // the weights leaves the product to gemv_q8.
 bool gemv_nvfp4(const Params& p, int64_t n_tok, bool grouped, const Nvfp4Override& over, cudaStream_t stream);
 // A tiled weight (Params::tiled, cuda/nvfp4_tiled.h; dense, integer path): one token on
-// gemv_mma.cu (gemv_nvfp4_tiled_mma), else the slab kernel. Of `over`, only the mma kernel's warps
+// gemv_mma.cu (gemv_nvfp4_tiled_mma), 2..8 on gemv_mma_batch.cu, else (or where those decline) the slab kernel. Of `over`, only the mma kernel's warps
 // and stages apply (benchmarks sweep them). True when the tensor-core kernel took it (it alone does
 // Params::glu_xq's dense SwiGLU tail).
 // mma_only: false without launching anything where the tensor-core kernel declines.
