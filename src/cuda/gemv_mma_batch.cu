@@ -14,7 +14,8 @@
 // (steps, gh 0 then 1, sub-block a then b), and the four tiles meet as that kernel's two shuffles add them
 // ((t0 + t1) + (t2 + t3)); the warps' sums meet in warp order at the one-token plan's warps. So every token's rows
 // are bit for bit those of gemv_mma.cu's one-token launch on that token alone (tests/cuda/gemv_batch_test.cpp):
-// a sequence decodes the same tokens batched or alone.
+// a sequence's projections are the same batched or alone (the batch forward's other launches -- its attention,
+// norms -- are their own kernels, not held to that).
 //
 // B fragments x only (gemv_mma.cuh MmaFrag<true>: sums p.x - n.x, the same int32) so that 8 tokens of k 14336
 // fit shared memory: T x k bytes of fragments, T x k / 8 of scales.
