@@ -62,15 +62,16 @@ __device__ __forceinline__ void mma_s8_16832(int (&d)[4], uint32_t a0, uint32_t 
 
 // Shared memory of a CTA: the E2M1 table (8 bytes, padded to 16), x_frag (k / 128 groups x
 // 256 bytes; 128 with xn, MmaFrag<true>), the activation scales times 0.5 (k / 32 floats), the warps' stages, then
-// red_bytes of row sums.
+// red_bytes of row sums. n_rows activation rows (gemv_mma_batch.cu): their x_frag rows, then their scale rows, as
+// mma_build_x writes them.
 struct MmaSmem {
   int frag, xd, stage, red, total;
 };
-inline MmaSmem mma_smem(int64_t k, int nw, int ns, int red_bytes, bool xn = false) {
+inline MmaSmem mma_smem(int64_t k, int nw, int ns, int red_bytes, bool xn = false, int n_rows = 1) {
   MmaSmem m{};
   m.frag = 16;
-  m.xd = m.frag + static_cast<int>(k / 128) * (xn ? MmaFrag<true>::kGroupBytes : kMmaFragGroupBytes);
-  m.stage = m.xd + static_cast<int>(k / 32) * 4;
+  m.xd = m.frag + n_rows * static_cast<int>(k / 128) * (xn ? MmaFrag<true>::kGroupBytes : kMmaFragGroupBytes);
+  m.stage = m.xd + n_rows * static_cast<int>(k / 32) * 4;
   m.stage = (m.stage + 15) & ~15;
   m.red = m.stage + nw * ns * kMmaStageBytes;
   m.total = m.red + red_bytes;

@@ -40,26 +40,11 @@ using namespace q8_detail;
 
 using Frag = MmaFrag<true>;
 
-// Shared memory: the E2M1 table, T rows of x fragments (k bytes each), T rows of activation scales x 0.5
-// (k / 32 floats), the warps' stages, the warps' row sums (NW x 16 a token).
-struct BatchSmem {
-  int frag, xd, stage, red, total;
-};
-BatchSmem batch_smem(int64_t k, int n_tok, int nw, int ns) {
-  BatchSmem m{};
-  m.frag = 16;
-  m.xd = m.frag + static_cast<int>(n_tok * k);
-  m.stage = (m.xd + static_cast<int>(n_tok * (k / 32)) * 4 + 15) & ~15;
-  m.red = m.stage + nw * ns * kMmaStageBytes;
-  m.total = m.red + nw * kMmaRows * n_tok * 4;
-  return m;
-}
-
 // NQ token groups of 4 (tokens 4q .. 4q + 3); CHK as gemv_mma.cu's (false: Params::scales_clean); LANES: the
 // lane-major pieces (Params::tiled 2), copied as gemv_mma.cu's LANES instances copy them, each lane's words read
 // from its own 64 bytes and tile t's scales from lane (g, t)'s 8.
 template <int NW, int NS, int NQ, bool CHK, bool LANES>
-__global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p, const BatchSmem sm, int n_tok) {
+__global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p, const MmaSmem sm, int n_tok) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
@@ -211,7 +196,8 @@ std::atomic<int64_t> g_batch_launches{0};
 
 template <int NW, int NS, int NQ>
 bool launch_batch(const Params& p, int n_tok, cudaStream_t stream) {
-  const BatchSmem sm = batch_smem(p.k, n_tok, NW, NS);
+  // x fragments only (T x k bytes), T rows of scales, the warps' stages, their row sums (NW x 16 a token).
+  const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kMmaRows * n_tok * 4, /*xn=*/true, n_tok);
   if (sm.total > max_smem_optin()) return false;
   const bool lanes = p.tiled == 2;
   auto kernel = lanes            ? nvfp4_mma_batch_kernel<NW, NS, NQ, false, true>
@@ -249,14 +235,13 @@ bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, int stages, cudaStream
   gemv_nvfp4_tiled_mma(p.rows, p.k, warps, one_stages);
   const int nt = static_cast<int>(n_tok);
   if (stages < 2 || stages > 4) stages = gemv_nvfp4_batch_stages(warps);
+  auto launch = [&](int s) {
+    if (warps == 4) return nt <= 4 ? launch_batch_at<4, 1>(p, nt, s, stream) : launch_batch_at<4, 2>(p, nt, s, stream);
+    if (warps == 8) return nt <= 4 ? launch_batch_at<8, 1>(p, nt, s, stream) : launch_batch_at<8, 2>(p, nt, s, stream);
+    return false;
+  };
   // At the table's stages, else 2 where shared memory is short (8 tokens of a long k).
-  for (const int s : {stages, 2}) {
-    if (warps == 4 && (nt <= 4 ? launch_batch_at<4, 1>(p, nt, s, stream) : launch_batch_at<4, 2>(p, nt, s, stream)))
-      return true;
-    if (warps == 8 && (nt <= 4 ? launch_batch_at<8, 1>(p, nt, s, stream) : launch_batch_at<8, 2>(p, nt, s, stream)))
-      return true;
-  }
-  return false;
+  return launch(stages) || (stages != 2 && launch(2));
 }
 
 }  // namespace ft::cuda::gemv_detail
