@@ -234,7 +234,7 @@ bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, int stages, cudaStream
   int warps = 0, one_stages = 0;
   gemv_nvfp4_tiled_mma(p.rows, p.k, warps, one_stages);
   const int nt = static_cast<int>(n_tok);
-  if (stages < 2 || stages > 4) stages = gemv_nvfp4_batch_stages(warps);
+  if (stages < 2 || stages > 4) stages = gemv_nvfp4_batch_stages(warps, nt);
   auto launch = [&](int s) {
     if (warps == 4) return nt <= 4 ? launch_batch_at<4, 1>(p, nt, s, stream) : launch_batch_at<4, 2>(p, nt, s, stream);
     if (warps == 8) return nt <= 4 ? launch_batch_at<8, 1>(p, nt, s, stream) : launch_batch_at<8, 2>(p, nt, s, stream);

@@ -225,12 +225,18 @@ inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stage
   if (warps == 8 && k / 256 >= 7 * 8) stages = 4;
 }
 
-// The batch tensor-core GEMV's cp.async stages a warp (gemv_mma_batch.cu), by the one-token plan's warps it takes:
-// what H100 session 52 call 1 measured (ft-bench-gemv-cuda --batch, back to back, against the slab kernel at 2 / 4 /
-// 8 tokens, us): 28672x4096 (4 warps, 3 stages) 31.26 / 37.84 / 71.43 against 47.66 / 66.50 / 114.32, one token
-// 23.36; 4096x14336 (8 warps, 2 stages) 20.83 / 21.07 / 42.69 against 23.97 / 31.59 / 52.78, one token 11.64 at 4
-// stages -- the 8-warp launch likely short of bytes in flight; `--batch` sweeps 2..4 to settle it.
-inline int gemv_nvfp4_batch_stages(int warps) { return warps == 8 ? 2 : 3; }
+// The batch tensor-core GEMV's cp.async stages a warp (gemv_mma_batch.cu), by the one-token plan's warps it takes
+// and the tokens. H100 session 53 call 1 (`ft-bench-gemv-cuda --batch`, back to back from HBM, us at 2 / 3 / 4 / 6 / 8
+// tokens, stages 2 | 3 | 4):
+//   4 warps: 28672x4096 28.11 | 31.30 | 32.26, 31.66 | 32.72 | 38.68, 35.06 | 37.52 | 43.29, 51.76 | 53.61 | 65.66,
+//            64.71 | 70.17 | 74.62; 6144x4096 9.20 | 9.76 | 10.08, 10.18 | 12.44 | 10.94, 12.96 | 11.44 | 11.56,
+//            15.51 | 15.66 | 14.45, 14.84 | 15.29 | 16.19 -- 2 stages best or near it throughout;
+//   8 warps: 4096x14336 20.35 | 16.78 | 16.62, 19.61 | 18.95 | 26.68, 20.88 | 28.34 | 28.94, 37.22 | 37.41 | 38.92,
+//            42.68 | 43.09 | 44.42; 4096x4096 6.62 | 6.94 | 7.05, 7.45 | 8.49 | 7.86, 8.40 | 8.58 | 8.02, 11.18 | 9.92 |
+//            10.03, 9.84 | 10.71 | 10.72 -- 3 stages at 2-3 tokens (a warp's one step in flight at 2 is short of
+//            bytes), 2 from 4 tokens on (more stages x more activation rows: fewer CTAs an SM).
+// A Llama-8B layer's four at 2 tokens: 61.0 us against session 52's table (3 stages at 4 warps, 2 at 8) 68.0.
+inline int gemv_nvfp4_batch_stages(int warps, int n_tok) { return warps == 8 && n_tok <= 3 ? 3 : 2; }
 
 // A tiled one-token launch released under a large GEMV (GemvArgs::after_gemv): at least this much
 // dynamic shared memory a CTA -- at most 4 CTAs an SM -- where its tiles fit one wave at 4 an SM.

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -64,6 +65,7 @@ class GpuBatchRunner : public engine::BatchRunner {
     const std::string moe = s.moe().describe();
     graph_large_ = m_.hp.n_expert == 0 || moe.rfind("fused", 0) == 0;
     if (const char* e = std::getenv("FT_CUDA_GRAPHS"); e && std::strcmp(e, "0") == 0) graphs_on_ = false;
+    if (const char* e = std::getenv("FT_BATCH_SOLO"); e && std::strcmp(e, "0") == 0) solo_on_ = false;
     FT_CUDA_CHECK(cudaDeviceSynchronize());
     constexpr double kMiB = 1024.0 * 1024.0;
     log::info("cuda batch: {} sequences x {} tokens, KV {:.1f} MiB, workspace {:.1f} MiB, up to {} tokens a step",
@@ -73,6 +75,7 @@ class GpuBatchRunner : public engine::BatchRunner {
 
   ~GpuBatchRunner() override {
     for (auto& [n, g] : graphs_) cudaGraphExecDestroy(g);
+    for (auto& [k, g] : solo_graphs_) cudaGraphExecDestroy(g);
     cudaFreeHost(h_pos_);
     cudaFreeHost(h_base_);
     cudaFreeHost(h_out_);
@@ -150,19 +153,42 @@ class GpuBatchRunner : public engine::BatchRunner {
     const auto n_out = static_cast<int64_t>(items.size());
     const bool am = argmax_only_;
     argmax_done_ = false;
-    const int64_t key = 2 * n_tok + (am ? 1 : 0);
-    const bool capture = graphs_on_ && decode_only && (n_tok <= cuda::kGemvMaxTokens || graph_large_) &&
-                         no_graph_.count(key) == 0;
-    if (!capture) {
-      enqueue(n_tok, n_out, am);
-    } else {
-      auto g = graphs_.find(key);
-      if (g == graphs_.end()) g = capture_graph(n_tok, am);
-      if (g != graphs_.end())
-        FT_CUDA_CHECK(cudaGraphLaunch(g->second, stream_));
-      else
-        enqueue(n_tok, n_out, am);
+    // One token of one sequence: the session's one-sequence pass on that sequence's KV slot
+    // (GpuForward::set_solo) -- the batch pass's attention and norms are unfused kernels, which
+    // cost a lone request ~18% of its decode speed (H100 session 53, Llama-8B: 378 tok/s at B=1
+    // against the session's 460). FT_BATCH_SOLO=0 turns it off.
+    const int64_t solo = solo_on_ && n_tok == 1 ? items[0].seq : -1;
+    const bool deep =
+        fwd_->plan_decode_attention(static_cast<int64_t>(slots_[items[0].seq].tokens.size()), n_tok,
+                                    solo >= 0 ? sess_.attn_mma_min_keys() : 0);
+    const bool graph = graphs_on_ && decode_only && (n_tok <= cuda::kGemvMaxTokens || graph_large_);
+    auto run = [&] { enqueue(n_tok, n_out, am, solo); };
+    cudaGraphExec_t g = nullptr;
+    if (graph && solo >= 0) {  // the slot's pointers are in the graph: one a slot
+      const auto key = std::make_tuple(solo, deep, am);
+      auto it = solo_graphs_.find(key);
+      if (it == solo_graphs_.end() && !no_solo_graph_.count(key)) {
+        if (cudaGraphExec_t e = capture_graph(run, fmt::format("one sequence (slot {})", solo)))
+          it = solo_graphs_.emplace(key, e).first;
+        else
+          no_solo_graph_.insert(key);
+      }
+      if (it != solo_graphs_.end()) g = it->second;
+    } else if (graph) {
+      const int64_t key = 2 * n_tok + (am ? 1 : 0);
+      auto it = graphs_.find(key);
+      if (it == graphs_.end() && !no_graph_.count(key)) {
+        if (cudaGraphExec_t e = capture_graph(run, fmt::format("{} sequences", n_tok)))
+          it = graphs_.emplace(key, e).first;
+        else
+          no_graph_.insert(key);
+      }
+      if (it != graphs_.end()) g = it->second;
     }
+    if (g != nullptr)
+      FT_CUDA_CHECK(cudaGraphLaunch(g, stream_));
+    else
+      run();
     FT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     argmax_done_ = am;
     for (const engine::BatchItem& it : items) {
@@ -201,15 +227,27 @@ class GpuBatchRunner : public engine::BatchRunner {
   }
   const Slot& slot(int64_t id) const { return const_cast<GpuBatchRunner*>(this)->slot(id); }
 
-  // The step as stream work: the pinned inputs up, the forward, the logits down.
-  void enqueue(int64_t n_tok, int64_t n_out, bool argmax) {
+  // The step as stream work: the pinned inputs up, the forward, the logits down. solo >= 0: the
+  // one-sequence pass on slot solo (one token at *b.pos).
+  void enqueue(int64_t n_tok, int64_t n_out, bool argmax, int64_t solo) {
     const size_t ti = static_cast<size_t>(n_tok) * sizeof(int32_t);
     FT_CUDA_CHECK(cudaMemcpyAsync(b_->tokens.get(), b_->h_tokens, ti, cudaMemcpyHostToDevice, stream_));
-    FT_CUDA_CHECK(cudaMemcpyAsync(d_pos_.get(), h_pos_, ti, cudaMemcpyHostToDevice, stream_));
-    FT_CUDA_CHECK(cudaMemcpyAsync(d_base_.get(), h_base_, ti, cudaMemcpyHostToDevice, stream_));
-    FT_CUDA_CHECK(cudaMemcpyAsync(d_out_.get(), h_out_, n_out * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    if (solo >= 0) {
+      FT_CUDA_CHECK(cudaMemcpyAsync(b_->pos.get(), h_pos_, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    } else {
+      FT_CUDA_CHECK(cudaMemcpyAsync(d_pos_.get(), h_pos_, ti, cudaMemcpyHostToDevice, stream_));
+      FT_CUDA_CHECK(cudaMemcpyAsync(d_base_.get(), h_base_, ti, cudaMemcpyHostToDevice, stream_));
+      FT_CUDA_CHECK(cudaMemcpyAsync(d_out_.get(), h_out_, n_out * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    }
     rows_.n_out = n_out;
-    fwd_->run(n_tok, Head::kRows, stream_);
+    fwd_->set_solo(solo >= 0 ? solo * n_ctx_ : -1);
+    try {
+      fwd_->run(n_tok, Head::kRows, stream_);
+    } catch (...) {
+      fwd_->set_solo(-1);
+      throw;
+    }
+    fwd_->set_solo(-1);
     const int64_t V = m_.hp.n_vocab;
     if (argmax) {
       cuda::argmax(d_logits_.as<float>(), V, V, n_out, d_argmax_.as<int32_t>(), stream_, d_argmax_ws_.get());
@@ -221,14 +259,15 @@ class GpuBatchRunner : public engine::BatchRunner {
     }
   }
 
-  // Captures a decode step of n_tok sequences; on a failed capture the size runs eagerly
-  // from then on (logged once).
-  std::map<int64_t, cudaGraphExec_t>::iterator capture_graph(int64_t n_tok, bool argmax) {
+  // Captures what run enqueues; nullptr (logged once by the caller's key) when the capture
+  // fails, and that step then runs eagerly from then on.
+  template <class F>
+  cudaGraphExec_t capture_graph(F&& run, const std::string& what) {
     cudaGraph_t g = nullptr;
     FT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     std::string why;
     try {
-      enqueue(n_tok, n_tok, argmax);
+      run();
     } catch (const std::exception& e) {
       why = e.what();
     }
@@ -243,18 +282,17 @@ class GpuBatchRunner : public engine::BatchRunner {
     if (g) cudaGraphDestroy(g);
     cudaGetLastError();  // a failed capture's error is not sticky; clear it
     if (!why.empty()) {
-      log::warn("cuda batch: no CUDA graph for {} sequences ({}); running that size without", n_tok, why);
-      no_graph_.insert(2 * n_tok + (argmax ? 1 : 0));
-      return graphs_.end();
+      log::warn("cuda batch: no CUDA graph for {} ({}); running that step without", what, why);
+      return nullptr;
     }
-    return graphs_.emplace(2 * n_tok + (argmax ? 1 : 0), exec).first;
+    return exec;
   }
 
   GpuSession& sess_;
   const model::Model& m_;
   GpuNumerics num_;
   int64_t n_ctx_, max_seqs_, ps_;
-  bool graphs_on_, graph_large_ = false;
+  bool graphs_on_, graph_large_ = false, solo_on_ = true;
   std::vector<Slot> slots_;
   std::unique_ptr<GpuBuffers> b_;
   std::unique_ptr<GpuForward> fwd_;
@@ -267,6 +305,8 @@ class GpuBatchRunner : public engine::BatchRunner {
   bool argmax_only_ = false, argmax_done_ = false;
   std::map<int64_t, cudaGraphExec_t> graphs_;  // key 2 * n_tok + argmax
   std::set<int64_t> no_graph_;
+  std::map<std::tuple<int64_t, bool, bool>, cudaGraphExec_t> solo_graphs_;  // (slot, deep attention, argmax)
+  std::set<std::tuple<int64_t, bool, bool>> no_solo_graph_;
   uint64_t clock_ = 0;
 };
 

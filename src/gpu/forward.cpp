@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <string>
 #include <type_traits>
@@ -94,7 +95,40 @@ using debug::skip;
 using debug::spacer;
 using namespace debug;  // the SkipLink names
 
+// FT_ATTN_KEY_BOUND=0 (a diagnostic knob, for A/B runs): no bound on the live keys of a graph
+// (cuda::AttnArgs::max_keys), so its decode attention launches every chunk n_ctx allows.
+bool key_bound_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("FT_ATTN_KEY_BOUND");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
+
 }  // namespace
+
+bool GpuForward::plan_decode_attention(int64_t n_past, int64_t n_tok, int64_t mma_min_keys) {
+  // One token with at least mma_min_keys live keys: the tensor-core decode attention.
+  const bool deep = n_tok == 1 && mma_min_keys > 0 && n_past + 1 >= mma_min_keys && decode_mma_applies_;
+  set_long_context(deep);
+  // A one-token step below that depth sees at most mma_min_keys - 1 keys: its graph's attention
+  // launches only the chunks those can fill (cuda::AttnArgs::max_keys).
+  set_key_bound(key_bound_on() && n_tok == 1 && mma_min_keys > 0 && decode_mma_applies_ && !deep ? mma_min_keys - 1
+                                                                                                  : 0);
+  return deep;
+}
+
+void* GpuForward::kv_slot(int64_t il, bool k) const {
+  const cuda::DeviceBuffer& c = k ? b_.k_cache[il] : b_.v_cache[il];
+  if (solo_row0_ <= 0) return c.get();
+  const model::HParams& hp = m_.hp;
+  const int64_t elt = num_.kv == cuda::KvType::kF32 ? 4 : 2;
+  const int64_t row = hp.n_head_kv[il] * (k ? hp.head_dim_k : hp.head_dim_v) * elt;
+  if ((solo_row0_ + b_.n_ctx) * row > static_cast<int64_t>(c.bytes()))
+    fail("cuda forward: KV slot at row {} + {} rows of {} bytes is past layer {}'s cache ({} bytes)", solo_row0_,
+         b_.n_ctx, row, il, c.bytes());
+  return static_cast<char*>(c.get()) + solo_row0_ * row;
+}
 
 // A dense decode layer's wo launch (its CTAs, each a share, before their PDL wait, i.e. under the
 // attention kernel) streams the head of the tiled gate|up weights into L2 -- half from the start of the
@@ -199,7 +233,7 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     if (spacer(kSkipQkv, n_tok)) cuda::pdl_spacer(s);
     if (!skip(kSkipQkv, n_tok)) linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
   }
-  if (b_.batch != nullptr) {  // several sequences, each token against its own KV slot
+  if (batched()) {  // several sequences, each token against its own KV slot
     batch_attention(m_, L, il, b_, num_, n_tok, s);
     // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
     linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, false,
@@ -245,7 +279,7 @@ void GpuForward::fold_consume(cuda::GemvArgs& a) const {
 
 bool GpuForward::fold_wanted(int64_t il, bool attn, int64_t n_tok) const {
   const model::HParams& hp = m_.hp;
-  if (!(g_norm_fold.load(std::memory_order_relaxed) & (attn ? 2 : 1)) || n_tok != 1 || b_.batch != nullptr || !num_.q8 ||
+  if (!(g_norm_fold.load(std::memory_order_relaxed) & (attn ? 2 : 1)) || n_tok != 1 || batched() || !num_.q8 ||
       num_.round != cuda::Round::kNone || b_.nq_count.get() == nullptr || il < 0 || il >= hp.n_layer ||
       !hp.recurrent.empty() || b_.g4)
     return false;
@@ -305,8 +339,8 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   a.n_ctx = b_.n_ctx;
   a.max_keys = key_bound_;
   a.kv_type = num_.kv;
-  a.k_cache = b_.k_cache[il].get();
-  a.v_cache = b_.v_cache[il].get();
+  a.k_cache = kv_slot(il, true);
+  a.v_cache = kv_slot(il, false);
   a.out = out;
   a.ldo = ldo;
   a.round = num_.round;
@@ -331,8 +365,8 @@ void GpuForward::rope_store_attention(int64_t il, float* qkv, int64_t ld, int64_
   // Norm + rope of q and k, and K and V into the cache, in one launch.
   cuda::KvStore kv;
   kv.type = num_.kv;
-  kv.k_cache = b_.k_cache[il].get();
-  kv.v_cache = b_.v_cache[il].get();
+  kv.k_cache = kv_slot(il, true);
+  kv.v_cache = kv_slot(il, false);
   kv.v = qkv + q_dim + kv_dim;
   kv.ldv = ld;
   kv.v_head_dim = hp.head_dim_v;
@@ -458,6 +492,10 @@ void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
     const BatchRows& br = *b_.batch;
     cuda::rmsnorm(b_.x.as<float>(), n_embd, w_.output_norm, n_embd, hp.rms_eps, n_tok, b_.h.as<float>(), n_embd,
                   num_.round, s);
+    if (solo_row0_ >= 0) {  // one token, one row: no gather
+      linear(w_.output, b_.h.as<float>(), n_embd, 1, br.logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
+      return;
+    }
     cuda::gather_rows(b_.h.as<float>(), n_embd, br.out_rows, 1, br.n_out, n_embd, b_.x.as<float>(), n_embd, s);
     linear(w_.output, b_.x.as<float>(), n_embd, br.n_out, br.logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
     return;

@@ -57,8 +57,25 @@ class GpuForward {
   // through rope_store_attention (not gemma4's pass, not a Gated DeltaNet layer) with a shape the
   // tensor-core kernel takes. The session keys its graphs by the flag only then.
   bool decode_mma_applies() const { return decode_mma_applies_; }
+  // The one-token decode attention's plan for a step of n_tok tokens after n_past cached ones
+  // (GpuSession::step, the batch runner's solo steps): set_long_context from mma_min_keys (0: the
+  // tensor-core kernel off) and set_key_bound below it (FT_ATTN_KEY_BOUND=0: no bound). Returns the
+  // long-context flag, which graphs are keyed by.
+  bool plan_decode_attention(int64_t n_past, int64_t n_tok, int64_t mma_min_keys);
+
+  // A batch runner's step of one sequence (gpu/batch_runner_gpu.cpp): run() takes the one-sequence
+  // pass -- its fused launches: the rope, KV store and wo's Q8 row inside the attention launch, the
+  // norm fold -- at *b.pos on the KV slot whose rows start at row0 of each layer's cache, instead of
+  // the batch pass over b.batch; Head::kRows then reads its one row in place (no gather). -1: off.
+  // The slot's pointers are baked into a captured graph: a graph per slot.
+  void set_solo(int64_t row0) { solo_row0_ = row0; }
 
  private:
+  int64_t solo_row0_ = -1;
+  // Several sequences in this pass: b.batch set and no solo step.
+  bool batched() const { return b_.batch != nullptr && solo_row0_ < 0; }
+  // Layer il's K (k) or V cache from the solo slot's first row on.
+  void* kv_slot(int64_t il, bool k) const;
   bool long_ctx_ = false;
   int64_t key_bound_ = 0;
   bool decode_mma_applies_ = false;  // resolved once at construction (find_decode_mma)

@@ -45,16 +45,6 @@ int64_t mma_min_keys(int64_t option) {
   return e != nullptr ? std::atoll(e) : kMmaMinKeys;
 }
 
-// FT_ATTN_KEY_BOUND=0 (a diagnostic knob, for A/B runs): no bound on the live keys of a graph
-// (cuda::AttnArgs::max_keys), so its decode attention launches every chunk n_ctx allows.
-bool key_bound_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("FT_ATTN_KEY_BOUND");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
-  return on;
-}
-
 double wall_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -360,16 +350,9 @@ void GpuSession::step(const int32_t* tokens, int64_t n, Head head) {
   GpuBuffers& b = *b_;
   std::memcpy(b.h_tokens, tokens, n * sizeof(int32_t));
   *b.h_pos = static_cast<int32_t>(n_past_);
-  // One token with at least mma_min_keys_ live keys: the tensor-core decode attention
-  // (GpuForward::set_long_context); graphs are keyed by it, so a step replays the right one.
-  const bool deep = n == 1 && mma_min_keys_ > 0 && n_past_ + 1 >= mma_min_keys_ &&
-                    fwd_->decode_mma_applies();
-  fwd_->set_long_context(deep);
-  // A one-token step below that depth sees at most mma_min_keys_ - 1 keys: its graph's attention
-  // launches only the chunks those can fill (cuda::AttnArgs::max_keys).
-  fwd_->set_key_bound(key_bound_on() && n == 1 && mma_min_keys_ > 0 && fwd_->decode_mma_applies() && !deep
-                          ? mma_min_keys_ - 1
-                          : 0);
+  // One token with at least mma_min_keys_ live keys: the tensor-core decode attention; graphs are
+  // keyed by it, so a step replays the right one (GpuForward::plan_decode_attention).
+  const bool deep = fwd_->plan_decode_attention(n_past_, n, mma_min_keys_);
   const bool capture = graphs_ && n <= cuda::kGemvMaxTokens && head != Head::kAll;
   if (!capture) {
     enqueue(n, head);

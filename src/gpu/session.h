@@ -93,6 +93,8 @@ class GpuSession : public engine::Runner {
   const GpuNumerics& numerics() const { return num_; }
   int64_t n_ubatch() const { return b_->n_ubatch; }
   bool graphs() const { return graphs_; }
+  // Live keys from which a decode token takes the tensor-core attention (0: never; session.cpp).
+  int64_t attn_mma_min_keys() const { return mma_min_keys_; }
 
  private:
   void check(const int32_t* tokens, int64_t n) const;

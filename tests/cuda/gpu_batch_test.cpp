@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "cuda/attention.h"
 #include "cuda/device.h"
 #include "engine/batch_runner.h"
 #include "engine/sampler.h"
@@ -230,6 +232,57 @@ TEST_P(GpuBatch, SequencesTogetherMatchAlone) {
   EXPECT_EQ(b.dmax, b2.dmax) << "graphs change the logits";
   std::error_code ec;
   fs::remove(tm.path, ec);
+}
+
+// A step of one sequence's one token runs the session's one-sequence pass on that sequence's KV
+// slot (GpuForward::set_solo): its logits are the lone session's bit for bit. Three sequences are
+// fed a token a step in turn, so slots 1 and 2 are read at their offsets; the tensor-core decode
+// attention from 6 keys on (where the model's shape takes it), so both attention graphs replay.
+TEST_P(GpuBatch, OneSequenceStepsEqualTheSessionBitwise) {
+  if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
+  const Param& p = GetParam();
+  const fs::path dir = test_dir("ft-gpu-batch-solo-");
+  const TestModel tm = write_model(p.c.spec, dir, p.c.name);
+  const ft::model::Model& m = *tm.m;
+  const int64_t V = m.hp.n_vocab;
+  ft::gpu::GpuSessionOptions go;
+  go.n_ctx = 32;
+  go.dtype = p.dtype;
+  go.attn_mma_min_keys = 6;
+  std::vector<std::vector<int32_t>> text(3);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 14; ++j) text[i].push_back(static_cast<int32_t>((29 * i + 13 * j + 3) % tm.gen.n_vocab));
+  // Alone: token by token through the session's decode step.
+  ft::gpu::GpuSession lone(m, go);
+  std::vector<std::vector<std::vector<float>>> want(3);
+  for (int i = 0; i < 3; ++i) {
+    lone.reset();
+    for (int32_t t : text[i]) {
+      const float* l = lone.eval(&t, 1);
+      want[i].emplace_back(l, l + V);
+    }
+  }
+  ft::gpu::GpuSession host(m, go);
+  auto br = ft::gpu::make_gpu_batch_runner(host, 3);
+  std::vector<int64_t> id(3);
+  for (int i = 0; i < 3; ++i) id[i] = br->add_sequence(text[i].data(), 14, false, nullptr);
+  const int64_t mma0 = ft::cuda::attention_mma_decode_launches();
+  int differ = 0;
+  for (int j = 0; j < 14; ++j)
+    for (int i = 0; i < 3; ++i) {
+      const float* l = br->step({{id[i], &text[i][j], 1}});
+      if (std::memcmp(l, want[i][j].data(), V * sizeof(float)) != 0) {
+        ++differ;
+        ADD_FAILURE() << "sequence " << i << " token " << j << ": max|dlogit| "
+                      << max_abs_diff(l, want[i][j].data(), V);
+      }
+    }
+  const int64_t mma = ft::cuda::attention_mma_decode_launches() - mma0;
+  std::printf("GPU-BATCH %s %s: one-sequence steps, %d of 42 differ from the session; %lld tensor-core attention "
+              "launches outside graphs\n",
+              p.c.name.c_str(), p.dtype.c_str(), differ, static_cast<long long>(mma));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 // Errors users' requests can cause are ft::Errors, not crashes.
