@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
         for (int i = 0; i < prompt; ++i) p[i] = (b * 131 + i * 29) % V;
         int64_t nc = 0;
         ids.push_back(br->add_sequence(p.data(), prompt, false, &nc));
-        br->step({{ids.back(), p.data(), prompt}});
+        for (int64_t i = 0; i < prompt; i += br->max_step_tokens())  // a long prompt: in chunks a step takes
+          br->step({{ids.back(), p.data() + i, std::min<int64_t>(prompt - i, br->max_step_tokens())}});
         items.push_back({ids.back(), &next[b], 1});
       }
       const auto t0 = std::chrono::steady_clock::now();

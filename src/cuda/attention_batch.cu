@@ -10,6 +10,7 @@
 #include "cuda/check.h"
 #include "cuda/ops_reduce.cuh"
 #include "cuda/round.cuh"
+#include "cuda/ticket.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -25,17 +26,37 @@ __host__ __device__ constexpr int max_group() {
   return HD <= 128 ? 8 : 4;
 }
 
+// Chunks of keys a slot is cut in (attention_batch_chunk) and the workspace's ticket region.
+constexpr int64_t kMinChunk = 128, kMaxChunks = 64;
+size_t ticket_bytes(int64_t max_tok, int64_t n_head) {
+  return (static_cast<size_t>(max_tok * n_head) * sizeof(uint32_t) + 255) / 256 * 256;
+}
+
+// splits: chunks a token's keys are cut in (1: no split), chunk keys each; part / tickets: the
+// workspace (split only).
 template <class T, int HD>
-__global__ void __launch_bounds__(kWarps * 32) attn_batch_kernel(const AttnBatchArgs a, int64_t group) {
+__global__ void __launch_bounds__(kWarps * 32)
+    attn_batch_kernel(const AttnBatchArgs a, int64_t group, int n_gz, int splits, int64_t chunk, float* part,
+                      uint32_t* tickets) {
   constexpr int E = HD / 32, G = max_group<HD>();
   __shared__ float s_acc[kWarps][G][HD];
   __shared__ float s_ml[kWarps][G][2];
+  __shared__ int s_last;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t t = blockIdx.x, kvh = blockIdx.y;
-  const int64_t h0 = kvh * group + static_cast<int64_t>(blockIdx.z) * G;  // first query head of this block
+  const int gz = static_cast<int>(blockIdx.z) % n_gz, split = static_cast<int>(blockIdx.z) / n_gz;
+  const int64_t pos = a.d_pos[t];
+  // pos + 1 keys in chunks (the first split_tokens tokens: a step's decode tokens come first); the
+  // chunks past them have nothing to do.
+  const bool cut = splits > 1 && t < a.split_tokens;
+  int64_t n_valid = cut ? (pos + chunk) / chunk : 1;
+  if (n_valid > splits) n_valid = splits;  // past n_ctx (a caller's bug): the last chunk takes the rest
+  if (split >= n_valid) return;
+  const int64_t j0 = cut ? split * chunk : 0;
+  const int64_t j1 = cut && split + 1 < n_valid ? j0 + chunk : pos + 1;
+  const int64_t h0 = kvh * group + static_cast<int64_t>(gz) * G;  // first query head of this block
   const int64_t h_end = (kvh + 1) * group;
   const int ng = static_cast<int>(h_end - h0 < G ? h_end - h0 : G);
-  const int64_t pos = a.d_pos[t];
   const int64_t base = a.d_base[t];
   const int64_t row_elems = a.n_head_kv * HD;
 
@@ -52,7 +73,7 @@ __global__ void __launch_bounds__(kWarps * 32) attn_batch_kernel(const AttnBatch
   }
   const T* kbase = static_cast<const T*>(a.k_cache) + base * row_elems + kvh * HD + lane;
   const T* vbase = static_cast<const T*>(a.v_cache) + base * row_elems + kvh * HD + lane;
-  for (int64_t j = warp; j <= pos; j += kWarps) {
+  for (int64_t j = j0 + warp; j < j1; j += kWarps) {
     float k[E], v[E];
 #pragma unroll
     for (int e = 0; e < E; ++e) {
@@ -84,7 +105,8 @@ __global__ void __launch_bounds__(kWarps * 32) attn_batch_kernel(const AttnBatch
     }
   }
   __syncthreads();
-  // Merge the warps' partial softmaxes: thread (g, d) for every query head and column.
+  // Merge the warps' partial softmaxes: thread (g, d) for every query head and column. One chunk:
+  // the output; else this chunk's partial (o and l against its max m).
   for (int i = threadIdx.x; i < ng * HD; i += blockDim.x) {
     const int g = i / HD, d = i % HD;
     float mx = -INFINITY;
@@ -96,6 +118,31 @@ __global__ void __launch_bounds__(kWarps * 32) attn_batch_kernel(const AttnBatch
       sum += s_ml[w][g][1] * c;
       o += s_acc[w][g][d] * c;
     }
+    if (n_valid == 1) {
+      a.out[t * a.ldo + (h0 + g) * HD + d] = round_to(a.round, o / sum);
+      continue;
+    }
+    float* pp = part + ((t * a.n_head + h0 + g) * splits + split) * (HD + 2);
+    pp[d] = o;
+    if (d == 0) {
+      pp[HD] = mx;
+      pp[HD + 1] = sum;
+    }
+  }
+  if (n_valid == 1) return;
+  // The last chunk's block of this (token, head group) merges the chunks in chunk order.
+  if (!take_last(tickets + (t * gridDim.y + kvh) * n_gz + gz, n_valid, &s_last)) return;
+  for (int i = threadIdx.x; i < ng * HD; i += blockDim.x) {
+    const int g = i / HD, d = i % HD;
+    const float* pp = part + (t * a.n_head + h0 + g) * splits * (HD + 2);
+    float mx = -INFINITY;
+    for (int64_t c = 0; c < n_valid; ++c) mx = fmaxf(mx, __ldcg(pp + c * (HD + 2) + HD));
+    float sum = 0.0f, o = 0.0f;
+    for (int64_t c = 0; c < n_valid; ++c) {
+      const float w = expf(__ldcg(pp + c * (HD + 2) + HD) - mx);
+      sum += __ldcg(pp + c * (HD + 2) + HD + 1) * w;
+      o += __ldcg(pp + c * (HD + 2) + d) * w;
+    }
     a.out[t * a.ldo + (h0 + g) * HD + d] = round_to(a.round, o / sum);
   }
 }
@@ -103,10 +150,17 @@ __global__ void __launch_bounds__(kWarps * 32) attn_batch_kernel(const AttnBatch
 template <class T>
 void dispatch(const AttnBatchArgs& a, cudaStream_t s) {
   const int64_t group = a.n_head / a.n_head_kv;
+  const bool split = a.workspace != nullptr && a.n_ctx > 0 && a.split_tokens > 0;
+  const int64_t chunk = split ? attention_batch_chunk(a.n_ctx) : 0;
+  const int splits = split ? static_cast<int>((a.n_ctx + chunk - 1) / chunk) : 1;
+  auto* tickets = static_cast<uint32_t*>(a.workspace);
+  auto* part = split ? reinterpret_cast<float*>(static_cast<char*>(a.workspace) + ticket_bytes(a.split_tokens, a.n_head))
+                     : nullptr;
   auto go = [&](auto kernel, int64_t g_max) {
+    const int n_gz = static_cast<int>((group + g_max - 1) / g_max);
     const dim3 grid(static_cast<unsigned>(a.n_tok), static_cast<unsigned>(a.n_head_kv),
-                    static_cast<unsigned>((group + g_max - 1) / g_max));
-    kernel<<<grid, kWarps * 32, 0, s>>>(a, group);
+                    static_cast<unsigned>(n_gz * splits));
+    kernel<<<grid, kWarps * 32, 0, s>>>(a, group, n_gz, splits, chunk, part, tickets);
   };
   switch (a.head_dim) {
     case 32: go(attn_batch_kernel<T, 32>, max_group<32>()); break;
@@ -117,6 +171,17 @@ void dispatch(const AttnBatchArgs& a, cudaStream_t s) {
 }
 
 }  // namespace
+
+int64_t attention_batch_chunk(int64_t n_ctx) {
+  const int64_t c = (n_ctx + kMaxChunks - 1) / kMaxChunks;
+  return c <= kMinChunk ? kMinChunk : (c + 7) / 8 * 8;
+}
+
+size_t attention_batch_workspace_bytes(int64_t max_tok, int64_t n_head, int64_t n_ctx, int64_t head_dim) {
+  const int64_t chunks = (n_ctx + attention_batch_chunk(n_ctx) - 1) / attention_batch_chunk(n_ctx);
+  return ticket_bytes(max_tok, n_head) +
+         static_cast<size_t>(max_tok * n_head * chunks * (head_dim + 2)) * sizeof(float);
+}
 
 void attention_decode_batch(const AttnBatchArgs& a, cudaStream_t s) {
   if (a.n_tok <= 0) return;

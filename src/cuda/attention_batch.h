@@ -8,10 +8,15 @@
 //   score[j] = scale * <q_h, k_g[j]>,  g = h / (n_head / n_head_kv),  j <= d_pos[t]
 //   o_h      = round( sum_j softmax(score)[j] * v_g[j] )     (fp32, online softmax)
 //
-// Kernel: one block per (token, KV head, group of up to 8 query heads): each K/V row is read
-// once for the query heads of its group; the block's warps take keys in turn with an online
-// softmax each, merged in shared memory at the end. No workspace; grids depend on n_tok only,
-// so a step is capturable in a CUDA graph. CPU twin: engine::attention_ref per token
+// Kernel: one block per (token, KV head, group of up to 8 query heads[, chunk of keys]): each
+// K/V row is read once for the query heads of its group; the block's warps take keys in turn
+// with an online softmax each, merged in shared memory at the end. With a workspace, the keys
+// of a step's first split_tokens tokens are cut in chunks of attention_batch_chunk(n_ctx), a
+// block each, and the last block of a (token, head group) to finish merges the chunks'
+// partials in chunk order (flash-decoding; no second launch). Without it one block walks all
+// of a token's keys: for two Llama-8B tokens that is 16 blocks, each warp a chain of loads a
+// key -- at depth the GPU idles. Grids depend on n_tok and n_ctx only, so a step is
+// capturable in a CUDA graph. CPU twin: engine::attention_ref per token
 // (tests/cuda/gpu_batch_attention_test.cpp).
 #pragma once
 
@@ -38,7 +43,18 @@ struct AttnBatchArgs {
   float* out = nullptr;  // device: n_tok rows of n_head*head_dim floats, ldo apart
   int64_t ldo = 0;
   Round round = Round::kNone;
+  // Optional, the split over keys of a step's first split_tokens tokens (the rest walk whole):
+  int64_t n_ctx = 0;          // rows of a slot: the chunks are planned from it, never from d_pos
+  void* workspace = nullptr;  // attention_batch_workspace_bytes(split_tokens, n_head, n_ctx, head_dim) bytes,
+                              // zeroed once (attention_workspace_init) and used by nothing else
+  int64_t split_tokens = 0;
 };
+
+// Keys a block of the split takes (a multiple of 8, at least 128, at most 64 chunks a slot).
+int64_t attention_batch_chunk(int64_t n_ctx);
+// The split's workspace: a ticket a (token, query head), then [max_tok][n_head][chunks][head_dim + 2]
+// fp32 partials.
+size_t attention_batch_workspace_bytes(int64_t max_tok, int64_t n_head, int64_t n_ctx, int64_t head_dim);
 
 void attention_decode_batch(const AttnBatchArgs& a, cudaStream_t s);
 

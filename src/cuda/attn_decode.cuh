@@ -38,6 +38,7 @@
 #include "cuda/cp_async.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
+#include "cuda/ticket.cuh"
 #include "cuda/rope_head.cuh"
 #include "cuda/round.cuh"
 
@@ -155,22 +156,6 @@ template <int D>
 __device__ __forceinline__ void write_q8(const DecodeParams& p, const RowRef& rr, int c, float y) {
   static_assert(D % 32 == 0, "Q8 blocks of 32 must not straddle heads");
   q8_quantize_warp(y, (rr.h * D + c) / 32, p.q8_k, p.out_q8 + rr.t * p.q8_row_bytes);
-}
-
-// Whether this block is the last of n to arrive at ticket t (then it also resets t to zero
-// for the next call). The fences make every block's partials visible to the last one.
-__device__ __forceinline__ bool take_last(uint32_t* t, int64_t n, int* s_last) {
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const bool last = atomicAdd(t, 1u) == static_cast<uint32_t>(n - 1);
-    if (last) atomicExch(t, 0u);
-    *s_last = last;
-  }
-  __syncthreads();
-  const bool last = *s_last;
-  if (last) __threadfence();
-  return last;
 }
 
 // Merges parts first .. first + count - 1 (partial index row * stride + i) of the block's

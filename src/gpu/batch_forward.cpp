@@ -42,6 +42,9 @@ void batch_attention(const model::Model& m, const DevLayer& L, int64_t il, GpuBu
   a.out = b.attn.as<float>();
   a.ldo = nh * hp.head_dim_v;
   a.round = num.round;
+  a.n_ctx = b.n_ctx;
+  a.workspace = br.attn_ws;
+  a.split_tokens = br.attn_split_tokens;
   cuda::attention_decode_batch(a, s);
 }
 

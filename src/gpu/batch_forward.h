@@ -24,6 +24,10 @@ struct BatchRows {
   const int32_t* out_rows = nullptr;  // device [n_out]: the token rows whose logits are wanted
   int64_t n_out = 0;
   float* logits = nullptr;  // device [n_out][n_vocab] fp32 (Head::kRows)
+  // The attention's split over keys (cuda::AttnBatchArgs::workspace) for a step's first attn_split_tokens
+  // tokens; null: each token's keys in one block.
+  void* attn_ws = nullptr;
+  int64_t attn_split_tokens = 0;
 };
 
 // The attention half of a layer between the qkv projection and W_o, for a batch: q/k norm +

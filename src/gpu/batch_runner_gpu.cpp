@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "cuda/attention_batch.h"
 #include "cuda/buffer.h"
 #include "cuda/check.h"
 #include "cuda/gemv.h"
@@ -57,6 +58,16 @@ class GpuBatchRunner : public engine::BatchRunner {
     rows_.base = d_base_.as<int32_t>();
     rows_.out_rows = d_out_.as<int32_t>();
     rows_.logits = d_logits_.as<float>();
+    // The batch attention's split over keys for a step's decode tokens (they come first) -- up to 16 of them
+    // where max_seqs is smaller, for a short prompt chunk at depth beside them. FT_BATCH_ATTN_SPLIT=0: none.
+    rows_.attn_split_tokens = std::min<int64_t>(U, std::max<int64_t>(max_seqs_, 16));
+    const model::HParams& hp = m_.hp;
+    d_attn_ws_ = cuda::DeviceBuffer(
+        cuda::attention_batch_workspace_bytes(rows_.attn_split_tokens, *std::max_element(hp.n_head.begin(), hp.n_head.end()),
+                                             n_ctx_, hp.head_dim_v));
+    cuda::attention_workspace_init(d_attn_ws_.get(), d_attn_ws_.bytes(), nullptr);
+    rows_.attn_ws = d_attn_ws_.get();
+    if (const char* e = std::getenv("FT_BATCH_ATTN_SPLIT"); e && std::strcmp(e, "0") == 0) rows_.attn_ws = nullptr;
     b_->batch = &rows_;
     fwd_ = std::make_unique<GpuForward>(m_, s.weights(), *b_, num_, &s.moe());
     FT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -70,7 +81,7 @@ class GpuBatchRunner : public engine::BatchRunner {
     constexpr double kMiB = 1024.0 * 1024.0;
     log::info("cuda batch: {} sequences x {} tokens, KV {:.1f} MiB, workspace {:.1f} MiB, up to {} tokens a step",
               max_seqs_, n_ctx_, static_cast<double>(b_->kv_bytes) / kMiB,
-              static_cast<double>(b_->workspace_bytes) / kMiB, U);
+              static_cast<double>(b_->workspace_bytes + d_attn_ws_.bytes()) / kMiB, U);
   }
 
   ~GpuBatchRunner() override {
@@ -298,7 +309,7 @@ class GpuBatchRunner : public engine::BatchRunner {
   std::unique_ptr<GpuForward> fwd_;
   cudaStream_t stream_ = nullptr;
   BatchRows rows_;
-  cuda::DeviceBuffer d_pos_, d_base_, d_out_, d_logits_, d_argmax_, d_argmax_ws_;
+  cuda::DeviceBuffer d_pos_, d_base_, d_out_, d_logits_, d_argmax_, d_argmax_ws_, d_attn_ws_;
   int32_t *h_pos_ = nullptr, *h_base_ = nullptr, *h_out_ = nullptr;
   float* h_logits_ = nullptr;
   int32_t* h_argmax_ = nullptr;

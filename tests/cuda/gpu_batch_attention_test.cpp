@@ -1,7 +1,9 @@
 // cuda::attention_decode_batch (tokens of several sequences, each against its own KV slot)
 // against its CPU twin engine::attention_ref, run per token over that sequence's own cache:
 // every head shape the kernel dispatches (head_dim 32..256, query groups of 1..16, split
-// over blocks above 8), every cache type, decode tokens and a prompt chunk in one launch.
+// over blocks above 8), every cache type, decode tokens and a prompt chunk in one launch; each
+// token's keys in one block, and cut in chunks of 128 (3 chunks a slot of 300) for all tokens
+// or the first two, twice in a row (the tickets left at zero: the same bits again).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda/attention.h"
 #include "cuda/attention_batch.h"
 #include "cuda/buffer.h"
 #include "cuda/check.h"
@@ -29,12 +32,14 @@ struct Tok {
   int64_t slot, pos;
 };
 
-void run_case(const Shape& sh, ActType act) {
-  const int64_t n_ctx = 70, n_slots = 4, kv_dim = sh.n_head_kv * sh.hd, q_dim = sh.n_head * sh.hd;
-  // Live lengths per slot; tokens: decode rows of every slot at their last position, plus a
-  // 3-token chunk of slot 2 (positions 30..32: each sees the chunk's keys up to itself).
-  const int64_t len[n_slots] = {1, 17, 33, 70};
-  std::vector<Tok> toks = {{0, 0}, {1, 16}, {3, 69}, {2, 30}, {2, 31}, {2, 32}};
+// split_tokens: AttnBatchArgs::split_tokens (0: no workspace).
+void run_case(const Shape& sh, ActType act, int64_t split_tokens) {
+  const int64_t n_ctx = 300, n_slots = 4, kv_dim = sh.n_head_kv * sh.hd, q_dim = sh.n_head * sh.hd;
+  // Live lengths per slot; tokens: decode rows of every slot at their last position (1, 1, 3
+  // chunks), plus a 3-token chunk of slot 2 (positions 130..132: 2 chunks, each token sees the
+  // chunk's keys up to itself).
+  const int64_t len[n_slots] = {1, 17, 133, 300};
+  std::vector<Tok> toks = {{0, 0}, {3, 299}, {1, 16}, {2, 130}, {2, 131}, {2, 132}};
   std::mt19937 rng(static_cast<unsigned>(sh.hd * 131 + sh.n_head * 7 + static_cast<int>(act)));
   std::normal_distribution<float> nd(0.0f, 1.0f);
 
@@ -89,9 +94,22 @@ void run_case(const Shape& sh, ActType act) {
   a.out = dout.as<float>();
   a.ldo = q_dim;
   a.round = act == ActType::kF32 ? Round::kNone : act == ActType::kBF16 ? Round::kBF16 : Round::kF16;
+  ft::cuda::DeviceBuffer ws;
+  if (split_tokens > 0) {
+    EXPECT_EQ(ft::cuda::attention_batch_chunk(n_ctx), 128);
+    ws = ft::cuda::DeviceBuffer(ft::cuda::attention_batch_workspace_bytes(split_tokens, sh.n_head, n_ctx, sh.hd));
+    ft::cuda::attention_workspace_init(ws.get(), ws.bytes(), nullptr);
+    a.n_ctx = n_ctx;
+    a.workspace = ws.get();
+    a.split_tokens = split_tokens;
+  }
   ft::cuda::attention_decode_batch(a, nullptr);
-  std::vector<float> got(q.size());
+  std::vector<float> got(q.size()), again(q.size());
   FT_CUDA_CHECK(cudaMemcpy(got.data(), dout.get(), got.size() * 4, cudaMemcpyDeviceToHost));
+  FT_CUDA_CHECK(cudaMemset(dout.get(), 0xFF, q.size() * 4));
+  ft::cuda::attention_decode_batch(a, nullptr);
+  FT_CUDA_CHECK(cudaMemcpy(again.data(), dout.get(), again.size() * 4, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(std::memcmp(got.data(), again.data(), got.size() * 4), 0) << "a second launch differs (tickets)";
 
   ft::engine::AttnShape s;
   s.n_head = sh.n_head;
@@ -110,14 +128,15 @@ void run_case(const Shape& sh, ActType act) {
     if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d;
   }
   EXPECT_LE(worst, tol) << "heads " << sh.n_head << "/" << sh.n_head_kv << " hd " << sh.hd << " act "
-                        << static_cast<int>(act);
+                        << static_cast<int>(act) << " split tokens " << split_tokens;
 }
 
 TEST(GpuBatchAttention, MatchesCpuTwinPerSequence) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const Shape shapes[] = {{4, 2, 32}, {8, 8, 64}, {32, 8, 128}, {32, 4, 128}, {16, 1, 128}, {8, 2, 256}, {16, 1, 256}};
   for (const Shape& sh : shapes)
-    for (ActType act : {ActType::kF32, ActType::kF16, ActType::kBF16}) run_case(sh, act);
+    for (ActType act : {ActType::kF32, ActType::kF16, ActType::kBF16})
+      for (int64_t split : {0, 2, 6}) run_case(sh, act, split);
 }
 
 TEST(GpuBatchAttention, RejectsBadShapes) {
