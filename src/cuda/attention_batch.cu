@@ -8,7 +8,10 @@
 
 #include "cuda/attn_types.cuh"
 #include "cuda/check.h"
+#include "cuda/act_q8.h"
 #include "cuda/ops_reduce.cuh"
+#include "cuda/pdl.cuh"
+#include "cuda/q8_tail.cuh"
 #include "cuda/round.cuh"
 #include "cuda/ticket.cuh"
 
@@ -32,12 +35,24 @@ size_t ticket_bytes(int64_t max_tok, int64_t n_head) {
   return (static_cast<size_t>(max_tok * n_head) * sizeof(uint32_t) + 255) / 256 * 256;
 }
 
+// Column d of head h of token t's output, y rounded as stored; with out_q8 also its Q8 copy. The
+// callers' loops give each warp 32 consecutive columns of one head (head_dim is a multiple of 32):
+// one Q8 block, quantised from registers with quantize_act_q8's arithmetic (q8_tail.cuh).
+// q8_row: act_q8_row_bytes(n_head * HD).
+template <int HD>
+__device__ __forceinline__ void write_out(const AttnBatchArgs& a, int64_t q8_row, int64_t t, int64_t h, int d,
+                                          float y) {
+  a.out[t * a.ldo + h * HD + d] = y;
+  if (a.out_q8 != nullptr)
+    q8_quantize_warp(y, (h * HD + d) / 32, a.n_head * HD, static_cast<uint8_t*>(a.out_q8) + t * q8_row);
+}
+
 // splits: chunks a token's keys are cut in (1: no split), chunk keys each; part / tickets: the
 // workspace (split only).
 template <class T, int HD>
 __global__ void __launch_bounds__(kWarps * 32)
     attn_batch_kernel(const AttnBatchArgs a, int64_t group, int n_gz, int splits, int64_t chunk, float* part,
-                      uint32_t* tickets) {
+                      uint32_t* tickets, int64_t q8_row) {
   constexpr int E = HD / 32, G = max_group<HD>();
   __shared__ float s_acc[kWarps][G][HD];
   __shared__ float s_ml[kWarps][G][2];
@@ -52,6 +67,10 @@ __global__ void __launch_bounds__(kWarps * 32)
   int64_t n_valid = cut ? (pos + chunk) / chunk : 1;
   if (n_valid > splits) n_valid = splits;  // past n_ctx (a caller's bug): the last chunk takes the rest
   if (split >= n_valid) return;
+  // d_pos (the step's inputs, copied in before its first launch) may be read before the wait; q and
+  // the new K / V rows come from the launch before.
+  pdl_wait();
+  pdl_trigger();
   const int64_t j0 = cut ? split * chunk : 0;
   const int64_t j1 = cut && split + 1 < n_valid ? j0 + chunk : pos + 1;
   const int64_t h0 = kvh * group + static_cast<int64_t>(gz) * G;  // first query head of this block
@@ -119,7 +138,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       o += s_acc[w][g][d] * c;
     }
     if (n_valid == 1) {
-      a.out[t * a.ldo + (h0 + g) * HD + d] = round_to(a.round, o / sum);
+      write_out<HD>(a, q8_row, t, h0 + g, d, round_to(a.round, o / sum));
       continue;
     }
     float* pp = part + ((t * a.n_head + h0 + g) * splits + split) * (HD + 2);
@@ -143,7 +162,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       sum += __ldcg(pp + c * (HD + 2) + HD + 1) * w;
       o += __ldcg(pp + c * (HD + 2) + d) * w;
     }
-    a.out[t * a.ldo + (h0 + g) * HD + d] = round_to(a.round, o / sum);
+    write_out<HD>(a, q8_row, t, h0 + g, d, round_to(a.round, o / sum));
   }
 }
 
@@ -156,11 +175,12 @@ void dispatch(const AttnBatchArgs& a, cudaStream_t s) {
   auto* tickets = static_cast<uint32_t*>(a.workspace);
   auto* part = split ? reinterpret_cast<float*>(static_cast<char*>(a.workspace) + ticket_bytes(a.split_tokens, a.n_head))
                      : nullptr;
+  const int64_t q8_row = a.out_q8 != nullptr ? act_q8_row_bytes(a.n_head * a.head_dim) : 0;
   auto go = [&](auto kernel, int64_t g_max) {
     const int n_gz = static_cast<int>((group + g_max - 1) / g_max);
     const dim3 grid(static_cast<unsigned>(a.n_tok), static_cast<unsigned>(a.n_head_kv),
                     static_cast<unsigned>(n_gz * splits));
-    kernel<<<grid, kWarps * 32, 0, s>>>(a, group, n_gz, splits, chunk, part, tickets);
+    launch_pdl(kernel, grid, dim3(kWarps * 32), 0, s, a, group, n_gz, splits, chunk, part, tickets, q8_row);
   };
   switch (a.head_dim) {
     case 32: go(attn_batch_kernel<T, 32>, max_group<32>()); break;
@@ -193,6 +213,10 @@ void attention_decode_batch(const AttnBatchArgs& a, cudaStream_t s) {
   if (a.ldq < a.n_head * a.head_dim || a.ldo < a.n_head * a.head_dim || !a.q || !a.out || !a.k_cache || !a.v_cache ||
       !a.d_pos || !a.d_base)
     fail_message("attention_decode_batch: missing buffers or row strides shorter than n_head*head_dim");
+  if (a.out_q8 != nullptr && reinterpret_cast<uintptr_t>(a.out_q8) % 16 != 0)
+    fail_message("attention_decode_batch: out_q8 must be 16-byte aligned");
+  if (a.workspace != nullptr && (a.n_ctx <= 0 || a.split_tokens <= 0))
+    fail_message("attention_decode_batch: a workspace needs n_ctx > 0 and split_tokens > 0");
   if (a.kv_type == KvType::kF32)
     dispatch<float>(a, s);
   else if (a.kv_type == KvType::kF16)

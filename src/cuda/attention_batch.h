@@ -43,6 +43,10 @@ struct AttnBatchArgs {
   float* out = nullptr;  // device: n_tok rows of n_head*head_dim floats, ldo apart
   int64_t ldo = 0;
   Round round = Round::kNone;
+  // Optional (device, 16-byte aligned): also the integer GEMV's Q8 copy of the output (act_q8.h: rows of
+  // n_head*head_dim values, act_q8_row_bytes apart), the bytes quantize_act_q8 writes from `out`: the wo
+  // GEMV's input needs no quantise launch.
+  void* out_q8 = nullptr;
   // Optional, the split over keys of a step's first split_tokens tokens (the rest walk whole):
   int64_t n_ctx = 0;          // rows of a slot: the chunks are planned from it, never from d_pos
   void* workspace = nullptr;  // attention_batch_workspace_bytes(split_tokens, n_head, n_ctx, head_dim) bytes,

@@ -9,7 +9,7 @@
 namespace ft::gpu {
 
 void batch_attention(const model::Model& m, const DevLayer& L, int64_t il, GpuBuffers& b, const GpuNumerics& num,
-                     int64_t n_tok, cudaStream_t s) {
+                     int64_t n_tok, cudaStream_t s, void* out_q8) {
   const model::HParams& hp = m.hp;
   const BatchRows& br = *b.batch;
   const int64_t hd = hp.head_dim_k, nh = hp.n_head[il], nkv = hp.n_head_kv[il];
@@ -45,6 +45,7 @@ void batch_attention(const model::Model& m, const DevLayer& L, int64_t il, GpuBu
   a.n_ctx = b.n_ctx;
   a.workspace = br.attn_ws;
   a.split_tokens = br.attn_split_tokens;
+  a.out_q8 = out_q8;
   cuda::attention_decode_batch(a, s);
 }
 

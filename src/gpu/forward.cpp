@@ -233,15 +233,16 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
     if (spacer(kSkipQkv, n_tok)) cuda::pdl_spacer(s);
     if (!skip(kSkipQkv, n_tok)) linear(L.qkv, h, n_embd, n_tok, qkv, ld, num_.round, false, num_.q8, s, false, fuse_q8);
   }
+  // Decode: the attention kernel also writes the Q8 copy the wo GEMV reads (one launch fewer).
+  const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
   if (batched()) {  // several sequences, each token against its own KV slot
-    batch_attention(m_, L, il, b_, num_, n_tok, s);
+    const bool q8 = q8_wo && hp.head_dim_v % 32 == 0;
+    batch_attention(m_, L, il, b_, num_, n_tok, s, q8 ? b_.xq.get() : nullptr);
     // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
-    linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, false,
+    linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8,
            /*y_early=*/true);
     return;
   }
-  // Decode: the attention kernel also writes the Q8 copy the wo GEMV reads (one launch fewer).
-  const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
   if (spacer(kSkipAttn, n_tok)) cuda::pdl_spacer(s);
   if (!skip(kSkipAttn, n_tok))
     rope_store_attention(il, qkv, ld, n_tok, attn, nh * hp.head_dim_v, s, q8_wo ? b_.xq.get() : nullptr,
@@ -492,8 +493,8 @@ void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
     const BatchRows& br = *b_.batch;
     cuda::rmsnorm(b_.x.as<float>(), n_embd, w_.output_norm, n_embd, hp.rms_eps, n_tok, b_.h.as<float>(), n_embd,
                   num_.round, s);
-    if (solo_row0_ >= 0) {  // one token, one row: no gather
-      linear(w_.output, b_.h.as<float>(), n_embd, 1, br.logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
+    if (solo_row0_ >= 0 || br.n_out == n_tok) {  // a token an item: out_rows is 0, 1, .. (no gather)
+      linear(w_.output, b_.h.as<float>(), n_embd, n_tok, br.logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
       return;
     }
     cuda::gather_rows(b_.h.as<float>(), n_embd, br.out_rows, 1, br.n_out, n_embd, b_.x.as<float>(), n_embd, s);

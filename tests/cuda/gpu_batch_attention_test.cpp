@@ -3,7 +3,8 @@
 // every head shape the kernel dispatches (head_dim 32..256, query groups of 1..16, split
 // over blocks above 8), every cache type, decode tokens and a prompt chunk in one launch; each
 // token's keys in one block, and cut in chunks of 128 (3 chunks a slot of 300) for all tokens
-// or the first two, twice in a row (the tickets left at zero: the same bits again).
+// or the first two, twice in a row (the tickets left at zero: the same bits again); the output's
+// Q8 copy for the wo GEMV equal to quantize_act_q8's bytes of it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda/act_q8.h"
 #include "cuda/attention.h"
 #include "cuda/attention_batch.h"
 #include "cuda/buffer.h"
@@ -103,13 +105,25 @@ void run_case(const Shape& sh, ActType act, int64_t split_tokens) {
     a.workspace = ws.get();
     a.split_tokens = split_tokens;
   }
+  // The Q8 copy of the output (AttnBatchArgs::out_q8) where head_dim allows it: quantize_act_q8's bytes.
+  const int64_t q8_row = ft::cuda::act_q8_row_bytes(q_dim);
+  ft::cuda::DeviceBuffer dq8(ft::cuda::act_q8_bytes(q_dim, n_tok));
+  a.out_q8 = dq8.get();
   ft::cuda::attention_decode_batch(a, nullptr);
+  std::vector<uint8_t> got_q8(dq8.bytes()), want_q8(static_cast<size_t>(q8_row));
+  FT_CUDA_CHECK(cudaMemcpy(got_q8.data(), dq8.get(), got_q8.size(), cudaMemcpyDeviceToHost));
   std::vector<float> got(q.size()), again(q.size());
   FT_CUDA_CHECK(cudaMemcpy(got.data(), dout.get(), got.size() * 4, cudaMemcpyDeviceToHost));
   FT_CUDA_CHECK(cudaMemset(dout.get(), 0xFF, q.size() * 4));
   ft::cuda::attention_decode_batch(a, nullptr);
   FT_CUDA_CHECK(cudaMemcpy(again.data(), dout.get(), again.size() * 4, cudaMemcpyDeviceToHost));
   EXPECT_EQ(std::memcmp(got.data(), again.data(), got.size() * 4), 0) << "a second launch differs (tickets)";
+  for (int64_t t = 0; t < n_tok; ++t) {
+    ft::cuda::quantize_act_q8_row_ref(got.data() + t * q_dim, q_dim, want_q8.data());
+    const auto used = static_cast<size_t>(q_dim + 8 * (q_dim / 32));  // codes and scales, not the row's padding
+    EXPECT_EQ(std::memcmp(got_q8.data() + t * q8_row, want_q8.data(), used), 0)
+        << "Q8 row of token " << t << ", heads " << sh.n_head << " hd " << sh.hd;
+  }
 
   ft::engine::AttnShape s;
   s.n_head = sh.n_head;
