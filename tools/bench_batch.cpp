@@ -1,7 +1,8 @@
 // ft-bench-batch: decode throughput of the BatchRunner (engine/batch_runner.h; ft serve's continuous batching) as
 // a function of the batch size B: B sequences each hold a prompt, then every step feeds one token to each; prints
-// ms per step and tokens/s, beside the single-sequence Session. --device cuda (a CUDA build): the GPU batch runner
-// (gpu/batch_runner_gpu.h) over a GpuSession, decode steps replayed as CUDA graphs per batch size.
+// ms per step and tokens/s (and the time the prompts took, each fed alone in chunks), beside the single-sequence
+// Session. --device cuda (a CUDA build): the GPU batch runner (gpu/batch_runner_gpu.h) over a GpuSession, decode
+// steps replayed as CUDA graphs per batch size.
 //   ft-bench-batch --model FILE [--batch 1,2,4,8,16,32] [--prompt 32] [--steps 50] [--threads 1] [--device cpu]
 // On a memory-bound model (weights past the last-level cache) a step of B tokens reads the
 // weights once, so tokens/s grows with B; on a cache-resident tiny model it cannot.
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
       std::vector<int64_t> ids;
       std::vector<int32_t> next(static_cast<size_t>(B), 1);
       std::vector<ft::engine::BatchItem> items;
+      const auto tp = std::chrono::steady_clock::now();
       for (int b = 0; b < B; ++b) {
         std::vector<int32_t> p(static_cast<size_t>(prompt));
         for (int i = 0; i < prompt; ++i) p[i] = (b * 131 + i * 29) % V;
@@ -83,17 +85,20 @@ int main(int argc, char** argv) {
           br->step({{ids.back(), p.data() + i, std::min<int64_t>(prompt - i, br->max_step_tokens())}});
         items.push_back({ids.back(), &next[b], 1});
       }
+      const double dp = seconds_since(tp);
       const auto t0 = std::chrono::steady_clock::now();
       for (int s = 0; s < steps; ++s) br->step(items);
       const double dt = seconds_since(t0);
       const double tps = B * steps / dt;
       if (B == 1) tok_s_1 = tps;
-      fmt::print("B={:<3} step {:8.3f} ms  {:8.1f} tok/s{}\n", B, dt / steps * 1e3, tps,
-                 tok_s_1 > 0 ? fmt::format("  ({:.2f}x B=1)", tps / tok_s_1) : "");
+      fmt::print("B={:<3} step {:8.3f} ms  {:8.1f} tok/s{}  (prompts: {:.1f} ms, {:.0f} tok/s)\n", B, dt / steps * 1e3,
+                 tps, tok_s_1 > 0 ? fmt::format("  ({:.2f}x B=1)", tps / tok_s_1) : "", dp * 1e3, B * prompt / dp);
       for (int64_t id : ids) br->remove_sequence(id);
     }
     std::vector<int32_t> p(static_cast<size_t>(prompt), 1);
+    const auto tp = std::chrono::steady_clock::now();
     sess.eval(p.data(), prompt);
+    fmt::print("Session prompt: {:.1f} ms ({:.0f} tok/s)\n", seconds_since(tp) * 1e3, prompt / seconds_since(tp));
     const auto t0 = std::chrono::steady_clock::now();
     int32_t t = 1;
     for (int s = 0; s < steps; ++s) t = sess.eval_argmax(&t, 1) % V;

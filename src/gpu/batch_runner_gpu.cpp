@@ -164,11 +164,12 @@ class GpuBatchRunner : public engine::BatchRunner {
     const auto n_out = static_cast<int64_t>(items.size());
     const bool am = argmax_only_;
     argmax_done_ = false;
-    // One token of one sequence: the session's one-sequence pass on that sequence's KV slot
+    // A step of one sequence: the session's one-sequence pass on that sequence's KV slot
     // (GpuForward::set_solo) -- the batch pass's attention and norms are unfused kernels, which
     // cost a lone request ~18% of its decode speed (H100 session 53, Llama-8B: 378 tok/s at B=1
-    // against the session's 460). FT_BATCH_SOLO=0 turns it off.
-    const int64_t solo = solo_on_ && n_tok == 1 ? items[0].seq : -1;
+    // against the session's 460), and its attention has no flash prefill. FT_BATCH_SOLO=0 turns
+    // it off.
+    const int64_t solo = solo_on_ && items.size() == 1 ? items[0].seq : -1;
     const bool deep =
         fwd_->plan_decode_attention(static_cast<int64_t>(slots_[items[0].seq].tokens.size()), n_tok,
                                     solo >= 0 ? sess_.attn_mma_min_keys() : 0);
@@ -239,7 +240,7 @@ class GpuBatchRunner : public engine::BatchRunner {
   const Slot& slot(int64_t id) const { return const_cast<GpuBatchRunner*>(this)->slot(id); }
 
   // The step as stream work: the pinned inputs up, the forward, the logits down. solo >= 0: the
-  // one-sequence pass on slot solo (one token at *b.pos).
+  // one-sequence pass on slot solo (its tokens from *b.pos on).
   void enqueue(int64_t n_tok, int64_t n_out, bool argmax, int64_t solo) {
     const size_t ti = static_cast<size_t>(n_tok) * sizeof(int32_t);
     FT_CUDA_CHECK(cudaMemcpyAsync(b_->tokens.get(), b_->h_tokens, ti, cudaMemcpyHostToDevice, stream_));

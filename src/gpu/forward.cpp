@@ -491,9 +491,15 @@ void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
   if (head == Head::kNone) return;
   if (head == Head::kRows) {  // one row per sequence of a batch (rmsnorm is per row: norm, then gather)
     const BatchRows& br = *b_.batch;
+    if (solo_row0_ >= 0) {  // one sequence: its last row, as Head::kLast
+      cuda::rmsnorm(b_.x.as<float>() + (n_tok - 1) * n_embd, n_embd, w_.output_norm, n_embd, hp.rms_eps, 1,
+                    b_.h.as<float>(), n_embd, num_.round, s);
+      linear(w_.output, b_.h.as<float>(), n_embd, 1, br.logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
+      return;
+    }
     cuda::rmsnorm(b_.x.as<float>(), n_embd, w_.output_norm, n_embd, hp.rms_eps, n_tok, b_.h.as<float>(), n_embd,
                   num_.round, s);
-    if (solo_row0_ >= 0 || br.n_out == n_tok) {  // a token an item: out_rows is 0, 1, .. (no gather)
+    if (br.n_out == n_tok) {  // a token an item: out_rows is 0, 1, .. (no gather)
       linear(w_.output, b_.h.as<float>(), n_embd, n_tok, br.logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
       return;
     }

@@ -64,9 +64,10 @@ class GpuForward {
   bool plan_decode_attention(int64_t n_past, int64_t n_tok, int64_t mma_min_keys);
 
   // A batch runner's step of one sequence (gpu/batch_runner_gpu.cpp): run() takes the one-sequence
-  // pass -- its fused launches: the rope, KV store and wo's Q8 row inside the attention launch, the
-  // norm fold -- at *b.pos on the KV slot whose rows start at row0 of each layer's cache, instead of
-  // the batch pass over b.batch; Head::kRows then reads its one row in place (no gather). -1: off.
+  // pass -- its fused decode launches (the rope, KV store and wo's Q8 row inside the attention
+  // launch, the norm fold), its flash-attention prefill -- at *b.pos on the KV slot whose rows start
+  // at row0 of each layer's cache, instead of the batch pass over b.batch; Head::kRows then gives
+  // the last row's logits, as Head::kLast. -1: off.
   // The slot's pointers are baked into a captured graph: a graph per slot.
   void set_solo(int64_t row0) { solo_row0_ = row0; }
 
