@@ -337,12 +337,10 @@ bool nvfp4_launch(const GemvArgs& a, const Params& p, cudaStream_t stream) {
 bool has_glu(const GemvArgs& a) { return a.glu_xq != nullptr || a.glu_h != nullptr || a.glu_count != nullptr; }
 GemvArgs without_glu(const GemvArgs& a) {
   if (a.glu_xq == nullptr || a.glu_h == nullptr || a.glu_count == nullptr ||
-      reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 || a.ids != nullptr || a.n_tok < 1 ||
-      a.n_tok > kGemvMaxTokens || a.rows % 64 != 0 ||
+      reinterpret_cast<uintptr_t>(a.glu_xq) % 16 != 0 || a.ids != nullptr || a.n_tok != 1 || a.rows % 64 != 0 ||
       a.accumulate || a.ldy < a.rows)
-    fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a 16-byte aligned Q8 buffer and 1.." +
-                 std::to_string(kGemvMaxTokens) + " tokens of a dense gate|up (no ids, rows % 64 == 0, no accumulate); rows " +
-                 std::to_string(a.rows) + ", tokens " + std::to_string(a.n_tok));
+    fail_message("cuda gemv: glu_xq needs glu_h, glu_count, a 16-byte aligned Q8 buffer and one token of a dense "
+                 "gate|up (no ids, rows % 64 == 0, no accumulate); rows " + std::to_string(a.rows));
   GemvArgs plain = a;
   plain.glu_xq = nullptr;
   plain.glu_h = nullptr;
@@ -387,11 +385,11 @@ static void gemv_dispatch(const GemvArgs& a, cudaStream_t stream) {
     if (a.tiled && takes_q8(a)) {
       Params p = checked_params(plain);
       set_glu(p, a);
-      if (gemv_nvfp4_tiled(p, a.n_tok, g_nvfp4_override, stream)) return;
+      if (gemv_nvfp4_tiled(p, 1, g_nvfp4_override, stream)) return;
     } else {
       gemv_dispatch(plain, stream);
     }
-    swiglu_q8(a.y, a.ldy, n_ff, a.n_tok, a.glu_h, n_ff, a.round, a.glu_xq, stream);
+    swiglu_q8(a.y, a.ldy, n_ff, 1, a.glu_h, n_ff, a.round, a.glu_xq, stream);
     return;
   }
   if (a.route_logits != nullptr) {

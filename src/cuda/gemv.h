@@ -103,13 +103,12 @@ struct GemvArgs {
   // the NVFP4 slab / packed kernels read them, and stream the first weights of the chosen
   // experts, before their PDL wait. Off: the ids may come from the launch right before.
   bool ids_early = false;
-  // Dense gate|up of 1..kGemvMaxTokens tokens (rows = 2 n_ff, gate rows then up rows, n_ff % 32 == 0,
-  // no accumulate): also the SwiGLU of each token's y[0, n_ff) and y[n_ff, 2 n_ff), rounded as
-  // swiglu_q8 rounds, into glu_h (token rows of n_ff floats) and its Q8 copy into glu_xq (act_q8
-  // rows of k = n_ff): swiglu_q8's bytes. The tensor-core kernels of a tiled weight (one token:
-  // gemv_mma.cu; 2..8: gemv_mma_batch.cu) do it in their epilogue (the CTA completing a 32-row
-  // block of both halves; glu_count: n_ff / 32 counters, zero, left zero), any other path by
-  // swiglu_q8 after the product. One launch fewer a dense layer.
+  // Dense gate|up of one token (rows = 2 n_ff, gate rows then up rows, n_ff % 32 == 0, no
+  // accumulate): also the SwiGLU of y[0, n_ff) and y[n_ff, 2 n_ff), rounded as swiglu_q8 rounds,
+  // into glu_h (n_ff floats) and its Q8 copy into glu_xq (an act_q8 row of k = n_ff): swiglu_q8's
+  // bytes. The tensor-core kernel of a tiled weight does it in its epilogue (the CTA completing a
+  // 32-row block of both halves; glu_count: n_ff / 32 counters, zero, left zero), any other path
+  // by swiglu_q8 after the product. One launch fewer a dense layer.
   void* glu_xq = nullptr;
   float* glu_h = nullptr;
   unsigned* glu_count = nullptr;

@@ -31,10 +31,7 @@
 #include "cuda/gemv_nvfp4_dot.cuh"
 #include "cuda/gemv_q8_formats.cuh"
 #include "cuda/gemv_tuning.h"
-#include "cuda/ops_math.cuh"
 #include "cuda/pdl.cuh"
-#include "cuda/q8_tail.cuh"
-#include "cuda/round.cuh"
 
 namespace ft::cuda::gemv_detail {
 namespace {
@@ -42,34 +39,6 @@ namespace {
 using namespace q8_detail;
 
 using Frag = MmaFrag<true>;
-
-// Params::glu_xq (gemv.h: a dense gate|up's SwiGLU tail), as gemv_mma.cu's mma_glu_tail for n_tok rows: the CTA
-// counts its stored tile into its 32-row block's counter; the CTA completing the block (2 gate and 2 up tiles) has
-// its warps take the tokens in turn -- each the token's 32 gate and 32 up sums back from L2, their SwiGLU into
-// glu_h (row u at u n_ff) and its Q8 block into glu_xq (row u at u glu_xq_row): swiglu_q8's arithmetic, the same
-// bytes -- then re-arms the counter. One launch fewer a layer of a batched decode step.
-template <int NW>
-__device__ __forceinline__ void batch_glu_tail(const Params& p, int64_t row0, int n_tok) {
-  __shared__ unsigned s_last;
-  if (static_cast<int>(threadIdx.x) < kMmaRows * n_tok) __threadfence();  // the threads that stored
-  __syncthreads();
-  const int64_t n_ff = p.rows / 2;
-  const int blk = static_cast<int>((row0 < n_ff ? row0 : row0 - n_ff) >> 5);
-  if (threadIdx.x == 0) s_last = atomicAdd(p.glu_count + blk, 1u) == 3u;
-  __syncthreads();
-  if (s_last == 0) return;
-  __threadfence();
-  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
-  const int64_t at = 32 * static_cast<int64_t>(blk) + lane;
-  for (int u = warp; u < n_tok; u += NW) {
-    const float* y = p.y + u * p.ldy;
-    const float g = __ldcg(y + at), up = __ldcg(y + n_ff + at);
-    const float v = round_to(p.round, ops::mul_rn(ops::silu(g), up));
-    p.glu_h[u * n_ff + at] = v;
-    q8_quantize_warp(v, blk, n_ff, p.glu_xq + u * p.glu_xq_row);
-  }
-  if (threadIdx.x == 0) p.glu_count[blk] = 0u;
-}
 
 // NQ token groups of 4 (tokens 4q .. 4q + 3); CHK as gemv_mma.cu's (false: Params::scales_clean); LANES: the
 // lane-major pieces (Params::tiled 2), copied as gemv_mma.cu's LANES instances copy them, each lane's words read
@@ -221,7 +190,6 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
       store_out(p.y + tok * p.ldy + my_row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
     }
   }
-  if (p.glu_count != nullptr) batch_glu_tail<NW>(p, row0, n_tok);
 }
 
 std::atomic<int64_t> g_batch_launches{0};
@@ -256,10 +224,10 @@ bool launch_batch_at(const Params& p, int n_tok, int stages, cudaStream_t stream
 }
 
 bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, int stages, cudaStream_t stream) {
-  // Tiled (lane-major ones only clean, as gemv_mma.cu's); the SwiGLU tail, not the norm fold (a one-token
-  // feature); whole 4-block steps.
+  // Tiled (lane-major ones only clean, as gemv_mma.cu's), plain: no SwiGLU tail, no norm fold (one-token
+  // features); whole 4-block steps.
   if (p.tiled == 0 || (p.tiled == 2 && !p.scales_clean) || n_tok < 2 || n_tok > kGemvMaxTokens ||
-      p.nq_count != nullptr || p.norm_part != nullptr ||
+      p.glu_count != nullptr || p.nq_count != nullptr || p.norm_part != nullptr ||
       (p.k / 64) % kMmaStepBlocks != 0 || reinterpret_cast<uintptr_t>(p.w) % 16 != 0)
     return false;
   // The one-token plan's warps, so each token's fp32 order is that launch's (the stages do not change it).

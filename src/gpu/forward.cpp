@@ -403,10 +403,12 @@ void GpuForward::ffn_block(int64_t il, int64_t n_tok, cudaStream_t s) const {
     } else {
       cuda::rmsnorm(x, n_embd, L.ffn_norm, n_embd, hp.rms_eps, n_tok, h, n_embd, num_.round, s);
     }
-    // Decode tokens (one, or a batched step's 2..8) of a tiled NVFP4 gate|up: the SwiGLU and its Q8
-    // copy in the GEMV's epilogue (cuda::GemvArgs::glu_xq), the copy in b_.xq_glu (the GEMV still reads
-    // xq), and the down projection reading it there.
-    const bool glu = g_glu_fused && q8_in && q8_mid && L.gate_up.parts.size() == 1 &&
+    // One token of a tiled NVFP4 gate|up: the SwiGLU and its Q8 copy in the GEMV's epilogue
+    // (cuda::GemvArgs::glu_xq), the copy in b_.xq_glu (the GEMV still reads xq), and the down
+    // projection reading it there. (The same tail in the 2..8-token kernel, gemv_mma_batch.cu, cost
+    // more than the launch it saved: H100 session 53 call 5, Llama-8B ft-bench-batch, ms a step with
+    // it / the SwiGLU launch, B=4 4.14, 4.17 / 4.08, 4.09, B=8 7.14, 7.15 / 6.78, 6.83; not kept.)
+    const bool glu = g_glu_fused && q8_in && q8_mid && n_tok == 1 && L.gate_up.parts.size() == 1 &&
                      L.gate_up.parts[0].tiled && L.gate_up.parts[0].row0 == 0 && L.down.parts.size() == 1 &&
                      b_.glu_count.get() != nullptr && !skip(kSkipGateUp, n_tok) && !skip(kSkipSwiglu, n_tok) &&
                      !skip(kSkipDown, n_tok);

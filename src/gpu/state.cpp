@@ -108,7 +108,7 @@ GpuBuffers::GpuBuffers(const model::Model& m, const GpuNumerics& num, int64_t n_
     const int64_t n_cnt = dense_ff / 32;
     alloc(glu_count, n_cnt * sizeof(unsigned));
     FT_CUDA_CHECK(cudaMemset(glu_count.get(), 0, n_cnt * sizeof(unsigned)));
-    alloc(xq_glu, cuda::act_q8_bytes(dense_ff, std::min<int64_t>(U, cuda::kGemvMaxTokens)));
+    alloc(xq_glu, cuda::act_q8_bytes(dense_ff, 1));
     if (hp.n_embd % 32 == 0 && hp.n_embd <= cuda::kNormFoldMaxN) {  // the norm fold (forward.cpp)
       const int64_t n_blk = hp.n_embd / 32;
       alloc(xq_n, cuda::act_q8_bytes(hp.n_embd, 1));

@@ -2,14 +2,13 @@
 // those of the one-token launch on that token alone (gemv_mma.cu, the same warps), over the one-token plan's 4-
 // and 8-warp shapes, token counts on both sides of 4 (one and two mma column groups), row scales, rounding,
 // accumulation, both scale decoders and every stage count; with FT_GEMV_NVFP4_MMA_BATCH off the slab kernel takes the call (and its
-// sums differ: a comparison that can fail). Its SwiGLU tail against swiglu_q8 after it.
+// sums differ: a comparison that can fail).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <set>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -121,51 +120,6 @@ TEST(CudaGemvBatch, EveryTokenEqualsItsOneTokenLaunchBitwise) {
     }
   }
   EXPECT_EQ(warps_seen, (std::set<int>{4, 8}));
-}
-
-// The SwiGLU tail (GemvArgs::glu_xq) at 2..8 tokens: the batch kernel writes the product, and each token's SwiGLU
-// row and Q8 bytes as swiglu_q8 makes them from it, bit for bit, leaving its counters at zero; at Llama-8B's
-// gate|up (4 warps) and a small 8-warp shape, with and without bf16 rounding and row scales.
-TEST(CudaGemvBatch, SwigluTailEqualsItsLaunch) {
-  if (!has_device()) GTEST_SKIP() << "no CUDA device present";
-  std::mt19937 rng(5301);
-  for (const auto& [n_ff, k, bf16] : std::vector<std::tuple<int64_t, int64_t, bool>>{
-           {14336, 4096, false}, {14336, 4096, true}, {64, 16384, false}}) {
-    const int64_t rows = 2 * n_ff, rb = row_bytes(GgmlType::NVFP4, k);
-    const std::vector<uint8_t> w = quant::testing::random_rows(GgmlType::NVFP4, rows, k, rng);
-    DeviceBuffer dw = to_device(w);
-    nvfp4_tile(dw.as<uint8_t>(), rows, rb, nullptr);
-    std::uniform_real_distribution<float> unit(0.5f, 1.5f);
-    std::vector<float> rs(static_cast<size_t>(rows));
-    for (auto& v : rs) v = unit(rng);
-    const DeviceBuffer drs = to_device(rs);
-    DeviceBuffer dcount = to_device(std::vector<unsigned>(static_cast<size_t>(n_ff / 32), 0u));
-    for (int64_t n_tok : {2, 3, 5, 8}) {
-      SCOPED_TRACE(testing::Message() << "n_ff " << n_ff << " k " << k << (bf16 ? " bf16" : "") << " n_tok " << n_tok);
-      const DeviceBuffer dxq = to_device(tiled_test::quantised_x(k, n_tok, rng));
-      GemvArgs a;
-      a.type = GgmlType::NVFP4;
-      a.w = dw.as<uint8_t>();
-      a.tiled = true;
-      a.scales_clean = n_tok % 2 == 0;
-      a.row_bytes = rb;
-      a.k = k;
-      a.rows = rows;
-      a.xq = dxq.get();
-      a.row_scale = n_tok != 3 ? drs.as<float>() : nullptr;
-      a.round = bf16 ? Round::kBF16 : Round::kNone;
-      const tiled_test::GluOut r0 = tiled_test::run_glu(a, n_ff, false, nullptr, n_tok);
-      const int64_t b0 = gemv_nvfp4_mma_batch_launches();
-      const tiled_test::GluOut r1 = tiled_test::run_glu(a, n_ff, true, dcount.as<unsigned>(), n_tok);
-      ASSERT_EQ(gemv_nvfp4_mma_batch_launches() - b0, 1) << "the batch kernel took the call";
-      ASSERT_EQ(std::memcmp(r1.y.data(), r0.y.data(), r0.y.size() * sizeof(float)), 0) << "gate|up outputs differ";
-      for (size_t i = 0; i < r1.h.size(); ++i) ASSERT_FALSE(std::isnan(r1.h[i])) << "SwiGLU value " << i << " not written";
-      ASSERT_EQ(std::memcmp(r1.h.data(), r0.h.data(), r0.h.size() * sizeof(float)), 0) << "SwiGLU rows differ";
-      ASSERT_EQ(r1.q, r0.q) << "Q8 bytes differ";
-      const std::vector<unsigned> cnt = to_host<unsigned>(dcount, static_cast<size_t>(n_ff / 32));
-      for (size_t i = 0; i < cnt.size(); ++i) ASSERT_EQ(cnt[i], 0u) << "counter " << i << " left armed";
-    }
-  }
 }
 
 }  // namespace

@@ -369,8 +369,8 @@ TEST(CudaNvfp4Tiled, SwigluTailEqualsItsLaunch) {
   bad.accumulate = true;
   EXPECT_THROW(gemv(bad), Error) << "accumulate";
   bad = g;
-  bad.n_tok = kGemvMaxTokens + 1;
-  EXPECT_THROW(gemv(bad), Error) << "more tokens than a GEMV takes";
+  bad.n_tok = 2;
+  EXPECT_THROW(gemv(bad), Error) << "two tokens";
   bad = g;
   bad.glu_count = nullptr;
   EXPECT_THROW(gemv(bad), Error) << "no counters";

@@ -33,22 +33,22 @@ struct GluOut {
   std::vector<float> y, h;
   std::vector<uint8_t> q;
 };
-// n_tok tokens' call a (weights, k, rows = 2 n_ff, xq, scales, rounding set by the caller) into fresh buffers
+// One token's call a (weights, k, rows = 2 n_ff, xq, scales, rounding set by the caller) into fresh buffers
 // (NaN / 0xA5 where nothing wrote): with the SwiGLU tail in the launch (fused, `count`: its n_ff / 32 tickets,
 // zero) or by swiglu_q8 after it.
-inline GluOut run_glu(GemvArgs a, int64_t n_ff, bool fused, unsigned* count, int64_t n_tok = 1) {
-  const int64_t qbytes = act_q8_bytes(n_ff, n_tok);
-  DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(2 * n_ff * n_tok), std::nanf("")));
-  DeviceBuffer dh = to_device(std::vector<float>(static_cast<size_t>(n_ff * n_tok), std::nanf("")));
+inline GluOut run_glu(GemvArgs a, int64_t n_ff, bool fused, unsigned* count) {
+  const int64_t qbytes = act_q8_bytes(n_ff, 1);
+  DeviceBuffer dy = to_device(std::vector<float>(static_cast<size_t>(2 * n_ff), std::nanf("")));
+  DeviceBuffer dh = to_device(std::vector<float>(static_cast<size_t>(n_ff), std::nanf("")));
   DeviceBuffer dq = to_device(std::vector<uint8_t>(static_cast<size_t>(qbytes), 0xA5));
-  a.n_tok = n_tok;
+  a.n_tok = 1;
   a.y = dy.as<float>();
   a.ldy = 2 * n_ff;
   if (fused) a.glu_xq = dq.get(), a.glu_h = dh.as<float>(), a.glu_count = count;
   gemv(a);
-  if (!fused) swiglu_q8(dy.as<float>(), 2 * n_ff, n_ff, n_tok, dh.as<float>(), n_ff, a.round, dq.get(), nullptr);
+  if (!fused) swiglu_q8(dy.as<float>(), 2 * n_ff, n_ff, 1, dh.as<float>(), n_ff, a.round, dq.get(), nullptr);
   FT_CUDA_CHECK(cudaDeviceSynchronize());
-  return {to_host<float>(dy, static_cast<size_t>(2 * n_ff * n_tok)), to_host<float>(dh, static_cast<size_t>(n_ff * n_tok)),
+  return {to_host<float>(dy, static_cast<size_t>(2 * n_ff)), to_host<float>(dh, static_cast<size_t>(n_ff)),
           to_host<uint8_t>(dq, static_cast<size_t>(qbytes))};
 }
 
