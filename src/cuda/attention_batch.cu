@@ -12,8 +12,6 @@
 #include "cuda/ops_reduce.cuh"
 #include "cuda/pdl.cuh"
 #include "cuda/q8_tail.cuh"
-#include "cuda/rope.h"
-#include "cuda/rope_head.cuh"
 #include "cuda/round.cuh"
 #include "cuda/ticket.cuh"
 
@@ -51,12 +49,6 @@ __device__ __forceinline__ void write_out(const AttnBatchArgs& a, int64_t q8_row
 
 // splits: chunks a token's keys are cut in (1: no split), chunk keys each; part / tickets: the
 // workspace (split only).
-// Rows of s_q (the rope inside): a block's query heads.
-template <int HD>
-__host__ __device__ constexpr int a_fused_heads() {
-  return max_group<HD>();
-}
-
 template <class T, int HD>
 __global__ void __launch_bounds__(kWarps * 32)
     attn_batch_kernel(const AttnBatchArgs a, int64_t group, int n_gz, int splits, int64_t chunk, float* part,
@@ -75,47 +67,15 @@ __global__ void __launch_bounds__(kWarps * 32)
   int64_t n_valid = cut ? (pos + chunk) / chunk : 1;
   if (n_valid > splits) n_valid = splits;  // past n_ctx (a caller's bug): the last chunk takes the rest
   if (split >= n_valid) return;
-  const int64_t h0 = kvh * group + static_cast<int64_t>(gz) * G;  // first query head of this block
-  const int64_t h_end = (kvh + 1) * group;
-  const int ng = static_cast<int>(h_end - h0 < G ? h_end - h0 : G);
   // d_pos (the step's inputs, copied in before its first launch) may be read before the wait; q and
   // the new K / V rows come from the launch before.
   pdl_wait();
   pdl_trigger();
-  // The rope inside (AttnBatchArgs::qkv_raw): warps rope the block's q heads into s_q; the block whose
-  // chunk holds row pos ropes the new key into s_k (used for row pos from there, as the cache would return
-  // it) and, for head group 0, stores it and the new value into the caches.
-  __shared__ float s_q[a_fused_heads<HD>()][HD];
-  __shared__ float s_k[HD];
-  const bool fused = a.qkv_raw != nullptr;
-  const bool has_new = fused && split == n_valid - 1;
-  if (fused) {
-    constexpr int KP = HD >= 64 ? HD / 64 : 1;
-    float co[KP], si[KP];
-    rope_detail::load_pairs(a.rope_cs + pos * a.n_rot, a.n_rot, lane, co, si);
-    const float* raw = a.qkv_raw + t * a.ldq;
-    for (int hh = warp; hh < ng + (has_new ? 1 : 0); hh += kWarps) {
-      float* buf = &s_acc[warp][0][0];
-      if (hh < ng) {
-        rope_detail::head(raw + (h0 + hh) * HD, s_q[hh], HD, a.q_norm_w, a.rms_eps, co, si, a.n_rot, a.neox,
-                          a.round, buf, lane);
-        continue;
-      }
-      rope_detail::head(raw + (a.n_head + kvh) * HD, s_k, HD, a.k_norm_w, a.rms_eps, co, si, a.n_rot, a.neox,
-                        a.round, buf, lane);
-      if (gz == 0) {  // the new row, as qk_norm_rope_store_batch stores it
-        const int64_t row = (a.d_base[t] + pos) * a.n_head_kv * HD + kvh * HD;
-        const float* v = raw + (a.n_head + a.n_head_kv + kvh) * HD;
-        for (int i = lane; i < HD; i += 32) {
-          static_cast<T*>(const_cast<void*>(a.k_cache))[row + i] = attn_detail::from_float<T>(s_k[i]);
-          static_cast<T*>(const_cast<void*>(a.v_cache))[row + i] = attn_detail::from_float<T>(v[i]);
-        }
-      }
-    }
-    __syncthreads();
-  }
   const int64_t j0 = cut ? split * chunk : 0;
   const int64_t j1 = cut && split + 1 < n_valid ? j0 + chunk : pos + 1;
+  const int64_t h0 = kvh * group + static_cast<int64_t>(gz) * G;  // first query head of this block
+  const int64_t h_end = (kvh + 1) * group;
+  const int ng = static_cast<int>(h_end - h0 < G ? h_end - h0 : G);
   const int64_t base = a.d_base[t];
   const int64_t row_elems = a.n_head_kv * HD;
 
@@ -126,7 +86,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     l[g] = 0.0f;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      q[g][e] = g >= ng ? 0.0f : fused ? s_q[g][lane + 32 * e] : a.q[t * a.ldq + (h0 + g) * HD + lane + 32 * e];
+      q[g][e] = g < ng ? a.q[t * a.ldq + (h0 + g) * HD + lane + 32 * e] : 0.0f;
       acc[g][e] = 0.0f;
     }
   }
@@ -134,19 +94,10 @@ __global__ void __launch_bounds__(kWarps * 32)
   const T* vbase = static_cast<const T*>(a.v_cache) + base * row_elems + kvh * HD + lane;
   for (int64_t j = j0 + warp; j < j1; j += kWarps) {
     float k[E], v[E];
-    if (has_new && j == pos) {  // the new row: what the cache returns once it is stored
-      const float* rv = a.qkv_raw + t * a.ldq + (a.n_head + a.n_head_kv + kvh) * HD + lane;
 #pragma unroll
-      for (int e = 0; e < E; ++e) {
-        k[e] = attn_detail::to_float<T>(attn_detail::from_float<T>(s_k[lane + 32 * e]));
-        v[e] = attn_detail::to_float<T>(attn_detail::from_float<T>(rv[32 * e]));
-      }
-    } else {
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        k[e] = attn_detail::to_float<T>(kbase[j * row_elems + 32 * e]);
-        v[e] = attn_detail::to_float<T>(vbase[j * row_elems + 32 * e]);
-      }
+    for (int e = 0; e < E; ++e) {
+      k[e] = attn_detail::to_float<T>(kbase[j * row_elems + 32 * e]);
+      v[e] = attn_detail::to_float<T>(vbase[j * row_elems + 32 * e]);
     }
 #pragma unroll
     for (int g = 0; g < G; ++g) {
@@ -264,10 +215,6 @@ void attention_decode_batch(const AttnBatchArgs& a, cudaStream_t s) {
     fail_message("attention_decode_batch: missing buffers or row strides shorter than n_head*head_dim");
   if (a.out_q8 != nullptr && reinterpret_cast<uintptr_t>(a.out_q8) % 16 != 0)
     fail_message("attention_decode_batch: out_q8 must be 16-byte aligned");
-  if (a.qkv_raw != nullptr && (a.rope_cs == nullptr || a.n_rot < 0 || a.n_rot % 2 != 0 || a.n_rot > a.head_dim ||
-                               a.ldq < (a.n_head + 2 * a.n_head_kv) * a.head_dim))
-    fail_message("attention_decode_batch: the rope inside needs rope_cs, an even n_rot <= head_dim and rows of q, k "
-                 "and v heads (ldq " + std::to_string(a.ldq) + ")");
   if (a.workspace != nullptr && (a.n_ctx <= 0 || a.split_tokens <= 0))
     fail_message("attention_decode_batch: a workspace needs n_ctx > 0 and split_tokens > 0");
   if (a.kv_type == KvType::kF32)

@@ -17,7 +17,10 @@
 // of a token's keys: for two Llama-8B tokens that is 16 blocks, each warp a chain of loads a
 // key -- at depth the GPU idles. Grids depend on n_tok and n_ctx only, so a step is
 // capturable in a CUDA graph. CPU twin: engine::attention_ref per token
-// (tests/cuda/gpu_batch_attention_test.cpp).
+// (tests/cuda/gpu_batch_attention_test.cpp). The q/k norm, rope and KV store stay their own launch
+// (qk_norm_rope_store_batch): inside this one (decode-only steps, each block roping its q heads, the
+// new key's block its key) it measured within noise -- H100 session 53 call 5, Llama-8B
+// ft-bench-batch, ms a step inside / apart: B=2 3.28 / 3.30, B=4 4.16 / 4.15, B=8 7.15 / 7.11.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -47,18 +50,6 @@ struct AttnBatchArgs {
   // n_head*head_dim values, act_q8_row_bytes apart), the bytes quantize_act_q8 writes from `out`: the wo
   // GEMV's input needs no quantise launch.
   void* out_q8 = nullptr;
-  // Optional, a decode-only step (each token the one new token of its sequence): the q/k norm, rope and KV
-  // store inside the launch -- qkv_raw (token rows ldq apart: q heads, k heads, v heads, head_dim apart; q is
-  // not read) normed (q_norm_w / k_norm_w, nullptr: none) and rotated (rope table rope_cs of n_rot values a
-  // position; neox pairs or adjacent) as qk_norm_rope_store_batch would, the new K / V rows stored into the
-  // caches at row d_base + d_pos: one launch for the two, the same bits (rope_head.cuh's body).
-  const float* qkv_raw = nullptr;
-  const float* q_norm_w = nullptr;
-  const float* k_norm_w = nullptr;
-  float rms_eps = 0.0f;
-  const float* rope_cs = nullptr;
-  int n_rot = 0;
-  bool neox = false;
   // Optional, the split over keys of a step's first split_tokens tokens (the rest walk whole):
   int64_t n_ctx = 0;          // rows of a slot: the chunks are planned from it, never from d_pos
   void* workspace = nullptr;  // attention_batch_workspace_bytes(split_tokens, n_head, n_ctx, head_dim) bytes,

@@ -9,7 +9,7 @@
 namespace ft::gpu {
 
 void batch_attention(const model::Model& m, const DevLayer& L, int64_t il, GpuBuffers& b, const GpuNumerics& num,
-                     int64_t n_tok, cudaStream_t s, void* out_q8, bool rope_inside) {
+                     int64_t n_tok, cudaStream_t s, void* out_q8) {
   const model::HParams& hp = m.hp;
   const BatchRows& br = *b.batch;
   const int64_t hd = hp.head_dim_k, nh = hp.n_head[il], nkv = hp.n_head_kv[il];
@@ -22,10 +22,9 @@ void batch_attention(const model::Model& m, const DevLayer& L, int64_t il, GpuBu
   kv.v = qkv + nh * hd + nkv * hd;
   kv.ldv = ld;
   kv.v_head_dim = hp.head_dim_v;
-  const bool neox = hp.rope.type == model::RopeType::kNeox;
-  if (!rope_inside)
-    cuda::qk_norm_rope_store_batch(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps, b.rope_cs.as<float>(),
-                                   hp.rope.n_rot, neox, br.pos, br.base, num.round, kv, s);
+  cuda::qk_norm_rope_store_batch(qkv, ld, n_tok, nh, nkv, hd, L.q_norm, L.k_norm, hp.rms_eps, b.rope_cs.as<float>(),
+                                 hp.rope.n_rot, hp.rope.type == model::RopeType::kNeox, br.pos, br.base, num.round,
+                                 kv, s);
   cuda::AttnBatchArgs a;
   a.n_head = nh;
   a.n_head_kv = nkv;
@@ -47,15 +46,6 @@ void batch_attention(const model::Model& m, const DevLayer& L, int64_t il, GpuBu
   a.workspace = br.attn_ws;
   a.split_tokens = br.attn_split_tokens;
   a.out_q8 = out_q8;
-  if (rope_inside) {
-    a.qkv_raw = qkv;
-    a.q_norm_w = L.q_norm;
-    a.k_norm_w = L.k_norm;
-    a.rms_eps = hp.rms_eps;
-    a.rope_cs = b.rope_cs.as<float>();
-    a.n_rot = static_cast<int>(hp.rope.n_rot);
-    a.neox = neox;
-  }
   cuda::attention_decode_batch(a, s);
 }
 

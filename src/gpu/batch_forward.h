@@ -33,9 +33,8 @@ struct BatchRows {
 // The attention half of a layer between the qkv projection and W_o, for a batch: q/k norm +
 // rope at each token's position, K and V into its slot, attention of each token over its
 // own sequence (cuda/attention_batch.h); reads b.qkv, writes b.attn (and its Q8 copy into out_q8 where
-// given: the wo GEMV's input). rope_inside (a decode-only step: each token its sequence's one new
-// token): the norm, rope and KV store inside the attention launch (AttnBatchArgs::qkv_raw).
+// given: the wo GEMV's input).
 void batch_attention(const model::Model& m, const DevLayer& L, int64_t il, GpuBuffers& b, const GpuNumerics& num,
-                     int64_t n_tok, cudaStream_t s, void* out_q8 = nullptr, bool rope_inside = false);
+                     int64_t n_tok, cudaStream_t s, void* out_q8 = nullptr);
 
 }  // namespace ft::gpu

@@ -237,9 +237,7 @@ void GpuForward::attention_block(int64_t il, int64_t n_tok, cudaStream_t s) cons
   const bool q8_wo = use_gemv(n_tok) && wants_q8(L.wo);
   if (batched()) {  // several sequences, each token against its own KV slot
     const bool q8 = q8_wo && hp.head_dim_v % 32 == 0;
-    // A decode-only step (a token an item): the rope and KV store inside the attention launch.
-    const bool rope_inside = g_attn_rope && b_.batch->n_out == n_tok;
-    batch_attention(m_, L, il, b_, num_, n_tok, s, q8 ? b_.xq.get() : nullptr, rope_inside);
+    batch_attention(m_, L, il, b_, num_, n_tok, s, q8 ? b_.xq.get() : nullptr);
     // x (the residual) was last written by the previous layer's FFN: y_early (cuda/gemv.h).
     linear(L.wo, attn, nh * hp.head_dim_v, n_tok, x, n_embd, num_.round, /*accumulate=*/true, num_.q8, s, false, q8,
            /*y_early=*/true);
