@@ -20,7 +20,7 @@
 // (tests/cuda/gpu_batch_attention_test.cpp). The q/k norm, rope and KV store stay their own launch
 // (qk_norm_rope_store_batch): inside this one (decode-only steps, each block roping its q heads, the
 // new key's block its key) it measured within noise -- H100 session 53 call 5, Llama-8B
-// ft-bench-batch, ms a step inside / apart: B=2 3.28 / 3.30, B=4 4.16 / 4.15, B=8 7.15 / 7.11.
+// ft-bench-batch, ms a step inside / apart: B=2 3.28 / 3.31, B=4 4.16 / 4.15, B=8 7.15 / 7.11.
 #pragma once
 
 #include <cuda_runtime_api.h>
