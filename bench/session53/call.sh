@@ -4,7 +4,5 @@
 # (the batch GEMV's forced-stage tests, stage sweep, GPU batch runner tokens/s on/off).
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda ft-bench-batch" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 470 bash bench/session53/call.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
-if nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200; then
-  exec bash bench/session51/h200.sh
-fi
+source bench/session53/h200_or.sh
 exec bash bench/session52/call2.sh

@@ -4,9 +4,7 @@
 # alternating -- and the batch GEMV's stage table by tokens (ft-bench-gemv-cuda --batch: the table's row beside 2/3/4).
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda ft-bench-batch" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 470 bash bench/session53/call2.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
-if nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200; then
-  exec bash bench/session51/h200.sh
-fi
+source bench/session53/h200_or.sh
 R=/tmp/res53b
 source bench/device_common.sh
 log "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"

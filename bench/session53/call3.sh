@@ -5,11 +5,10 @@
 # alternating; the batch GEMV's stage table by tokens (ft-bench-gemv-cuda --batch).
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda ft-bench-batch" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 470 bash bench/session53/call3.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
-if nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200; then
-  exec bash bench/session51/h200.sh
-fi
+source bench/session53/h200_or.sh
 R=/tmp/res53c
 source bench/device_common.sh
+source bench/session53/common.sh
 log "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 models_bg llama8b-nvfp4
 gpu_tests 120 'GpuBatch*:CudaGemvBatch.*:GpuNvfp4Batch.*'
@@ -18,14 +17,6 @@ log "ft-bench-gemv-cuda --batch"
 timeout 60 "$B/ft-bench-gemv-cuda" --batch > "$R/gemv_batch.txt" 2>&1
 grep -E "HBM|^\| (batch|slab)" "$R/gemv_batch.txt" | grep -v slab | sed 's/ nvfp4 | q8    |//; s/  */ /g'
 models_wait
-bb() {  # bb NAME PROMPT ENV..: ft-bench-batch on Llama-8B under ENV
-  local name=$1 prompt=$2
-  shift 2
-  log "ft-bench-batch $name prompt $prompt: $*"
-  env "$@" CUDA_MODULE_LOADING=EAGER timeout 90 "$B/ft-bench-batch" --model "$L" --device cuda \
-    --batch 1,2,4,8 --prompt "$prompt" --steps 64 > "$R/batch_${name}_$prompt.txt" 2>&1
-  grep -E "B=|Session|rror" "$R/batch_${name}_$prompt.txt"
-}
 for round in 1 2; do
   budget 250 "round $round" || break
   bb "new$round" 32 FT_BATCH_SOLO=1

@@ -6,24 +6,15 @@
 # 2048-token prompts: ft-bench-batch's "prompts" column).
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda ft-bench-batch" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 470 bash bench/session53/call5.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
-if nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200; then
-  exec bash bench/session51/h200.sh
-fi
+source bench/session53/h200_or.sh
 R=/tmp/res53f
 source bench/device_common.sh
+source bench/session53/common.sh
 log "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 models_bg llama8b-nvfp4
 gpu_tests 90 'CudaGemvBatch.*:*GpuBatch*'
 grep -E "GPU-BATCH.*one-seq|Failure|FAILED" "$R/test.txt" | head -20
 models_wait
-bb() {  # bb NAME PROMPT ENV..: ft-bench-batch on Llama-8B under ENV
-  local name=$1 prompt=$2
-  shift 2
-  log "ft-bench-batch $name prompt $prompt: $*"
-  env "$@" CUDA_MODULE_LOADING=EAGER timeout 90 "$B/ft-bench-batch" --model "$L" --device cuda \
-    --batch 1,2,4,8 --prompt "$prompt" --steps 64 > "$R/batch_${name}_$prompt.txt" 2>&1
-  grep -E "B=|Session|rror" "$R/batch_${name}_$prompt.txt"
-}
 for round in 1 2; do
   budget 170 "round $round" || break
   bb "def$round" 32 FT_GLU_FUSED=1

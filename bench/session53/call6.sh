@@ -3,9 +3,7 @@
 # (all), then ft-bench-batch at 32 and 2048 prompt tokens (the batch runner's final rows).
 #   PACK_ONLY="ft test_cuda ft-bigmodel ft-bench-gemv-cuda ft-bench-batch" scripts/pack-device.sh build-cuda
 #   run(command="timeout -s KILL 470 bash bench/session53/call6.sh", carry=[".devcarry/pack"], kind="nvidia-h200")
-if nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200; then
-  exec bash bench/session51/h200.sh
-fi
+source bench/session53/h200_or.sh
 R=/tmp/res53g
 source bench/device_common.sh
 log "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
