@@ -60,14 +60,14 @@ class GpuBatchRunner : public engine::BatchRunner {
     rows_.logits = d_logits_.as<float>();
     // The batch attention's split over keys for a step's decode tokens (they come first) -- up to 16 of them
     // where max_seqs is smaller, for a short prompt chunk at depth beside them. FT_BATCH_ATTN_SPLIT=0: none.
-    rows_.attn_split_tokens = std::min<int64_t>(U, std::max<int64_t>(max_seqs_, 16));
-    const model::HParams& hp = m_.hp;
-    d_attn_ws_ = cuda::DeviceBuffer(
-        cuda::attention_batch_workspace_bytes(rows_.attn_split_tokens, *std::max_element(hp.n_head.begin(), hp.n_head.end()),
-                                             n_ctx_, hp.head_dim_v));
-    cuda::attention_workspace_init(d_attn_ws_.get(), d_attn_ws_.bytes(), nullptr);
-    rows_.attn_ws = d_attn_ws_.get();
-    if (const char* e = std::getenv("FT_BATCH_ATTN_SPLIT"); e && std::strcmp(e, "0") == 0) rows_.attn_ws = nullptr;
+    if (const char* e = std::getenv("FT_BATCH_ATTN_SPLIT"); e == nullptr || std::strcmp(e, "0") != 0) {
+      const model::HParams& hp = m_.hp;
+      rows_.attn_split_tokens = std::min<int64_t>(U, std::max<int64_t>(max_seqs_, 16));
+      d_attn_ws_ = cuda::DeviceBuffer(cuda::attention_batch_workspace_bytes(
+          rows_.attn_split_tokens, *std::max_element(hp.n_head.begin(), hp.n_head.end()), n_ctx_, hp.head_dim_v));
+      cuda::attention_workspace_init(d_attn_ws_.get(), d_attn_ws_.bytes(), nullptr);
+      rows_.attn_ws = d_attn_ws_.get();
+    }
     b_->batch = &rows_;
     fwd_ = std::make_unique<GpuForward>(m_, s.weights(), *b_, num_, &s.moe());
     FT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -85,8 +85,10 @@ class GpuBatchRunner : public engine::BatchRunner {
   }
 
   ~GpuBatchRunner() override {
-    for (auto& [n, g] : graphs_) cudaGraphExecDestroy(g);
-    for (auto& [k, g] : solo_graphs_) cudaGraphExecDestroy(g);
+    for (auto& [k, g] : graphs_)
+      if (g) cudaGraphExecDestroy(g);
+    for (auto& [k, g] : solo_graphs_)
+      if (g) cudaGraphExecDestroy(g);
     cudaFreeHost(h_pos_);
     cudaFreeHost(h_base_);
     cudaFreeHost(h_out_);
@@ -176,27 +178,10 @@ class GpuBatchRunner : public engine::BatchRunner {
     const bool graph = graphs_on_ && decode_only && (n_tok <= cuda::kGemvMaxTokens || graph_large_);
     auto run = [&] { enqueue(n_tok, n_out, am, solo); };
     cudaGraphExec_t g = nullptr;
-    if (graph && solo >= 0) {  // the slot's pointers are in the graph: one a slot
-      const auto key = std::make_tuple(solo, deep, am);
-      auto it = solo_graphs_.find(key);
-      if (it == solo_graphs_.end() && !no_solo_graph_.count(key)) {
-        if (cudaGraphExec_t e = capture_graph(run, fmt::format("one sequence (slot {})", solo)))
-          it = solo_graphs_.emplace(key, e).first;
-        else
-          no_solo_graph_.insert(key);
-      }
-      if (it != solo_graphs_.end()) g = it->second;
-    } else if (graph) {
-      const int64_t key = 2 * n_tok + (am ? 1 : 0);
-      auto it = graphs_.find(key);
-      if (it == graphs_.end() && !no_graph_.count(key)) {
-        if (cudaGraphExec_t e = capture_graph(run, fmt::format("{} sequences", n_tok)))
-          it = graphs_.emplace(key, e).first;
-        else
-          no_graph_.insert(key);
-      }
-      if (it != graphs_.end()) g = it->second;
-    }
+    if (graph && solo >= 0)  // the slot's pointers are in the graph: one a slot
+      g = graph_for(solo_graphs_, std::make_tuple(solo, deep, am), run, fmt::format("one sequence (slot {})", solo));
+    else if (graph)
+      g = graph_for(graphs_, std::make_tuple(n_tok, am), run, fmt::format("{} sequences", n_tok));
     if (g != nullptr)
       FT_CUDA_CHECK(cudaGraphLaunch(g, stream_));
     else
@@ -271,8 +256,16 @@ class GpuBatchRunner : public engine::BatchRunner {
     }
   }
 
-  // Captures what run enqueues; nullptr (logged once by the caller's key) when the capture
-  // fails, and that step then runs eagerly from then on.
+  // The graph of key in graphs, captured from what run enqueues the first time; nullptr (logged once;
+  // the key then runs eagerly from then on) when the capture fails.
+  template <class Key, class F>
+  cudaGraphExec_t graph_for(std::map<Key, cudaGraphExec_t>& graphs, const Key& key, F&& run, const std::string& what) {
+    auto it = graphs.find(key);
+    if (it == graphs.end()) it = graphs.emplace(key, capture_graph(run, what)).first;
+    return it->second;
+  }
+
+  // Captures what run enqueues; nullptr when the capture fails (logged).
   template <class F>
   cudaGraphExec_t capture_graph(F&& run, const std::string& what) {
     cudaGraph_t g = nullptr;
@@ -315,10 +308,9 @@ class GpuBatchRunner : public engine::BatchRunner {
   float* h_logits_ = nullptr;
   int32_t* h_argmax_ = nullptr;
   bool argmax_only_ = false, argmax_done_ = false;
-  std::map<int64_t, cudaGraphExec_t> graphs_;  // key 2 * n_tok + argmax
-  std::set<int64_t> no_graph_;
+  // nullptr: the capture failed, that step runs eagerly.
+  std::map<std::tuple<int64_t, bool>, cudaGraphExec_t> graphs_;              // (n_tok, argmax)
   std::map<std::tuple<int64_t, bool, bool>, cudaGraphExec_t> solo_graphs_;  // (slot, deep attention, argmax)
-  std::set<std::tuple<int64_t, bool, bool>> no_solo_graph_;
   uint64_t clock_ = 0;
 };
 

@@ -122,8 +122,8 @@ void* GpuForward::kv_slot(int64_t il, bool k) const {
   const cuda::DeviceBuffer& c = k ? b_.k_cache[il] : b_.v_cache[il];
   if (solo_row0_ <= 0) return c.get();
   const model::HParams& hp = m_.hp;
-  const int64_t elt = num_.kv == cuda::KvType::kF32 ? 4 : 2;
-  const int64_t row = hp.n_head_kv[il] * (k ? hp.head_dim_k : hp.head_dim_v) * elt;
+  const int64_t row =
+      hp.n_head_kv[il] * (k ? hp.head_dim_k : hp.head_dim_v) * static_cast<int64_t>(kv_elem_bytes(num_.kv));
   if ((solo_row0_ + b_.n_ctx) * row > static_cast<int64_t>(c.bytes()))
     fail("cuda forward: KV slot at row {} + {} rows of {} bytes is past layer {}'s cache ({} bytes)", solo_row0_,
          b_.n_ctx, row, il, c.bytes());
@@ -491,14 +491,8 @@ void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
     ffn_block(il, n_tok, s);
   }
   if (head == Head::kNone) return;
-  if (head == Head::kRows) {  // one row per sequence of a batch (rmsnorm is per row: norm, then gather)
+  if (head == Head::kRows && solo_row0_ < 0) {  // one row per sequence of a batch (rmsnorm is per row: norm, then gather)
     const BatchRows& br = *b_.batch;
-    if (solo_row0_ >= 0) {  // one sequence: its last row, as Head::kLast
-      cuda::rmsnorm(b_.x.as<float>() + (n_tok - 1) * n_embd, n_embd, w_.output_norm, n_embd, hp.rms_eps, 1,
-                    b_.h.as<float>(), n_embd, num_.round, s);
-      linear(w_.output, b_.h.as<float>(), n_embd, 1, br.logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
-      return;
-    }
     cuda::rmsnorm(b_.x.as<float>(), n_embd, w_.output_norm, n_embd, hp.rms_eps, n_tok, b_.h.as<float>(), n_embd,
                   num_.round, s);
     if (br.n_out == n_tok) {  // a token an item: out_rows is 0, 1, .. (no gather)
@@ -509,12 +503,13 @@ void GpuForward::run(int64_t n_tok, Head head, cudaStream_t s) const {
     linear(w_.output, b_.x.as<float>(), n_embd, br.n_out, br.logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
     return;
   }
-  // Only the rows whose logits are wanted go through the norm and the head.
+  // Only the rows whose logits are wanted go through the norm and the head (a solo step's kRows: its
+  // last row, into the batch's logits).
   const int64_t first = head == Head::kAll ? 0 : n_tok - 1, rows = n_tok - first;
   float* h = b_.h.as<float>();
   cuda::rmsnorm(b_.x.as<float>() + first * n_embd, n_embd, w_.output_norm, n_embd, hp.rms_eps, rows,
                 h, n_embd, num_.round, s);
-  float* logits = b_.logits.as<float>();
+  float* logits = head == Head::kRows ? b_.batch->logits : b_.logits.as<float>();
   linear(w_.output, h, n_embd, rows, logits, hp.n_vocab, Round::kNone, false, num_.q8, s);
   if (head == Head::kArgmax) cuda::argmax(logits, hp.n_vocab, hp.n_vocab, 1, b_.argmax.as<int32_t>(), s, b_.argmax_ws.get());
 }

@@ -16,9 +16,9 @@
 #include "model/model.h"
 
 namespace ft::gpu {
-namespace {
-
 size_t kv_elem_bytes(cuda::KvType t) { return t == cuda::KvType::kF32 ? 4 : 2; }
+
+namespace {
 
 template <class T>
 T* pinned(size_t n) {

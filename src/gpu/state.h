@@ -22,6 +22,9 @@ namespace ft::gpu {
 struct Qwen35Buffers;  // gpu/state_qwen35.h
 struct Gemma4Buffers;  // gpu/state_gemma4.h
 
+// Bytes of one KV-cache element of type t.
+size_t kv_elem_bytes(cuda::KvType t);
+
 // Activation numerics on the GPU (--dtype):
 //   float32  : fp32 activations and KV, exact fp32 GEMV/GEMM (the rule (a) mode);
 //   bfloat16 / float16 : activations rounded to that dtype between blocks, KV in it,
