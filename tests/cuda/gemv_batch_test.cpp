@@ -1,8 +1,8 @@
 // The tensor-core GEMV of 2..8 tokens on tiled NVFP4 weights (gemv_mma_batch.cu): every token's rows bit for bit
 // those of the one-token launch on that token alone (gemv_mma.cu, the same warps), over the one-token plan's 4-
 // and 8-warp shapes, token counts on both sides of 4 (one and two mma column groups), row scales, rounding,
-// accumulation, both scale decoders and every stage count; with FT_GEMV_NVFP4_MMA_BATCH off the slab kernel takes the call (and its
-// sums differ: a comparison that can fail).
+// accumulation, both scale decoders and every stage count; with FT_GEMV_NVFP4_MMA_BATCH off the slab kernel takes
+// the call (and its sums differ: a comparison that can fail).
 #include <gtest/gtest.h>
 
 #include <cmath>
