@@ -168,6 +168,16 @@ const bool g_env_mma_batch = [] {
   return true;
 }();
 
+// FT_GEMV_NVFP4_BATCH_WAVE=0: that kernel's grid a CTA a tile (as before session 54), not one wave of CTAs
+// walking the tiles (the same bits; the A/B knob).
+const bool g_env_batch_wave = [] {
+  const char* e = std::getenv("FT_GEMV_NVFP4_BATCH_WAVE");
+  if (e != nullptr && *e == '0') g_nvfp4_override.batch_wave_off = true;
+  return true;
+}();
+
+void gemv_set_nvfp4_batch_wave(bool on) { g_nvfp4_override.batch_wave_off = !on; }
+
 void gemv_set_nvfp4_mma_batch(bool on, int stages) {
   g_nvfp4_override.batch_off = !on;
   g_nvfp4_override.batch_stages = stages;

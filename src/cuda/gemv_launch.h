@@ -34,6 +34,7 @@ struct Nvfp4Override {
   int tma_warps = 0, tma_chunk = 0, tma_stages = 0;
   bool batch_off = false;  // FT_GEMV_NVFP4_MMA_BATCH=0 / gemv_set_nvfp4_mma_batch: 2..8 tiled tokens on the slab kernel
   int batch_stages = 0;    // FT_GEMV_NVFP4_MMA_BATCH=S (2..4) / gemv_set_nvfp4_mma_batch: its stages (0: the table's)
+  bool batch_wave_off = false;  // FT_GEMV_NVFP4_BATCH_WAVE=0: its grid a CTA a tile, not one wave
   bool experts_off = false;  // FT_GEMV_NVFP4_EXPERTS=0 / gemv_set_nvfp4_experts: the slab / packed kernels take them
   bool lean_dense_off = false;  // FT_GEMV_NVFP4_LEAN_DENSE=0 / gemv_set_nvfp4_lean_dense: the slab kernel takes them
   int expert_rows = 0, expert_minb = 0;  // FT_GEMV_NVFP4_EXPERT_PLAN=R,B: the lean expert slab launches' (0: the plan's)
@@ -155,8 +156,9 @@ bool gemv_nvfp4_mma(const Params& p, int64_t n_tok, bool grouped, int warps, int
 // The tensor-core kernel of 2..8 tokens on a tiled weight (gemv_mma_batch.cu): each token's rows those of
 // gemv_nvfp4_mma's one-token launch; false (nothing launched) where it declines (one-token-only
 // features, shapes the one-token plan gives 16 warps, shared memory).
-// stages: cp.async stages a warp (2..4; else gemv_nvfp4_batch_stages's).
-bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, int stages, cudaStream_t stream);
+// stages: cp.async stages a warp (2..4; else gemv_nvfp4_batch_stages's). wave: one wave of CTAs that walk the
+// tiles (else a CTA a tile; the same bits).
+bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, int stages, bool wave, cudaStream_t stream);
 // The persistent tensor-core kernel (gemv_mma_persist.cu): the same shapes and the same bits as
 // gemv_nvfp4_mma at warps = fold; CTAs of `groups` x fold warps walk the 16-row tiles.
 bool gemv_nvfp4_mma_persist(const Params& p, int64_t n_tok, bool grouped, int fold, int groups, int stages,

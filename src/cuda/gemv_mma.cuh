@@ -86,12 +86,13 @@ inline MmaSmem mma_smem(int64_t k, int nw, int ns, int red_bytes, bool xn = fals
 // 2h + (c >> 1), bytes 4 (c & 1) .. + 3: nibble order of e2m1x8_pn, x_pair_0 / x_pair_1 of the
 // activations 8 apart. Batches of 4 fragments per thread: their 8 loads (L2 round trips, while
 // the first stages stream in) are in flight together rather than one after another.
-template <bool XN = false>
+// kB: fragments a thread loads before it writes any (a batch; 4 by default, gemv_mma_batch.cu more: its 2..8
+// rows make 2..8x the batches, each an L2 round trip).
+template <bool XN = false, int kB = 4>
 __device__ __forceinline__ void mma_build_x(uint8_t* frag, float* xd, const uint8_t* xq, int64_t xq_row, int slot0,
                                             int64_t x_div, int n_rows, int64_t k, int nb, int nthreads) {
   using namespace q8_detail;
   const int n_frag = (nb / 2) * 16, n_all = n_frag * n_rows;
-  constexpr int kB = 4;
   for (int f0 = static_cast<int>(threadIdx.x); f0 < n_all; f0 += kB * nthreads) {
     uint32_t a[kB], b[kB];
 #pragma unroll

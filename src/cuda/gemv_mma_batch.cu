@@ -48,10 +48,16 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, c = lane & 3;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kMmaRows;
   const int nb = static_cast<int>(p.k / 64), n_steps = nb / kMmaStepBlocks;
-  const uint8_t* wbase = p.w + row0 * p.row_bytes;
   uint8_t* stages = smem + sm.stage + warp * (NS * kMmaStageBytes);
+
+  // This CTA's tiles: blockIdx.x, + gridDim.x, .. (one wave: the activations' fragments are built once a CTA, not
+  // once a tile). A warp takes steps warp, warp + NW, .. of each, as in a CTA of one tile, so a row's sums do not
+  // depend on the grid. Its cp.async ring runs on across the tiles.
+  const int64_t n_tiles = (p.rows + kMmaRows - 1) / kMmaRows;
+  const int my_tiles =
+      static_cast<int64_t>(blockIdx.x) < n_tiles ? static_cast<int>((n_tiles - 1 - blockIdx.x) / gridDim.x) + 1 : 0;
+  const int64_t tile_stride = static_cast<int64_t>(gridDim.x) * kMmaRows * p.row_bytes;
 
   // The tiled layout: step s of the tile is the 2304 contiguous bytes at s * kMmaStageBytes, laid out as the stage.
   int dst_off[kMmaVecPerLane];
@@ -61,10 +67,15 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
     dst_off[v] = i < kMmaStageBytes / 16 ? q * kMmaRowStep + 16 * o : -1;
   }
   const int my_steps = warp < n_steps ? (n_steps - warp + NW - 1) / NW : 0;
-  auto issue = [&](int i) {
-    if (i < my_steps) {
-      const uint8_t* src = wbase + static_cast<int64_t>(warp + NW * i) * kMmaStageBytes;
-      uint8_t* dst = stages + (i % NS) * kMmaStageBytes;
+  const int n_items = my_tiles * my_steps;
+  // The next copy: item is_i (step is_s of this warp's in its tile) from is_src into stage is_st.
+  int is_i = 0, is_s = 0, is_st = 0;
+  const uint8_t* is_tile = p.w + static_cast<int64_t>(blockIdx.x) * kMmaRows * p.row_bytes;
+  const uint8_t* is_src = is_tile + warp * kMmaStageBytes;
+  auto issue = [&]() {
+    if (is_i < n_items) {
+      const uint8_t* src = is_src;
+      uint8_t* dst = stages + is_st * kMmaStageBytes;
       if constexpr (LANES) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) cp_async16(dst + 16 * lane + 512 * j, src + 16 * lane + 512 * j);
@@ -74,23 +85,28 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
         for (int v = 0; v < kMmaVecPerLane; ++v)
           if (dst_off[v] >= 0) cp_async16(dst + dst_off[v], src + 16 * (lane + 32 * v));
       }
+      is_src += NW * kMmaStageBytes;
+      if (++is_s == my_steps) is_s = 0, is_tile += tile_stride, is_src = is_tile + warp * kMmaStageBytes;
     }
+    ++is_i;
+    is_st = is_st == NS - 1 ? 0 : is_st + 1;
     cp_async_commit();
   };
 
   // Weights before the PDL wait (never written by a kernel); the activations after it.
 #pragma unroll
-  for (int i = 0; i < NS - 1; ++i) issue(i);
+  for (int i = 0; i < NS - 1; ++i) issue();
   const int tid = static_cast<int>(threadIdx.x);
-  const int64_t my_row = row0 + (tid & (kMmaRows - 1));
-  const float rs = p.rs_early && p.row_scale != nullptr && tid < kMmaRows * n_tok && my_row < p.rows
-                       ? p.row_scale[my_row]
-                       : 1.0f;
+  int64_t my_row = static_cast<int64_t>(blockIdx.x) * kMmaRows + (tid & (kMmaRows - 1));
+  const float rs0 = p.rs_early && p.row_scale != nullptr && tid < kMmaRows * n_tok && my_row < p.rows
+                        ? p.row_scale[my_row]
+                        : 1.0f;
   pdl_wait();
   pdl_trigger();
 
-  mma_build_x<true>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.xq_row, 0, 1, n_tok, p.k, nb,
-                    NW * 32);
+  // 8 fragments a thread a batch: 8 tokens of k 4096 at 4 warps are 32 a thread (4 round trips, not 8).
+  mma_build_x<true, 8>(smem + sm.frag, reinterpret_cast<float*>(smem + sm.xd), p.xq, p.xq_row, 0, 1, n_tok, p.k,
+                        nb, NW * 32);
   mma_put_table(smem);
   __syncthreads();
   const float* xd = reinterpret_cast<const float*>(smem + sm.xd);
@@ -100,102 +116,110 @@ __global__ void __launch_bounds__(NW * 32) nvfp4_mma_batch_kernel(const Params p
   const bool feeds = (c >> 1) == (g & 1);
   const int ftok = g >> 1;
   const uint8_t* frag = smem + sm.frag + Frag::kBytes * c;
+  float* red = reinterpret_cast<float*>(smem + sm.red);
 
-  float acc[NQ][4][2];  // [token group][tile][row g, g + 8]: the one-token lane t's acc0 / acc8 for token c + 4q
+  int i = 0;  // this warp's items so far (the ring's position)
+  for (int j = 0; j < my_tiles; ++j) {
+    float acc[NQ][4][2];  // [token group][tile][row g, g + 8]: the one-token lane t's acc0 / acc8 for token c + 4q
 #pragma unroll
-  for (int q = 0; q < NQ; ++q)
+    for (int q = 0; q < NQ; ++q)
 #pragma unroll
-    for (int t = 0; t < 4; ++t) acc[q][t][0] = acc[q][t][1] = 0.0f;
+      for (int t = 0; t < 4; ++t) acc[q][t][0] = acc[q][t][1] = 0.0f;
 
-  for (int i = 0; i < my_steps; ++i) {
-    cp_async_wait(NS - 2);
-    __syncwarp();  // every lane's copies of step i landed; step i - 1's stage is free
-    issue(i + NS - 1);
-    const uint8_t* st = stages + (i % NS) * kMmaStageBytes;
-    const int step = warp + NW * i;
-    MmaLaneStep ls;  // LANES: this lane's words; sl[t]: lane (g, t)'s scale halfwords (u = 2 gh + r)
-    uint2 sl[4];
-    if constexpr (LANES) {
+    for (int si = 0; si < my_steps; ++si, ++i) {
+      cp_async_wait(NS - 2);
+      __syncwarp();  // every lane's copies of item i landed; item i - 1's stage is free
+      issue();
+      const uint8_t* st = stages + (i % NS) * kMmaStageBytes;
+      const int step = warp + NW * si;
+      MmaLaneStep ls;  // LANES: this lane's words; sl[t]: lane (g, t)'s scale halfwords (u = 2 gh + r)
+      uint2 sl[4];
+      if constexpr (LANES) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) ls.v[j] = *reinterpret_cast<const uint4*>(st + 16 * lane + 512 * j);
+        for (int jv = 0; jv < 4; ++jv) ls.v[jv] = *reinterpret_cast<const uint4*>(st + 16 * lane + 512 * jv);
 #pragma unroll
-      for (int t = 0; t < 4; ++t) sl[t] = *reinterpret_cast<const uint2*>(st + 2048 + 8 * (4 * g + t));
-    }
-#pragma unroll
-    for (int gh = 0; gh < 2; ++gh) {
-      const int grp = 2 * step + gh;
-      // Rows g and g + 8: the scale words of blocks 2 gh and 2 gh + 1 (tile t: block 2 gh + (t >> 1), half t & 1).
-      uint32_t sw[2][2];
-      if constexpr (!LANES) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-#pragma unroll
-          for (int b = 0; b < 2; ++b) sw[r][b] = lds32(st + (g + 8 * r) * kMmaRowStep + 36 * (2 * gh + b));
+        for (int t = 0; t < 4; ++t) sl[t] = *reinterpret_cast<const uint2*>(st + 2048 + 8 * (4 * g + t));
       }
-      // Tile t's 16-bit scale pair of row g + 8 r (low half).
-      auto scale = [&](int t, int r) {
-        if constexpr (LANES) return (gh == 0 ? sl[t].x : sl[t].y) >> (16 * r);
-        else return sw[r][t >> 1] >> (16 * (t & 1));
-      };
-      auto word = [&](int t, int r) {
-        if constexpr (LANES) return mma_lane_word(ls, 8 * gh + 2 * t + r);
-        else return lds32(st + (g + 8 * r) * kMmaRowStep + (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c);
-      };
 #pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        uint32_t w[2][4];  // rows g, g + 8: p lo, p hi, n lo, n hi
+      for (int gh = 0; gh < 2; ++gh) {
+        const int grp = 2 * step + gh;
+        // Rows g and g + 8: the scale words of blocks 2 gh and 2 gh + 1 (tile t: block 2 gh + (t >> 1), half t & 1).
+        uint32_t sw[2][2];
+        if constexpr (!LANES) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) e2m1x8_pn(word(t, r), tab, w[r][0], w[r][1], w[r][2], w[r][3]);
-        float s0a, s0b, s8a, s8b;
-        nvfp4_scales2<CHK>(scale(t, 0), s0a, s0b);
-        nvfp4_scales2<CHK>(scale(t, 1), s8a, s8b);
+          for (int r = 0; r < 2; ++r)
 #pragma unroll
-        for (int q = 0; q < NQ; ++q) {
-          uint2 bx = make_uint2(0, 0);
-          if (feeds && ftok + 4 * q < n_tok)
-            bx = Frag::load(frag + static_cast<int64_t>(ftok + 4 * q) * p.k + (grp * 4 + t) * 4 * Frag::kBytes);
-          int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
-          mma_s8_16832(cp, w[0][0], w[1][0], w[0][1], w[1][1], bx.x, bx.y);
-          mma_s8_16832(cn, w[0][2], w[1][2], w[0][3], w[1][3], bx.x, bx.y);
-          // Token c + 4q's scale of block 2 gh + (t >> 1), half t & 1: xd index 8 step + 4 gh + t.
-          const int tok = c + 4 * q;
-          const float dx = tok < n_tok ? xd[static_cast<int64_t>(tok) * (2 * nb) + 8 * step + 4 * gh + t] : 0.0f;
-          acc[q][t][0] = fmaf(static_cast<float>(cp[0] - cn[0]), s0a * dx, acc[q][t][0]);
-          acc[q][t][0] = fmaf(static_cast<float>(cp[1] - cn[1]), s0b * dx, acc[q][t][0]);
-          acc[q][t][1] = fmaf(static_cast<float>(cp[2] - cn[2]), s8a * dx, acc[q][t][1]);
-          acc[q][t][1] = fmaf(static_cast<float>(cp[3] - cn[3]), s8b * dx, acc[q][t][1]);
+            for (int b = 0; b < 2; ++b) sw[r][b] = lds32(st + (g + 8 * r) * kMmaRowStep + 36 * (2 * gh + b));
+        }
+        // Tile t's 16-bit scale pair of row g + 8 r (low half).
+        auto scale = [&](int t, int r) {
+          if constexpr (LANES) return (gh == 0 ? sl[t].x : sl[t].y) >> (16 * r);
+          else return sw[r][t >> 1] >> (16 * (t & 1));
+        };
+        auto word = [&](int t, int r) {
+          if constexpr (LANES) return mma_lane_word(ls, 8 * gh + 2 * t + r);
+          else return lds32(st + (g + 8 * r) * kMmaRowStep + (2 * gh + (t >> 1)) * 36 + 4 + 16 * (t & 1) + 4 * c);
+        };
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          uint32_t w[2][4];  // rows g, g + 8: p lo, p hi, n lo, n hi
+#pragma unroll
+          for (int r = 0; r < 2; ++r) e2m1x8_pn(word(t, r), tab, w[r][0], w[r][1], w[r][2], w[r][3]);
+          float s0a, s0b, s8a, s8b;
+          nvfp4_scales2<CHK>(scale(t, 0), s0a, s0b);
+          nvfp4_scales2<CHK>(scale(t, 1), s8a, s8b);
+#pragma unroll
+          for (int q = 0; q < NQ; ++q) {
+            uint2 bx = make_uint2(0, 0);
+            if (feeds && ftok + 4 * q < n_tok)
+              bx = Frag::load(frag + static_cast<int64_t>(ftok + 4 * q) * p.k + (grp * 4 + t) * 4 * Frag::kBytes);
+            int cp[4] = {0, 0, 0, 0}, cn[4] = {0, 0, 0, 0};
+            mma_s8_16832(cp, w[0][0], w[1][0], w[0][1], w[1][1], bx.x, bx.y);
+            mma_s8_16832(cn, w[0][2], w[1][2], w[0][3], w[1][3], bx.x, bx.y);
+            // Token c + 4q's scale of block 2 gh + (t >> 1), half t & 1: xd index 8 step + 4 gh + t.
+            const int tok = c + 4 * q;
+            const float dx = tok < n_tok ? xd[static_cast<int64_t>(tok) * (2 * nb) + 8 * step + 4 * gh + t] : 0.0f;
+            acc[q][t][0] = fmaf(static_cast<float>(cp[0] - cn[0]), s0a * dx, acc[q][t][0]);
+            acc[q][t][0] = fmaf(static_cast<float>(cp[1] - cn[1]), s0b * dx, acc[q][t][0]);
+            acc[q][t][1] = fmaf(static_cast<float>(cp[2] - cn[2]), s8a * dx, acc[q][t][1]);
+            acc[q][t][1] = fmaf(static_cast<float>(cp[3] - cn[3]), s8b * dx, acc[q][t][1]);
+          }
         }
       }
     }
+
+    // Each token's 16 row sums of this warp: the tiles as the one-token kernel's shuffles add its lanes.
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) {
+      const int tok = c + 4 * q;
+      if (tok < n_tok) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          red[(tok * NW + warp) * kMmaRows + g + 8 * r] =
+              (acc[q][0][r] + acc[q][1][r]) + (acc[q][2][r] + acc[q][3][r]);
+      }
+    }
+    __syncthreads();
+    if (tid < kMmaRows * n_tok) {
+      const int tok = tid / kMmaRows, r = tid & (kMmaRows - 1);
+      if (my_row < p.rows) {
+        const float v = mma_rows_sum(red + tok * NW * kMmaRows, NW, r);
+        // The early scale is the first tile's; later tiles' are loaded here (weights, never written by a kernel).
+        const float rs = j == 0 || !p.rs_early || p.row_scale == nullptr ? rs0 : p.row_scale[my_row];
+        const float s = mma_row_scale(p, rs, my_row);
+        store_out(p.y + tok * p.ldy + my_row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
+      }
+    }
+    my_row += static_cast<int64_t>(gridDim.x) * kMmaRows;
+    __syncthreads();  // red is the next tile's
   }
   cp_async_wait(0);
-
-  // Each token's 16 row sums of this warp: the tiles as the one-token kernel's shuffles add its lanes.
-  float* red = reinterpret_cast<float*>(smem + sm.red);
-#pragma unroll
-  for (int q = 0; q < NQ; ++q) {
-    const int tok = c + 4 * q;
-    if (tok < n_tok) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        red[(tok * NW + warp) * kMmaRows + g + 8 * r] = (acc[q][0][r] + acc[q][1][r]) + (acc[q][2][r] + acc[q][3][r]);
-    }
-  }
-  __syncthreads();
-  if (tid < kMmaRows * n_tok) {
-    const int tok = tid / kMmaRows, r = tid & (kMmaRows - 1);
-    if (my_row < p.rows) {
-      const float v = mma_rows_sum(red + tok * NW * kMmaRows, NW, r);
-      const float s = mma_row_scale(p, rs, my_row);
-      store_out(p.y + tok * p.ldy + my_row, round_to(p.round, __fmul_rn(v, s)), p.accumulate);
-    }
-  }
 }
 
 std::atomic<int64_t> g_batch_launches{0};
 
 template <int NW, int NS, int NQ>
-bool launch_batch(const Params& p, int n_tok, cudaStream_t stream) {
+bool launch_batch(const Params& p, int n_tok, bool wave, cudaStream_t stream) {
   // x fragments only (T x k bytes), T rows of scales, the warps' stages, their row sums (NW x 16 a token).
   const MmaSmem sm = mma_smem(p.k, NW, NS, NW * kMmaRows * n_tok * 4, /*xn=*/true, n_tok);
   if (sm.total > max_smem_optin()) return false;
@@ -206,7 +230,18 @@ bool launch_batch(const Params& p, int n_tok, cudaStream_t stream) {
   static std::atomic<uint64_t> cache[3] = {};
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[lanes ? 2 : p.scales_clean ? 1 : 0]) < 1)
     return false;
-  const dim3 grid(static_cast<unsigned>((p.rows + kMmaRows - 1) / kMmaRows));
+  // One wave (wave): each CTA walks tiles, the tiles spread evenly (every CTA ceil(tiles / resident) of them or one
+  // fewer); else a CTA a tile.
+  const int64_t n_tiles = (p.rows + kMmaRows - 1) / kMmaRows;
+  int64_t n_cta = n_tiles;
+  if (wave) {
+    const int ctas = cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32,
+                                        cache[lanes ? 2 : p.scales_clean ? 1 : 0]);
+    const int64_t resident = static_cast<int64_t>(ctas) * sm_count();
+    const int64_t per = (n_tiles + resident - 1) / resident;
+    n_cta = (n_tiles + per - 1) / per;
+  }
+  const dim3 grid(static_cast<unsigned>(n_cta));
   launch_pdl(kernel, grid, dim3(NW * 32), static_cast<size_t>(sm.total), stream, p, sm, n_tok);
   g_batch_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -215,15 +250,15 @@ bool launch_batch(const Params& p, int n_tok, cudaStream_t stream) {
 }  // namespace
 
 template <int NW, int NQ>
-bool launch_batch_at(const Params& p, int n_tok, int stages, cudaStream_t stream) {
+bool launch_batch_at(const Params& p, int n_tok, int stages, bool wave, cudaStream_t stream) {
   switch (stages) {
-    case 2: return launch_batch<NW, 2, NQ>(p, n_tok, stream);
-    case 3: return launch_batch<NW, 3, NQ>(p, n_tok, stream);
-    default: return launch_batch<NW, 4, NQ>(p, n_tok, stream);
+    case 2: return launch_batch<NW, 2, NQ>(p, n_tok, wave, stream);
+    case 3: return launch_batch<NW, 3, NQ>(p, n_tok, wave, stream);
+    default: return launch_batch<NW, 4, NQ>(p, n_tok, wave, stream);
   }
 }
 
-bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, int stages, cudaStream_t stream) {
+bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, int stages, bool wave, cudaStream_t stream) {
   // Tiled (lane-major ones only clean, as gemv_mma.cu's), plain: no SwiGLU tail, no norm fold (one-token
   // features); whole 4-block steps.
   if (p.tiled == 0 || (p.tiled == 2 && !p.scales_clean) || n_tok < 2 || n_tok > kGemvMaxTokens ||
@@ -236,8 +271,8 @@ bool gemv_nvfp4_mma_batch(const Params& p, int64_t n_tok, int stages, cudaStream
   const int nt = static_cast<int>(n_tok);
   if (stages < 2 || stages > 4) stages = gemv_nvfp4_batch_stages(warps, nt);
   auto launch = [&](int s) {
-    if (warps == 4) return nt <= 4 ? launch_batch_at<4, 1>(p, nt, s, stream) : launch_batch_at<4, 2>(p, nt, s, stream);
-    if (warps == 8) return nt <= 4 ? launch_batch_at<8, 1>(p, nt, s, stream) : launch_batch_at<8, 2>(p, nt, s, stream);
+    if (warps == 4) return nt <= 4 ? launch_batch_at<4, 1>(p, nt, s, wave, stream) : launch_batch_at<4, 2>(p, nt, s, wave, stream);
+    if (warps == 8) return nt <= 4 ? launch_batch_at<8, 1>(p, nt, s, wave, stream) : launch_batch_at<8, 2>(p, nt, s, wave, stream);
     return false;
   };
   // At the table's stages, else 2 where shared memory is short (8 tokens of a long k).

@@ -728,7 +728,7 @@ bool gemv_nvfp4_tiled(const Params& p, int64_t n_tok, const Nvfp4Override& over,
     if (gemv_nvfp4_mma(p, 1, false, l.warps, l.stages, stream, l.smem)) return true;
   }
   if (mma_only) return false;
-  if (n_tok > 1 && !over.batch_off && gemv_nvfp4_mma_batch(p, n_tok, over.batch_stages, stream)) return true;
+  if (n_tok > 1 && !over.batch_off && gemv_nvfp4_mma_batch(p, n_tok, over.batch_stages, !over.batch_wave_off, stream)) return true;
   // The slab kernel at the plan's rows (at least 2 for several tokens; 16 / R groups a tile).
   Nv4 g{};
   g.nb = p.k / 64;

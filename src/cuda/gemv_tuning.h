@@ -397,6 +397,9 @@ int64_t gemv_nvfp4_lanes_launches();
 // those of the one-token launch): false sends those launches back to the slab kernel; stages 2..4 force its
 // cp.async stages (0: gemv_nvfp4_batch_stages). FT_GEMV_NVFP4_MMA_BATCH=0 / =S sets them at start-up. In gemv.cu.
 void gemv_set_nvfp4_mma_batch(bool on, int stages = 0);
+// Its grid: one wave of CTAs walking the tiles (true, the default) or a CTA a tile (FT_GEMV_NVFP4_BATCH_WAVE=0);
+// the same bits. In gemv.cu.
+void gemv_set_nvfp4_batch_wave(bool on);
 // Launches of it so far.
 int64_t gemv_nvfp4_mma_batch_launches();
 // Grouped gate/up pairs (GemvArgs::w_pair) launched as one slab kernel so far.

@@ -65,7 +65,7 @@ TEST(CudaGemvBatch, EveryTokenEqualsItsOneTokenLaunchBitwise) {
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   std::set<int> warps_seen;
   for (const auto& [rows, k] : std::vector<std::pair<int64_t, int64_t>>{
-           {4224, 4096}, {256, 14336}, {96, 2048}, {48, 1024}, {16, 256}, {32, 16384}}) {
+           {4224, 4096}, {256, 14336}, {96, 2048}, {48, 1024}, {16, 256}, {32, 16384}, {32768, 512}}) {
     int warps = 0, stages = 0;
     gemv_nvfp4_tiled_mma(rows, k, warps, stages);
     ASSERT_TRUE(warps == 4 || warps == 8) << rows << "x" << k << ": the batch kernel takes 4 or 8 warps";
@@ -99,14 +99,19 @@ TEST(CudaGemvBatch, EveryTokenEqualsItsOneTokenLaunchBitwise) {
         ASSERT_EQ(std::memcmp(got.data() + t * rows, one.data(), sizeof(float) * rows), 0)
             << "token " << t << " differs from its one-token launch";
       }
-      // The stages move no sum: forced to each, the same bits.
-      if (n_tok == 5) {
+      // The stages and the grid move no sum: forced to each, the same bits. (32768 x 512: 2,048 tiles, more than
+      // the CTAs resident on any GPU at these sizes, so one wave walks several a CTA.)
+      if (n_tok == 5 || n_tok == 8) {
         for (int st : {2, 3, 4}) {
           gemv_set_nvfp4_mma_batch(true, st);
           const std::vector<float> again = run(c, dxq, 0, n_tok, init);
           gemv_set_nvfp4_mma_batch(true);
           ASSERT_EQ(std::memcmp(again.data(), got.data(), sizeof(float) * got.size()), 0) << "at " << st << " stages";
         }
+        gemv_set_nvfp4_batch_wave(false);
+        const std::vector<float> per_tile = run(c, dxq, 0, n_tok, init);
+        gemv_set_nvfp4_batch_wave(true);
+        ASSERT_EQ(std::memcmp(per_tile.data(), got.data(), sizeof(float) * got.size()), 0) << "a CTA a tile";
       }
       // Off: the slab kernel, whose fp32 order differs -- the comparison above can fail.
       if (n_tok == 4 && rows >= 256) {
