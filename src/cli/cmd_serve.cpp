@@ -63,6 +63,7 @@ int run_serve(const ServeOptions& o) {
   so.max_queue = o.max_queue;
   so.prefill_chunk = o.prefill_chunk;
   so.kv_page_size = o.kv_page_size;
+  so.warmup = o.run.warmup;
   // Shared with the signal thread, which outlives this function on error paths.
   auto server_ptr = std::make_shared<serve::Server>(so);
   serve::Server& server = *server_ptr;

@@ -34,6 +34,9 @@ void add_runner_options(CLI::App& sub, RunnerOptions& o, const std::string& help
   sub.add_option("--moe-backend", o.moe_backend,
                  p + "MoE experts: auto (default: fused when they fit on the GPU, else the fastest of offload, "
                      "hybrid and cpu measured at start-up), fused, offload, cpu, hybrid (GPU); cpu (with --device cpu)");
+  sub.add_flag("!--no-warmup", o.warmup,
+               p + "skip the warm-up run after loading (GPU: a short prompt and a decode step, ~0.1 s, so that the "
+                   "first request does not pay one-time costs)");
   sub.add_option("--moe-cache-size", o.moe_cache_size, p + "offload/hybrid: GPU expert slots (default: from free VRAM)");
   sub.add_option("--moe-cache-rate", o.moe_cache_rate,
                  p + "offload/hybrid: GPU expert slots as a fraction of all experts");
@@ -103,7 +106,9 @@ std::unique_ptr<engine::Runner> make_runner(const model::Model& m, const RunnerO
   go.dtype = o.dtype;
   go.kv_type = o.kv_type;
   go.progress = o.progress;
-  return std::make_unique<gpu::GpuSession>(m, go);
+  auto s = std::make_unique<gpu::GpuSession>(m, go);
+  if (o.warmup) s->warmup();
+  return s;
 #else
   fail("--device cuda: this build has no CUDA backend");
 #endif

@@ -32,6 +32,7 @@ struct RunnerOptions {
   int64_t n_ctx = 0;
   int64_t n_ubatch = 0;              // prompt micro-batch in tokens (0: auto, 512; 4096 with experts in host RAM)
   int threads = 0;
+  bool warmup = true;                // Runner::warmup after loading (--no-warmup: not)
   std::function<void(uint64_t, uint64_t)> progress;  // weight upload (cuda)
 };
 

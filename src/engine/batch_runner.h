@@ -52,6 +52,10 @@ class BatchRunner {
   virtual void set_argmax_only(bool on) { (void)on; }
   virtual const int32_t* argmax_rows() const { return nullptr; }
 
+  // As Runner::warmup for the runner's own buffers and graphs (a prompt, then a decode step of each head); leaves
+  // no sequence. No-op where there is nothing to warm (the CPU runners).
+  virtual void warmup() {}
+
   virtual int64_t n_past(int64_t seq) const = 0;
   virtual int64_t n_ctx() const = 0;  // per sequence
   virtual int64_t n_vocab() const = 0;

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -193,6 +194,35 @@ class GpuBatchRunner : public engine::BatchRunner {
       sl.tokens.insert(sl.tokens.end(), it.tokens, it.tokens + it.n);
     }
     return am ? nullptr : h_logits_;
+  }
+
+  // Two 16-token prompts (2 with host-RAM experts), a decode step of one (logits, then argmax: the solo graphs of their slot) and one of both
+  // (the batch pass); the slots are left empty (no cached prefix of the warm-up's tokens).
+  void warmup() override {
+    // 2-token prompts with the experts in host RAM (GpuSession::warmup says why).
+    const int64_t n = std::min<int64_t>({sess_.memory().host > 0 ? 2 : 16, n_ctx_ - 3, b_->n_ubatch});
+    if (n < 1) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<int32_t> t(static_cast<size_t>(n), 0);
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < std::min<int64_t>(2, max_seqs_); ++i) {
+      ids.push_back(add_sequence(t.data(), n, false, nullptr));
+      step({{ids.back(), t.data(), n}});
+    }
+    step({{ids[0], t.data(), 1}});
+    set_argmax_only(true);
+    step({{ids[0], t.data(), 1}});
+    std::vector<engine::BatchItem> all;
+    for (int64_t id : ids) all.push_back({id, t.data(), 1});
+    step(all);
+    set_argmax_only(false);
+    for (int64_t id : ids) {
+      remove_sequence(id);
+      slots_[id].tokens.clear();
+    }
+    sess_.moe().reset_stats();
+    log::info("cuda batch: warm-up {:.0f} ms",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
 
   // 64 greedy sequences of a 128k vocabulary: the argmax on the device replaces a 33 MB copy

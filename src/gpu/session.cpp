@@ -482,6 +482,23 @@ int32_t GpuSession::eval_sample(const int32_t* tokens, int64_t n, engine::Sample
   return *b_->h_argmax;
 }
 
+void GpuSession::warmup() {
+  // Experts in host RAM (offload, cpu, hybrid): a 2-token prompt, since a prompt micro-batch past 8 tokens streams
+  // every expert over PCIe (~1 s for Qwen3-30B-A3B's).
+  const int64_t n = std::min<int64_t>(host_banks_ ? 2 : 16, n_ctx() - 3);
+  if (n < 1) return;
+  const double t0 = wall_ms();
+  reset();
+  const std::vector<int32_t> t(static_cast<size_t>(n), 0);
+  eval(t.data(), n);
+  eval(t.data(), 1);
+  eval_argmax(t.data(), 1);
+  reset();
+  moe_->reset_stats();
+  log::info("cuda: warm-up {:.0f} ms (a {}-token prompt, a decode step of each head; --no-warmup skips it)",
+            wall_ms() - t0, n);
+}
+
 int32_t GpuSession::eval_argmax(const int32_t* tokens, int64_t n) {
   check(tokens, n);
   for (int64_t i0 = 0; i0 < n; i0 += b_->n_ubatch) {

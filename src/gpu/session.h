@@ -79,6 +79,9 @@ class GpuSession : public engine::Runner {
   int32_t eval_argmax(const int32_t* tokens, int64_t n) override;
   int32_t eval_sample(const int32_t* tokens, int64_t n, engine::Sampler& s) override;
   void reset() override { n_past_ = 0; }
+  // A 16-token prompt (the cuBLAS prefill; 2 with the experts in host RAM), then a decode token of each head
+  // (logits, argmax: their CUDA graphs); then reset, MoE statistics included.
+  void warmup() override;
   int64_t n_past() const override { return n_past_; }
   int64_t n_ctx() const override { return b_->n_ctx; }
   int64_t n_vocab() const override;

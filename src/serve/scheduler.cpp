@@ -83,6 +83,7 @@ Scheduler::Scheduler(engine::Runner& runner, const Tokenizer* tok, Metrics& metr
   runner_.reset();
   if (opt_.batching) batch_ = engine::make_batch_runner(runner_, opt_.max_running, opt_.kv_page_size);
   if (batch_) {
+    if (opt_.warmup) batch_->warmup();
     kv_pages_ = batch_->kv_stats();
     log::info("serve: continuous batching: {}", batch_->describe());
   }

@@ -109,6 +109,7 @@ void Server::set_ready(ServedModel m) {
   so.max_queue = opt_.max_queue;
   so.prefill_chunk = opt_.prefill_chunk;
   so.kv_page_size = opt_.kv_page_size;
+  so.warmup = opt_.warmup;
   sched_ = std::make_unique<Scheduler>(*served_.runner, served_.tok.get(), metrics_, so);
   ctx_.sched = sched_.get();
   ctx_.tok = served_.tok.get();

@@ -39,6 +39,7 @@ struct ServerOptions {
   int max_queue = 32;
   int64_t prefill_chunk = 512;  // SchedulerOptions
   int64_t kv_page_size = 16;
+  bool warmup = true;  // SchedulerOptions
 };
 
 // What set_ready() takes over: the model, the runner over it and its tokenizer (may be

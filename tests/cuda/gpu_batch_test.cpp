@@ -265,8 +265,20 @@ TEST_P(GpuBatch, OneSequenceStepsEqualTheSessionBitwise) {
       want[i].emplace_back(l, l + V);
     }
   }
+  // The batch side warmed up (the session and the runner, as ft serve does; the lone one not): the warm-up leaves
+  // no trace -- no cached prefix of its tokens, the same bits after it.
   ft::gpu::GpuSession host(m, go);
+  host.warmup();
+  EXPECT_EQ(host.n_past(), 0);
   auto br = ft::gpu::make_gpu_batch_runner(host, 3);
+  br->warmup();
+  {
+    const std::vector<int32_t> zeros(20, 0);
+    int64_t n_cached = -1;
+    const int64_t z = br->add_sequence(zeros.data(), 20, true, &n_cached);
+    EXPECT_EQ(n_cached, 0) << "the warm-up's tokens stay cached";
+    br->remove_sequence(z);
+  }
   std::vector<int64_t> id(3);
   for (int i = 0; i < 3; ++i) id[i] = br->add_sequence(text[i].data(), 14, false, nullptr);
   int differ = 0, steps = 0;
