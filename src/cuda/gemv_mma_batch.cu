@@ -231,7 +231,13 @@ bool launch_batch(const Params& p, int n_tok, bool wave, cudaStream_t stream) {
   if (cached_ctas_per_sm(kernel, static_cast<size_t>(sm.total), NW * 32, cache[lanes ? 2 : p.scales_clean ? 1 : 0]) < 1)
     return false;
   // One wave (wave): each CTA walks tiles, the tiles spread evenly (every CTA ceil(tiles / resident) of them or one
-  // fewer); else a CTA a tile.
+  // fewer); else a CTA a tile. Why: a CTA of one 16-row tile built all its tokens' fragments for 16 rows' work, each
+  // batch of them an L2 round trip after the PDL wait. H100 session 54 call 2 (`ft-bench-gemv-cuda --batch`, back to
+  // back, us, a CTA a tile -> one wave): 28672x4096 at 4 / 6 / 8 tokens 34.95 -> 31.30, 49.96 -> 39.23, 62.51 ->
+  // 39.45; 4096x14336 at 6 / 8 39.06 -> 30.15, 42.66 -> 32.39; the rest within 1% but 28672x4096 at 2 / 3 tokens
+  // (28.42 -> 29.12, 32.75 -> 34.19) and 4096x4096 at 3 (8.66 -> 8.44). Llama-8B batch steps (ft-bench-batch,
+  // prompt 32, 2 rounds alternating): B=8 6.750 / 6.759 -> 5.706 / 5.689 ms, B=4 4.123 / 4.126 -> 3.960 / 3.940,
+  // B=2 3.367 / 3.337 -> 3.321 / 3.320 -- so one wave at every token count.
   const int64_t n_tiles = (p.rows + kMmaRows - 1) / kMmaRows;
   int64_t n_cta = n_tiles;
   if (wave) {
