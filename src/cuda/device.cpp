@@ -53,6 +53,11 @@ int current_attribute() {
 int sm_count() { return current_attribute<cudaDevAttrMultiProcessorCount>(); }
 int max_smem_optin() { return current_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(); }
 int max_smem_per_sm() { return current_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(); }
+double peak_dram_gbs() {
+  const double khz = current_attribute<cudaDevAttrMemoryClockRate>();
+  const double bits = current_attribute<cudaDevAttrGlobalMemoryBusWidth>();
+  return 2.0 * khz * 1e3 * (bits / 8.0) / 1e9;
+}
 
 std::string apply_cache_config_env() {
   const char* e = std::getenv("FT_CUDA_CACHE_CONFIG");

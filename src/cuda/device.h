@@ -20,6 +20,9 @@ bool bulk_copy_supported();
 int sm_count();
 int max_smem_optin();
 int max_smem_per_sm();
+// The current device's peak DRAM bandwidth in GB/s from its memory clock and bus width (2 transfers a clock):
+// H100 SXM 3,352, H200 4,915. 0 where the driver reports neither.
+double peak_dram_gbs();
 
 // FT_CUDA_CACHE_CONFIG=none|shared|l1|equal (a diagnostic knob): the device-wide L1 / shared-memory
 // preference (cudaDeviceSetCacheConfig) for kernels that set none themselves; unset, the driver's

@@ -238,6 +238,17 @@ inline void gemv_nvfp4_tiled_mma(int64_t rows, int64_t k, int& warps, int& stage
 // A Llama-8B layer's four at 2 tokens: 61.0 us against session 52's table (3 stages at 4 warps, 2 at 8) 68.0.
 inline int gemv_nvfp4_batch_stages(int warps, int n_tok) { return warps == 8 && n_tok <= 3 ? 3 : 2; }
 
+// The lane-major tiled layout (cuda/nvfp4_tiled.h "Lanes") for scanned-clean NVFP4 projections, by the GPU's peak
+// DRAM bandwidth (cuda/device.h peak_dram_gbs): it cuts the tensor-core GEMV's own work (4 LDS.128 a step where
+// the tiled kernel gathers words), which holds the GEMVs where HBM outruns it, and costs a little where HBM holds
+// them. H200 (4,915 GB/s peak) session 54, Llama-8B NVFP4 tg128, FT_NVFP4_LANES=0 / 1 alternating: 5 rounds
+// 517.70 -> 527.42 tok/s (+1.9%, t 4.1), 7 more 514.68 -> 524.12 (+1.8%, every round); pp512 21,127 -> 21,402;
+// Qwen3-30B-A3B 534.51 -> 535.74 (+0.2%, t 0.9); kernels from HBM 4096x14336 9.83 -> 9.68 us, 28672x4096 18.25 ->
+// 18.07. H100 (3,352) session 50 call 2, 8 rounds: tg128 468.29 -> 464.86 (-0.7%, t -2.1), pp512 -1.9% (session
+// 51). Consumer GPUs (~1 TB/s) are HBM-held like the H100.
+inline constexpr double kNvfp4LanesMinGbs = 4000.0;
+inline bool nvfp4_lanes_default(double peak_gbs) { return peak_gbs >= kNvfp4LanesMinGbs; }
+
 // A tiled one-token launch released under a large GEMV (GemvArgs::after_gemv): at least this much
 // dynamic shared memory a CTA -- at most 4 CTAs an SM -- where its tiles fit one wave at 4 an SM.
 // Why: PDL places the CTAs of a launch released under the down projection as that launch's CTAs

@@ -21,7 +21,8 @@
 // gpu/weights.cpp tiles only dense NVFP4 projections of a session on the integer path
 // (GpuNumerics::q8).
 //
-// Lanes (FT_NVFP4_LANES=1, GemvArgs::lanes; scanned-clean weights only): each 2304-byte piece further
+// Lanes (GemvArgs::lanes; scanned-clean weights only; on by default on the H200, gemv_tuning.h
+// nvfp4_lanes_default; FT_NVFP4_LANES=1 / 0 forces it): each 2304-byte piece further
 // permuted lane-major (nvfp4_tiled.cuh nvfp4_lane_in_piece), so that a lane of the tensor-core GEMV copies
 // and reads its 72 bytes of a step as 4 x 16 + 8 contiguous bytes, in the order it uses them, instead of
 // 5 cp.async vectors of the piece and 22 shared loads at computed offsets. Why try it: on the H200 the tiled

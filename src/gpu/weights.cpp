@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "cuda/check.h"
+#include "cuda/device.h"
 #include "cuda/gemv.h"
 #include "cuda/gemv_tuning.h"
 #include "cuda/nvfp4_scan.h"
@@ -405,10 +406,11 @@ DeviceWeights::DeviceWeights(const model::Model& m, const Progress& progress, bo
   // The layers' dense projections tiled in place (row-major readers of the same bytes -- the
   // embeddings, the output head -- keep them row-major).
   const TileMode mode = tile_mode(tile_nvfp4);
-  // FT_NVFP4_LANES=1: tiled pieces lane-major (cuda/nvfp4_tiled.h "Lanes"); off by default until the H200
-  // measures it.
+  // Tiled pieces lane-major (cuda/nvfp4_tiled.h "Lanes") on GPUs whose HBM outruns the tiled kernel's own work
+  // (cuda/gemv_tuning.h nvfp4_lanes_default: the H200, not the H100); FT_NVFP4_LANES=1 / 0 forces them on / off.
   const char* lanes_env = std::getenv("FT_NVFP4_LANES");
-  const bool lanes = lanes_env != nullptr && std::string(lanes_env) == "1";
+  const bool lanes = lanes_env != nullptr && *lanes_env != '\0' ? std::string(lanes_env) == "1"
+                                                                 : cuda::nvfp4_lanes_default(cuda::peak_dram_gbs());
   if (mode != TileMode::kNone) {
     std::vector<const uint8_t*> shared{token_embd.w, per_layer_token_embd.w};
     for (const DevMatrix& p : output.parts) shared.push_back(p.w);

@@ -30,7 +30,7 @@ struct DevMatrix {
   int64_t row0 = 0;      // first output row inside its projection
   float scale = 1.0f;    // scalar epilogue scale
   bool tiled = false;    // NVFP4 in the tiled layout (cuda/nvfp4_tiled.h)
-  bool lanes = false;    // tiled, lane-major pieces (FT_NVFP4_LANES=1; scales_clean only)
+  bool lanes = false;    // tiled, lane-major pieces (nvfp4_lanes_default / FT_NVFP4_LANES; scales_clean only)
   bool scales_clean = false;  // NVFP4 without the UE4M3 NaN codes (cuda/nvfp4_scan.h; GemvArgs::scales_clean)
 };
 
@@ -107,7 +107,7 @@ class DeviceWeights {
 
   size_t bytes() const { return arena_.bytes(); }
   int tiled_count() const { return tiled_count_; }
-  int lanes_count() const { return lanes_count_; }  // of those, lane-major (FT_NVFP4_LANES=1)
+  int lanes_count() const { return lanes_count_; }  // of those, lane-major (nvfp4_lanes_default / FT_NVFP4_LANES)
   // NVFP4 matrices the scan (on unless FT_NVFP4_SCAN=0) found free of the UE4M3 NaN codes (0 when it did not run).
   int clean_count() const { return clean_count_; }
 

@@ -325,12 +325,16 @@ TEST(GpuNvfp4Scan, CleanSessionEqualsCheckedOne) {
 }
 
 // FT_NVFP4_LANES=1 (tiled pieces lane-major, cuda/nvfp4_tiled.h "Lanes"): the same logits as the plain tiled
-// session, prompt chunks (the GEMM's dequantiser) and decode (the tensor-core kernel's lanes instances: qkv, wo,
-// gate|up with the SwiGLU tail, down into the residual) alike.
+// session (=0; the default depends on the GPU: gemv_tuning.h nvfp4_lanes_default), prompt chunks (the GEMM's
+// dequantiser) and decode (the tensor-core kernel's lanes instances: qkv, wo, gate|up with the SwiGLU tail, down into
+// the residual) alike.
 TEST(GpuNvfp4Lanes, SessionEqualsTiledOne) {
   if (!ft::cuda::has_device()) GTEST_SKIP() << "no CUDA device present";
   const TiledNvfp4Llama model("ft-gpu-lanes-", 29, "llama_lanes");
+  setenv("FT_NVFP4_LANES", "0", 1);
+  const int64_t t0 = ft::cuda::gemv_nvfp4_lanes_launches();
   const std::vector<float> want = model.logits();
+  EXPECT_EQ(ft::cuda::gemv_nvfp4_lanes_launches(), t0) << "lanes launches with FT_NVFP4_LANES=0";
   setenv("FT_NVFP4_LANES", "1", 1);
   const int64_t l0 = ft::cuda::gemv_nvfp4_lanes_launches();
   const std::vector<float> got = model.logits();
