@@ -97,6 +97,7 @@ int run_serve(const ServeOptions& o) {
   sm.chat_template = sm.model->file->get_string("tokenizer.chat_template").value_or("");
   if (sm.chat_template.empty()) log::info("ft serve: the model has no tokenizer.chat_template; chat uses ChatML");
   RunnerOptions ro = o.run;
+  ro.warmup = false;  // the scheduler warms what serves: the batch runner, else the runner (so.warmup)
   ro.n_ctx = o.ctx_size;
   ro.threads = o.threads;
   ro.progress = [&](uint64_t done, uint64_t total) {

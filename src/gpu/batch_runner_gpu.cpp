@@ -196,11 +196,10 @@ class GpuBatchRunner : public engine::BatchRunner {
     return am ? nullptr : h_logits_;
   }
 
-  // Two 16-token prompts (2 with host-RAM experts), a decode step of one (logits, then argmax: the solo graphs of their slot) and one of both
-  // (the batch pass); the slots are left empty (no cached prefix of the warm-up's tokens).
+  // Two prompts of the session's warm-up length, a decode step of one (logits, then argmax: the solo graphs of its
+  // slot) and one of both (the batch pass); the slots are left empty (no cached prefix of the warm-up's tokens).
   void warmup() override {
-    // 2-token prompts with the experts in host RAM (GpuSession::warmup says why).
-    const int64_t n = std::min<int64_t>({sess_.memory().host > 0 ? 2 : 16, n_ctx_ - 3, b_->n_ubatch});
+    const int64_t n = std::min<int64_t>({sess_.warmup_tokens(), n_ctx_ - 3, b_->n_ubatch});
     if (n < 1) return;
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<int32_t> t(static_cast<size_t>(n), 0);

@@ -483,9 +483,7 @@ int32_t GpuSession::eval_sample(const int32_t* tokens, int64_t n, engine::Sample
 }
 
 void GpuSession::warmup() {
-  // Experts in host RAM (offload, cpu, hybrid): a 2-token prompt, since a prompt micro-batch past 8 tokens streams
-  // every expert over PCIe (~1 s for Qwen3-30B-A3B's).
-  const int64_t n = std::min<int64_t>(host_banks_ ? 2 : 16, n_ctx() - 3);
+  const int64_t n = std::min<int64_t>(warmup_tokens(), n_ctx() - 3);
   if (n < 1) return;
   const double t0 = wall_ms();
   reset();

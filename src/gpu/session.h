@@ -79,9 +79,12 @@ class GpuSession : public engine::Runner {
   int32_t eval_argmax(const int32_t* tokens, int64_t n) override;
   int32_t eval_sample(const int32_t* tokens, int64_t n, engine::Sampler& s) override;
   void reset() override { n_past_ = 0; }
-  // A 16-token prompt (the cuBLAS prefill; 2 with the experts in host RAM), then a decode token of each head
-  // (logits, argmax: their CUDA graphs); then reset, MoE statistics included.
+  // A prompt of warmup_tokens() (the cuBLAS prefill), then a decode token of each head (logits, argmax: their CUDA
+  // graphs); then reset, MoE statistics included.
   void warmup() override;
+  // The warm-up's prompt (the batch runner's too): 16 tokens, 2 with the experts in host RAM (offload, cpu, hybrid),
+  // since a prompt micro-batch past 8 tokens streams every expert over PCIe (~1 s for Qwen3-30B-A3B's).
+  int64_t warmup_tokens() const { return host_banks_ ? 2 : 16; }
   int64_t n_past() const override { return n_past_; }
   int64_t n_ctx() const override { return b_->n_ctx; }
   int64_t n_vocab() const override;

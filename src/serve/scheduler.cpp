@@ -82,8 +82,8 @@ Scheduler::Scheduler(engine::Runner& runner, const Tokenizer* tok, Metrics& metr
       n_vocab_(runner.n_vocab()) {
   runner_.reset();
   if (opt_.batching) batch_ = engine::make_batch_runner(runner_, opt_.max_running, opt_.kv_page_size);
+  if (opt_.warmup) batch_ ? batch_->warmup() : runner_.warmup();
   if (batch_) {
-    if (opt_.warmup) batch_->warmup();
     kv_pages_ = batch_->kv_stats();
     log::info("serve: continuous batching: {}", batch_->describe());
   }

@@ -129,7 +129,7 @@ struct SchedulerOptions {
   int64_t prefill_chunk = 512;  // tokens per prefill eval (cancellation is checked between)
   int64_t kv_page_size = 16;    // tokens per KV page (batching engine)
   bool batching = true;         // continuous batching when the runner is a CPU Session
-  bool warmup = true;           // the batch runner's warm-up (engine::BatchRunner::warmup) before the first job
+  bool warmup = true;           // warm what serves before the first job: the batch runner, else the runner
 };
 
 class Scheduler {
