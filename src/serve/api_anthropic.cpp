@@ -22,22 +22,32 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
+// A string field of a request object: "" when absent or null, else it must be a string -- a 400 naming where
+// (`value(key, "")` would throw json's type_error on a number or an array: a 500).
+std::string string_field(const ojson& o, const char* key, const char* param, const std::string& where) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return "";
+  if (!it->is_string()) bad_param(param, "{}.{} must be a string", where, key);
+  return it->get<std::string>();
+}
+
 // The text of a string or of an array of {type: "text", text} blocks.
-std::string text_of(const ojson& v, const char* param) {
+std::string text_of(const ojson& v, const char* param, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "";
-  if (!v.is_array()) bad_param(param, "'{}' must be a string or an array of content blocks", param);
+  if (!v.is_array()) bad_param(param, "{} must be a string or an array of content blocks", where);
   std::string s;
-  for (const auto& b : v)
-    if (b.is_object() && b.value("type", "") == "text" && b.contains("text") && b["text"].is_string())
-      s += b["text"].get<std::string>();
+  for (size_t j = 0; j < v.size(); ++j) {
+    const std::string at = fmt::format("{}[{}]", where, j);
+    if (v[j].is_object() && string_field(v[j], "type", param, at) == "text") s += string_field(v[j], "text", param, at);
+  }
   return s;
 }
 
 ojson to_openai_messages(const ojson& body) {
   ojson out = ojson::array();
   if (auto it = body.find("system"); it != body.end() && !it->is_null())
-    out.push_back({{"role", "system"}, {"content", text_of(*it, "system")}});
+    out.push_back({{"role", "system"}, {"content", text_of(*it, "system", "system")}});
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty())
     bad_param("messages", "'messages' must be a non-empty array of {{role, content}} objects");
@@ -56,21 +66,25 @@ ojson to_openai_messages(const ojson& body) {
     if (!content.is_array()) bad_param("messages", "messages[{}].content must be a string or an array of blocks", i);
     std::string text, thinking;
     ojson tool_calls = ojson::array();
-    for (const auto& b : content) {
-      const std::string type = b.is_object() ? b.value("type", "") : "";
+    for (size_t j = 0; j < content.size(); ++j) {
+      const ojson& b = content[j];
+      const std::string where = fmt::format("messages[{}].content[{}]", i, j);
+      const std::string type = b.is_object() ? string_field(b, "type", "messages", where) : "";
       if (type == "text") {
-        text += b.value("text", "");
+        text += string_field(b, "text", "messages", where);
       } else if (type == "thinking") {
-        thinking += b.value("thinking", "");
+        thinking += string_field(b, "thinking", "messages", where);
       } else if (type == "tool_use") {
-        tool_calls.push_back({{"id", b.value("id", "")},
+        tool_calls.push_back({{"id", string_field(b, "id", "messages", where)},
                               {"type", "function"},
-                              {"function", {{"name", b.value("name", "")}, {"arguments", b.value("input", ojson::object())}}}});
+                              {"function",
+                               {{"name", string_field(b, "name", "messages", where)},
+                                {"arguments", b.value("input", ojson::object())}}}});
       } else if (type == "tool_result") {
         // Results come back as the tool role, one message per call, as OpenAI sends them.
         out.push_back({{"role", "tool"},
-                       {"tool_call_id", b.value("tool_use_id", "")},
-                       {"content", text_of(b.contains("content") ? b["content"] : ojson(""), "messages")}});
+                       {"tool_call_id", string_field(b, "tool_use_id", "messages", where)},
+                       {"content", text_of(b.contains("content") ? b["content"] : ojson(""), "messages", where + ".content")}});
       }
     }
     if (text.empty() && thinking.empty() && tool_calls.empty()) continue;
@@ -87,13 +101,14 @@ ojson to_openai_tools(const ojson& body) {
   if (it == body.end() || it->is_null()) return nullptr;
   if (!it->is_array()) bad_param("tools", "'tools' must be an array of {{name, description, input_schema}}");
   ojson out = ojson::array();
-  for (const auto& t : *it) {
+  for (size_t i = 0; i < it->size(); ++i) {
+    const ojson& t = (*it)[i];
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
       bad_param("tools", "each tool must be an object with a string 'name'");
     out.push_back({{"type", "function"},
                    {"function",
                     {{"name", t["name"]},
-                     {"description", t.value("description", "")},
+                     {"description", string_field(t, "description", "tools", fmt::format("tools[{}]", i))},
                      {"parameters", t.value("input_schema", ojson::object())}}}});
   }
   return out;
@@ -103,7 +118,7 @@ ChatPrompt prompt_of(const ServerContext& c, const ojson& body) {
   ojson extra = ojson::object();
   // Extended thinking on request: templates read enable_thinking.
   if (auto it = body.find("thinking"); it != body.end() && it->is_object())
-    extra["enable_thinking"] = it->value("type", "") == "enabled";
+    extra["enable_thinking"] = string_field(*it, "type", "thinking", "thinking") == "enabled";
   return build_chat_prompt(c, to_openai_messages(body), to_openai_tools(body), extra);
 }
 

@@ -25,7 +25,7 @@ json parse_body(const std::string& body) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number past a double (1e999)
     throw ApiError(400, fmt::format("the request body is not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) throw ApiError(400, fmt::format("the request body must be a JSON object, got {}", type_name(j)));

@@ -42,6 +42,11 @@ size_t partial_tag_suffix(const std::string& s, const char* tag) {
   return 0;
 }
 
+// A call's arguments as JSON text. A model's bytes need not be UTF-8 (a byte-fallback token, a character cut
+// by the token limit): those become U+FFFD, as in every JSON the server sends (sse.h dump_json), where a plain
+// dump() throws json's type_error.316 out of the parser -- a 500, or a stream cut short.
+std::string dump_args(const ojson& a) { return a.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
 // ---- Qwen: <tool_call>{"name": .., "arguments": {..}}</tool_call>, or Qwen3.5's
 // <tool_call><function=NAME><parameter=K>\nV\n</parameter></function></tool_call>
 bool parse_qwen_call(const std::string& body_in, std::string& name, std::string& args) {
@@ -55,7 +60,7 @@ bool parse_qwen_call(const std::string& body_in, std::string& name, std::string&
       args = a.get<std::string>();
     } else {
       if (!a.is_object()) return false;
-      args = a.dump();
+      args = dump_args(a);
     }
     return true;
   }
@@ -85,7 +90,7 @@ bool parse_qwen_call(const std::string& body_in, std::string& name, std::string&
     pos = v_end + 12;
   }
   if (body.find("</function>", name_end) == std::string::npos) return false;
-  args = a.dump();
+  args = dump_args(a);
   return true;
 }
 
@@ -191,7 +196,7 @@ bool parse_gemma_call(const std::string& body_in, std::string& name, std::string
   parser.p_ = brace + 1;
   ojson obj = ojson::object();
   if (!parser.members(obj, '}', 0) || !parser.done()) return false;
-  args = obj.dump();
+  args = dump_args(obj);
   return true;
 }
 

@@ -53,7 +53,9 @@ ChatParse parse_streamed(const std::string& text, ChatFormat f, bool in_reasonin
 void expect_same(const ChatParse& a, const ChatParse& b, const std::string& what) {
   EXPECT_EQ(a.content, b.content) << what;
   EXPECT_EQ(a.reasoning, b.reasoning) << what;
-  EXPECT_EQ(a.tool_calls.dump(), b.tool_calls.dump()) << what;
+  // Names are the model's bytes: dumped as the server sends them (invalid UTF-8 as U+FFFD).
+  const auto dump = [](const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
+  EXPECT_EQ(dump(a.tool_calls), dump(b.tool_calls)) << what;
 }
 
 TEST(ChatParse, DetectsFormatsOfRealTemplates) {
@@ -159,6 +161,49 @@ TEST(ChatParse, StreamingInRandomChunksMatchesCompleteParse) {
         }
         expect_same(parse_streamed(text, fmt, in_reasoning, cuts), whole, "random chunks: " + text);
       }
+    }
+  }
+}
+
+// A model's bytes need not be UTF-8 (a byte-fallback token, a character cut short): a call's arguments come back as
+// JSON text with U+FFFD there, not an exception out of the parser (a 500 for the request).
+TEST(ChatParse, InvalidUtf8InCallArgumentsBecomesReplacementChars) {
+  const ChatParse q = ft::serve::parse_chat_output(
+      "<tool_call>\n<function=f>\n<parameter=a>\nx\xc3\n</parameter>\n</function>\n</tool_call>", ChatFormat::QWEN);
+  ASSERT_EQ(q.tool_calls.size(), 1u);
+  EXPECT_EQ(q.tool_calls[0]["arguments"], "{\"a\":\"x\xef\xbf\xbd\"}");
+  const ChatParse g =
+      ft::serve::parse_chat_output("<|tool_call>call:f{a:<|\"|>\xff<|\"|>}<tool_call|>", ChatFormat::GEMMA4);
+  ASSERT_EQ(g.tool_calls.size(), 1u);
+  EXPECT_EQ(g.tool_calls[0]["arguments"], "{\"a\":\"\xef\xbf\xbd\"}");
+}
+
+// Texts made of the formats' tags and the bytes around them, in random orders: whatever a model prints, the stream
+// (byte by byte, and in random chunks) must give what the complete parse gives, and no delta may be empty.
+TEST(ChatParse, TagSoupStreamedMatchesCompleteParse) {
+  const char* pieces[] = {"<think>", "</think>", "<tool_call>", "</tool_call>", "{\"name\": \"f\", \"arguments\": {\"a\": 1}}",
+                          "{\"name\": \"g\"", "}", "{", "\"", "<function=f>", "<parameter=a>", "</parameter>",
+                          "</function>", "<|channel>thought\n", "<channel|>", "<|tool_call>", "call:f{", "a:", "<|\"|>",
+                          "<tool_call|>", "<", ">", "/", "<|", "|>", " ", "  ", "\n", "\n\n", "x", "ok", "\xf0\x9f\x99\x82",
+                          "\xc3"};
+  std::mt19937 rng(99);
+  for (ChatFormat fmt : {ChatFormat::QWEN, ChatFormat::GEMMA4, ChatFormat::CONTENT_ONLY}) {
+    for (int n = 0; n < 2000; ++n) {
+      std::string text;
+      const int len = 1 + static_cast<int>(rng() % 14);
+      for (int i = 0; i < len; ++i) text += pieces[rng() % (sizeof(pieces) / sizeof(pieces[0]))];
+      const bool in_reasoning = (n & 1) != 0;
+      const ChatParse whole = ft::serve::parse_chat_output(text, fmt, in_reasoning);
+      expect_same(parse_streamed(text, fmt, in_reasoning, std::vector<size_t>(text.size(), 1)), whole,
+                  "byte by byte: " + text);
+      std::vector<size_t> cuts;
+      for (size_t left = text.size(); left > 0;) {
+        const size_t c = std::min(left, size_t(rng() % 7));
+        cuts.push_back(c);
+        left -= c;
+      }
+      expect_same(parse_streamed(text, fmt, in_reasoning, cuts), whole, "random chunks: " + text);
+      if (::testing::Test::HasFailure()) return;
     }
   }
 }
