@@ -22,6 +22,22 @@ json read_json(const std::string& path) {
   return j;
 }
 
+std::string json_str(const json& o, const char* key, const std::string& where, const std::string& def) {
+  if (!o.is_object()) return def;
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return def;
+  if (!it->is_string()) fail("{}: key {} is {}, expected a string", where, key, it->dump());
+  return it->get<std::string>();
+}
+
+bool json_flag(const json& o, const char* key, const std::string& where, bool def) {
+  if (!o.is_object()) return def;
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return def;
+  if (!it->is_boolean()) fail("{}: key {} is {}, expected true/false", where, key, it->dump());
+  return it->get<bool>();
+}
+
 namespace {
 
 struct Reader {
@@ -71,26 +87,26 @@ QuantScheme read_quant(const std::string& dir, const json& cfg) {
   const std::string cfg_path = (fs::path(dir) / "config.json").string();
   json q = cfg.value("quantization_config", json::object());
   std::string where = cfg_path + " quantization_config";
-  std::string algo = q.is_object() ? q.value("quant_algo", "") : "";
-  std::string method = q.is_object() ? q.value("quant_method", "") : "";
-  std::string format = q.is_object() ? q.value("format", "") : "";
+  std::string algo = json_str(q, "quant_algo", where);
+  std::string method = json_str(q, "quant_method", where);
+  std::string format = json_str(q, "format", where);
   json groups = q.is_object() ? q.value("config_groups", json::object()) : json::object();
   const fs::path hqc = fs::path(dir) / "hf_quant_config.json";
   if (algo.empty() && fs::exists(hqc)) {
     const json h = read_json(hqc.string());
     const json hq = h.value("quantization", json::object());
     where = hqc.string() + " quantization";
-    if (method.empty() && h.contains("producer") && h["producer"].is_object())
-      method = h["producer"].value("name", "");
+    if (method.empty() && h.contains("producer"))
+      method = json_str(h["producer"], "name", hqc.string() + " producer");
     if (hq.is_object()) {
-      algo = hq.value("quant_algo", algo);
-      method = hq.value("quant_method", method);
-      format = hq.value("format", format);
+      algo = json_str(hq, "quant_algo", where, algo);
+      method = json_str(hq, "quant_method", where, method);
+      format = json_str(hq, "format", where, format);
       if (hq.contains("config_groups")) groups = hq["config_groups"];
     }
-    if (algo.empty() && hq.is_object() && hq.contains("quantized_layers")) {
+    if (algo.empty() && hq.is_object() && hq.contains("quantized_layers") && hq["quantized_layers"].is_object()) {
       for (const auto& [k, v] : hq["quantized_layers"].items())
-        if (v.is_object() && v.value("quant_algo", "").ends_with("NVFP4")) algo = "NVFP4";
+        if (json_str(v, "quant_algo", where + " quantized_layers." + k).ends_with("NVFP4")) algo = "NVFP4";
     }
   }
   if (method == "compressed-tensors") {
@@ -98,7 +114,7 @@ QuantScheme read_quant(const std::string& dir, const json& cfg) {
     if (format == "mixed-precision" && groups.is_object() && !groups.empty()) {
       nvfp4 = true;
       for (const auto& [k, g] : groups.items())
-        if (g.is_object() && g.value("format", "") != "nvfp4-pack-quantized") nvfp4 = false;
+        if (g.is_object() && json_str(g, "format", where + " config_groups." + k) != "nvfp4-pack-quantized") nvfp4 = false;
     }
     if (!nvfp4)
       fail("{}: compressed-tensors format '{}' is not supported (only nvfp4-pack-quantized)", where, format);
@@ -156,6 +172,17 @@ HfConfig read_config(const std::string& dir) {
     fail("{}: bad sizes: vocab_size {}, hidden_size {}, num_attention_heads {}, num_key_value_heads {}, "
          "num_hidden_layers {}",
          path, c.n_vocab, c.n_embd, c.n_head, c.n_head_kv, c.n_layer);
+  // Bounds far past any real model (vocabularies ~262 K, widths ~16 K): a size past them is a corrupt file, refused
+  // before it sizes a vocabulary or a plan (vocab_size 2^31 - 1 had read_vocab allocate 2^31 strings: bad_alloc).
+  const auto bound = [&](const char* key, int64_t v, int64_t hi) {
+    if (v < 0 || v > hi) fail("{}: {} {} is out of range (0 to {})", path, key, v, hi);
+  };
+  bound("vocab_size", c.n_vocab, int64_t{1} << 22);
+  bound("hidden_size", c.n_embd, int64_t{1} << 17);
+  bound("intermediate_size", c.n_ff, int64_t{1} << 20);
+  bound("num_attention_heads", c.n_head, int64_t{1} << 12);
+  bound("num_hidden_layers", c.n_layer, int64_t{1} << 12);
+  bound("head_dim", c.head_dim, int64_t{1} << 12);
   if (!c.head_dim && c.n_embd % c.n_head != 0)
     fail("{}: hidden_size {} is not a multiple of num_attention_heads {} (and no head_dim)", path, c.n_embd,
          c.n_head);
@@ -169,7 +196,7 @@ HfConfig read_config(const std::string& dir) {
     c.rope_theta = rope["rope_theta"].get<double>();
     c.has_rope_theta = true;
   }
-  std::string rt = rope.value("rope_type", rope.value("type", ""));
+  std::string rt = json_str(rope, "rope_type", path + " rope_scaling", json_str(rope, "type", path + " rope_scaling"));
   if (rt == "default") rt = "";
   c.rope_type = rt;
   if (rope.contains("factor") && rope["factor"].is_number()) c.rope_factor = rope["factor"].get<double>();
@@ -191,6 +218,8 @@ HfConfig read_config(const std::string& dir) {
     c.n_expert_used = r.integer({"num_experts_per_tok"}, 0);
     c.n_ff_exp = r.integer({"moe_intermediate_size"}, c.n_ff);
     c.norm_topk_prob = r.boolean("norm_topk_prob", true);
+    bound("num_experts", c.n_expert, int64_t{1} << 16);
+    bound("moe_intermediate_size", c.n_ff_exp, int64_t{1} << 20);
     if (c.arch == "llama" && c.n_expert > 0)
       fail("{}: Mixtral-style llama MoE checkpoints are not supported", path);
     if (c.n_expert <= 0 || c.n_expert_used <= 0 || c.n_expert_used > c.n_expert)

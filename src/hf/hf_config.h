@@ -52,4 +52,10 @@ HfConfig read_config(const std::string& dir);
 // Reads a JSON file; throws naming the file when it is missing or not JSON.
 nlohmann::json read_json(const std::string& path);
 
+// Typed reads of a field of a checkpoint's JSON (`where` names the file and the object, e.g. "DIR/config.json
+// quantization_config"): `def` when `o` is not an object or the key is absent or null, else the value must have
+// the type -- an ft::Error naming where and the key, where json's value(key, def) throws its own type_error.
+std::string json_str(const nlohmann::json& o, const char* key, const std::string& where, const std::string& def = "");
+bool json_flag(const nlohmann::json& o, const char* key, const std::string& where, bool def);
+
 }  // namespace ft::hf

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "hf/hf_config.h"
 
 namespace ft::hf {
 namespace fs = std::filesystem;
@@ -29,13 +30,13 @@ bool looks_special(const std::string& t) {
 }
 
 // The Split regex of the pre_tokenizer (a Sequence or a single Split), "" if none.
-std::string split_regex(const json& pt) {
+std::string split_regex(const json& pt, const std::string& where) {
   if (!pt.is_object()) return "";
-  if (pt.value("type", "") == "Split" && pt.contains("pattern") && pt["pattern"].is_object())
-    return pt["pattern"].value("Regex", "");
-  if (pt.value("type", "") == "Sequence" && pt.contains("pretokenizers"))
+  const std::string type = json_str(pt, "type", where);
+  if (type == "Split" && pt.contains("pattern")) return json_str(pt["pattern"], "Regex", where + ".pattern");
+  if (type == "Sequence" && pt.contains("pretokenizers") && pt["pretokenizers"].is_array())
     for (const auto& p : pt["pretokenizers"]) {
-      const std::string r = split_regex(p);
+      const std::string r = split_regex(p, where + ".pretokenizers");
       if (!r.empty()) return r;
     }
   return "";
@@ -49,15 +50,15 @@ HfVocab read_vocab(const std::string& dir, const HfConfig& cfg) {
   const json j = read_json(path);
   HfVocab v;
   const json model = j.value("model", json::object());
-  if (!model.is_object() || model.value("type", "") != "BPE")
+  if (!model.is_object() || json_str(model, "type", path + " model") != "BPE")
     fail("{}: model.type is '{}', expected BPE (byte-level)", path,
-         model.is_object() ? model.value("type", "") : std::string("?"));
-  if (model.value("byte_fallback", false))
+         model.is_object() ? json_str(model, "type", path + " model") : std::string("?"));
+  if (json_flag(model, "byte_fallback", path + " model", false))
     fail("{}: a byte_fallback BPE (SentencePiece-style) vocabulary is not supported", path);
 
   // Pre-tokenizer: llama.cpp hashes the HF tokenizer's output on a probe text; we read
   // the regex it would have hashed.
-  const std::string re = split_regex(j.value("pre_tokenizer", json::object()));
+  const std::string re = split_regex(j.value("pre_tokenizer", json::object()), path + " pre_tokenizer");
   if (re == kQwen2Regex)
     v.pre = "qwen2";
   else if (re == kLlama3Regex)
@@ -83,12 +84,13 @@ HfVocab read_vocab(const std::string& dir, const HfConfig& cfg) {
   if (!vocab.is_object() || vocab.empty()) fail("{}: model.vocab is missing or empty", path);
   for (const auto& [text, id] : vocab.items()) put(text, id, "token");
   const json added = j.value("added_tokens", json::array());
+  if (!added.is_array()) fail("{}: added_tokens is {}, expected an array", path, added.dump());
   for (const auto& a : added) {
     if (!a.is_object() || !a.contains("content") || !a["content"].is_string())
       fail("{}: an added_tokens entry has no content", path);
     const std::string text = a["content"].get<std::string>();
     const int64_t id = put(text, a.value("id", json()), "added token");
-    const bool special = a.value("special", false) || looks_special(text);
+    const bool special = json_flag(a, "special", path + " added token '" + text + "'", false) || looks_special(text);
     v.token_types[static_cast<size_t>(id)] = special ? kControl : kUserDefined;
   }
   for (int64_t i = 0; i < n_vocab; ++i) {
@@ -134,13 +136,13 @@ HfVocab read_vocab(const std::string& dir, const HfConfig& cfg) {
     const json& pp = j["post_processor"];
     json procs = pp.contains("processors") ? pp["processors"] : json::array({pp});
     for (const auto& p : procs) {
-      if (!p.is_object() || p.value("type", "") != "TemplateProcessing") continue;
+      if (!p.is_object() || json_str(p, "type", path + " post_processor") != "TemplateProcessing") continue;
       const json single = p.value("single", json::array());
-      if (single.size() > 1 && single[0].contains("SpecialToken")) {
-        const std::string first = single[0]["SpecialToken"].value("id", "");
+      if (single.is_array() && single.size() > 1 && single[0].is_object() && single[0].contains("SpecialToken")) {
+        const std::string first = json_str(single[0]["SpecialToken"], "id", path + " post_processor.single");
         const json bos = tc.value("bos_token", json());
         const std::string bos_s = bos.is_string() ? bos.get<std::string>()
-                                  : bos.is_object() ? bos.value("content", "") : "";
+                                  : json_str(bos, "content", tcp.string() + " bos_token");
         v.add_special.emplace_back("bos", !first.empty() && first == bos_s);
       }
     }
@@ -161,7 +163,7 @@ HfVocab read_vocab(const std::string& dir, const HfConfig& cfg) {
         content = (*e)["content"].get<std::string>();
       else continue;
       for (const auto& a : added)
-        if (a.value("content", "") == content && a.contains("id") && a["id"].is_number_integer()) {
+        if (a["content"] == content && a.contains("id") && a["id"].is_number_integer()) {
           set_id(typ, a["id"].get<int64_t>());
           break;
         }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../json_mutate.h"
 #include "server_test_util.h"
 
 namespace ft::test {
@@ -93,69 +94,13 @@ std::vector<Seed> seeds() {
   return s;
 }
 
-// The values a mutated node may become: each JSON type, with the edges of the ranges handlers check.
-ojson edge_value(std::mt19937& rng) {
-  static const std::vector<ojson> kValues = {
-      nullptr, true, false, 0, -1, 1, 2, 65, 100000, 2147483647LL, -2147483648LL, 9007199254740993LL,
-      -9223372036854775807LL - 1, 18446744073709551615ULL, 0.5, -0.0, 1e308, -1e308, 1e-320, "", "x",
-      std::string(3000, 'a'), std::string("a\0b", 3), "\xf0\x9f\x99\x82", "<tool_call>", "</think>", "<|im_start|>",
-      "{{ raise_exception('x') }}", "system", "user", "assistant", "tool", "function", "text", "tool_use",
-      "tool_result", "enabled", "auto", "none", ojson::array(), ojson::object(), ojson::array({1, 2, 3}),
-      ojson::array({"a", "b"}), ojson::array({ojson::object()}), ojson::object({{"type", "text"}, {"text", "hi"}}),
-      ojson::object({{"role", "user"}, {"content", "hi"}})};
-  return kValues[std::uniform_int_distribution<size_t>(0, kValues.size() - 1)(rng)];
-}
-
-// Every node's pointer but the root's.
-void pointers(const ojson& j, const ojson::json_pointer& at, std::vector<ojson::json_pointer>& out) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      const auto p = at / it.key();
-      out.push_back(p);
-      pointers(*it, p, out);
-    }
-  } else if (j.is_array()) {
-    for (size_t i = 0; i < j.size(); ++i) {
-      const auto p = at / i;
-      out.push_back(p);
-      pointers(j[i], p, out);
-    }
-  }
-}
-
-void mutate(ojson& body, std::mt19937& rng) {
-  std::vector<ojson::json_pointer> ps;
-  pointers(body, ojson::json_pointer(), ps);
-  if (ps.empty()) {
-    body["x"] = edge_value(rng);
-    return;
-  }
-  const ojson::json_pointer p = ps[std::uniform_int_distribution<size_t>(0, ps.size() - 1)(rng)];
-  ojson& node = body[p];
-  switch (std::uniform_int_distribution<int>(0, 5)(rng)) {
-    case 0:
-    case 1: node = edge_value(rng); break;
-    case 2: {  // removed
-      ojson& parent = body[p.parent_pointer()];
-      if (parent.is_object())
-        parent.erase(p.back());
-      else
-        parent.erase(static_cast<size_t>(std::stoul(p.back())));
-      break;
-    }
-    case 3: node = ojson::array({node}); break;
-    case 4: node = ojson::object({{"value", node}}); break;
-    default: {  // an array element repeated, or a field added to an object
-      if (node.is_array() && !node.empty()) {
-        const ojson e = node[std::uniform_int_distribution<size_t>(0, node.size() - 1)(rng)];
-        for (int i = 0; i < 3; ++i) node.push_back(e);
-      } else if (node.is_object()) {
-        node["extra"] = edge_value(rng);
-      } else {
-        node = edge_value(rng);
-      }
-    }
-  }
+// Values that mean something to the handlers, beside json_mutate's edges of each type.
+const std::vector<ojson>& request_values() {
+  static const std::vector<ojson> v = {"<tool_call>", "</think>", "<|im_start|>", "{{ raise_exception('x') }}",
+                                       "system", "user", "assistant", "tool", "function", "text", "tool_use",
+                                       "tool_result", "enabled", "auto", "none",
+                                       ojson::object({{"role", "user"}, {"content", "hi"}})};
+  return v;
 }
 
 // A reply a client may get: a response at all, no 5xx, JSON errors, no "internal error" even inside a stream.
@@ -188,7 +133,7 @@ TEST(ServerFuzz, MutatedRequestsGetA2xxOrA4xx) {
     for (int i = 0; i < n; ++i) {
       ojson body = seed.body;
       const int k = std::uniform_int_distribution<int>(1, 3)(rng);
-      for (int m = 0; m < k; ++m) mutate(body, rng);
+      for (int m = 0; m < k; ++m) json_mutate(body, rng, request_values());
       // Half the generating requests streamed: the SSE paths parse the same fields.
       if (body.is_object() && body.contains("stream") && (i & 1)) body["stream"] = true;
       const std::string text = body.dump(-1, ' ', false, ojson::error_handler_t::replace);

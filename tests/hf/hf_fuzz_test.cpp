@@ -1,0 +1,105 @@
+// Robustness of the Hugging Face readers against the JSON files a user's checkpoint carries: config.json,
+// tokenizer.json, tokenizer_config.json and hf_quant_config.json of a valid fixture, each mutated (tests/json_mutate.h:
+// a node replaced by an edge value of another type, removed, wrapped, repeated), must plan a conversion and load, or
+// fail with ft::Error naming the file -- never json's own exceptions (a message without the file or key), another
+// exception or a crash. Deterministic; FT_HF_MUTANTS=N mutants a file (default 40) for a long run.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../json_mutate.h"
+#include "core/error.h"
+#include "hf/convert.h"
+#include "hf/hf_config.h"
+#include "hf_util.h"
+#include "model/model.h"
+#include "testgen/gen_hf.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ft::testgen::Arch;
+using ft::testgen::HfFormat;
+using ojson = nlohmann::ordered_json;
+
+int mutants_per_file() {
+  const char* e = std::getenv("FT_HF_MUTANTS");
+  return e != nullptr && std::atoi(e) > 0 ? std::atoi(e) : 40;
+}
+
+// Values the readers look for, beside json_mutate's edges of each type.
+const std::vector<ojson>& hf_values() {
+  static const std::vector<ojson> v = {"BPE", "Split", "Sequence", "NVFP4", "modelopt", "compressed-tensors",
+                                       "nvfp4-pack-quantized", "llama3", "LlamaForCausalLM", "Qwen3ForCausalLM",
+                                       "Qwen3MoeForCausalLM", "<|im_end|>", ojson::array({"a", "b"}),
+                                       ojson::object({{"Regex", "\\s+"}})};
+  return v;
+}
+
+// Runs f; "" when it succeeds or throws ft::Error, else what escaped.
+std::string escaped(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ft::Error& e) {
+    if (std::string(e.what()).empty()) return "an ft::Error without a message";
+  } catch (const std::exception& e) {
+    return std::string("a std::exception: ") + e.what();
+  } catch (...) {
+    return "an unknown exception";
+  }
+  return "";
+}
+
+void mutate_files(const std::string& dir, uint32_t seed) {
+  const int n = mutants_per_file();
+  std::mt19937 rng(seed);
+  for (const char* name : {"config.json", "tokenizer.json", "tokenizer_config.json", "hf_quant_config.json"}) {
+    const std::string path = dir + "/" + name;
+    if (!fs::exists(path)) continue;
+    const ojson orig = ojson::parse(ft::hf::read_json(path).dump());
+    int failures = 0;
+    for (int i = 0; i < n && failures < 5; ++i) {
+      ojson doc = orig;
+      const int k = std::uniform_int_distribution<int>(1, 3)(rng);
+      for (int m = 0; m < k; ++m) ft::test::json_mutate(doc, rng, hf_values());
+      const std::string text = doc.dump(-1, ' ', false, ojson::error_handler_t::replace);
+      ft::test::write_file(path, text);
+      for (const auto& [what, f] : std::vector<std::pair<const char*, std::function<void()>>>{
+               {"plan", [&] { ft::hf::Conversion::plan(dir); }}, {"load", [&] { ft::model::load_model(dir); }}}) {
+        const std::string e = escaped(f);
+        if (!e.empty()) {
+          ++failures;
+          ADD_FAILURE() << what << " of " << name << " " << text.substr(0, 700) << "\n-> " << e;
+        }
+      }
+    }
+    ft::test::write_file(path, orig.dump());
+  }
+}
+
+TEST(HfFuzz, MutatedJsonFilesFailWithFtError) {
+  struct Case {
+    Arch arch;
+    HfFormat format;
+    bool llama3_rope;
+  };
+  uint32_t seed = 11;
+  for (const Case c : {Case{Arch::kQwen3Moe, HfFormat::kModelOpt, false}, Case{Arch::kQwen3, HfFormat::kCompressed, false},
+                       Case{Arch::kLlama, HfFormat::kBF16, true}}) {
+    auto fx = ft::testgen::hf_fixture(c.arch, c.format, 3);
+    fx.llama3_rope = c.llama3_rope;
+    const std::string dir = ft::test::hf_tmp("fuzz" + std::to_string(seed));
+    ft::testgen::generate_hf(fx, dir, ft::test::hf_tmp("fuzz" + std::to_string(seed) + ".src.gguf"));
+    // The fixture itself plans and loads.
+    EXPECT_NO_THROW(ft::hf::Conversion::plan(dir));
+    EXPECT_NO_THROW(ft::model::load_model(dir));
+    mutate_files(dir, seed++);
+  }
+}
+
+}  // namespace
