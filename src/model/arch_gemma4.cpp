@@ -45,12 +45,14 @@ void read_gemma4_hparams(const gguf::File& f, HParams& hp) {
   if (n_swa <= 0) fail("{}: gemma4.attention.sliding_window must be > 0", path);
   const std::vector<bool> swa = read_swa_pattern(f, n_layer);
   hp.n_embd_per_layer = req("embedding_length_per_layer_input");
-  hp.final_logit_softcap = static_cast<float>(f.get_float("gemma4.final_logit_softcapping").value_or(30.0));
+  hp.final_logit_softcap = static_cast<float>(checked_float(
+      f, "gemma4.final_logit_softcapping", f.get_float("gemma4.final_logit_softcapping").value_or(30.0), 0.0, 1e6, false));
   hp.attn_scale = 1.0f;  // the Q/K norms take the place of 1/sqrt(head_dim)
 
   hp.rope.type = RopeType::kNeox;
   hp.rope_swa = hp.rope;
-  hp.rope_swa.freq_base = static_cast<float>(f.get_float("gemma4.rope.freq_base_swa").value_or(10000.0));
+  hp.rope_swa.freq_base = static_cast<float>(checked_float(
+      f, "gemma4.rope.freq_base_swa", f.get_float("gemma4.rope.freq_base_swa").value_or(10000.0), 0.0, 1e12, true));
   hp.rope_swa.freq_scale = 1.0f;
   // llama.cpp falls back to the global n_rot (the whole global head) when the key is
   // absent, which cannot rotate a smaller sliding head: refuse rather than guess.

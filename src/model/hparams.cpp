@@ -30,6 +30,13 @@ std::vector<int64_t> read_per_layer(const gguf::File& f, const std::string& key,
   return std::vector<int64_t>(static_cast<size_t>(n_layer), *f.get_int(key));
 }
 
+double checked_float(const gguf::File& f, const std::string& key, double v, double lo, double hi, bool lo_open) {
+  if (!std::isfinite(v) || v > hi || v < lo || (lo_open && v == lo))
+    fail("{}: metadata key {} is {}, expected a finite value in {}{}, {}]", f.path(), key, v, lo_open ? "(" : "[",
+         lo, hi);
+  return v;
+}
+
 HParams read_hparams(const gguf::File& f, const std::string& arch) {
   const std::string p = arch + ".";
   HParams h;
@@ -59,14 +66,30 @@ HParams read_hparams(const gguf::File& f, const std::string& arch) {
   h.head_dim_k = f.get_int(p + "attention.key_length").value_or(h.n_embd / h.n_head[0]);
   h.head_dim_v = f.get_int(p + "attention.value_length").value_or(h.n_embd / h.n_head[0]);
 
+  // Sizes far past any real model (widths ~16 K, FFNs ~100 K, heads ~128): a corrupt file, refused before the engine
+  // sizes its buffers by them (qwen3moe.feed_forward_length 2^32 - 1, which its layers never use, had the CPU
+  // session allocate scratch for it: bad_alloc).
+  const auto bound = [&](const std::string& key, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi) fail("{}: metadata key {} is {}, expected {} to {}", f.path(), key, v, lo, hi);
+  };
+  bound(p + "embedding_length", h.n_embd, 1, int64_t{1} << 17);
+  for (int64_t il = 0; il < n_layer_all; ++il) {
+    bound(p + "feed_forward_length", h.n_ff[il], 0, int64_t{1} << 20);
+    bound(p + "attention.head_count", h.n_head[il], 1, int64_t{1} << 12);
+  }
+  bound(p + "attention.key_length", h.head_dim_k, 1, int64_t{1} << 12);
+  bound(p + "attention.value_length", h.head_dim_v, 1, int64_t{1} << 12);
+
   h.n_expert = f.get_int(p + "expert_count").value_or(0);
+  bound(p + "expert_count", h.n_expert, 0, int64_t{1} << 16);
   h.n_expert_used = read_per_layer(f, p + "expert_used_count", n_layer_all, 0);
   for (int64_t k : h.n_expert_used)
     if (k < 0 || k > h.n_expert || (h.n_expert > 0 && k == 0))
       fail("{}: {}expert_used_count {} must be in [1, expert_count = {}]", f.path(), p, k,
            h.n_expert);
 
-  h.rms_eps = static_cast<float>(f.require_float(p + "attention.layer_norm_rms_epsilon"));
+  h.rms_eps = static_cast<float>(checked_float(f, p + "attention.layer_norm_rms_epsilon",
+                                               f.require_float(p + "attention.layer_norm_rms_epsilon"), 0.0, 1.0, false));
   h.causal = f.get_bool(p + "attention.causal").value_or(true);
 
   // RoPE (README §C.4 "cparams derived in llama-context.cpp").
@@ -75,10 +98,12 @@ HParams read_hparams(const gguf::File& f, const std::string& arch) {
   if (r.n_rot <= 0 || r.n_rot % 2 != 0 || r.n_rot > h.head_dim_k)
     fail("{}: {}rope.dimension_count {} must be even and <= head dim {}", f.path(), p, r.n_rot,
          h.head_dim_k);
-  r.freq_base = static_cast<float>(f.get_float(p + "rope.freq_base").value_or(10000.0));
+  r.freq_base = static_cast<float>(
+      checked_float(f, p + "rope.freq_base", f.get_float(p + "rope.freq_base").value_or(10000.0), 0.0, 1e12, true));
   const std::string scaling = f.get_string(p + "rope.scaling.type").value_or("linear");
   double factor = f.get_float(p + "rope.scaling.factor").value_or(0.0);
   if (factor == 0.0) factor = f.get_float(p + "rope.scale_linear").value_or(0.0);
+  checked_float(f, p + "rope.scaling.factor", factor, 0.0, 1e6, false);  // 0: none
   r.freq_scale = factor == 0.0 ? 1.0f : static_cast<float>(1.0 / factor);
   if (scaling == "none") {
     r.freq_scale = 1.0f;
@@ -86,7 +111,8 @@ HParams read_hparams(const gguf::File& f, const std::string& arch) {
     fail("{}: {}rope.scaling.type '{}' is not supported (none, linear, yarn)", f.path(), p, scaling);
   }
   r.ext_factor = scaling == "yarn" ? 1.0f : 0.0f;
-  r.attn_factor = static_cast<float>(f.get_float(p + "rope.scaling.attn_factor").value_or(1.0));
+  r.attn_factor = static_cast<float>(checked_float(
+      f, p + "rope.scaling.attn_factor", f.get_float(p + "rope.scaling.attn_factor").value_or(1.0), 0.0, 1e3, true));
   r.n_ctx_orig = static_cast<int>(
       f.get_int(p + "rope.scaling.original_context_length").value_or(h.n_ctx_train));
 

@@ -74,6 +74,10 @@ struct HParams {
 // Throws ft::Error naming the key on a missing required key or an out-of-range value.
 HParams read_hparams(const gguf::File& f, const std::string& arch);
 
+// A float a forward pass divides by, scales by or exponentiates: finite and in [lo, hi] (lo excluded when
+// lo_open), else an ft::Error naming the file and key -- a NaN or infinite value would decode to NaN logits.
+double checked_float(const gguf::File& f, const std::string& key, double v, double lo, double hi, bool lo_open);
+
 // A key that may be a scalar (broadcast) or an array of n_layer values.
 std::vector<int64_t> read_per_layer(const gguf::File& f, const std::string& key, int64_t n_layer,
                                     std::optional<int64_t> fallback);
