@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/arg_checks.h"
 #include "cli/commands.h"
 #include "cli/runner_factory.h"
 #include "core/error.h"
@@ -216,7 +217,7 @@ Command register_bench(CLI::App& app) {
   sub->add_option("-n,--n-gen", o->gen, "decode lengths (default 128)")->delimiter(',');
   sub->add_option("-d,--n-depth", o->depth, "decode after this many cached tokens (default 0)")->delimiter(',');
   sub->add_option("-r,--reps", o->reps, "repetitions (default 3)");
-  sub->add_option("--threads,-t", o->threads, "CPU threads");
+  sub->add_option("--threads,-t", o->threads, "CPU threads")->check(threads_range());
   sub->add_option("--ctx-size", o->ctx_size, "KV cache size (default: what the tests need)");
   sub->add_option("--bw-gbs", o->bw_gbs, "measured memory read bandwidth in GB/s, for % of roofline");
   sub->add_flag("--json", o->json, "one JSON array instead of the table");

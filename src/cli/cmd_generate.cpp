@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/arg_checks.h"
 #include "cli/commands.h"
 #include "cli/runner_factory.h"
 #include "core/error.h"
@@ -280,13 +281,15 @@ Command register_generate(CLI::App& app) {
   sub->add_option("--prompt-tokens", o->prompt_tokens, "prompt token ids, comma-separated (fed as is)");
   sub->add_option("--max-tokens", o->max_tokens, "tokens to generate (default 128)");
   sub->add_flag("--ignore-eos", o->ignore_eos, "do not stop at end-of-generation tokens");
-  sub->add_option("--temperature", o->temperature, "sampling temperature (default 0.8; 0 = greedy)");
-  sub->add_option("--top-k", o->top_k, "top-k (default 40; 0 = off)");
-  sub->add_option("--top-p", o->top_p, "top-p (default 0.95; 1 = off)");
-  sub->add_option("--min-p", o->min_p, "min-p (default 0.05; 0 = off)");
-  sub->add_option("--repeat-penalty", o->repeat_penalty, "repetition penalty (default 1 = off)");
+  sub->add_option("--temperature", o->temperature, "sampling temperature (default 0.8; 0 = greedy)")
+      ->check(temperature_range());
+  sub->add_option("--top-k", o->top_k, "top-k (default 40; 0 = off)")->check(count_range());
+  sub->add_option("--top-p", o->top_p, "top-p (default 0.95; 1 = off)")->check(probability_range());
+  sub->add_option("--min-p", o->min_p, "min-p (default 0.05; 0 = off)")->check(probability_range());
+  sub->add_option("--repeat-penalty", o->repeat_penalty, "repetition penalty (default 1 = off)")
+      ->check(penalty_range());
   sub->add_option("--seed", o->seed, "sampling seed (default 0)");
-  sub->add_option("--threads", o->threads, "threads (default: physical cores)");
+  sub->add_option("--threads", o->threads, "threads (default: physical cores)")->check(threads_range());
   add_runner_options(*sub, o->run);
   sub->add_flag("--stats", o->stats, "print the MoE backend's statistics (hits, misses, bytes moved) at the end");
   sub->add_option("--ctx-size", o->ctx_size, "KV cache size in tokens (default min(context_length, 4096))");

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "cli/arg_checks.h"
 #include "cli/commands.h"
 #include "cli/runner_factory.h"
 #include "core/error.h"
@@ -128,7 +129,7 @@ Command register_serve(CLI::App& app) {
                   "CPU batching: prompt tokens per step beside the running requests' decode (default 512)");
   sub->add_option("--kv-page-size", o->kv_page_size, "CPU batching: tokens per KV cache page (default 16)");
   sub->add_option("--ctx-size", o->ctx_size, "KV cache size in tokens (default min(context_length, 4096))");
-  sub->add_option("--threads", o->threads, "CPU threads (default: physical cores)");
+  sub->add_option("--threads", o->threads, "CPU threads (default: physical cores)")->check(threads_range());
   sub->add_option("--api-key", o->api_key, "require this key (Bearer or x-api-key); default $FT_API_KEY");
   sub->add_option("--alias", o->alias, "model id the API reports (default: the file name)");
   return {sub, [o] { return run_serve(*o); }};

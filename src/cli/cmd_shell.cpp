@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/arg_checks.h"
 #include "cli/commands.h"
 #include "cli/runner_factory.h"
 #include "core/error.h"
@@ -297,14 +298,15 @@ Command register_shell(CLI::App& app) {
   sub->add_option("--system", o->system, "system prompt");
   sub->add_option("--api-key", o->api_key, "--url: sent as Authorization: Bearer KEY (default $FT_API_KEY)");
   sub->add_option("--max-tokens", o->max_tokens, "tokens per reply at most (default 512)");
-  sub->add_option("--temperature", o->temperature, "sampling temperature (default 0.8; 0 = greedy)");
-  sub->add_option("--top-k", o->top_k, "top-k (default 40)");
-  sub->add_option("--top-p", o->top_p, "top-p (default 0.95)");
-  sub->add_option("--min-p", o->min_p, "--model: min-p (default 0.05)");
+  sub->add_option("--temperature", o->temperature, "sampling temperature (default 0.8; 0 = greedy)")
+      ->check(temperature_range());
+  sub->add_option("--top-k", o->top_k, "top-k (default 40)")->check(count_range());
+  sub->add_option("--top-p", o->top_p, "top-p (default 0.95)")->check(probability_range());
+  sub->add_option("--min-p", o->min_p, "--model: min-p (default 0.05)")->check(probability_range());
   sub->add_option("--seed", o->seed, "sampling seed (default 0)");
   add_runner_options(*sub, o->run, "--model: ");
   sub->add_option("--ctx-size", o->ctx_size, "--model: context in tokens (default min(context_length, 4096))");
-  sub->add_option("--threads", o->threads, "--model: CPU threads (default: physical cores)");
+  sub->add_option("--threads", o->threads, "--model: CPU threads (default: physical cores)")->check(threads_range());
   return {sub, [o] {
             if (o->api_key.empty())
               if (const char* k = std::getenv("FT_API_KEY")) o->api_key = k;

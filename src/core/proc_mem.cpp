@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace ft {
 
 ProcMem parse_proc_status(const std::string& text) {
@@ -46,6 +48,11 @@ std::string describe(const ProcMem& m) {
   const auto mib = [](int64_t b) { return static_cast<double>(b) / (1 << 20); };
   return fmt::format("resident {:.0f} MiB (anon {:.0f}, file {:.0f}, shmem {:.0f}; peak {:.0f})", mib(m.rss),
                      mib(m.anon), mib(m.file), mib(m.shmem), mib(m.peak));
+}
+
+int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
 }  // namespace ft

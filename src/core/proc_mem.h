@@ -22,4 +22,7 @@ ProcMem parse_proc_status(const std::string& text);
 // "resident 17,012 MiB (anon 16,100, file 12, shmem 900; peak 33,020)"; "" when !ok.
 std::string describe(const ProcMem& m);
 
+// The machine's physical memory in bytes (sysconf), 0 where unknown.
+int64_t physical_memory_bytes();
+
 }  // namespace ft

@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/error.h"
+#include "core/proc_mem.h"
 #include "engine/vec_math.h"
 
 namespace ft::engine {
@@ -13,6 +15,15 @@ namespace ft::engine {
 KvCache::KvCache(ActType type, int64_t n_ctx, const std::vector<int64_t>& kv_dim,
                  const std::vector<int64_t>& n_cells)
     : type_(type), n_ctx_(n_ctx), esize_(type == ActType::kF32 ? 4 : 2), kv_dim_(kv_dim) {
+  // Refused before allocating: a context past the machine's memory was a bare "out of memory" (bad_alloc).
+  double need = 0.0;
+  for (size_t il = 0; il < kv_dim.size(); ++il) {
+    const int64_t cells = il < n_cells.size() && n_cells[il] > 0 ? std::min(n_ctx, n_cells[il]) : n_ctx;
+    need += 2.0 * static_cast<double>(cells) * static_cast<double>(kv_dim[il]) * static_cast<double>(esize_);
+  }
+  if (const int64_t ram = physical_memory_bytes(); ram > 0 && need > static_cast<double>(ram))
+    fail("--ctx-size {}: the KV cache would take {:.1f} GiB, more than this machine's {:.1f} GiB of memory", n_ctx,
+         need / double(1 << 30), static_cast<double>(ram) / double(1 << 30));
   k_.resize(kv_dim.size());
   v_.resize(kv_dim.size());
   cells_.assign(kv_dim.size(), n_ctx);

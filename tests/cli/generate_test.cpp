@@ -135,6 +135,17 @@ TEST(Generate, BadInputIsExit2) {
            {"generate" + m, "prompt"},
            {"generate" + m + " --prompt hello", "vocab"},  // model without a vocabulary
            {"generate" + m + " --prompt-tokens 1 --device tpu", "tpu"},
+           // Sampling options take the server's ranges, NaN refused (CLI::Range let it through).
+           {"generate" + m + " --prompt-tokens 1 --temperature nan", "--temperature: nan is not in [0, 100]"},
+           {"generate" + m + " --prompt-tokens 1 --top-p 2", "--top-p: 2 is not in [0, 1]"},
+           {"generate" + m + " --prompt-tokens 1 --min-p -0.5", "--min-p"},
+           {"generate" + m + " --prompt-tokens 1 --top-k -3", "--top-k: -3"},
+           {"generate" + m + " --prompt-tokens 1 --repeat-penalty inf", "--repeat-penalty"},
+           // Threads bounded (100,000 spawned threads until the run was killed).
+           {"generate" + m + " --prompt-tokens 1 --threads 100000", "--threads: 100000 is not in [0, 1024]"},
+           {"bench -m " + model(false) + " -t 5000 -p 0 -n 1", "--threads: 5000"},
+           // A context past the machine's memory is refused before allocating (was a bare "out of memory").
+           {"generate" + m + " --prompt-tokens 1 --ctx-size 99999999999", "the KV cache would take"},
        }) {
     const auto r = ft_run(c.args);
     SCOPED_TRACE(c.args);
