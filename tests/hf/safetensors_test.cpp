@@ -1,11 +1,14 @@
 // The safetensors reader: views, dtypes, shards, and clear errors on malformed files.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "../json_mutate.h"
 #include "core/error.h"
 #include "hf/safetensors.h"
 #include "hf/safetensors_writer.h"
@@ -144,6 +147,61 @@ TEST(Safetensors, DuplicateTensorAcrossFilesIsRefused) {
   EXPECT_NO_THROW(Checkpoint::open(dir));
   fs::remove(dir + "/a.safetensors");
   EXPECT_THROW(Checkpoint::open(dir), ft::Error);  // no safetensors at all
+}
+
+
+// The header mutated (tests/json_mutate.h) and the bytes flipped or cut: from_memory refuses with ft::Error naming the
+// file, or accepts, and then every tensor lies inside the buffer with dtype x shape bytes. Deterministic;
+// FT_ST_MUTANTS=N (default 300) for a long run.
+TEST(Safetensors, MutatedFilesAreRefusedOrConsistent) {
+  const auto base = safetensors_bytes(sample());
+  uint64_t n_header = 0;
+  std::memcpy(&n_header, base.data(), 8);
+  const auto header = nlohmann::ordered_json::parse(base.begin() + 8, base.begin() + 8 + static_cast<std::ptrdiff_t>(n_header));
+  const std::vector<uint8_t> data(base.begin() + 8 + static_cast<std::ptrdiff_t>(n_header), base.end());
+  const char* env = std::getenv("FT_ST_MUTANTS");
+  const int n = env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 300;
+  const std::vector<nlohmann::ordered_json> values = {"F32", "BF16", "U8", "F8_E4M3", "BOOL", "F64",
+                                                      nlohmann::ordered_json::array({0, 0}), nlohmann::ordered_json::array({0, 1u << 30})};
+  std::mt19937 rng(5);
+  int accepted = 0;
+  for (int i = 0; i < n; ++i) {
+    std::vector<uint8_t> b;
+    if (i % 2 == 0) {  // the header
+      auto h = header;
+      const int k = std::uniform_int_distribution<int>(1, 3)(rng);
+      for (int m = 0; m < k; ++m) ft::test::json_mutate(h, rng, values);
+      const std::string text = h.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+      b = raw(text, 0);
+      b.insert(b.end(), data.begin(), data.end());
+    } else {  // the bytes
+      b = base;
+      const int k = std::uniform_int_distribution<int>(1, 4)(rng);
+      for (int m = 0; m < k; ++m) {
+        const size_t at = std::uniform_int_distribution<size_t>(0, b.size() - 1)(rng);
+        if (std::uniform_int_distribution<int>(0, 5)(rng) == 0)
+          b.resize(at);
+        else
+          b[at] = static_cast<uint8_t>(rng());
+        if (b.empty()) break;
+      }
+    }
+    try {
+      auto f = SafetensorsFile::from_memory(b.data(), b.size(), "bad.safetensors");
+      ++accepted;
+      for (const StTensor& t : f->tensors()) {
+        ASSERT_GE(t.data, b.data()) << t.name;
+        ASSERT_LE(t.data + t.nbytes, b.data() + b.size()) << t.name;
+        ASSERT_EQ(t.nbytes, static_cast<uint64_t>(t.numel()) * static_cast<uint64_t>(dtype_size(t.dtype))) << t.name;
+      }
+    } catch (const ft::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.safetensors"), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "mutant " << i << ": " << e.what();
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, n);
 }
 
 }  // namespace
