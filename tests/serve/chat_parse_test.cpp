@@ -50,6 +50,17 @@ ChatParse parse_streamed(const std::string& text, ChatFormat f, bool in_reasonin
   return r;
 }
 
+// Chunk sizes covering n bytes, each below `below` (0 included: an empty delta).
+std::vector<size_t> random_cuts(size_t n, size_t below, std::mt19937& rng) {
+  std::vector<size_t> cuts;
+  for (size_t left = n; left > 0;) {
+    const size_t c = std::min(left, size_t(rng() % below));
+    cuts.push_back(c);
+    left -= c;
+  }
+  return cuts;
+}
+
 void expect_same(const ChatParse& a, const ChatParse& b, const std::string& what) {
   EXPECT_EQ(a.content, b.content) << what;
   EXPECT_EQ(a.reasoning, b.reasoning) << what;
@@ -152,15 +163,9 @@ TEST(ChatParse, StreamingInRandomChunksMatchesCompleteParse) {
       const ChatParse whole = ft::serve::parse_chat_output(text, fmt, in_reasoning);
       std::vector<size_t> bytes(text.size(), 1);
       expect_same(parse_streamed(text, fmt, in_reasoning, bytes), whole, "byte by byte: " + text);
-      for (int trial = 0; trial < 100; ++trial) {
-        std::vector<size_t> cuts;
-        for (size_t left = text.size(); left > 0;) {
-          const size_t c = std::min(left, size_t(rng() % 9));
-          cuts.push_back(c);
-          left -= c;
-        }
-        expect_same(parse_streamed(text, fmt, in_reasoning, cuts), whole, "random chunks: " + text);
-      }
+      for (int trial = 0; trial < 100; ++trial)
+        expect_same(parse_streamed(text, fmt, in_reasoning, random_cuts(text.size(), 9, rng)), whole,
+                    "random chunks: " + text);
     }
   }
 }
@@ -196,13 +201,8 @@ TEST(ChatParse, TagSoupStreamedMatchesCompleteParse) {
       const ChatParse whole = ft::serve::parse_chat_output(text, fmt, in_reasoning);
       expect_same(parse_streamed(text, fmt, in_reasoning, std::vector<size_t>(text.size(), 1)), whole,
                   "byte by byte: " + text);
-      std::vector<size_t> cuts;
-      for (size_t left = text.size(); left > 0;) {
-        const size_t c = std::min(left, size_t(rng() % 7));
-        cuts.push_back(c);
-        left -= c;
-      }
-      expect_same(parse_streamed(text, fmt, in_reasoning, cuts), whole, "random chunks: " + text);
+      expect_same(parse_streamed(text, fmt, in_reasoning, random_cuts(text.size(), 7, rng)), whole,
+                  "random chunks: " + text);
       if (::testing::Test::HasFailure()) return;
     }
   }
