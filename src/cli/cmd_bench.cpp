@@ -202,7 +202,7 @@ int run_bench(const BenchOptions& o) {
       emit(test, stat(tps), true);
     }
   }
-  if (o.json) std::printf("%s\n", rows.dump().c_str());
+  if (o.json) std::printf("%s\n", rows.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }
 

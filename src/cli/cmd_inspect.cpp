@@ -97,7 +97,8 @@ int run_inspect(const InspectOptions& o) {
                     {"input_scale", p.input_scale.empty() ? "absent" : p.input_scale}});
     j["nvfp4"] = ps;
     j["check_scales"] = verdict.ok ? "ok" : verdict.message;
-    fmt::print("{}\n", j.dump(2));
+    // The file's strings need not be UTF-8: invalid bytes print as U+FFFD (a plain dump() throws json's type_error).
+    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     if (!verdict.ok) fail("{}: {}", o.path, verdict.message);
     return 0;
   }

@@ -171,7 +171,7 @@ class RemoteChat : public Chat {
     req.method = "POST";
     req.path = "/v1/chat/completions";
     req.headers = headers();
-    req.body = body.dump();
+    req.body = body.dump(-1, ' ', false, json::error_handler_t::replace);  // typed text need not be UTF-8
     req.set_header("Content-Type", "application/json");
     req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
       buf.append(d, n);

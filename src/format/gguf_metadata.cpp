@@ -20,10 +20,12 @@ std::string type_desc(const Value& v) {
   return fmt::format("array[{}]", value_type_name(v.elem_type));
 }
 
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
+// s with its control bytes escaped (\n, \xNN), and with quote and backslash escaped too when `quote` (then in quotes):
+// a file's strings printed on a terminal (a NUL or an escape sequence in a name is the file's, not ours to emit).
+std::string escaped(std::string_view s, bool quote) {
+  std::string out = quote ? "\"" : "";
   for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') {
+    if (quote && (ch == '"' || ch == '\\')) {
       out += '\\';
       out += static_cast<char>(ch);
     } else if (ch == '\n') {
@@ -34,8 +36,9 @@ std::string quoted(std::string_view s) {
       out += static_cast<char>(ch);
     }
   }
-  return out + "\"";
+  return quote ? out + "\"" : out;
 }
+std::string quoted(std::string_view s) { return escaped(s, true); }
 
 // Value of an integer-typed v as T, or nullopt when it does not fit.
 template <class T>
@@ -94,7 +97,7 @@ std::string Value::to_string(size_t max_items) const {
     case ValueType::FLOAT32: return fmt::format("{}", static_cast<float>(f));
     case ValueType::FLOAT64: return fmt::format("{}", f);
     case ValueType::BOOL: return b ? "true" : "false";
-    case ValueType::STRING: return str;
+    case ValueType::STRING: return escaped(str, false);
     default: break;
   }
   std::string out = "[";

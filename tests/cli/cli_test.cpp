@@ -162,3 +162,25 @@ TEST(Cli, ScaleRuleViolations) {
   EXPECT_NE(r.out.find("check_scales: ok"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("0.01"), std::string::npos) << r.out;
 }
+
+// A file's strings need not be UTF-8 nor printable: `ft inspect` prints them (control bytes escaped) and
+// `--json` writes valid JSON (invalid bytes as U+FFFD) -- it was an "internal error" (json's type_error), exit 3.
+TEST(Cli, InspectPrintsStringsThatAreNotUtf8) {
+  ft::gguf::Writer w;
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.name", "bad\xff\xc3name");
+  w.set_string("general.description", std::string("nul\0inside", 10));
+  w.add_tensor("t", ft::GgmlType::F32, {4}, std::vector<uint8_t>(16, 0));
+  const std::string path = tmp_dir() + "/not_utf8_" + std::to_string(getpid()) + ".gguf";
+  w.write(path);
+  auto r = ft_run("inspect --json " + path);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bad\xef\xbf\xbd\xef\xbf\xbdname"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nul\\\\x00inside"), std::string::npos) << r.out;
+  r = ft_run("inspect " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("nul\\x00inside"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\0'), std::string::npos);
+  fs::remove(path);
+}
