@@ -139,6 +139,31 @@ TEST(ServerErrors, AnthropicRequiresMaxTokens) {
   EXPECT_NE(a.body["error"]["message"].get<std::string>().find("max_tokens"), std::string::npos);
 }
 
+// A content block's field of the wrong type is a 400 naming the block and field (it was json's type_error: a 500).
+TEST(ServerErrors, AnthropicBlockFieldsOfTheWrongTypeNameTheBlock) {
+  TestServer s;
+  const json blocks = json::array({{{"type", "text"}, {"text", "hi"}}, {{"type", "text"}, {"text", 5}}});
+  const auto a = post_json(s, "/v1/messages", json{{"max_tokens", 2}, {"messages", {{{"role", "user"}, {"content", blocks}}}}});
+  EXPECT_EQ(a.status, 400) << a.raw;
+  EXPECT_EQ(a.body["error"]["type"], "invalid_request_error") << a.raw;
+  EXPECT_NE(a.body["error"]["message"].get<std::string>().find("messages[0].content[1].text must be a string"),
+            std::string::npos) << a.raw;
+  const auto t = post_json(s, "/v1/messages", json{{"max_tokens", 2},
+                                                   {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                                                   {"tools", {{{"name", "f"}, {"description", {1}}}}}});
+  EXPECT_EQ(t.status, 400) << t.raw;
+  EXPECT_NE(t.body["error"]["message"].get<std::string>().find("tools[0].description must be a string"),
+            std::string::npos) << t.raw;
+}
+
+// A number past a double is a 400 like any invalid JSON (json's out_of_range escaped parse_body: a 500).
+TEST(ServerErrors, NumberPastADoubleIs400) {
+  TestServer s;
+  const auto r = post_json(s, "/completion", std::string("{\"prompt\": \"hi\", \"temperature\": 1e999}"));
+  EXPECT_EQ(r.status, 400) << r.raw;
+  EXPECT_NE(r.raw.find("not valid JSON"), std::string::npos) << r.raw;
+}
+
 TEST(ServerErrors, ServerStillAnswersAfterBadRequests) {
   TestServer s;
   for (int i = 0; i < 20; ++i) post_json(s, "/v1/chat/completions", std::string(i % 2 ? "{" : "null"));
