@@ -461,6 +461,20 @@ TEST_F(HfErrors, UnsupportedQuantizationAndArchitecture) {
   EXPECT_NE(plan_error().find("'GPT2LMHeadModel' is not supported"), std::string::npos) << plan_error();
 }
 
+// A field of the wrong type names the file, object and key (json's value(key, "") threw its type_error), and a
+// size past any real model is refused before it sizes anything (vocab_size 2^31 - 1 was a bad_alloc).
+TEST_F(HfErrors, WrongTypedFieldsAndHugeSizesNameTheKey) {
+  fs::remove(dir_ + "/hf_quant_config.json");
+  edit_config([](auto& j) { j["quantization_config"] = {{"quant_method", "modelopt"}, {"quant_algo", 4}}; });
+  EXPECT_NE(plan_error().find("config.json quantization_config: key quant_algo is 4, expected a string"),
+            std::string::npos) << plan_error();
+  edit_config([](auto& j) {
+    j.erase("quantization_config");
+    j["vocab_size"] = 2147483647;
+  });
+  EXPECT_NE(plan_error().find("vocab_size 2147483647 is out of range"), std::string::npos) << plan_error();
+}
+
 TEST_F(HfErrors, NotACheckpointDirectory) {
   const std::string d = ft::test::hf_tmp("empty_dir");
   fs::create_directories(d);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <limits>
 
 #include "core/error.h"
 #include "model/model.h"
@@ -133,6 +135,25 @@ TEST(Loader, WrongShapeAndMissingTensorNamed) {
                        w.add_tensor("output_norm.weight", GgmlType::F32, {64}, std::vector<uint8_t>(256));
                      });
   expect_refused(q, "output_norm.weight");
+}
+
+// Hyperparameters a forward pass divides or exponentiates by must be finite and in range (a NaN epsilon or rope base
+// decoded to NaN logits), and sizes past any real model are refused (qwen3moe.feed_forward_length 2^32 - 1, unused by
+// its layers, was a bad_alloc in the session).
+TEST(Loader, NonFiniteOrHugeHyperparametersNamed) {
+  const auto with = [](const char* name, const std::function<void(gguf::Writer&)>& edit) {
+    const std::string p = test::tmp_path(name);
+    test::rewrite_gguf(scaled_model(), p, nullptr, edit);
+    return p;
+  };
+  expect_refused(with("eps.gguf", [](gguf::Writer& w) {
+                   w.set_f32("qwen3moe.attention.layer_norm_rms_epsilon", std::numeric_limits<float>::quiet_NaN());
+                 }),
+                 "qwen3moe.attention.layer_norm_rms_epsilon is nan");
+  expect_refused(with("base.gguf", [](gguf::Writer& w) { w.set_f32("qwen3moe.rope.freq_base", -1.0f); }),
+                 "qwen3moe.rope.freq_base is -1");
+  expect_refused(with("ff.gguf", [](gguf::Writer& w) { w.set_u32("qwen3moe.feed_forward_length", 0xFFFFFFFFu); }),
+                 "qwen3moe.feed_forward_length is 4294967295");
 }
 
 TEST(Loader, UnsupportedArchNamed) {
