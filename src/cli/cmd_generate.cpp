@@ -102,7 +102,6 @@ int run_generate(const GenerateOptions& o) {
   if (o.prompt.has_value() == o.prompt_tokens.has_value())
     fail("give exactly one of --prompt TEXT or --prompt-tokens ID,ID,...");
   if (o.max_tokens < 0) fail("--max-tokens must be >= 0, got {}", o.max_tokens);
-  if (o.threads < 0) fail("--threads must be >= 0, got {}", o.threads);
   if (o.ctx_size < 0) fail("--ctx-size must be >= 0, got {}", o.ctx_size);
 
   // Load (with a progress line on stderr for big files).
