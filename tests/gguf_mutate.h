@@ -8,13 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "mutants.h"
 #include "core/error.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
@@ -25,10 +25,8 @@ namespace ft::test::gguf_mutate {
 using gguf::Value;
 using gguf::ValueType;
 
-inline int mutants(int def) {
-  const char* e = std::getenv("FT_LOAD_MUTANTS");
-  return e != nullptr && std::atoi(e) > 0 ? std::atoi(e) : def;
-}
+// FT_LOAD_MUTANTS=N, else def.
+inline int mutants(int def) { return mutant_count("FT_LOAD_MUTANTS", def); }
 
 inline Value scalar_u(ValueType t, uint64_t u) {
   Value v;

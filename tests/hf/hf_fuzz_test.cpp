@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "../json_mutate.h"
+#include "../mutants.h"
 #include "core/error.h"
 #include "hf/convert.h"
 #include "hf/hf_config.h"
@@ -27,11 +27,6 @@ namespace fs = std::filesystem;
 using ft::testgen::Arch;
 using ft::testgen::HfFormat;
 using ojson = nlohmann::ordered_json;
-
-int mutants_per_file() {
-  const char* e = std::getenv("FT_HF_MUTANTS");
-  return e != nullptr && std::atoi(e) > 0 ? std::atoi(e) : 40;
-}
 
 // Values the readers look for, beside json_mutate's edges of each type.
 const std::vector<ojson>& hf_values() {
@@ -59,7 +54,7 @@ std::string escaped(const std::function<void()>& f, int* ok) {
 
 // Mutates each JSON file in turn; counts the runs (plan, load) and those that succeeded.
 void mutate_files(const std::string& dir, uint32_t seed, int& runs, int& ok) {
-  const int n = mutants_per_file();
+  const int n = ft::test::mutant_count("FT_HF_MUTANTS", 40);
   std::mt19937 rng(seed);
   for (const char* name : {"config.json", "tokenizer.json", "tokenizer_config.json", "hf_quant_config.json"}) {
     const std::string path = dir + "/" + name;

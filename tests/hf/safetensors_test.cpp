@@ -1,7 +1,6 @@
 // The safetensors reader: views, dtypes, shards, and clear errors on malformed files.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "../json_mutate.h"
+#include "../mutants.h"
 #include "core/error.h"
 #include "hf/safetensors.h"
 #include "hf/safetensors_writer.h"
@@ -159,8 +159,7 @@ TEST(Safetensors, MutatedFilesAreRefusedOrConsistent) {
   std::memcpy(&n_header, base.data(), 8);
   const auto header = nlohmann::ordered_json::parse(base.begin() + 8, base.begin() + 8 + static_cast<std::ptrdiff_t>(n_header));
   const std::vector<uint8_t> data(base.begin() + 8 + static_cast<std::ptrdiff_t>(n_header), base.end());
-  const char* env = std::getenv("FT_ST_MUTANTS");
-  const int n = env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 300;
+  const int n = ft::test::mutant_count("FT_ST_MUTANTS", 300);
   const std::vector<nlohmann::ordered_json> values = {"F32", "BF16", "U8", "F8_E4M3", "BOOL", "F64",
                                                       nlohmann::ordered_json::array({0, 0}), nlohmann::ordered_json::array({0, 1u << 30})};
   std::mt19937 rng(5);

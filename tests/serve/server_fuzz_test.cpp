@@ -8,23 +8,18 @@
 // this one says that nothing a client sends reaches the "internal error" path.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "../json_mutate.h"
+#include "../mutants.h"
 #include "server_test_util.h"
 
 namespace ft::test {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-int mutants_per_endpoint() {
-  const char* e = std::getenv("FT_SERVE_MUTANTS");
-  return e != nullptr && std::atoi(e) > 0 ? std::atoi(e) : 60;
-}
 
 struct Seed {
   const char* path;
@@ -123,7 +118,7 @@ TEST(ServerFuzz, MutatedRequestsGetA2xxOrA4xx) {
   ServeSetup setup;
   setup.n_ctx = 512;
   TestServer s(setup);
-  const int n = mutants_per_endpoint();
+  const int n = mutant_count("FT_SERVE_MUTANTS", 60);
   int n2xx = 0, n4xx = 0;
   for (const Seed& seed : seeds()) {
     // The seed itself is a valid request.

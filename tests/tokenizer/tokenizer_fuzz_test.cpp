@@ -7,12 +7,12 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "../mutants.h"
 #include "core/error.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
@@ -24,11 +24,6 @@ namespace {
 
 using gguf::Value;
 using gguf::ValueType;
-
-int mutants() {
-  const char* e = std::getenv("FT_TOK_MUTANTS");
-  return e != nullptr && std::atoi(e) > 0 ? std::atoi(e) : 60;
-}
 
 std::string tmp_dir() {
   const auto d = std::filesystem::path(FT_BINARY_DIR) / "test-tmp" / "tokenizer" / std::to_string(::getpid());
@@ -123,7 +118,7 @@ void fuzz_vocab(const std::string& src, const std::string& tag) {
   const std::string dst = tmp_dir() + "/" + tag + "_mut.gguf";
   std::mt19937 rng(std::hash<std::string>{}(tag) & 0xFFFFu);
   int failures = 0, built = 0, tried = 0;
-  for (int i = 0; i < mutants() && failures < 5; ++i) {
+  for (int i = 0; i < test::mutant_count("FT_TOK_MUTANTS", 60) && failures < 5; ++i) {
     auto m = kv;
     std::string what;
     const int k = std::uniform_int_distribution<int>(1, 2)(rng);
